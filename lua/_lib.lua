@@ -1,0 +1,232 @@
+-- _lib.lua: helpers shared by the operation scripts.
+--
+-- This file is not a script of its own: the Rust crate prepends it to every
+-- operation script at compile time (see shared/src/scripts.rs), so each script
+-- stays a single EVALSHA with no cross-script calls.
+--
+-- Conventions every script follows:
+--   * All keys arrive in KEYS and share the namespace hash tag, so a script runs
+--     unchanged on a single node, on Redis Cluster and on ElastiCache Serverless.
+--   * Every input is validated before the first write: Redis does not roll back a
+--     script that fails half-way, so a late error would leave a partial write.
+--   * Replies are flat arrays of strings and integers (never string-keyed tables,
+--     which Redis turns into empty replies). Match records travel as JSON.
+--   * Time is Redis server time (TIME), so Lambdas with skewed clocks agree.
+
+-- unpack() of more than ~8000 values fails ("too many results to unpack"), so
+-- variadic commands are issued in chunks of this many arguments.
+local CHUNK = 4000
+
+local function fail(msg)
+  return redis.error_reply('ERR_ARG ' .. msg)
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Parses a non-negative integer argument; nil when it is not one.
+local function int_arg(v)
+  local n = tonumber(v)
+  if n == nil or n < 0 or n ~= math.floor(n) then
+    return nil
+  end
+  return n
+end
+
+-- Runs `cmd key args...` in chunks. `args` is a flat array; `stride` keeps
+-- field/value (or score/member) pairs together across chunk borders.
+local function chunked(cmd, key, args, stride)
+  local per = CHUNK - (CHUNK % stride)
+  local n = #args
+  local i = 1
+  while i <= n do
+    local last = math.min(i + per - 1, n)
+    redis.call(cmd, key, unpack(args, i, last))
+    i = last + 1
+  end
+end
+
+-- A ticket is stored as "<world> <seq> <joined_ms> <deadline_ms> <data>" in
+-- the tickets hash: world names contain no spaces (validated in Rust) and the
+-- optional data JSON is everything after the fourth space.
+local function encode_ticket(world, seq, joined, deadline, data)
+  return world .. ' ' .. seq .. ' ' .. joined .. ' ' .. deadline .. ' ' .. data
+end
+
+local function decode_ticket(s)
+  local world, seq, joined, deadline, data = string.match(s, '^(%S+) (%d+) (%d+) (%d+) (.*)$')
+  return world, tonumber(seq), tonumber(joined), tonumber(deadline), data
+end
+
+-- Wait-time statistics of one world: how many players were matched within the
+-- last `window` ms and over how long a span. The recent list holds one entry
+-- "<ms>:<players>" per call that formed matches, newest first, trimmed to 64.
+local function wait_stats(recent_key, now, window)
+  local entries = redis.call('LRANGE', recent_key, 0, -1)
+  local players = 0
+  local oldest = now
+  for _, e in ipairs(entries) do
+    local ts, count = string.match(e, '^(%d+):(%d+)$')
+    ts = tonumber(ts)
+    if ts == nil or ts < now - window then
+      break
+    end
+    players = players + tonumber(count)
+    oldest = ts
+  end
+  return players, now - oldest
+end
+
+-- Outbox entry ids. "M|<matchId>|<player>" asks for a MATCH_FOUND push and
+-- "X|<world>|<player>" for a TICKET_EXPIRED push. Match ids and world names
+-- never contain '|', so everything after the second '|' is the player id.
+-- The meta hash holds "<attempts>:<created_ms>" for each pending entry.
+local function outbox_add(outbox_key, meta_key, ids, now)
+  local zargs, hargs = {}, {}
+  for _, id in ipairs(ids) do
+    zargs[#zargs + 1] = now
+    zargs[#zargs + 1] = id
+    hargs[#hargs + 1] = id
+    hargs[#hargs + 1] = '0:' .. now
+  end
+  if #zargs > 0 then
+    chunked('ZADD', outbox_key, zargs, 2)
+    chunked('HSET', meta_key, hargs, 2)
+  end
+end
+
+-- Forms up to `max_groups` complete groups of `team` players from the front
+-- (oldest first) of a world's queue and records each match durably before
+-- anyone is told: the match record, each player's pointer to it, its expiry,
+-- the outbox entries and the world's recent-match statistics. A partial group
+-- is never taken. Returns the array of match records as JSON strings.
+--
+-- k: table with fields queue, deadlines, tickets, matches, match_expiry,
+--    player_match, outbox, outbox_meta, recent, match_seq (key names).
+local function form_matches(k, world, team, max_groups, match_ttl, now)
+  local size = redis.call('ZCARD', k.queue)
+  local groups = math.floor(size / team)
+  if max_groups > 0 and groups > max_groups then
+    groups = max_groups
+  end
+  if groups == 0 then
+    return {}
+  end
+  local taken = groups * team
+  local players = redis.call('ZRANGE', k.queue, 0, taken - 1)
+  local data = {}
+  local i = 1
+  while i <= taken do
+    local last = math.min(i + CHUNK - 1, taken)
+    local part = redis.call('HMGET', k.tickets, unpack(players, i, last))
+    for j = 1, #part do
+      local d = ''
+      if part[j] then
+        local _, _, _, _, td = decode_ticket(part[j])
+        d = td or ''
+      end
+      data[i + j - 1] = d
+    end
+    i = last + 1
+  end
+  redis.call('ZREMRANGEBYRANK', k.queue, 0, taken - 1)
+  chunked('ZREM', k.deadlines, players, 1)
+  chunked('HDEL', k.tickets, players, 1)
+
+  local last_seq = redis.call('INCRBY', k.match_seq, groups)
+  local first_seq = last_seq - groups + 1
+  local records, match_fields, expiry_args, pointer_args, outbox_ids = {}, {}, {}, {}, {}
+  local expires = now + match_ttl
+  for g = 0, groups - 1 do
+    local id = string.format('%x-%x', now, first_seq + g)
+    -- Built by hand so ticket data (already valid JSON) is embedded verbatim
+    -- instead of round-tripping through cjson, which would lose precision of
+    -- large numbers and turn empty arrays into objects.
+    local names, extras = {}, {}
+    for m = 1, team do
+      local p = players[g * team + m]
+      local quoted = cjson.encode(p)
+      names[m] = quoted
+      local d = data[g * team + m]
+      if d ~= '' then
+        extras[#extras + 1] = quoted .. ':' .. d
+      end
+      pointer_args[#pointer_args + 1] = p
+      pointer_args[#pointer_args + 1] = id
+      outbox_ids[#outbox_ids + 1] = 'M|' .. id .. '|' .. p
+    end
+    local record = '{"matchId":"' .. id .. '","worldType":"' .. world
+      .. '","participants":[' .. table.concat(names, ',') .. '],"matchedAt":'
+      .. string.format('%d', now)
+    if #extras > 0 then
+      record = record .. ',"playerData":{' .. table.concat(extras, ',') .. '}'
+    end
+    record = record .. '}'
+    records[#records + 1] = record
+    match_fields[#match_fields + 1] = id
+    match_fields[#match_fields + 1] = record
+    expiry_args[#expiry_args + 1] = expires
+    expiry_args[#expiry_args + 1] = id
+  end
+  chunked('HSET', k.matches, match_fields, 2)
+  chunked('ZADD', k.match_expiry, expiry_args, 2)
+  chunked('HSET', k.player_match, pointer_args, 2)
+  outbox_add(k.outbox, k.outbox_meta, outbox_ids, now)
+  redis.call('LPUSH', k.recent, now .. ':' .. taken)
+  redis.call('LTRIM', k.recent, 0, 63)
+  return records
+end
+
+-- Removes a player's ticket from whichever configured world it waits in.
+-- `world_keys(i)` gives that world's (queue, deadlines); `worlds` the names.
+-- Returns the world the ticket was in, or '' when there was none.
+local function drop_ticket(tickets, player, worlds, world_keys)
+  local ticket = redis.call('HGET', tickets, player)
+  if not ticket then
+    return ''
+  end
+  local world = decode_ticket(ticket)
+  for i, name in ipairs(worlds) do
+    if name == world then
+      local queue, deadlines = world_keys(i)
+      redis.call('ZREM', queue, player)
+      redis.call('ZREM', deadlines, player)
+    end
+  end
+  redis.call('HDEL', tickets, player)
+  return world or ''
+end
+
+-- Connection registry: conns (HASH conn id -> player), conn_expiry (ZSET conn
+-- id -> expiry ms), player_conns (HASH player -> space-separated conn ids;
+-- connection ids never contain spaces). Removes one connection; when it was
+-- the player's last one and `remove_ticket` is set, the ticket goes too, so
+-- nobody is matched as a ghost. Returns player ('' if unknown), remaining
+-- connection count and the world of a removed ticket ('' if none).
+local function drop_connection(k, conn_id, remove_ticket, worlds, world_keys)
+  local player = redis.call('HGET', k.conns, conn_id)
+  redis.call('HDEL', k.conns, conn_id)
+  redis.call('ZREM', k.conn_expiry, conn_id)
+  if not player then
+    return '', 0, ''
+  end
+  local kept = {}
+  local list = redis.call('HGET', k.player_conns, player)
+  if list then
+    for id in string.gmatch(list, '%S+') do
+      if id ~= conn_id then kept[#kept + 1] = id end
+    end
+  end
+  if #kept > 0 then
+    redis.call('HSET', k.player_conns, player, table.concat(kept, ' '))
+    return player, #kept, ''
+  end
+  redis.call('HDEL', k.player_conns, player)
+  local removed = ''
+  if remove_ticket then
+    removed = drop_ticket(k.tickets, player, worlds, world_keys)
+  end
+  return player, 0, removed
+end

@@ -1,0 +1,59 @@
+-- housekeeping.lua: delete expired match records (and the players' pointers
+-- to them) and expired WebSocket connections. Hashes cannot expire field by
+-- field on every Redis we support, so expiry is a ZSET swept in batches.
+--
+-- KEYS[1]  matches        HASH match id -> match record JSON
+-- KEYS[2]  match_expiry   ZSET match id -> expiry ms
+-- KEYS[3]  player_match   HASH player -> id of the player's latest match
+-- KEYS[4]  conns          HASH conn id -> player
+-- KEYS[5]  conn_expiry    ZSET conn id -> expiry ms
+-- KEYS[6]  player_conns   HASH player -> space-separated conn ids
+-- KEYS[7]  tickets        HASH player -> ticket
+-- KEYS[8..] for every configured world, in ARGV order: queue and deadlines
+--
+-- ARGV[1]  most records of each kind to remove in this call (> 0)
+-- ARGV[2]  remove the ticket of a player whose last connection expired: "1"/"0"
+-- ARGV[3..] configured world names
+--
+-- Reply: { matches_removed, connections_removed, tickets_removed }
+
+local limit = int_arg(ARGV[1])
+local remove_ticket = ARGV[2]
+local worlds = {}
+for i = 3, #ARGV do worlds[#worlds + 1] = ARGV[i] end
+if limit == nil or limit == 0 then return fail('limit must be an integer > 0') end
+if remove_ticket ~= '0' and remove_ticket ~= '1' then return fail('remove_ticket must be 0 or 1') end
+if #KEYS ~= 7 + 2 * #worlds then return fail('world keys do not match world names') end
+
+local now = now_ms()
+local matches = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
+for _, id in ipairs(matches) do
+  local record = redis.call('HGET', KEYS[1], id)
+  if record then
+    local ok, decoded = pcall(cjson.decode, record)
+    if ok and type(decoded) == 'table' and type(decoded.participants) == 'table' then
+      for _, p in ipairs(decoded.participants) do
+        -- Only clear the pointer if the player has not been matched again since.
+        if redis.call('HGET', KEYS[3], p) == id then
+          redis.call('HDEL', KEYS[3], p)
+        end
+      end
+    end
+  end
+end
+if #matches > 0 then
+  chunked('HDEL', KEYS[1], matches, 1)
+  chunked('ZREM', KEYS[2], matches, 1)
+end
+
+local function world_keys(i)
+  return KEYS[7 + 2 * i - 1], KEYS[7 + 2 * i]
+end
+local k = { conns = KEYS[4], conn_expiry = KEYS[5], player_conns = KEYS[6], tickets = KEYS[7] }
+local conns = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, limit)
+local tickets_removed = 0
+for _, id in ipairs(conns) do
+  local _, _, removed = drop_connection(k, id, remove_ticket == '1', worlds, world_keys)
+  if removed ~= '' then tickets_removed = tickets_removed + 1 end
+end
+return { #matches, #conns, tickets_removed }

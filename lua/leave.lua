@@ -1,0 +1,30 @@
+-- leave.lua: remove a player's ticket from a world's queue.
+--
+-- KEYS[1]  queue          ZSET player -> seq (this world)
+-- KEYS[2]  deadlines      ZSET player -> ticket deadline ms (this world)
+-- KEYS[3]  tickets        HASH player -> ticket
+--
+-- ARGV[1]  player id
+-- ARGV[2]  world name
+--
+-- Reply: { "LEFT", previous_position, remaining_queue_size }
+--      | { "NOT_QUEUED", world_the_player_waits_in_or_empty, 0 }
+
+if #KEYS ~= 3 then return fail('expected 3 keys') end
+local player, world = ARGV[1], ARGV[2]
+if player == nil or player == '' then return fail('player id is empty') end
+if world == nil or world == '' then return fail('world is empty') end
+
+local ticket = redis.call('HGET', KEYS[3], player)
+if not ticket then
+  return { 'NOT_QUEUED', '', 0 }
+end
+local ticket_world = decode_ticket(ticket)
+if ticket_world ~= world then
+  return { 'NOT_QUEUED', ticket_world or '', 0 }
+end
+local rank = redis.call('ZRANK', KEYS[1], player)
+redis.call('ZREM', KEYS[1], player)
+redis.call('ZREM', KEYS[2], player)
+redis.call('HDEL', KEYS[3], player)
+return { 'LEFT', (rank or 0) + 1, redis.call('ZCARD', KEYS[1]) }

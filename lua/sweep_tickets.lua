@@ -1,0 +1,35 @@
+-- sweep_tickets.lua: remove a world's tickets whose deadline has passed and
+-- queue a TICKET_EXPIRED notification for each. Every ticket has its own
+-- deadline; no EXPIRE is ever put on a whole queue.
+--
+-- KEYS[1]  queue          ZSET player -> seq (this world)
+-- KEYS[2]  deadlines      ZSET player -> ticket deadline ms (this world)
+-- KEYS[3]  tickets        HASH player -> ticket
+-- KEYS[4]  outbox         ZSET notification id -> due ms
+-- KEYS[5]  outbox_meta    HASH notification id -> "<attempts>:<created_ms>"
+--
+-- ARGV[1]  world name
+-- ARGV[2]  most tickets to remove in this call (> 0)
+--
+-- Reply: { expired_player... } in deadline order
+
+if #KEYS ~= 5 then return fail('expected 5 keys') end
+local world = ARGV[1]
+local limit = int_arg(ARGV[2])
+if world == nil or world == '' then return fail('world is empty') end
+if limit == nil or limit == 0 then return fail('limit must be an integer > 0') end
+
+local now = now_ms()
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
+if #expired == 0 then
+  return {}
+end
+chunked('ZREM', KEYS[1], expired, 1)
+chunked('ZREM', KEYS[2], expired, 1)
+chunked('HDEL', KEYS[3], expired, 1)
+local ids = {}
+for i, p in ipairs(expired) do
+  ids[i] = 'X|' .. world .. '|' .. p
+end
+outbox_add(KEYS[4], KEYS[5], ids, now)
+return expired

@@ -1,0 +1,346 @@
+//! Configuration from environment variables. Worlds are configuration, not
+//! code: `MM_WORLDS="world1:3,world2:5:300"` (name:team_size[:ticket_ttl_secs]).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::domain::{check_name, WorldName};
+use crate::error::ConfigError;
+
+/// One configured world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct World {
+    pub name: WorldName,
+    /// Players per match (N >= 2).
+    pub team_size: u32,
+    /// How long a ticket may wait before it expires.
+    pub ticket_ttl: Duration,
+}
+
+/// The configured worlds, in configuration order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorldCatalog {
+    worlds: Vec<World>,
+}
+
+impl WorldCatalog {
+    pub fn new(worlds: Vec<World>) -> Result<Self, ConfigError> {
+        if worlds.is_empty() {
+            return Err(ConfigError {
+                var: "MM_WORLDS",
+                reason: "no worlds configured".into(),
+            });
+        }
+        let mut seen = BTreeMap::new();
+        for w in &worlds {
+            if seen.insert(w.name.as_str(), ()).is_some() {
+                return Err(ConfigError {
+                    var: "MM_WORLDS",
+                    reason: format!("world {} is listed twice", w.name),
+                });
+            }
+        }
+        Ok(Self { worlds })
+    }
+
+    /// Parses `name:team[:ticket_ttl_secs],...`.
+    pub fn parse(spec: &str, default_ttl: Duration) -> Result<Self, ConfigError> {
+        let err = |reason: String| ConfigError {
+            var: "MM_WORLDS",
+            reason,
+        };
+        let mut worlds = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let mut parts = item.split(':');
+            let name = parts.next().unwrap_or_default();
+            let name = WorldName::parse(name).map_err(|e| err(e.to_string()))?;
+            let team_size = match parts.next() {
+                Some(t) => t
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (2..=1000).contains(n))
+                    .ok_or_else(|| {
+                        err(format!("team size of {name} must be 2..=1000, got {t:?}"))
+                    })?,
+                None => 3,
+            };
+            let ticket_ttl = match parts.next() {
+                Some(t) => {
+                    Duration::from_secs(t.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(
+                        || err(format!("ticket lifetime of {name} must be > 0 seconds")),
+                    )?)
+                }
+                None => default_ttl,
+            };
+            if parts.next().is_some() {
+                return Err(err(format!("{item:?} has more than three fields")));
+            }
+            worlds.push(World {
+                name,
+                team_size,
+                ticket_ttl,
+            });
+        }
+        Self::new(worlds)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&World> {
+        self.worlds.iter().find(|w| w.name.as_str() == name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &World> {
+        self.worlds.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.worlds.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.worlds.is_empty()
+    }
+}
+
+/// How to reach Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisSettings {
+    /// `redis://` or `rediss://` (TLS) URLs; several only in cluster mode.
+    pub urls: Vec<String>,
+    pub cluster: bool,
+    /// Upper bound for one command, including reconnecting.
+    pub command_timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+/// Everything the core needs to know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Key namespace; all keys of one namespace share one hash slot.
+    pub namespace: String,
+    pub worlds: WorldCatalog,
+    /// Form the match inside the join that completes a group.
+    pub instant_match: bool,
+    /// How long match records (and players' pointers to them) are kept.
+    pub match_ttl: Duration,
+    /// How long a WebSocket connection stays registered without a $disconnect.
+    pub connection_ttl: Duration,
+    pub max_connections_per_player: u32,
+    /// Remove a player's ticket when their last connection goes away.
+    pub remove_ticket_on_disconnect: bool,
+    /// Most tickets one world's queue may hold (0 = unbounded).
+    pub queue_capacity: u64,
+    /// Window of recent matches the wait estimate is derived from.
+    pub wait_window: Duration,
+    pub redis: RedisSettings,
+}
+
+/// API Gateway closes WebSocket connections after 2 hours; registry entries
+/// live a little longer so a connection never outlives its entry.
+pub const DEFAULT_CONNECTION_TTL: Duration = Duration::from_secs(2 * 3600 + 300);
+
+impl Settings {
+    /// Reads settings from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads settings through `lookup` (tests pass a map).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |k: &str| {
+            lookup(k)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let secs = |var: &'static str, default: u64, min: u64| -> Result<Duration, ConfigError> {
+            match get(var) {
+                None => Ok(Duration::from_secs(default)),
+                Some(v) => v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n >= min)
+                    .map(Duration::from_secs)
+                    .ok_or_else(|| ConfigError {
+                        var,
+                        reason: format!("expected seconds >= {min}, got {v:?}"),
+                    }),
+            }
+        };
+        let millis = |var: &'static str, default: u64| -> Result<Duration, ConfigError> {
+            match get(var) {
+                None => Ok(Duration::from_millis(default)),
+                Some(v) => v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .map(Duration::from_millis)
+                    .ok_or_else(|| ConfigError {
+                        var,
+                        reason: format!("expected milliseconds > 0, got {v:?}"),
+                    }),
+            }
+        };
+        let flag = |var: &'static str, default: bool| -> Result<bool, ConfigError> {
+            match get(var).as_deref().map(str::to_ascii_lowercase).as_deref() {
+                None => Ok(default),
+                Some("1" | "true" | "yes" | "on") => Ok(true),
+                Some("0" | "false" | "no" | "off") => Ok(false),
+                Some(v) => Err(ConfigError {
+                    var,
+                    reason: format!("expected true or false, got {v:?}"),
+                }),
+            }
+        };
+        let number = |var: &'static str, default: u64| -> Result<u64, ConfigError> {
+            match get(var) {
+                None => Ok(default),
+                Some(v) => v.parse::<u64>().map_err(|_| ConfigError {
+                    var,
+                    reason: format!("expected a whole number, got {v:?}"),
+                }),
+            }
+        };
+
+        let namespace = get("MM_NAMESPACE").unwrap_or_else(|| "mm".into());
+        check_name("namespace", &namespace).map_err(|e| ConfigError {
+            var: "MM_NAMESPACE",
+            reason: e.to_string(),
+        })?;
+        let ticket_ttl = secs("MM_TICKET_TTL_SECS", 600, 1)?;
+        let worlds = WorldCatalog::parse(
+            &get("MM_WORLDS").unwrap_or_else(|| "world1:3,world2:3,world3:3".into()),
+            ticket_ttl,
+        )?;
+        let connection_ttl = secs(
+            "MM_CONNECTION_TTL_SECS",
+            DEFAULT_CONNECTION_TTL.as_secs(),
+            1,
+        )?;
+        let max_connections_per_player = number("MM_MAX_CONNECTIONS_PER_PLAYER", 8)?;
+        if !(1..=64).contains(&max_connections_per_player) {
+            return Err(ConfigError {
+                var: "MM_MAX_CONNECTIONS_PER_PLAYER",
+                reason: "expected 1..=64".into(),
+            });
+        }
+
+        let url_spec = get("REDIS_URL").unwrap_or_else(|| "redis://127.0.0.1:6379".into());
+        let urls: Vec<String> = url_spec
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        if let Some(bad) = urls
+            .iter()
+            .find(|u| !(u.starts_with("redis://") || u.starts_with("rediss://")))
+        {
+            return Err(ConfigError {
+                var: "REDIS_URL",
+                reason: format!("expected redis:// or rediss:// URLs, got {bad:?}"),
+            });
+        }
+        let cluster = flag("REDIS_CLUSTER", urls.len() > 1)?;
+        if urls.len() > 1 && !cluster {
+            return Err(ConfigError {
+                var: "REDIS_URL",
+                reason: "several URLs are only allowed with REDIS_CLUSTER=true".into(),
+            });
+        }
+
+        Ok(Self {
+            namespace,
+            worlds,
+            instant_match: flag("MM_INSTANT_MATCH", true)?,
+            match_ttl: secs("MM_MATCH_TTL_SECS", 600, 1)?,
+            connection_ttl,
+            max_connections_per_player: max_connections_per_player as u32,
+            remove_ticket_on_disconnect: flag("MM_REMOVE_TICKET_ON_DISCONNECT", true)?,
+            queue_capacity: number("MM_QUEUE_CAPACITY", 1_000_000)?,
+            wait_window: secs("MM_WAIT_WINDOW_SECS", 300, 1)?,
+            redis: RedisSettings {
+                urls,
+                cluster,
+                command_timeout: millis("REDIS_TIMEOUT_MS", 2000)?,
+                connect_timeout: millis("REDIS_CONNECT_TIMEOUT_MS", 1000)?,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_match_the_seed() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.namespace, "mm");
+        let names: Vec<_> = s
+            .worlds
+            .iter()
+            .map(|w| w.name.as_str().to_owned())
+            .collect();
+        assert_eq!(names, ["world1", "world2", "world3"]);
+        assert!(s.worlds.iter().all(|w| w.team_size == 3));
+        assert!(s.instant_match);
+        assert_eq!(s.match_ttl, Duration::from_secs(600));
+        assert!(s.connection_ttl >= Duration::from_secs(7200));
+        assert!(!s.redis.cluster);
+    }
+
+    #[test]
+    fn worlds_parse_with_team_size_and_ttl() {
+        let s = settings(&[("MM_WORLDS", "duel:2:30, squad:4")]).unwrap();
+        let duel = s.worlds.get("duel").unwrap();
+        assert_eq!(
+            (duel.team_size, duel.ticket_ttl),
+            (2, Duration::from_secs(30))
+        );
+        assert_eq!(
+            s.worlds.get("squad").unwrap().ticket_ttl,
+            Duration::from_secs(600)
+        );
+        assert!(s.worlds.get("nope").is_none());
+    }
+
+    #[test]
+    fn bad_configuration_is_refused_with_the_variable_named() {
+        for (var, value) in [
+            ("MM_WORLDS", "World1:3"),
+            ("MM_WORLDS", "w:1"),
+            ("MM_WORLDS", "w:3:0"),
+            ("MM_WORLDS", "w:3,w:3"),
+            ("MM_WORLDS", "w:3:5:9"),
+            ("MM_WORLDS", " , "),
+            ("MM_NAMESPACE", "a{b}"),
+            ("MM_INSTANT_MATCH", "maybe"),
+            ("REDIS_URL", "http://x"),
+            ("REDIS_URL", "redis://a,redis://b"),
+            ("MM_MAX_CONNECTIONS_PER_PLAYER", "0"),
+        ] {
+            let mut vars = vec![(var, value)];
+            if var == "REDIS_URL" && value.contains(',') {
+                vars.push(("REDIS_CLUSTER", "false"));
+            }
+            let err = settings(&vars).expect_err(value);
+            assert_eq!(err.var, var, "{value}");
+        }
+    }
+
+    #[test]
+    fn several_urls_mean_cluster_mode() {
+        let s = settings(&[("REDIS_URL", "redis://a:1,redis://b:2")]).unwrap();
+        assert!(s.redis.cluster);
+        assert_eq!(s.redis.urls.len(), 2);
+    }
+}

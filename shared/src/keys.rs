@@ -1,0 +1,160 @@
+//! The Redis key layout. This module is the only place key names are built.
+//!
+//! Every key of a namespace starts with `mm:{<namespace>}:`: the braces are a
+//! Redis Cluster hash tag, so all keys of one namespace live in one hash slot
+//! and every script can touch all of them atomically, on a single node, on
+//! Redis Cluster and on ElastiCache Serverless alike. Different namespaces
+//! (regions, games, tenants) hash to different slots and spread over shards.
+//! Keys are built only from the validated namespace and world names; player
+//! and connection ids are hash fields or set members, never part of a key.
+//!
+//! | key                          | type   | contents                                   |
+//! |------------------------------|--------|--------------------------------------------|
+//! | `queue:<world>`              | ZSET   | player -> ticket sequence (FIFO order)     |
+//! | `deadlines:<world>`          | ZSET   | player -> ticket deadline (ms)             |
+//! | `recent:<world>`             | LIST   | `<ms>:<players>` per matching call (<= 64) |
+//! | `tickets`                    | HASH   | player -> `<world> <seq> <joined> <deadline> <data>` |
+//! | `ticket-seq`, `match-seq`    | STRING | counters                                   |
+//! | `matches`                    | HASH   | match id -> match record JSON              |
+//! | `match-expiry`               | ZSET   | match id -> expiry (ms)                    |
+//! | `player-match`               | HASH   | player -> latest match id                  |
+//! | `outbox`                     | ZSET   | notification id -> due time (ms)           |
+//! | `outbox-meta`                | HASH   | notification id -> `<attempts>:<created>`  |
+//! | `conns`                      | HASH   | connection id -> player                    |
+//! | `conn-expiry`                | ZSET   | connection id -> expiry (ms)               |
+//! | `player-conns`               | HASH   | player -> space-separated connection ids   |
+//! | `matcher-lease`              | STRING | token of the active matcher loop (PX)      |
+
+use crate::config::WorldCatalog;
+use crate::domain::WorldName;
+
+/// Key names of one namespace.
+#[derive(Debug, Clone)]
+pub struct KeyLayout {
+    prefix: String,
+}
+
+/// The three keys that belong to one world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorldKeys {
+    pub queue: String,
+    pub deadlines: String,
+    pub recent: String,
+}
+
+impl KeyLayout {
+    /// `namespace` must already be validated (`[a-z0-9_-]{1,32}`), which
+    /// [`crate::config::Settings`] guarantees.
+    pub fn new(namespace: &str) -> Self {
+        Self {
+            prefix: format!("mm:{{{namespace}}}:"),
+        }
+    }
+
+    /// The common prefix, hash tag included (e.g. `mm:{mm}:`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The hash tag all keys share (e.g. `{mm}`), for cluster slot checks.
+    pub fn hash_tag(&self) -> &str {
+        let start = self.prefix.find('{').unwrap_or(0);
+        let end = self.prefix.find('}').map_or(self.prefix.len(), |i| i + 1);
+        &self.prefix[start..end]
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    pub fn world(&self, world: &WorldName) -> WorldKeys {
+        WorldKeys {
+            queue: self.key(&format!("queue:{world}")),
+            deadlines: self.key(&format!("deadlines:{world}")),
+            recent: self.key(&format!("recent:{world}")),
+        }
+    }
+
+    pub fn tickets(&self) -> String {
+        self.key("tickets")
+    }
+    pub fn ticket_seq(&self) -> String {
+        self.key("ticket-seq")
+    }
+    pub fn match_seq(&self) -> String {
+        self.key("match-seq")
+    }
+    pub fn matches(&self) -> String {
+        self.key("matches")
+    }
+    pub fn match_expiry(&self) -> String {
+        self.key("match-expiry")
+    }
+    pub fn player_match(&self) -> String {
+        self.key("player-match")
+    }
+    pub fn outbox(&self) -> String {
+        self.key("outbox")
+    }
+    pub fn outbox_meta(&self) -> String {
+        self.key("outbox-meta")
+    }
+    pub fn conns(&self) -> String {
+        self.key("conns")
+    }
+    pub fn conn_expiry(&self) -> String {
+        self.key("conn-expiry")
+    }
+    pub fn player_conns(&self) -> String {
+        self.key("player-conns")
+    }
+    pub fn matcher_lease(&self) -> String {
+        self.key("matcher-lease")
+    }
+
+    /// Every key the namespace can hold for `worlds` (for tests and tooling).
+    pub fn all(&self, worlds: &WorldCatalog) -> Vec<String> {
+        let mut keys = vec![
+            self.tickets(),
+            self.ticket_seq(),
+            self.match_seq(),
+            self.matches(),
+            self.match_expiry(),
+            self.player_match(),
+            self.outbox(),
+            self.outbox_meta(),
+            self.conns(),
+            self.conn_expiry(),
+            self.player_conns(),
+            self.matcher_lease(),
+        ];
+        for w in worlds.iter() {
+            let k = self.world(&w.name);
+            keys.extend([k.queue, k.deadlines, k.recent]);
+        }
+        keys
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn every_key_carries_the_namespace_hash_tag() {
+        let layout = KeyLayout::new("eu-1");
+        assert_eq!(layout.hash_tag(), "{eu-1}");
+        let worlds = WorldCatalog::parse("world1:3,world2:2", Duration::from_secs(60)).unwrap();
+        let keys = layout.all(&worlds);
+        assert_eq!(keys.len(), 12 + 3 * 2);
+        for k in &keys {
+            assert!(k.starts_with("mm:{eu-1}:"), "{k}");
+            // The first '{'...'}' decides the slot; nothing else may come first.
+            assert_eq!(k.find('{'), Some(3), "{k}");
+        }
+        let unique: std::collections::HashSet<_> = keys.iter().collect();
+        assert_eq!(unique.len(), keys.len());
+    }
+}

@@ -1,0 +1,95 @@
+//! The Lua scripts, embedded at compile time. Each operation script is
+//! prefixed with `lua/_lib.lua`, the helpers they share, so every operation
+//! is one self-contained EVALSHA (the redis crate reloads it on NOSCRIPT).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+macro_rules! lua {
+    ($file:literal) => {
+        concat!(
+            include_str!("../../lua/_lib.lua"),
+            "\n",
+            include_str!(concat!("../../lua/", $file))
+        )
+    };
+}
+
+/// Source of every operation script, by file name (for tests and tooling).
+pub const SOURCES: &[(&str, &str)] = &[
+    ("join.lua", lua!("join.lua")),
+    ("leave.lua", lua!("leave.lua")),
+    ("match.lua", lua!("match.lua")),
+    ("queue_status.lua", lua!("queue_status.lua")),
+    ("player_status.lua", lua!("player_status.lua")),
+    ("sweep_tickets.lua", lua!("sweep_tickets.lua")),
+    ("housekeeping.lua", lua!("housekeeping.lua")),
+    ("outbox_claim.lua", lua!("outbox_claim.lua")),
+    ("outbox_settle.lua", lua!("outbox_settle.lua")),
+    ("conn_register.lua", lua!("conn_register.lua")),
+    ("conn_unregister.lua", lua!("conn_unregister.lua")),
+    ("lease_acquire.lua", lua!("lease_acquire.lua")),
+    ("lease_release.lua", lua!("lease_release.lua")),
+];
+
+pub(crate) struct Scripts {
+    pub join: Script,
+    pub leave: Script,
+    pub form_matches: Script,
+    pub queue_status: Script,
+    pub player_status: Script,
+    pub sweep_tickets: Script,
+    pub housekeeping: Script,
+    pub outbox_claim: Script,
+    pub outbox_settle: Script,
+    pub conn_register: Script,
+    pub conn_unregister: Script,
+    pub lease_acquire: Script,
+    pub lease_release: Script,
+}
+
+pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    join: Script::new(lua!("join.lua")),
+    leave: Script::new(lua!("leave.lua")),
+    form_matches: Script::new(lua!("match.lua")),
+    queue_status: Script::new(lua!("queue_status.lua")),
+    player_status: Script::new(lua!("player_status.lua")),
+    sweep_tickets: Script::new(lua!("sweep_tickets.lua")),
+    housekeeping: Script::new(lua!("housekeeping.lua")),
+    outbox_claim: Script::new(lua!("outbox_claim.lua")),
+    outbox_settle: Script::new(lua!("outbox_settle.lua")),
+    conn_register: Script::new(lua!("conn_register.lua")),
+    conn_unregister: Script::new(lua!("conn_unregister.lua")),
+    lease_acquire: Script::new(lua!("lease_acquire.lua")),
+    lease_release: Script::new(lua!("lease_release.lua")),
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_script_documents_keys_argv_and_reply() {
+        for (name, src) in SOURCES {
+            let own = src.split_once(&format!("-- {name}:")).map(|(_, rest)| rest);
+            let own = own.unwrap_or_else(|| panic!("{name} must start with a `-- {name}:` header"));
+            for section in ["KEYS[1]", "ARGV", "Reply"] {
+                assert!(
+                    own.contains(section),
+                    "{name} header must document {section}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn no_script_sets_expire_on_a_whole_key() {
+        // The seed put EXPIRE on the queue: one join reset everyone's lifetime.
+        for (name, src) in SOURCES {
+            for cmd in ["'EXPIRE'", "'PEXPIRE'", "'EXPIREAT'"] {
+                assert!(!src.contains(cmd), "{name} uses {cmd}");
+            }
+        }
+    }
+}
