@@ -57,7 +57,7 @@ impl ConnectionLike for Connection {
 
 enum Client {
     Single(redis::Client),
-    Cluster(redis::cluster::ClusterClient),
+    Cluster(Box<redis::cluster::ClusterClient>),
 }
 
 /// After this long without traffic the connection is checked with a PING
@@ -135,7 +135,7 @@ impl MatchStore {
     pub fn new(settings: Settings) -> Result<Self, StoreError> {
         let redis = &settings.redis;
         let client = if redis.cluster {
-            Client::Cluster(
+            Client::Cluster(Box::new(
                 ClusterClientBuilder::new(redis.urls.clone())
                     .connection_timeout(redis.connect_timeout)
                     .response_timeout(redis.command_timeout)
@@ -144,7 +144,7 @@ impl MatchStore {
                     .max_retry_wait(500)
                     .build()
                     .map_err(|e| StoreError::Rejected(format!("cluster client: {e}")))?,
-            )
+            ))
         } else {
             let url = redis.urls.first().map(String::as_str).unwrap_or_default();
             Client::Single(
@@ -619,6 +619,22 @@ impl MatchStore {
             connections: reply.uint(0)?,
             evicted: (!evicted.is_empty()).then(|| evicted.to_owned()),
         })
+    }
+
+    /// The connections currently registered for `player`.
+    pub async fn connections_of(&self, player: &PlayerId) -> Result<Vec<String>, StoreError> {
+        let list: Option<String> = self
+            .command(
+                redis::cmd("HGET")
+                    .arg(self.inner.keys.player_conns())
+                    .arg(player.as_str()),
+            )
+            .await?;
+        Ok(list
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from)
+            .collect())
     }
 
     /// Forgets `conn`; removes the player's ticket if it was their last

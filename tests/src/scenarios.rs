@@ -1,0 +1,1089 @@
+//! The core's behaviour, written once and run against every Redis topology
+//! (a standalone server and a 3-master cluster): see `tests/standalone.rs`
+//! and `tests/cluster.rs`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use shared::store::{match_notification_ids, Housekeeping, MatchBatch};
+use shared::{
+    JoinOutcome, LeaveOutcome, MatchRecord, MatchStore, Notification, PlayerId, PlayerStatus,
+    Settlement, TicketData,
+};
+
+use crate::{eventually, settings_for};
+
+/// Where the scenarios run: one Redis topology.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub urls: String,
+    pub cluster: bool,
+}
+
+impl Env {
+    /// A store for namespace `ns` with `worlds` (`MM_WORLDS` syntax) and extra settings.
+    pub fn store_with(&self, ns: &str, worlds: &str, overrides: &[(&str, &str)]) -> MatchStore {
+        MatchStore::new(settings_for(
+            &self.urls,
+            self.cluster,
+            ns,
+            worlds,
+            overrides,
+        ))
+        .expect("store")
+    }
+
+    pub fn store(&self, ns: &str, worlds: &str) -> MatchStore {
+        self.store_with(ns, worlds, &[])
+    }
+}
+
+pub fn player(s: &str) -> PlayerId {
+    PlayerId::parse(s).expect("valid player id")
+}
+
+fn world<'a>(store: &'a MatchStore, name: &str) -> &'a shared::World {
+    store.settings().worlds.get(name).expect("configured world")
+}
+
+async fn join(store: &MatchStore, w: &str, p: &str) -> JoinOutcome {
+    store
+        .join(world(store, w), &player(p), None)
+        .await
+        .expect("join")
+}
+
+fn queued_at(outcome: &JoinOutcome) -> (u64, u64) {
+    match outcome {
+        JoinOutcome::Queued(q) => (q.position, q.queue_size),
+        other => panic!("expected QUEUED, got {other:?}"),
+    }
+}
+
+/// Every key of the namespace with its DUMP, to prove an operation wrote nothing.
+pub async fn snapshot(store: &MatchStore) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    for key in store.keys().all(&store.settings().worlds) {
+        let dump: Option<Vec<u8>> = store
+            .command(redis::cmd("DUMP").arg(&key))
+            .await
+            .expect("DUMP");
+        out.push((key, dump));
+    }
+    out
+}
+
+async fn zcard(store: &MatchStore, key: &str) -> u64 {
+    store
+        .command(redis::cmd("ZCARD").arg(key))
+        .await
+        .expect("ZCARD")
+}
+
+async fn hlen(store: &MatchStore, key: &str) -> u64 {
+    store
+        .command(redis::cmd("HLEN").arg(key))
+        .await
+        .expect("HLEN")
+}
+
+/// Joins queue in FIFO order, report 1-based positions, the third join forms
+/// the match at once, and a matched player may join again immediately.
+pub async fn join_positions_and_instant_match(env: &Env) {
+    let store = env.store("join-instant", "world1:3");
+    assert_eq!(queued_at(&join(&store, "world1", "alice").await), (1, 1));
+    assert_eq!(queued_at(&join(&store, "world1", "bob").await), (2, 2));
+    match store.player_status(&player("alice")).await.unwrap() {
+        PlayerStatus::Queued(q) => assert_eq!(
+            (q.world_type.as_str(), q.position, q.queue_size),
+            ("world1", 1, 2)
+        ),
+        other => panic!("{other:?}"),
+    }
+    let record = match join(&store, "world1", "carol").await {
+        JoinOutcome::Matched { record, formed } => {
+            assert_eq!(formed, vec![record.clone()]);
+            record
+        }
+        other => panic!("expected MATCHED, got {other:?}"),
+    };
+    assert_eq!(record.participants, ["alice", "bob", "carol"]);
+    assert_eq!(record.world_type, "world1");
+    assert!(
+        record.matched_at > 1_600_000_000_000,
+        "matchedAt is Unix ms: {}",
+        record.matched_at
+    );
+    for p in ["alice", "bob", "carol"] {
+        assert_eq!(
+            store.player_status(&player(p)).await.unwrap(),
+            PlayerStatus::Matched(record.clone())
+        );
+    }
+    assert_eq!(
+        zcard(
+            &store,
+            &store.keys().world(&world(&store, "world1").name).queue
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        hlen(&store, &store.keys().tickets()).await,
+        0,
+        "matched tickets are gone"
+    );
+    // Matched players may queue again at once; the queued state wins in status.
+    assert_eq!(queued_at(&join(&store, "world1", "alice").await), (1, 1));
+    assert!(matches!(
+        store.player_status(&player("alice")).await.unwrap(),
+        PlayerStatus::Queued(_)
+    ));
+    assert_eq!(
+        store.player_status(&player("dave")).await.unwrap(),
+        PlayerStatus::Idle
+    );
+}
+
+/// With instant matching off, joins only queue; the matcher forms the groups.
+pub async fn instant_match_can_be_turned_off(env: &Env) {
+    let store = env.store_with("no-instant", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
+    for (i, p) in ["a", "b", "c", "d"].iter().enumerate() {
+        let n = i as u64 + 1;
+        assert_eq!(queued_at(&join(&store, "world1", p).await), (n, n));
+    }
+    let batch = store
+        .form_matches(world(&store, "world1"), 0)
+        .await
+        .unwrap();
+    assert_eq!(batch.matches.len(), 1);
+    assert_eq!(batch.matches[0].participants, ["a", "b", "c"]);
+    assert_eq!(batch.queue_size, 1);
+    match store.player_status(&player("d")).await.unwrap() {
+        PlayerStatus::Queued(q) => assert_eq!((q.position, q.queue_size), (1, 1)),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// One ticket per player in the whole namespace; a second join changes nothing.
+pub async fn one_ticket_per_player_across_worlds(env: &Env) {
+    let store = env.store("one-ticket", "world1:3,world2:2");
+    join(&store, "world1", "x").await;
+    join(&store, "world1", "alice").await;
+    let before = snapshot(&store).await;
+    for w in ["world1", "world2"] {
+        match join(&store, w, "alice").await {
+            JoinOutcome::AlreadyQueued(q) => {
+                assert_eq!(
+                    (q.world_type.as_str(), q.position, q.queue_size),
+                    ("world1", 2, 2)
+                );
+            }
+            other => panic!("expected ALREADY, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        snapshot(&store).await,
+        before,
+        "an already-queued join must not write"
+    );
+}
+
+/// Leave reports the previous position and the remaining size; leaving when
+/// not queued (or from the wrong world) is a distinct outcome.
+pub async fn leave_outcomes(env: &Env) {
+    let store = env.store_with(
+        "leave",
+        "world1:3,world2:3",
+        &[("MM_INSTANT_MATCH", "false")],
+    );
+    for p in ["a", "b", "c", "d"] {
+        join(&store, "world1", p).await;
+    }
+    let w1 = world(&store, "world1");
+    assert_eq!(
+        store.leave(w1, &player("b")).await.unwrap(),
+        LeaveOutcome::Left {
+            previous_position: 2,
+            remaining_queue_size: 3
+        }
+    );
+    assert_eq!(
+        store.leave(w1, &player("b")).await.unwrap(),
+        LeaveOutcome::NotQueued { queued_in: None }
+    );
+    let before = snapshot(&store).await;
+    assert_eq!(
+        store
+            .leave(world(&store, "world2"), &player("a"))
+            .await
+            .unwrap(),
+        LeaveOutcome::NotQueued {
+            queued_in: Some("world1".into())
+        }
+    );
+    assert_eq!(
+        snapshot(&store).await,
+        before,
+        "a not-queued leave must not write"
+    );
+    for (p, pos) in [("a", 1), ("c", 2), ("d", 3)] {
+        match store.player_status(&player(p)).await.unwrap() {
+            PlayerStatus::Queued(q) => assert_eq!(q.position, pos, "{p}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Leaving from the back and the front keeps positions contiguous.
+    assert!(matches!(
+        store.leave(w1, &player("d")).await.unwrap(),
+        LeaveOutcome::Left {
+            previous_position: 3,
+            ..
+        }
+    ));
+    assert!(matches!(
+        store.leave(w1, &player("a")).await.unwrap(),
+        LeaveOutcome::Left {
+            previous_position: 1,
+            ..
+        }
+    ));
+    match store.player_status(&player("c")).await.unwrap() {
+        PlayerStatus::Queued(q) => assert_eq!((q.position, q.queue_size), (1, 1)),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The matcher forms every complete group, oldest first, records each match
+/// durably with an outbox entry per player, and never takes a partial group.
+pub async fn matcher_forms_all_complete_groups(env: &Env) {
+    let store = env.store_with("extract", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
+    let w1 = world(&store, "world1");
+    let players: Vec<String> = (0..10).map(|i| format!("p{i:02}")).collect();
+    for p in &players {
+        join(&store, "world1", p).await;
+    }
+    let MatchBatch {
+        matches,
+        queue_size,
+    } = store.form_matches(w1, 0).await.unwrap();
+    assert_eq!(queue_size, 1);
+    let groups: Vec<Vec<String>> = matches.iter().map(|m| m.participants.clone()).collect();
+    assert_eq!(
+        groups,
+        vec![
+            players[0..3].to_vec(),
+            players[3..6].to_vec(),
+            players[6..9].to_vec()
+        ]
+    );
+    let ids: BTreeSet<_> = matches.iter().map(|m| m.match_id.clone()).collect();
+    assert_eq!(ids.len(), 3, "match ids are unique");
+    assert_eq!(hlen(&store, &store.keys().matches()).await, 3);
+    assert_eq!(
+        zcard(&store, &store.keys().outbox()).await,
+        9,
+        "one notification per matched player"
+    );
+    // Nothing more to form: a partial group stays queued.
+    let again = store.form_matches(w1, 0).await.unwrap();
+    assert!(again.matches.is_empty());
+    assert_eq!(again.queue_size, 1);
+    match store.player_status(&player("p09")).await.unwrap() {
+        PlayerStatus::Queued(q) => assert_eq!((q.position, q.queue_size), (1, 1)),
+        other => panic!("{other:?}"),
+    }
+    // max_groups bounds one call.
+    for i in 10..16 {
+        join(&store, "world1", &format!("p{i:02}")).await;
+    }
+    let limited = store.form_matches(w1, 1).await.unwrap();
+    assert_eq!(limited.matches.len(), 1);
+    assert_eq!(limited.matches[0].participants, ["p09", "p10", "p11"]);
+    assert_eq!(limited.queue_size, 4);
+}
+
+/// Ticket data travels into the match record verbatim.
+pub async fn ticket_data_reaches_the_match(env: &Env) {
+    let store = env.store("data", "duel:2");
+    let duel = world(&store, "duel");
+    let data = TicketData::from_value(
+        &serde_json::json!({"mmr": 1234567890123456789u64, "tags": [], "o": {}}),
+    )
+    .unwrap();
+    store.join(duel, &player("a"), Some(&data)).await.unwrap();
+    let record = match store.join(duel, &player("b"), None).await.unwrap() {
+        JoinOutcome::Matched { record, .. } => record,
+        other => panic!("{other:?}"),
+    };
+    let pd = record.player_data.expect("player data");
+    assert_eq!(pd.len(), 1);
+    assert_eq!(
+        pd["a"],
+        serde_json::json!({"mmr": 1234567890123456789u64, "o": {}, "tags": []})
+    );
+}
+
+/// A world at capacity refuses joins and writes nothing.
+pub async fn queue_capacity_is_enforced(env: &Env) {
+    let store = env.store_with(
+        "capacity",
+        "world1:3",
+        &[("MM_QUEUE_CAPACITY", "2"), ("MM_INSTANT_MATCH", "false")],
+    );
+    join(&store, "world1", "a").await;
+    join(&store, "world1", "b").await;
+    let before = snapshot(&store).await;
+    assert_eq!(
+        join(&store, "world1", "c").await,
+        JoinOutcome::QueueFull {
+            world_type: "world1".into(),
+            queue_size: 2
+        }
+    );
+    assert_eq!(snapshot(&store).await, before);
+}
+
+/// Each ticket expires on its own deadline; the queue key itself never gets
+/// an EXPIRE; expired players get a TICKET_EXPIRED notification.
+pub async fn tickets_expire_individually(env: &Env) {
+    let store = env.store_with(
+        "expiry",
+        "short:3:1,long:3",
+        &[("MM_INSTANT_MATCH", "false")],
+    );
+    let short = world(&store, "short");
+    join(&store, "short", "early").await;
+    join(&store, "long", "stays").await;
+    let queue_key = store.keys().world(&short.name).queue;
+    let pttl: i64 = store
+        .command(redis::cmd("PTTL").arg(&queue_key))
+        .await
+        .unwrap();
+    assert_eq!(pttl, -1, "the queue key must not carry an EXPIRE");
+    assert!(
+        store
+            .sweep_expired_tickets(short, 100)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing expired yet"
+    );
+    let expired = eventually(
+        "the short ticket to expire",
+        Duration::from_secs(5),
+        || async {
+            let swept = store.sweep_expired_tickets(short, 100).await.unwrap();
+            (!swept.is_empty()).then_some(swept)
+        },
+    )
+    .await;
+    assert_eq!(expired, ["early"]);
+    assert_eq!(
+        store.player_status(&player("early")).await.unwrap(),
+        PlayerStatus::Idle
+    );
+    assert!(matches!(
+        store.player_status(&player("stays")).await.unwrap(),
+        PlayerStatus::Queued(_)
+    ));
+    let claimed = store
+        .claim_notifications(Duration::from_secs(5), 10, &[])
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(
+        claimed[0].notification,
+        Notification::TicketExpired {
+            world: "short".into(),
+            player: "early".into()
+        }
+    );
+}
+
+/// Match records outlive the queue for the configured time, then go away
+/// (status turns IDLE at once; housekeeping deletes them in batches).
+pub async fn match_records_expire(env: &Env) {
+    let store = env.store_with("match-expiry", "duel:2", &[("MM_MATCH_TTL_SECS", "1")]);
+    join(&store, "duel", "a").await;
+    assert!(matches!(
+        join(&store, "duel", "b").await,
+        JoinOutcome::Matched { .. }
+    ));
+    assert!(matches!(
+        store.player_status(&player("a")).await.unwrap(),
+        PlayerStatus::Matched(_)
+    ));
+    assert_eq!(
+        store.housekeeping(100).await.unwrap(),
+        Housekeeping::default(),
+        "not expired yet"
+    );
+    eventually("the match to expire", Duration::from_secs(5), || async {
+        (store.player_status(&player("a")).await.unwrap() == PlayerStatus::Idle).then_some(())
+    })
+    .await;
+    let swept = store.housekeeping(100).await.unwrap();
+    assert_eq!(swept.matches_removed, 1);
+    assert_eq!(hlen(&store, &store.keys().matches()).await, 0);
+    assert_eq!(hlen(&store, &store.keys().player_match()).await, 0);
+}
+
+/// The outbox: claim hides entries for the lease, retry brings them back with
+/// an attempt count, done removes them; explicit ids claim only those.
+pub async fn outbox_claim_and_settle(env: &Env) {
+    let store = env.store("outbox", "duel:2");
+    store
+        .register_connection(&shared::ConnectionId::parse("connA").unwrap(), &player("a"))
+        .await
+        .unwrap();
+    join(&store, "duel", "a").await;
+    let record = match join(&store, "duel", "b").await {
+        JoinOutcome::Matched { record, .. } => record,
+        other => panic!("{other:?}"),
+    };
+    let ids = match_notification_ids(&record);
+    let only_a = store
+        .claim_notifications(Duration::from_secs(30), 10, &ids[..1])
+        .await
+        .unwrap();
+    assert_eq!(only_a.len(), 1);
+    assert_eq!(only_a[0].connections, ["connA"]);
+    assert_eq!(only_a[0].attempts, 1);
+    match &only_a[0].notification {
+        Notification::MatchFound {
+            player,
+            record: Some(r),
+            ..
+        } => {
+            assert_eq!(player, "a");
+            assert_eq!(r, &record);
+        }
+        other => panic!("{other:?}"),
+    }
+    let rest = store
+        .claim_notifications(Duration::from_secs(30), 10, &[])
+        .await
+        .unwrap();
+    assert_eq!(rest.len(), 1, "a's entry is leased, only b's is due");
+    assert!(rest[0].connections.is_empty());
+    assert!(store
+        .claim_notifications(Duration::from_secs(30), 10, &[])
+        .await
+        .unwrap()
+        .is_empty());
+    store
+        .settle_notifications(&[(rest[0].id.clone(), Settlement::RetryAfter(Duration::ZERO))])
+        .await
+        .unwrap();
+    let retried = store
+        .claim_notifications(Duration::from_secs(30), 10, &[])
+        .await
+        .unwrap();
+    assert_eq!(retried.len(), 1);
+    assert_eq!(retried[0].attempts, 2);
+    store
+        .settle_notifications(&[
+            (retried[0].id.clone(), Settlement::Done),
+            (only_a[0].id.clone(), Settlement::Done),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(zcard(&store, &store.keys().outbox()).await, 0);
+    assert_eq!(hlen(&store, &store.keys().outbox_meta()).await, 0);
+}
+
+/// The connection registry: several connections per player, a cap, and the
+/// last disconnect removing the ticket (configurable).
+pub async fn connection_registry(env: &Env) {
+    let store = env.store_with(
+        "conns",
+        "world1:3",
+        &[("MM_MAX_CONNECTIONS_PER_PLAYER", "2")],
+    );
+    let conn = |s: &str| shared::ConnectionId::parse(s).unwrap();
+    let alice = player("alice");
+    assert_eq!(
+        store
+            .register_connection(&conn("c1"), &alice)
+            .await
+            .unwrap()
+            .connections,
+        1
+    );
+    assert_eq!(
+        store
+            .register_connection(&conn("c2"), &alice)
+            .await
+            .unwrap()
+            .connections,
+        2
+    );
+    let third = store
+        .register_connection(&conn("c3"), &alice)
+        .await
+        .unwrap();
+    assert_eq!(
+        (third.connections, third.evicted.as_deref()),
+        (2, Some("c1"))
+    );
+    assert_eq!(store.connections_of(&alice).await.unwrap(), ["c2", "c3"]);
+    join(&store, "world1", "alice").await;
+    let first = store.unregister_connection(&conn("c2")).await.unwrap();
+    assert_eq!(
+        (
+            first.player.as_deref(),
+            first.remaining_connections,
+            first.removed_ticket_world.as_deref()
+        ),
+        (Some("alice"), 1, None)
+    );
+    assert!(matches!(
+        store.player_status(&alice).await.unwrap(),
+        PlayerStatus::Queued(_)
+    ));
+    let last = store.unregister_connection(&conn("c3")).await.unwrap();
+    assert_eq!(
+        (
+            last.remaining_connections,
+            last.removed_ticket_world.as_deref()
+        ),
+        (0, Some("world1"))
+    );
+    assert_eq!(
+        store.player_status(&alice).await.unwrap(),
+        PlayerStatus::Idle
+    );
+    let unknown = store.unregister_connection(&conn("nope")).await.unwrap();
+    assert_eq!(unknown.player, None);
+
+    let keep = env.store_with(
+        "conns-keep",
+        "world1:3",
+        &[("MM_REMOVE_TICKET_ON_DISCONNECT", "false")],
+    );
+    keep.register_connection(&conn("k1"), &alice).await.unwrap();
+    join(&keep, "world1", "alice").await;
+    assert_eq!(
+        keep.unregister_connection(&conn("k1"))
+            .await
+            .unwrap()
+            .removed_ticket_world,
+        None
+    );
+    assert!(matches!(
+        keep.player_status(&alice).await.unwrap(),
+        PlayerStatus::Queued(_)
+    ));
+
+    // Registry entries expire; housekeeping treats that as a disconnect.
+    let short = env.store_with(
+        "conns-expire",
+        "world1:3",
+        &[("MM_CONNECTION_TTL_SECS", "1")],
+    );
+    short
+        .register_connection(&conn("e1"), &alice)
+        .await
+        .unwrap();
+    join(&short, "world1", "alice").await;
+    let swept = eventually(
+        "the connection to expire",
+        Duration::from_secs(5),
+        || async {
+            let h = short.housekeeping(100).await.unwrap();
+            (h.connections_removed > 0).then_some(h)
+        },
+    )
+    .await;
+    assert_eq!((swept.connections_removed, swept.tickets_removed), (1, 1));
+    assert!(short.connections_of(&alice).await.unwrap().is_empty());
+}
+
+/// The matcher lease is held by one token at a time.
+pub async fn matcher_lease(env: &Env) {
+    let store = env.store("lease", "world1:3");
+    let ttl = Duration::from_secs(10);
+    assert!(store.acquire_lease("t1", ttl).await.unwrap());
+    assert!(!store.acquire_lease("t2", ttl).await.unwrap());
+    assert!(
+        store.acquire_lease("t1", ttl).await.unwrap(),
+        "the holder renews"
+    );
+    assert!(!store.release_lease("t2").await.unwrap());
+    assert!(store.release_lease("t1").await.unwrap());
+    assert!(store.acquire_lease("t2", ttl).await.unwrap());
+}
+
+/// The wait estimate comes from the recent match rate: unknown before any
+/// match, a number after.
+pub async fn wait_estimate_follows_match_rate(env: &Env) {
+    let store = env.store_with("estimate", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
+    let w1 = world(&store, "world1");
+    let status = store.queue_status(w1).await.unwrap();
+    assert_eq!(
+        (
+            status.waiting,
+            status.team_size,
+            status.estimated_wait_seconds
+        ),
+        (0, 3, None)
+    );
+    for i in 0..7 {
+        join(&store, "world1", &format!("p{i}")).await;
+    }
+    store.form_matches(w1, 0).await.unwrap();
+    let status = store.queue_status(w1).await.unwrap();
+    assert_eq!(status.waiting, 1);
+    let estimate = status
+        .estimated_wait_seconds
+        .expect("an estimate after matches");
+    assert!(
+        (1..=2).contains(&estimate),
+        "6 players matched just now: a group of 3 takes ~1 s, got {estimate}"
+    );
+    match store.player_status(&player("p6")).await.unwrap() {
+        PlayerStatus::Queued(q) => assert!(q.estimated_wait_seconds.is_some()),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Every script rejects bad arguments before its first write.
+pub async fn scripts_validate_before_writing(env: &Env) {
+    let store = env.store_with("validate", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
+    join(&store, "world1", "seed-player").await;
+    let k = store.keys().clone();
+    let wk = k.world(&world(&store, "world1").name);
+    let join_keys = {
+        let mut v = vec![
+            k.tickets(),
+            k.ticket_seq(),
+            k.matches(),
+            k.match_expiry(),
+            k.player_match(),
+            k.outbox(),
+            k.outbox_meta(),
+            k.match_seq(),
+        ];
+        v.extend([wk.queue.clone(), wk.deadlines.clone(), wk.recent.clone()]);
+        v
+    };
+    let match_keys = vec![
+        wk.queue.clone(),
+        wk.deadlines.clone(),
+        wk.recent.clone(),
+        k.tickets(),
+        k.matches(),
+        k.match_expiry(),
+        k.player_match(),
+        k.outbox(),
+        k.outbox_meta(),
+        k.match_seq(),
+    ];
+    let good_join = [
+        "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "world1",
+    ];
+    let mut cases: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    for (i, bad) in [
+        (0, ""),
+        (1, "0"),
+        (1, "2"),
+        (2, "1"),
+        (2, "x"),
+        (3, "0"),
+        (5, "yes"),
+        (6, "-5"),
+        (7, "1.5"),
+    ] {
+        let mut args = s(&good_join);
+        args[i] = bad.to_string();
+        cases.push(("join.lua", join_keys.clone(), args));
+    }
+    cases.push(("join.lua", join_keys[..10].to_vec(), s(&good_join)));
+    for args in [
+        s(&["", "3", "60000", "0"]),
+        s(&["world1", "1", "60000", "0"]),
+        s(&["world1", "3", "0", "0"]),
+    ] {
+        cases.push(("match.lua", match_keys.clone(), args));
+    }
+    cases.push((
+        "leave.lua",
+        vec![wk.queue.clone(), wk.deadlines.clone(), k.tickets()],
+        s(&["", "world1"]),
+    ));
+    cases.push((
+        "sweep_tickets.lua",
+        vec![
+            wk.queue.clone(),
+            wk.deadlines.clone(),
+            k.tickets(),
+            k.outbox(),
+            k.outbox_meta(),
+        ],
+        s(&["world1", "0"]),
+    ));
+    cases.push((
+        "outbox_claim.lua",
+        vec![k.outbox(), k.outbox_meta(), k.matches(), k.player_conns()],
+        s(&["0", "10"]),
+    ));
+    cases.push((
+        "outbox_settle.lua",
+        vec![k.outbox(), k.outbox_meta()],
+        s(&["id", "-7"]),
+    ));
+    cases.push((
+        "outbox_settle.lua",
+        vec![k.outbox(), k.outbox_meta()],
+        s(&["id"]),
+    ));
+    cases.push((
+        "conn_register.lua",
+        vec![k.conns(), k.conn_expiry(), k.player_conns()],
+        s(&["a b", "p", "1000", "2"]),
+    ));
+    cases.push((
+        "conn_register.lua",
+        vec![k.conns(), k.conn_expiry(), k.player_conns()],
+        s(&["c", "p", "0", "2"]),
+    ));
+    cases.push((
+        "conn_unregister.lua",
+        vec![
+            k.conns(),
+            k.conn_expiry(),
+            k.player_conns(),
+            k.tickets(),
+            wk.queue.clone(),
+            wk.deadlines.clone(),
+        ],
+        s(&["c", "maybe", "world1"]),
+    ));
+    cases.push((
+        "housekeeping.lua",
+        vec![
+            k.matches(),
+            k.match_expiry(),
+            k.player_match(),
+            k.conns(),
+            k.conn_expiry(),
+            k.player_conns(),
+            k.tickets(),
+        ],
+        s(&["10", "1", "world1"]),
+    ));
+    cases.push((
+        "lease_acquire.lua",
+        vec![k.matcher_lease()],
+        s(&["", "1000"]),
+    ));
+    cases.push((
+        "queue_status.lua",
+        vec![wk.queue.clone(), wk.recent.clone(), k.tickets()],
+        s(&["-1"]),
+    ));
+
+    let before = snapshot(&store).await;
+    for (name, keys, args) in cases {
+        let src = shared::scripts::SOURCES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .expect("script")
+            .1;
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(src).arg(keys.len());
+        for key in &keys {
+            cmd.arg(key);
+        }
+        for arg in &args {
+            cmd.arg(arg);
+        }
+        let result: Result<redis::Value, _> = store.command(&cmd).await;
+        let err = result.expect_err(&format!("{name} {args:?} must be rejected"));
+        assert!(
+            err.to_string().contains("ERR_ARG"),
+            "{name} {args:?}: {err}"
+        );
+        assert_eq!(
+            snapshot(&store).await,
+            before,
+            "{name} {args:?} wrote before failing"
+        );
+    }
+}
+
+/// Keys of a namespace all carry its hash tag (checked on the raw key space).
+pub async fn keys_stay_in_the_namespace(store: &MatchStore, all_keys: &[String]) {
+    let prefix = store.keys().prefix();
+    let ours: Vec<_> = all_keys
+        .iter()
+        .filter(|k| k.contains(store.keys().hash_tag()))
+        .collect();
+    assert!(!ours.is_empty(), "the namespace wrote keys");
+    for k in ours {
+        assert!(k.starts_with(prefix), "{k} does not start with {prefix}");
+    }
+}
+
+/// What the invariant run observed.
+#[derive(Debug, Default)]
+pub struct InvariantReport {
+    pub operations: u64,
+    pub joins: u64,
+    pub matches: u64,
+}
+
+#[derive(Default)]
+struct PlayerLedger {
+    /// Joins that created a ticket (QUEUED or MATCHED).
+    tickets: u64,
+    left: u64,
+}
+
+/// The concurrency invariant: `clients` tasks join, leave and ask for status
+/// at random while `matchers` tasks form matches, for `operations` client
+/// operations in total. Afterwards, every ticket is accounted for exactly
+/// once (matched, left, expired or still queued), every match has exactly N
+/// distinct players of its world, and positions are exactly 1..n.
+pub async fn concurrency_invariants(
+    env: &Env,
+    ns: &str,
+    clients: usize,
+    matchers: usize,
+    operations: u64,
+) -> InvariantReport {
+    let worlds = "world1:3,world2:2,world3:5";
+    let store = env.store(ns, worlds);
+    let world_names: Vec<String> = store
+        .settings()
+        .worlds
+        .iter()
+        .map(|w| w.name.to_string())
+        .collect();
+    let ledger: Arc<Mutex<HashMap<String, PlayerLedger>>> = Arc::default();
+    let formed: Arc<Mutex<Vec<MatchRecord>>> = Arc::default();
+    let remaining = Arc::new(AtomicU64::new(operations));
+    let done = Arc::new(AtomicBool::new(false));
+
+    let mut matcher_tasks = Vec::new();
+    for m in 0..matchers {
+        let (store, formed, done) = (store.clone(), formed.clone(), done.clone());
+        matcher_tasks.push(tokio::spawn(async move {
+            let worlds: Vec<_> = store.settings().worlds.iter().cloned().collect();
+            while !done.load(Ordering::Relaxed) {
+                for w in &worlds {
+                    let batch = store.form_matches(w, 0).await.expect("form matches");
+                    formed.lock().unwrap().extend(batch.matches);
+                }
+                if m % 2 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }));
+    }
+
+    let mut client_tasks = Vec::new();
+    for c in 0..clients {
+        let (store, ledger, formed, remaining) = (
+            store.clone(),
+            ledger.clone(),
+            formed.clone(),
+            remaining.clone(),
+        );
+        let world_names = world_names.clone();
+        client_tasks.push(tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(c as u64);
+            let players: Vec<String> = (0..4).map(|j| format!("c{c}:p{j}")).collect();
+            let mut ops = 0u64;
+            while remaining
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                ops += 1;
+                let p = &players[rng.random_range(0..players.len())];
+                let id = player(p);
+                let w = &world_names[rng.random_range(0..world_names.len())];
+                let wc = store.settings().worlds.get(w).expect("world");
+                match rng.random_range(0..100) {
+                    0..45 => match store.join(wc, &id, None).await.expect("join") {
+                        JoinOutcome::Queued(q) => {
+                            assert!(q.position >= 1 && q.position <= q.queue_size, "{q:?}");
+                            ledger.lock().unwrap().entry(p.clone()).or_default().tickets += 1;
+                        }
+                        JoinOutcome::Matched {
+                            record,
+                            formed: all,
+                        } => {
+                            assert!(record.includes(&id));
+                            ledger.lock().unwrap().entry(p.clone()).or_default().tickets += 1;
+                            formed.lock().unwrap().extend(all);
+                        }
+                        JoinOutcome::AlreadyQueued(q) => assert!(q.position >= 1, "{q:?}"),
+                        JoinOutcome::QueueFull { .. } => panic!("no capacity configured"),
+                    },
+                    45..70 => match store.leave(wc, &id).await.expect("leave") {
+                        LeaveOutcome::Left {
+                            previous_position,
+                            remaining_queue_size,
+                        } => {
+                            assert!(
+                                previous_position >= 1
+                                    && previous_position <= remaining_queue_size + 1
+                            );
+                            ledger.lock().unwrap().entry(p.clone()).or_default().left += 1;
+                        }
+                        LeaveOutcome::NotQueued { .. } => {}
+                    },
+                    _ => match store.player_status(&id).await.expect("status") {
+                        PlayerStatus::Queued(q) => {
+                            assert!(q.position >= 1 && q.position <= q.queue_size, "{q:?}")
+                        }
+                        PlayerStatus::Matched(m) => assert!(m.includes(&id)),
+                        PlayerStatus::Idle => {}
+                    },
+                }
+            }
+            ops
+        }));
+    }
+    let mut total_ops = 0;
+    for t in client_tasks {
+        total_ops += t.await.expect("client task");
+    }
+    done.store(true, Ordering::Relaxed);
+    for t in matcher_tasks {
+        t.await.expect("matcher task");
+    }
+    // Nothing expires in this run (10-minute tickets), but account for it anyway.
+    let mut expired: HashMap<String, u64> = HashMap::new();
+    for w in store.settings().worlds.iter() {
+        for p in store.sweep_expired_tickets(w, 100_000).await.unwrap() {
+            *expired.entry(p).or_default() += 1;
+        }
+    }
+
+    let formed = formed.lock().unwrap().clone();
+    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
+    let k = store.keys().clone();
+
+    // Every match: exactly N distinct players of its world, reported once, stored.
+    let mut per_player_matches: HashMap<&str, u64> = HashMap::new();
+    let mut ids = BTreeSet::new();
+    let stored: HashMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(k.matches()))
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.len(),
+        formed.len(),
+        "every formed match is stored, and only those"
+    );
+    for m in &formed {
+        assert!(
+            ids.insert(m.match_id.clone()),
+            "match {} reported twice",
+            m.match_id
+        );
+        let w = store
+            .settings()
+            .worlds
+            .get(&m.world_type)
+            .expect("match of a configured world");
+        let distinct: BTreeSet<_> = m.participants.iter().collect();
+        assert_eq!(m.participants.len(), w.team_size as usize, "{m:?}");
+        assert_eq!(
+            distinct.len(),
+            m.participants.len(),
+            "duplicate player in {m:?}"
+        );
+        let stored_record: MatchRecord = serde_json::from_str(&stored[&m.match_id]).unwrap();
+        assert_eq!(&stored_record, m);
+        for p in &m.participants {
+            *per_player_matches.entry(p.as_str()).or_default() += 1;
+        }
+    }
+
+    // Queue state is consistent across the queue, deadline and ticket structures.
+    let mut queued: HashMap<String, String> = HashMap::new();
+    let mut total_queued = 0;
+    for w in store.settings().worlds.iter() {
+        let wk = k.world(&w.name);
+        let members: Vec<String> = store
+            .command(redis::cmd("ZRANGE").arg(&wk.queue).arg(0).arg(-1))
+            .await
+            .unwrap();
+        let deadlines: u64 = zcard(&store, &wk.deadlines).await;
+        assert_eq!(deadlines, members.len() as u64, "deadlines of {}", w.name);
+        for (i, p) in members.iter().enumerate() {
+            assert!(
+                queued.insert(p.clone(), w.name.to_string()).is_none(),
+                "{p} queued in two worlds"
+            );
+            match store.player_status(&player(p)).await.unwrap() {
+                PlayerStatus::Queued(q) => {
+                    assert_eq!(
+                        (q.world_type.as_str(), q.position, q.queue_size),
+                        (w.name.as_str(), i as u64 + 1, members.len() as u64)
+                    );
+                }
+                other => panic!("{p} is in the queue but status says {other:?}"),
+            }
+        }
+        total_queued += members.len() as u64;
+    }
+    assert_eq!(
+        hlen(&store, &k.tickets()).await,
+        total_queued,
+        "one ticket per queued player"
+    );
+
+    // Every ticket is accounted for exactly once.
+    let mut all_players: BTreeSet<&str> = ledger.keys().map(String::as_str).collect();
+    all_players.extend(per_player_matches.keys().copied());
+    let mut joins = 0;
+    for p in all_players {
+        let l = ledger.get(p);
+        let tickets = l.map_or(0, |l| l.tickets);
+        let left = l.map_or(0, |l| l.left);
+        let matched = per_player_matches.get(p).copied().unwrap_or(0);
+        let exp = expired.get(p).copied().unwrap_or(0);
+        let still = u64::from(queued.contains_key(p));
+        assert_eq!(
+            tickets,
+            matched + left + exp + still,
+            "{p}: {tickets} tickets but {matched} matched + {left} left + {exp} expired + {still} queued"
+        );
+        joins += tickets;
+    }
+    // Players left in queues never form a full group (the last join would have matched them).
+    let by_world: BTreeMap<&String, usize> = queued.values().fold(BTreeMap::new(), |mut acc, w| {
+        *acc.entry(w).or_default() += 1;
+        acc
+    });
+    for (w, n) in by_world {
+        let team = store.settings().worlds.get(w).unwrap().team_size as usize;
+        assert!(
+            n < team,
+            "{w} still holds {n} players, a full group of {team}"
+        );
+    }
+    assert_eq!(total_ops, operations);
+    InvariantReport {
+        operations: total_ops,
+        joins,
+        matches: formed.len() as u64,
+    }
+}
+
+/// Operations for the invariant run: 50 000 by default, `MM_SOAK_OPS` to scale.
+pub fn invariant_operations() -> u64 {
+    std::env::var("MM_SOAK_OPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000)
+}

@@ -1,0 +1,85 @@
+//! The core against a real standalone `redis-server`.
+
+use std::time::Duration;
+
+use integration_tests::scenarios::{self, Env};
+use integration_tests::RedisServer;
+
+fn env(server: &RedisServer) -> Env {
+    Env {
+        urls: server.url(),
+        cluster: false,
+    }
+}
+
+macro_rules! scenario_tests {
+    ($($name:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let server = RedisServer::start();
+            scenarios::$name(&env(&server)).await;
+        }
+    )*};
+}
+
+scenario_tests!(
+    join_positions_and_instant_match,
+    instant_match_can_be_turned_off,
+    one_ticket_per_player_across_worlds,
+    leave_outcomes,
+    matcher_forms_all_complete_groups,
+    ticket_data_reaches_the_match,
+    queue_capacity_is_enforced,
+    tickets_expire_individually,
+    match_records_expire,
+    outbox_claim_and_settle,
+    connection_registry,
+    matcher_lease,
+    wait_estimate_follows_match_rate,
+    scripts_validate_before_writing,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_key_carries_the_namespace_tag() {
+    let server = RedisServer::start();
+    let env = env(&server);
+    scenarios::join_positions_and_instant_match(&env).await;
+    let store = env.store("join-instant", "world1:3");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query(&mut server.connection())
+        .unwrap();
+    scenarios::keys_stay_in_the_namespace(&store, &keys).await;
+    assert!(
+        keys.iter().all(|k| k.starts_with("mm:{join-instant}:")),
+        "{keys:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_clients_and_matchers_keep_the_invariants() {
+    let server = RedisServer::start();
+    let ops = scenarios::invariant_operations();
+    let report = scenarios::concurrency_invariants(&env(&server), "soak", 64, 8, ops).await;
+    assert_eq!(report.operations, ops);
+    assert!(report.joins > ops / 10 && report.matches > 0, "{report:?}");
+    eprintln!("invariants held: {report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_is_reported_as_unavailable() {
+    let mut server = RedisServer::start();
+    let store = env(&server).store_with("down", "world1:3", &[("REDIS_TIMEOUT_MS", "500")]);
+    server.kill();
+    let world = store.settings().worlds.get("world1").unwrap().clone();
+    let started = std::time::Instant::now();
+    let err = store
+        .join(&world, &scenarios::player("a"), None)
+        .await
+        .expect_err("Redis is down");
+    assert!(err.is_unavailable(), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "bounded by the command timeout"
+    );
+}
