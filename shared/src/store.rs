@@ -55,8 +55,9 @@ impl ConnectionLike for Connection {
     }
 }
 
+/// Boxed: both clients are large and built once per process.
 enum Client {
-    Single(redis::Client),
+    Single(Box<redis::Client>),
     Cluster(Box<redis::cluster::ClusterClient>),
 }
 
@@ -147,10 +148,10 @@ impl MatchStore {
             ))
         } else {
             let url = redis.urls.first().map(String::as_str).unwrap_or_default();
-            Client::Single(
+            Client::Single(Box::new(
                 redis::Client::open(url)
                     .map_err(|e| StoreError::Rejected(format!("Redis URL: {e}")))?,
-            )
+            ))
         };
         Ok(Self {
             inner: Arc::new(Inner {
