@@ -4,6 +4,7 @@
 //! any number of concurrent matchers can never race.
 
 pub mod config;
+pub mod delivery;
 pub mod domain;
 pub mod error;
 pub mod keys;
@@ -11,6 +12,7 @@ pub mod scripts;
 pub mod store;
 
 pub use config::{Settings, World, WorldCatalog};
+pub use delivery::{DeliveryReport, PushError, Pusher};
 pub use domain::{
     ConnectionId, JoinOutcome, LeaveOutcome, MatchRecord, Notification, OutboxEntry, PlayerId,
     PlayerStatus, QueuePosition, QueueStatus, ServerMessage, TicketData, WorldName,
