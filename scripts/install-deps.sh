@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs what the local stack and the tests need on a Debian/Ubuntu machine
+# that has only the Rust toolchain, Python, Node and gcc. Idempotent and quick
+# when everything is already there.
+#
+#   scripts/install-deps.sh redis      redis-server + redis-cli
+#   scripts/install-deps.sh chromium   headless Chromium (browser tests)
+#   scripts/install-deps.sh linters    cfn-lint, SAM CLI, aws-sam-translator
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+APT_UPDATED=0
+
+apt_install() {
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "error: apt-get not found; install these packages by hand: $*" >&2
+    exit 1
+  fi
+  if [ "$APT_UPDATED" -eq 0 ]; then
+    $SUDO apt-get update -qq
+    APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+for what in "$@"; do
+  case "$what" in
+    redis)
+      if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+        echo "installing redis-server and redis-tools (apt-get)..."
+        apt_install redis-server redis-tools
+        # The package starts a system service on 6379; the project never uses it.
+        $SUDO service redis-server stop >/dev/null 2>&1 || true
+      fi
+      ;;
+    chromium)
+      if ! command -v chromium >/dev/null 2>&1; then
+        echo "installing chromium (apt-get)..."
+        apt_install chromium
+      fi
+      ;;
+    linters)
+      need=()
+      command -v cfn-lint >/dev/null 2>&1 || need+=(cfn-lint)
+      command -v sam >/dev/null 2>&1 || need+=(aws-sam-cli)
+      python3 -c 'import samtranslator' >/dev/null 2>&1 || need+=(aws-sam-translator)
+      if [ "${#need[@]}" -gt 0 ]; then
+        echo "installing ${need[*]} (pip)..."
+        python3 -m pip install --quiet --disable-pip-version-check "${need[@]}"
+      fi
+      ;;
+    *)
+      echo "unknown dependency group: $what" >&2
+      exit 2
+      ;;
+  esac
+done

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The one test command (README, CI): installs what the tests need, then runs
+# formatting, lints, the template checks and every test against real Redis
+# (standalone and a 3-node cluster). Nothing is skipped when a tool is
+# missing: it is installed, or the run fails.
+#
+# Longer soaks: MM_SOAK_OPS=1000000 scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh redis
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+echo "== cargo test"
+cargo test --workspace
