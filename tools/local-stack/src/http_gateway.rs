@@ -1,0 +1,360 @@
+//! API Gateway HTTP API emulation: exactly the four routes, a JWT authorizer
+//! (RS256 against the development key, 401 like API Gateway's), each request
+//! built into a payload format 2.0 event and handed to the same handler
+//! functions the Lambda binaries run. Plus the development endpoints and the
+//! demo page, which exist only in the local stack.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use shared::{MatchStore, PlayerId};
+
+use crate::dev_auth::DevIssuer;
+use crate::websocket_gateway::ConnectionHub;
+
+/// The HTTP API's routes (route keys as in the SAM template).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiRoute {
+    Join,
+    Leave,
+    QueueStatus,
+    MyStatus,
+}
+
+impl ApiRoute {
+    pub fn route_key(self) -> &'static str {
+        match self {
+            ApiRoute::Join => "POST /v1/matching/join",
+            ApiRoute::Leave => "POST /v1/matching/leave",
+            ApiRoute::QueueStatus => "GET /v1/matching/queue-status/{worldType}",
+            ApiRoute::MyStatus => "GET /v1/matching/my-status",
+        }
+    }
+
+    /// Matches a request like API Gateway does: method and path must both
+    /// match a route key, otherwise the answer is 404 `Not Found`.
+    fn resolve(method: &Method, path: &str) -> Option<(Self, HashMap<String, String>)> {
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match (method.as_str(), segments.as_slice()) {
+            ("POST", ["v1", "matching", "join"]) => Some((ApiRoute::Join, HashMap::new())),
+            ("POST", ["v1", "matching", "leave"]) => Some((ApiRoute::Leave, HashMap::new())),
+            ("GET", ["v1", "matching", "my-status"]) => Some((ApiRoute::MyStatus, HashMap::new())),
+            ("GET", ["v1", "matching", "queue-status", world]) if !world.is_empty() => {
+                let world = percent_decode(world);
+                Some((ApiRoute::QueueStatus, HashMap::from([("worldType".to_owned(), world)])))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    fn hex(b: u8) -> Option<u8> {
+        (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push(hi * 16 + lo);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The HTTP Lambda handlers behind the API.
+pub trait HttpHandlers: Send + Sync + 'static {
+    fn invoke(
+        &self,
+        route: ApiRoute,
+        request: lambda_http::Request,
+    ) -> impl Future<Output = Result<lambda_http::Response<lambda_http::Body>, lambda_http::Error>> + Send;
+}
+
+struct HttpGateway<H> {
+    handlers: H,
+    issuer: Arc<DevIssuer>,
+    store: MatchStore,
+    hub: Arc<ConnectionHub>,
+    websocket_url: String,
+    domain: String,
+}
+
+/// API Gateway's own body limit for HTTP APIs.
+const MAX_BODY: usize = 10 * 1024 * 1024;
+/// Lifetime of development tokens.
+const DEV_TOKEN_TTL: Duration = Duration::from_secs(12 * 3600);
+
+pub fn router<H: HttpHandlers>(
+    handlers: H,
+    issuer: Arc<DevIssuer>,
+    store: MatchStore,
+    hub: Arc<ConnectionHub>,
+    websocket_url: String,
+    domain: String,
+) -> Router {
+    let gateway = Arc::new(HttpGateway { handlers, issuer, store, hub, websocket_url, domain });
+    Router::new()
+        .route("/", get(|| async { Html(crate::DEMO_PAGE) }))
+        .route("/.well-known/jwks.json", get(jwks::<H>))
+        .route("/dev/token", post(dev_token::<H>))
+        .route("/dev/config", get(dev_config::<H>))
+        .route("/dev/overview", get(dev_overview::<H>))
+        .fallback(api::<H>)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .with_state(gateway)
+}
+
+async fn jwks<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>) -> Json<Value> {
+    Json(gateway.issuer.jwks().clone())
+}
+
+async fn dev_token<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>, body: Bytes) -> Response {
+    let sub = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("sub").and_then(Value::as_str).map(str::to_owned));
+    let Some(sub) = sub else {
+        return (StatusCode::BAD_REQUEST, Json(json!({"message": "body must be {\"sub\": \"<player id>\"}"}))).into_response();
+    };
+    if let Err(e) = PlayerId::parse(&sub) {
+        return (StatusCode::BAD_REQUEST, Json(json!({"message": e.to_string()}))).into_response();
+    }
+    match gateway.issuer.mint(&sub, DEV_TOKEN_TTL) {
+        Ok(token) => Json(json!({ "token": token, "expiresIn": DEV_TOKEN_TTL.as_secs() })).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"message": e.to_string()}))).into_response(),
+    }
+}
+
+async fn dev_config<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>) -> Json<Value> {
+    let worlds: Vec<Value> = gateway
+        .store
+        .settings()
+        .worlds
+        .iter()
+        .map(|w| json!({ "worldType": w.name, "teamSize": w.team_size }))
+        .collect();
+    Json(json!({ "websocketUrl": gateway.websocket_url, "worlds": worlds }))
+}
+
+/// Every world's queue and the latest matches, for the demo's overview.
+async fn dev_overview<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>) -> Response {
+    let mut worlds = Vec::new();
+    for world in gateway.store.settings().worlds.iter() {
+        match gateway.store.queue_status(world).await {
+            Ok(status) => worlds.push(json!(status)),
+            Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"message": e.to_string()}))).into_response(),
+        }
+    }
+    Json(json!({
+        "worlds": worlds,
+        "recentMatches": gateway.hub.recent_matches(),
+        "openConnections": gateway.hub.open_connections(),
+    }))
+    .into_response()
+}
+
+fn api_gateway_message(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({ "message": message }))).into_response()
+}
+
+async fn api<H: HttpHandlers>(
+    State(gateway): State<Arc<HttpGateway<H>>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some((route, path_parameters)) = ApiRoute::resolve(&method, uri.path()) else {
+        return api_gateway_message(StatusCode::NOT_FOUND, "Not Found");
+    };
+    // The JWT authorizer runs before the function; its failures never reach it.
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim())
+        .filter(|t| !t.is_empty());
+    let Some(claims) = token.and_then(|t| gateway.issuer.verify(t).ok()) else {
+        return api_gateway_message(StatusCode::UNAUTHORIZED, "Unauthorized");
+    };
+    let event = http_api_event(route, &method, &uri, &headers, &body, path_parameters, &claims, &peer, &gateway.domain);
+    let request = match lambda_http::request::from_str(&event.to_string()) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "building the payload 2.0 event");
+            return api_gateway_message(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
+        }
+    };
+    match gateway.handlers.invoke(route, request).await {
+        Ok(response) => into_axum(response),
+        Err(e) => {
+            // A function error: API Gateway answers 500 with its own body.
+            tracing::error!(error = %e, route = route.route_key(), "handler failed");
+            api_gateway_message(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+        }
+    }
+}
+
+/// The payload format 2.0 event API Gateway would send for this request.
+#[allow(clippy::too_many_arguments)]
+fn http_api_event(
+    route: ApiRoute,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+    path_parameters: HashMap<String, String>,
+    claims: &serde_json::Map<String, Value>,
+    peer: &SocketAddr,
+    domain: &str,
+) -> Value {
+    let mut header_map: HashMap<String, String> = HashMap::new();
+    for (name, value) in headers {
+        if let Ok(v) = value.to_str() {
+            header_map
+                .entry(name.as_str().to_owned())
+                .and_modify(|existing| {
+                    existing.push(',');
+                    existing.push_str(v);
+                })
+                .or_insert_with(|| v.to_owned());
+        }
+    }
+    // API Gateway passes JWT claims as strings.
+    let claims: HashMap<&String, String> = claims
+        .iter()
+        .map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+        .collect();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let query = uri.query().unwrap_or_default();
+    let (body, base64) = match std::str::from_utf8(body) {
+        Ok(text) => (text.to_owned(), false),
+        Err(_) => {
+            use base64::Engine;
+            (base64::engine::general_purpose::STANDARD.encode(body), true)
+        }
+    };
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": route.route_key(),
+        "rawPath": uri.path(),
+        "rawQueryString": query,
+        "headers": header_map,
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "authorizer": { "jwt": { "claims": claims, "scopes": null } },
+            "domainName": domain,
+            "domainPrefix": "local",
+            "http": {
+                "method": method.as_str(),
+                "path": uri.path(),
+                "protocol": "HTTP/1.1",
+                "sourceIp": peer.ip().to_string(),
+                "userAgent": headers.get("user-agent").and_then(|v| v.to_str().ok()).unwrap_or_default(),
+            },
+            "requestId": format!("{:016x}", rand::random::<u64>()),
+            "routeKey": route.route_key(),
+            "stage": "$default",
+            "time": "",
+            "timeEpoch": now,
+        },
+        "isBase64Encoded": base64,
+    });
+    if !body.is_empty() {
+        event["body"] = Value::String(body);
+    }
+    if !path_parameters.is_empty() {
+        event["pathParameters"] = json!(path_parameters);
+    }
+    if !query.is_empty() {
+        let params: HashMap<String, String> = query
+            .split('&')
+            .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+            .map(|(k, v)| (percent_decode(k), percent_decode(v)))
+            .collect();
+        event["queryStringParameters"] = json!(params);
+    }
+    event
+}
+
+fn into_axum(response: lambda_http::Response<lambda_http::Body>) -> Response {
+    let (parts, body) = response.into_parts();
+    let body = match body {
+        lambda_http::Body::Empty => Body::empty(),
+        lambda_http::Body::Text(t) => Body::from(t),
+        lambda_http::Body::Binary(b) => Body::from(b),
+        _ => Body::empty(),
+    };
+    Response::from_parts(parts, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_resolve_like_api_gateway() {
+        assert_eq!(ApiRoute::resolve(&Method::POST, "/v1/matching/join").map(|r| r.0), Some(ApiRoute::Join));
+        assert_eq!(ApiRoute::resolve(&Method::GET, "/v1/matching/join"), None);
+        let (route, params) = ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/world%7B1%7D").unwrap();
+        assert_eq!(route, ApiRoute::QueueStatus);
+        assert_eq!(params["worldType"], "world{1}");
+        assert_eq!(ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/"), None);
+        assert_eq!(ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/a/b"), None);
+        assert_eq!(percent_decode("%é%4"), "%é%4", "malformed escapes pass through");
+        assert_eq!(percent_decode("a%20b%2"), "a b%2");
+    }
+
+    #[test]
+    fn events_carry_claims_as_strings_and_parse_as_payload_v2() {
+        let mut claims = serde_json::Map::new();
+        claims.insert("sub".into(), json!("alice"));
+        claims.insert("exp".into(), json!(1_900_000_000u64));
+        let uri: Uri = "/v1/matching/join?x=1".parse().unwrap();
+        let event = http_api_event(
+            ApiRoute::Join,
+            &Method::POST,
+            &uri,
+            &HeaderMap::new(),
+            br#"{"worldType":"world1"}"#,
+            HashMap::new(),
+            &claims,
+            &"127.0.0.1:5".parse().unwrap(),
+            "localhost",
+        );
+        assert_eq!(event["requestContext"]["authorizer"]["jwt"]["claims"]["exp"], "1900000000");
+        let request = lambda_http::request::from_str(&event.to_string()).unwrap();
+        assert_eq!(request.method(), Method::POST);
+        use lambda_http::RequestExt;
+        match request.request_context_ref() {
+            Some(lambda_http::request::RequestContext::ApiGatewayV2(ctx)) => {
+                let jwt = ctx.authorizer.as_ref().and_then(|a| a.jwt.as_ref()).unwrap();
+                assert_eq!(jwt.claims["sub"], "alice");
+            }
+            other => panic!("{other:?}"),
+        }
+        let binary = http_api_event(
+            ApiRoute::Join, &Method::POST, &uri, &HeaderMap::new(), &[0xff, 0xfe], HashMap::new(), &claims,
+            &"127.0.0.1:5".parse().unwrap(), "localhost",
+        );
+        assert_eq!(binary["isBase64Encoded"], true);
+    }
+}

@@ -1,0 +1,54 @@
+//! `mm-local`: runs the whole matchmaking system on this machine.
+//! Configuration comes from the same environment variables as the Lambda
+//! functions (README), plus `MM_HTTP_ADDR` / `MM_WS_ADDR`.
+
+use local_stack::{LocalStack, StackConfig};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    shared::telemetry::init();
+    let config = StackConfig::from_lookup(|k| std::env::var(k).ok())?;
+    let external = config.external_redis;
+    let stack = LocalStack::start(config).await?;
+    print_banner(&stack, external);
+    tokio::signal::ctrl_c().await?;
+    println!("\nshutting down...");
+    stack.stop().await;
+    Ok(())
+}
+
+fn print_banner(stack: &LocalStack, external_redis: bool) {
+    let settings = stack.store.settings();
+    let redis = if external_redis { "REDIS_URL" } else { "embedded redis-server (stops with the stack)" };
+    let worlds: Vec<String> =
+        settings.worlds.iter().map(|w| format!("{} (teams of {})", w.name, w.team_size)).collect();
+    let http = &stack.http_url;
+    let ws = &stack.websocket_url;
+    println!(
+        r#"
+Matchmaking local stack is running.
+
+  Demo page       {http}/
+  HTTP API        {http}/v1/matching/...   (JWT authorizer emulated)
+  WebSocket API   {ws}?token=<JWT>
+  @connections    {ws_http}@connections/{{id}}
+  JWKS            {http}/.well-known/jwks.json
+  Redis           {url} — {redis}
+  Namespace       {ns}
+  Worlds          {worlds}
+
+Try it (three players fill a match in world1):
+
+  TOKEN=$(curl -s -X POST {http}/dev/token -d '{{"sub":"alice"}}' | sed 's/.*"token":"\([^"]*\)".*/\1/')
+  # in another terminal, to see the pushes:  npx wscat -c "{ws}?token=$TOKEN"
+  curl -s -X POST {http}/v1/matching/join -H "Authorization: Bearer $TOKEN" -d '{{"worldType":"world1"}}'
+  curl -s {http}/v1/matching/my-status -H "Authorization: Bearer $TOKEN"
+
+Press Ctrl-C to stop.
+"#,
+        ws_http = ws.replacen("ws://", "http://", 1),
+        url = settings.redis.urls.join(","),
+        ns = settings.namespace,
+        worlds = worlds.join(", "),
+    );
+}

@@ -1,0 +1,133 @@
+//! Helpers for the end-to-end tests: a local stack on free ports with its
+//! embedded Redis, real HTTP and WebSocket clients, and a minimal Chrome
+//! DevTools Protocol client for the headless-Chromium test.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+pub mod cdp;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use local_stack::{LocalStack, StackConfig};
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite::Message;
+
+/// Starts a stack on free loopback ports with an embedded Redis.
+pub async fn start_stack(worlds: &str, extra: &[(&str, &str)]) -> LocalStack {
+    let mut vars: Vec<(String, String)> = vec![
+        ("MM_HTTP_ADDR".into(), "127.0.0.1:0".into()),
+        ("MM_WS_ADDR".into(), "127.0.0.1:0".into()),
+        ("MM_WORLDS".into(), worlds.into()),
+    ];
+    vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let config = StackConfig::from_lookup(|k| vars.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()))
+        .expect("stack config");
+    LocalStack::start(config).await.expect("local stack starts")
+}
+
+pub fn http() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("http client")
+}
+
+pub async fn token(stack: &LocalStack, sub: &str) -> String {
+    let res = http()
+        .post(format!("{}/dev/token", stack.http_url))
+        .body(json!({ "sub": sub }).to_string())
+        .send()
+        .await
+        .expect("POST /dev/token");
+    assert_eq!(res.status(), 200);
+    let body: Value = res.json().await.expect("token json");
+    body["token"].as_str().expect("token").to_owned()
+}
+
+/// Calls an API route; returns status and JSON body.
+pub async fn call(stack: &LocalStack, method: &str, path: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    let url = format!("{}{path}", stack.http_url);
+    let mut req = match method {
+        "GET" => http().get(url),
+        _ => http().post(url),
+    };
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    if let Some(b) = body {
+        req = req.header("content-type", "application/json").body(b.to_string());
+    }
+    let res = req.send().await.expect("API call");
+    let status = res.status().as_u16();
+    let text = res.text().await.expect("body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// A player with a real WebSocket connection; every message it receives is
+/// recorded.
+pub struct Player {
+    pub id: String,
+    pub token: String,
+    pub received: Arc<Mutex<Vec<Value>>>,
+    reader: JoinHandle<()>,
+    closer: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Player {
+    pub async fn connect(stack: &LocalStack, id: &str) -> Self {
+        let token = token(stack, id).await;
+        let url = format!("{}?token={token}", stack.websocket_url);
+        let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("WebSocket connect");
+        let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let sink = received.clone();
+        let (closer, mut close_rx) = tokio::sync::oneshot::channel::<()>();
+        let reader = tokio::spawn(async move {
+            let (mut write, mut read) = socket.split();
+            loop {
+                tokio::select! {
+                    message = read.next() => match message {
+                        Some(Ok(Message::Text(text))) => {
+                            let value = serde_json::from_str(&text).unwrap_or(Value::String(text.to_string()));
+                            sink.lock().unwrap().push(value);
+                        }
+                        Some(Ok(_)) => {}
+                        _ => return,
+                    },
+                    _ = &mut close_rx => {
+                        let _ = write.send(Message::Close(None)).await;
+                        // Drain until the server acknowledges the close.
+                        while let Some(Ok(_)) = read.next().await {}
+                        return;
+                    }
+                }
+            }
+        });
+        Self { id: id.to_owned(), token, received, reader, closer: Some(closer) }
+    }
+
+    pub fn messages_of_type(&self, kind: &str) -> Vec<Value> {
+        self.received.lock().unwrap().iter().filter(|m| m["type"] == kind).cloned().collect()
+    }
+
+    pub async fn join(&self, stack: &LocalStack, world: &str) -> (u16, Value) {
+        call(stack, "POST", "/v1/matching/join", Some(&self.token), Some(json!({ "worldType": world }))).await
+    }
+
+    pub async fn leave(&self, stack: &LocalStack, world: &str) -> (u16, Value) {
+        call(stack, "POST", "/v1/matching/leave", Some(&self.token), Some(json!({ "worldType": world }))).await
+    }
+
+    pub async fn my_status(&self, stack: &LocalStack) -> Value {
+        let (status, body) = call(stack, "GET", "/v1/matching/my-status", Some(&self.token), None).await;
+        assert_eq!(status, 200, "{body}");
+        body["data"].clone()
+    }
+
+    /// Closes the socket (a clean client-side close) and waits for it to end.
+    pub async fn disconnect(mut self) {
+        if let Some(closer) = self.closer.take() {
+            let _ = closer.send(());
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.reader).await;
+    }
+}
