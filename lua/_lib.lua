@@ -60,23 +60,43 @@ local function decode_ticket(s)
   return world, tonumber(seq), tonumber(joined), tonumber(deadline), data
 end
 
--- Wait-time statistics of one world: how many players were matched within the
--- last `window` ms and over how long a span. The recent list holds one entry
--- "<ms>:<players>" per call that formed matches, newest first, trimmed to 64.
-local function wait_stats(recent_key, now, window)
-  local entries = redis.call('LRANGE', recent_key, 0, -1)
-  local players = 0
-  local oldest = now
-  for _, e in ipairs(entries) do
-    local ts, count = string.match(e, '^(%d+):(%d+)$')
-    ts = tonumber(ts)
-    if ts == nil or ts < now - window then
-      break
-    end
-    players = players + tonumber(count)
-    oldest = ts
+-- Match-rate statistics of one world, for wait estimates, in O(1): a HASH
+-- with a two-bucket sliding window (as rate limiters use) of `window` ms.
+-- Fields: start (ms the current bucket began), cur and prev (players matched
+-- in the current and previous bucket) and first (ms of the first match
+-- counted, so a young history is not averaged over the whole window).
+-- Returns players matched within the last `window` ms (prev weighted by its
+-- overlap) and the span they were matched over.
+local function wait_stats(rate_key, now, window)
+  local v = redis.call('HMGET', rate_key, 'start', 'cur', 'prev', 'first')
+  local start, cur, prev, first = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4])
+  if start == nil or first == nil or window == 0 then
+    return 0, 0
   end
-  return players, now - oldest
+  if now >= start + 2 * window then
+    return 0, 0
+  end
+  if now >= start + window then
+    -- The current bucket has become the previous one.
+    prev, cur, start = cur, 0, start + window
+  end
+  local overlap = 1 - (now - start) / window
+  local players = math.floor(prev * overlap + cur)
+  return players, math.min(window, now - math.max(first, now - window))
+end
+
+-- Adds `players` matched now to a world's rate statistics.
+local function record_rate(rate_key, now, window, players)
+  local v = redis.call('HMGET', rate_key, 'start', 'cur', 'first')
+  local start, cur, first = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3])
+  local prev = tonumber(redis.call('HGET', rate_key, 'prev')) or 0
+  if start == nil or window == 0 or now >= start + 2 * window then
+    start, cur, prev, first = now, 0, 0, now
+  elseif now >= start + window then
+    prev, cur, start = cur, 0, start + window
+  end
+  if first == nil or first < now - 2 * window then first = now end
+  redis.call('HSET', rate_key, 'start', start, 'cur', cur + players, 'prev', prev, 'first', first)
 end
 
 -- Outbox entry ids. "M|<matchId>|<player>" asks for a MATCH_FOUND push and
@@ -104,8 +124,9 @@ end
 -- is never taken. Returns the array of match records as JSON strings.
 --
 -- k: table with fields queue, deadlines, tickets, matches, match_expiry,
---    player_match, outbox, outbox_meta, recent, match_seq (key names).
-local function form_matches(k, world, team, max_groups, match_ttl, now)
+--    player_match, outbox, outbox_meta, rate, match_seq (key names).
+-- window: the rate statistics window in ms.
+local function form_matches(k, world, team, max_groups, match_ttl, now, window)
   local size = redis.call('ZCARD', k.queue)
   local groups = math.floor(size / team)
   if max_groups > 0 and groups > max_groups then
@@ -174,8 +195,7 @@ local function form_matches(k, world, team, max_groups, match_ttl, now)
   chunked('ZADD', k.match_expiry, expiry_args, 2)
   chunked('HSET', k.player_match, pointer_args, 2)
   outbox_add(k.outbox, k.outbox_meta, outbox_ids, now)
-  redis.call('LPUSH', k.recent, now .. ':' .. taken)
-  redis.call('LTRIM', k.recent, 0, 63)
+  record_rate(k.rate, now, window, taken)
   return records
 end
 

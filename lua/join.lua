@@ -11,8 +11,8 @@
 -- KEYS[7]  outbox_meta    HASH notification id -> "<attempts>:<created_ms>"
 -- KEYS[8]  match_seq      STRING counter for match ids
 -- KEYS[9..] for every configured world, in ARGV order: queue (ZSET player ->
---           seq), deadlines (ZSET player -> deadline ms), recent (LIST of
---           "<ms>:<players>" match statistics): three keys per world.
+--           seq), deadlines (ZSET player -> deadline ms), rate (HASH of match
+--           rate statistics, see _lib.lua): three keys per world.
 --
 -- ARGV[1]  player id
 -- ARGV[2]  index (1-based) of the world to join among the configured worlds
@@ -61,7 +61,7 @@ local function world_keys(i)
   return KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
 end
 local world = ARGV[9 + world_index]
-local queue, deadlines, recent = world_keys(world_index)
+local queue, deadlines, rate = world_keys(world_index)
 local now = now_ms()
 
 -- One ticket per player in the whole namespace.
@@ -85,7 +85,7 @@ end
 
 local size = redis.call('ZCARD', queue)
 if capacity > 0 and size >= capacity then
-  local wp, ws = wait_stats(recent, now, window)
+  local wp, ws = wait_stats(rate, now, window)
   return { 'FULL', world, 0, size, wp, ws }
 end
 
@@ -101,13 +101,13 @@ if instant == '1' and size + 1 >= team then
   records = form_matches({
     queue = queue, deadlines = deadlines, tickets = tickets, matches = KEYS[3],
     match_expiry = KEYS[4], player_match = KEYS[5], outbox = KEYS[6],
-    outbox_meta = KEYS[7], recent = recent, match_seq = KEYS[8],
-  }, world, team, 0, match_ttl, now)
+    outbox_meta = KEYS[7], rate = rate, match_seq = KEYS[8],
+  }, world, team, 0, match_ttl, now, window)
 end
 
 local rank = redis.call('ZRANK', queue, player)
 local queue_size = redis.call('ZCARD', queue)
-local wp, ws = wait_stats(recent, now, window)
+local wp, ws = wait_stats(rate, now, window)
 local reply
 if rank then
   reply = { 'QUEUED', world, rank + 1, queue_size, wp, ws }

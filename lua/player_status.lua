@@ -4,7 +4,7 @@
 -- KEYS[2]  player_match   HASH player -> id of the player's latest match
 -- KEYS[3]  matches        HASH match id -> match record JSON
 -- KEYS[4]  match_expiry   ZSET match id -> expiry ms
--- KEYS[5..] for every configured world, in ARGV order: queue and recent
+-- KEYS[5..] for every configured world, in ARGV order: queue and rate
 --           (two keys per world)
 --
 -- ARGV[1]  player id
@@ -29,10 +29,10 @@ if ticket then
   local world = decode_ticket(ticket)
   for i = 1, worlds do
     if ARGV[2 + i] == world then
-      local queue, recent = KEYS[4 + 2 * i - 1], KEYS[4 + 2 * i]
+      local queue, rate = KEYS[4 + 2 * i - 1], KEYS[4 + 2 * i]
       local rank = redis.call('ZRANK', queue, player)
       if rank then
-        local wp, ws = wait_stats(recent, now, window)
+        local wp, ws = wait_stats(rate, now, window)
         return { 'QUEUED', world, rank + 1, redis.call('ZCARD', queue), wp, ws }
       end
     end

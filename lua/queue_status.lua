@@ -1,7 +1,7 @@
 -- queue_status.lua: a world's queue depth, oldest ticket age and wait statistics.
 --
 -- KEYS[1]  queue          ZSET player -> seq (this world)
--- KEYS[2]  recent         LIST "<ms>:<players>" match statistics (this world)
+-- KEYS[2]  rate           HASH match rate statistics (this world)
 -- KEYS[3]  tickets        HASH player -> ticket
 --
 -- ARGV[1]  statistics window ms

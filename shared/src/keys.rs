@@ -12,7 +12,7 @@
 //! |------------------------------|--------|--------------------------------------------|
 //! | `queue:<world>`              | ZSET   | player -> ticket sequence (FIFO order)     |
 //! | `deadlines:<world>`          | ZSET   | player -> ticket deadline (ms)             |
-//! | `recent:<world>`             | LIST   | `<ms>:<players>` per matching call (<= 64) |
+//! | `rate:<world>`               | HASH   | match-rate statistics (wait estimates)     |
 //! | `tickets`                    | HASH   | player -> `<world> <seq> <joined> <deadline> <data>` |
 //! | `ticket-seq`, `match-seq`    | STRING | counters                                   |
 //! | `matches`                    | HASH   | match id -> match record JSON              |
@@ -39,7 +39,7 @@ pub struct KeyLayout {
 pub struct WorldKeys {
     pub queue: String,
     pub deadlines: String,
-    pub recent: String,
+    pub rate: String,
 }
 
 impl KeyLayout {
@@ -71,7 +71,7 @@ impl KeyLayout {
         WorldKeys {
             queue: self.key(&format!("queue:{world}")),
             deadlines: self.key(&format!("deadlines:{world}")),
-            recent: self.key(&format!("recent:{world}")),
+            rate: self.key(&format!("rate:{world}")),
         }
     }
 
@@ -130,7 +130,7 @@ impl KeyLayout {
         ];
         for w in worlds.iter() {
             let k = self.world(&w.name);
-            keys.extend([k.queue, k.deadlines, k.recent]);
+            keys.extend([k.queue, k.deadlines, k.rate]);
         }
         keys
     }

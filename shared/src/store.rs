@@ -218,7 +218,9 @@ impl MatchStore {
         let timeout = self.timeout();
         let attempt = async {
             let mut conn = self.connection().await?;
-            let idle_ms = self.elapsed_ms() - self.inner.last_ok_ms.load(Ordering::Relaxed);
+            let idle_ms = self
+                .elapsed_ms()
+                .saturating_sub(self.inner.last_ok_ms.load(Ordering::Relaxed));
             if idle_ms >= IDLE_CHECK_AFTER.as_millis() as u64 {
                 // A PING is safe to retry; it makes the manager reconnect a
                 // connection that died while idle before the real command goes out.
@@ -311,7 +313,7 @@ impl MatchStore {
             .key(k.match_seq());
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
-            inv.key(wk.queue).key(wk.deadlines).key(wk.recent);
+            inv.key(wk.queue).key(wk.deadlines).key(wk.rate);
         }
         inv.arg(player.as_str())
             .arg(index + 1)
@@ -376,7 +378,7 @@ impl MatchStore {
         let mut inv = SCRIPTS.form_matches.prepare_invoke();
         inv.key(wk.queue)
             .key(wk.deadlines)
-            .key(wk.recent)
+            .key(wk.rate)
             .key(k.tickets())
             .key(k.matches())
             .key(k.match_expiry())
@@ -387,7 +389,8 @@ impl MatchStore {
             .arg(world.name.as_str())
             .arg(world.team_size)
             .arg(millis(s.match_ttl))
-            .arg(max_groups);
+            .arg(max_groups)
+            .arg(self.window_ms());
         let reply = Reply::new(self.invoke(&inv, false).await?)?;
         let queue_size = reply.uint(0)?;
         let matches = (1..reply.len())
@@ -405,7 +408,7 @@ impl MatchStore {
         let wk = k.world(&world.name);
         let mut inv = SCRIPTS.queue_status.prepare_invoke();
         inv.key(wk.queue)
-            .key(wk.recent)
+            .key(wk.rate)
             .key(k.tickets())
             .arg(self.window_ms());
         let reply = Reply::new(self.invoke(&inv, true).await?)?;
@@ -434,7 +437,7 @@ impl MatchStore {
             .key(k.match_expiry());
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
-            inv.key(wk.queue).key(wk.recent);
+            inv.key(wk.queue).key(wk.rate);
         }
         inv.arg(player.as_str()).arg(self.window_ms());
         for name in self.world_names() {

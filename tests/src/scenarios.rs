@@ -651,6 +651,37 @@ pub async fn wait_estimate_follows_match_rate(env: &Env) {
     }
 }
 
+/// The rate statistics slide: after two windows without matches the world
+/// has no history and the estimate is unknown again.
+pub async fn wait_estimate_forgets_old_history(env: &Env) {
+    let store = env.store_with(
+        "estimate-window",
+        "duel:2",
+        &[("MM_INSTANT_MATCH", "false"), ("MM_WAIT_WINDOW_SECS", "1")],
+    );
+    let duel = world(&store, "duel");
+    for p in ["a", "b"] {
+        join(&store, "duel", p).await;
+    }
+    assert_eq!(store.form_matches(duel, 0).await.unwrap().matches.len(), 1);
+    assert!(store
+        .queue_status(duel)
+        .await
+        .unwrap()
+        .estimated_wait_seconds
+        .is_some());
+    eventually("the history to age out", Duration::from_secs(5), || async {
+        store
+            .queue_status(duel)
+            .await
+            .unwrap()
+            .estimated_wait_seconds
+            .is_none()
+            .then_some(())
+    })
+    .await;
+}
+
 /// Every script rejects bad arguments before its first write.
 pub async fn scripts_validate_before_writing(env: &Env) {
     let store = env.store_with("validate", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
@@ -668,13 +699,13 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             k.outbox_meta(),
             k.match_seq(),
         ];
-        v.extend([wk.queue.clone(), wk.deadlines.clone(), wk.recent.clone()]);
+        v.extend([wk.queue.clone(), wk.deadlines.clone(), wk.rate.clone()]);
         v
     };
     let match_keys = vec![
         wk.queue.clone(),
         wk.deadlines.clone(),
-        wk.recent.clone(),
+        wk.rate.clone(),
         k.tickets(),
         k.matches(),
         k.match_expiry(),
@@ -705,9 +736,10 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     }
     cases.push(("join.lua", join_keys[..10].to_vec(), s(&good_join)));
     for args in [
-        s(&["", "3", "60000", "0"]),
-        s(&["world1", "1", "60000", "0"]),
-        s(&["world1", "3", "0", "0"]),
+        s(&["", "3", "60000", "0", "1000"]),
+        s(&["world1", "1", "60000", "0", "1000"]),
+        s(&["world1", "3", "0", "0", "1000"]),
+        s(&["world1", "3", "60000", "0", "-1"]),
     ] {
         cases.push(("match.lua", match_keys.clone(), args));
     }
@@ -784,7 +816,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     ));
     cases.push((
         "queue_status.lua",
-        vec![wk.queue.clone(), wk.recent.clone(), k.tickets()],
+        vec![wk.queue.clone(), wk.rate.clone(), k.tickets()],
         s(&["-1"]),
     ));
 

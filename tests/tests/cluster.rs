@@ -44,6 +44,7 @@ async fn scenarios_run_unchanged_on_a_cluster() {
     scenarios::connection_registry(&env).await;
     scenarios::matcher_lease(&env).await;
     scenarios::wait_estimate_follows_match_rate(&env).await;
+    scenarios::wait_estimate_forgets_old_history(&env).await;
     scenarios::scripts_validate_before_writing(&env).await;
 }
 

@@ -36,6 +36,7 @@ scenario_tests!(
     connection_registry,
     matcher_lease,
     wait_estimate_follows_match_rate,
+    wait_estimate_forgets_old_history,
     scripts_validate_before_writing,
 );
 
