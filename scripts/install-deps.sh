@@ -5,7 +5,6 @@
 #
 #   scripts/install-deps.sh redis      redis-server + redis-cli
 #   scripts/install-deps.sh chromium   headless Chromium (browser tests)
-#   scripts/install-deps.sh linters    cfn-lint, SAM CLI, aws-sam-translator
 set -euo pipefail
 
 SUDO=""
@@ -38,16 +37,6 @@ for what in "$@"; do
       if ! command -v chromium >/dev/null 2>&1; then
         echo "installing chromium (apt-get)..."
         apt_install chromium
-      fi
-      ;;
-    linters)
-      need=()
-      command -v cfn-lint >/dev/null 2>&1 || need+=(cfn-lint)
-      command -v sam >/dev/null 2>&1 || need+=(aws-sam-cli)
-      python3 -c 'import samtranslator' >/dev/null 2>&1 || need+=(aws-sam-translator)
-      if [ "${#need[@]}" -gt 0 ]; then
-        echo "installing ${need[*]} (pip)..."
-        python3 -m pip install --quiet --disable-pip-version-check "${need[@]}"
       fi
       ;;
     *)

@@ -8,13 +8,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh redis
+scripts/install-deps.sh redis chromium
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+echo "== template checks (cfn-lint, sam validate --lint, cfn-lint after samtranslator)"
+scripts/check-template.sh
 
 echo "== cargo test"
 cargo test --workspace
