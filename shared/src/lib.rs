@@ -7,9 +7,11 @@ pub mod config;
 pub mod delivery;
 pub mod domain;
 pub mod error;
+pub mod http;
 pub mod keys;
 pub mod scripts;
 pub mod store;
+pub mod telemetry;
 
 pub use config::{Settings, World, WorldCatalog};
 pub use delivery::{DeliveryReport, PushError, Pusher};
