@@ -3,12 +3,15 @@
 //! runs them. Every state change is one atomic script, so joins, leaves and
 //! any number of concurrent matchers can never race.
 
+pub mod auth;
 pub mod config;
 pub mod delivery;
 pub mod domain;
 pub mod error;
 pub mod http;
 pub mod keys;
+pub mod metrics;
+pub mod push;
 pub mod scripts;
 pub mod store;
 pub mod telemetry;

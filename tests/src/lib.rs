@@ -2,6 +2,7 @@
 //! cluster) on free loopback ports, never 6379, without persistence, stopped
 //! when the fixture is dropped. Tests talk to real Redis, never to mocks.
 
+pub mod connections_server;
 pub mod scenarios;
 
 use std::net::TcpListener;
