@@ -21,58 +21,58 @@ pub async fn handle<P: Pusher>(app: &App<P>, req: Request) -> Result<Response<Bo
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
     use std::time::Duration;
 
     use base64::Engine;
+    use integration_tests::connections_server::ConnectionsServer;
     use integration_tests::scenarios::{player, snapshot, Env};
     use integration_tests::RedisServer;
     use serde_json::{json, Value};
-    use shared::{ConnectionId, JoinOutcome, PushError};
+    use shared::push::ApiGatewayPusher;
+    use shared::{ConnectionId, JoinOutcome};
 
     use super::*;
 
     const WORLDS: &str = "world1:3,world2:3";
 
-    /// A real `Pusher` that records what it was asked to send; connections
-    /// listed in `failing` answer with that error instead.
-    #[derive(Default)]
-    struct Recorder {
-        pushes: Mutex<Vec<(String, Value)>>,
-        failing: HashMap<String, PushError>,
+    /// The function wired as deployed: the real pusher, aimed at the
+    /// stand-in `@connections` endpoint.
+    struct Fixture {
+        app: App<ApiGatewayPusher>,
+        connections: ConnectionsServer,
     }
 
-    impl Pusher for Recorder {
-        async fn push(&self, connection_id: &str, payload: &[u8]) -> Result<(), PushError> {
-            if let Some(e) = self.failing.get(connection_id) {
-                return Err(e.clone());
-            }
-            let message = serde_json::from_slice(payload).expect("pushes are JSON");
-            self.pushes
-                .lock()
-                .unwrap()
-                .push((connection_id.to_owned(), message));
-            Ok(())
-        }
-    }
-
-    impl Recorder {
-        fn pushes(&self) -> Vec<(String, Value)> {
-            let mut all = self.pushes.lock().unwrap().clone();
-            all.sort_by(|a, b| a.0.cmp(&b.0));
-            all
-        }
-    }
-
-    fn app(server: &RedisServer, ns: &str, overrides: &[(&str, &str)]) -> App<Recorder> {
+    async fn fixture(server: &RedisServer, ns: &str, overrides: &[(&str, &str)]) -> Fixture {
         let env = Env {
             urls: server.url(),
             cluster: false,
         };
-        App {
-            store: env.store_with(ns, WORLDS, overrides),
-            pusher: Recorder::default(),
+        let connections = ConnectionsServer::start().await;
+        let pusher = ApiGatewayPusher::with_static_credentials(
+            &connections.endpoint_with_stage("prod"),
+            "us-east-1",
+        )
+        .expect("pusher");
+        Fixture {
+            app: App {
+                store: env.store_with(ns, WORLDS, overrides),
+                pusher,
+            },
+            connections,
+        }
+    }
+
+    impl Fixture {
+        /// Every push received, as (connection, JSON body), by connection.
+        fn pushes(&self) -> Vec<(String, Value)> {
+            let mut all: Vec<_> = self
+                .connections
+                .posts()
+                .iter()
+                .map(|p| (p.connection_id.clone(), p.json()))
+                .collect();
+            all.sort_by(|a, b| a.0.cmp(&b.0));
+            all
         }
     }
 
@@ -89,8 +89,8 @@ mod tests {
     }
 
     /// Calls the handler and checks the envelope; returns (status, body).
-    async fn call(app: &App<Recorder>, req: Request) -> (u16, Value) {
-        let resp = handle(app, req).await.expect("handled");
+    async fn call(fx: &Fixture, req: Request) -> (u16, Value) {
+        let resp = handle(&fx.app, req).await.expect("handled");
         let status = resp.status().as_u16();
         assert_eq!(resp.headers()["content-type"], "application/json");
         let body: Value = serde_json::from_slice(resp.body().as_ref()).expect("JSON body");
@@ -104,16 +104,20 @@ mod tests {
     }
 
     /// Calls with a request that must be refused with `code` and change nothing.
-    async fn refused(app: &App<Recorder>, req: Request, status: u16, code: &str) -> Value {
-        let before = snapshot(&app.store).await;
-        let (got, body) = call(app, req).await;
+    async fn refused(fx: &Fixture, req: Request, status: u16, code: &str) -> Value {
+        let before = snapshot(&fx.app.store).await;
+        let (got, body) = call(fx, req).await;
         assert_eq!(
             (got, body["data"]["error"].as_str()),
             (status, Some(code)),
             "{body}"
         );
-        assert_eq!(snapshot(&app.store).await, before, "{code} changed Redis");
-        assert!(app.pusher.pushes().is_empty(), "{code} pushed something");
+        assert_eq!(
+            snapshot(&fx.app.store).await,
+            before,
+            "{code} changed Redis"
+        );
+        assert!(fx.connections.posts().is_empty(), "{code} pushed something");
         body
     }
 
@@ -139,12 +143,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn join_event_queues_the_caller_and_pushes_queued() {
         let server = RedisServer::start();
-        let app = app(&server, "join-queued", &[]);
-        register(&app.store, "conn-A1=", "player-1").await;
-        register(&app.store, "conn-B1=", "player-2").await;
-        pre_join(&app.store, "world1", "player-2").await;
+        let fx = fixture(&server, "join-queued", &[]).await;
+        register(&fx.app.store, "conn-A1=", "player-1").await;
+        register(&fx.app.store, "conn-B1=", "player-2").await;
+        pre_join(&fx.app.store, "world1", "player-2").await;
 
-        let (status, body) = call(&app, event(|_| {})).await;
+        let (status, body) = call(&fx, event(|_| {})).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(
             body["data"],
@@ -152,14 +156,20 @@ mod tests {
                    "queueSize": 2, "estimatedWaitSeconds": null})
         );
         assert_eq!(
-            app.pusher.pushes(),
+            fx.pushes(),
             [(
                 "conn-A1=".to_owned(),
                 json!({"type": "QUEUED", "worldType": "world1", "position": 2,
                        "queueSize": 2, "estimatedWaitSeconds": null})
             )]
         );
-        match app.store.player_status(&player("player-1")).await.unwrap() {
+        match fx
+            .app
+            .store
+            .player_status(&player("player-1"))
+            .await
+            .unwrap()
+        {
             shared::PlayerStatus::Queued(q) => assert_eq!((q.position, q.queue_size), (2, 2)),
             other => panic!("player-1 should be queued, is {other:?}"),
         }
@@ -168,15 +178,15 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn join_completing_a_group_matches_and_pushes_match_found_to_everyone() {
         let server = RedisServer::start();
-        let app = app(&server, "join-matched", &[]);
-        register(&app.store, "conn-A1=", "player-1").await;
-        register(&app.store, "conn-A2=", "player-1").await;
-        register(&app.store, "conn-B1=", "player-2").await;
-        register(&app.store, "conn-C1=", "player-3").await;
-        pre_join(&app.store, "world1", "player-2").await;
-        pre_join(&app.store, "world1", "player-3").await;
+        let fx = fixture(&server, "join-matched", &[]).await;
+        register(&fx.app.store, "conn-A1=", "player-1").await;
+        register(&fx.app.store, "conn-A2=", "player-1").await;
+        register(&fx.app.store, "conn-B1=", "player-2").await;
+        register(&fx.app.store, "conn-C1=", "player-3").await;
+        pre_join(&fx.app.store, "world1", "player-2").await;
+        pre_join(&fx.app.store, "world1", "player-3").await;
 
-        let (status, body) = call(&app, event(|_| {})).await;
+        let (status, body) = call(&fx, event(|_| {})).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["data"]["status"], "MATCHED");
         let record = &body["data"]["match"];
@@ -192,7 +202,7 @@ mod tests {
         assert!(record["matchId"].as_str().is_some_and(|id| !id.is_empty()));
         assert!(record["matchedAt"].as_u64().is_some_and(|t| t > 0));
 
-        let pushes = app.pusher.pushes();
+        let pushes = fx.pushes();
         let conns: Vec<&str> = pushes.iter().map(|(c, _)| c.as_str()).collect();
         assert_eq!(conns, ["conn-A1=", "conn-A2=", "conn-B1=", "conn-C1="]);
         for (conn, message) in &pushes {
@@ -201,7 +211,7 @@ mod tests {
             assert_eq!(message["participants"], record["participants"], "{conn}");
         }
         assert_eq!(
-            outbox_size(&app.store).await,
+            outbox_size(&fx.app.store).await,
             0,
             "all delivered and settled"
         );
@@ -210,22 +220,21 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn failed_pushes_never_fail_the_join() {
         let server = RedisServer::start();
-        let mut app = app(&server, "join-push-fails", &[]);
-        app.pusher.failing = HashMap::from([
-            ("conn-A1=".to_owned(), PushError::Retryable("503".into())),
-            ("conn-B1=".to_owned(), PushError::Gone),
-            ("conn-C1=".to_owned(), PushError::Retryable("429".into())),
-        ]);
-        register(&app.store, "conn-A1=", "player-1").await;
-        register(&app.store, "conn-B1=", "player-2").await;
-        register(&app.store, "conn-C1=", "player-3").await;
-        pre_join(&app.store, "world1", "player-2").await;
+        let fx = fixture(&server, "join-push-fails", &[]).await;
+        // The endpoint fails every push: 500s, a gone connection, throttling.
+        fx.connections.respond("conn-A1=", [500; 8]);
+        fx.connections.set_gone("conn-B1=");
+        fx.connections.respond("conn-C1=", [429; 8]);
+        register(&fx.app.store, "conn-A1=", "player-1").await;
+        register(&fx.app.store, "conn-B1=", "player-2").await;
+        register(&fx.app.store, "conn-C1=", "player-3").await;
+        pre_join(&fx.app.store, "world1", "player-2").await;
 
         // QUEUED push fails: still queued.
         let req = event(|v| {
             v["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!("player-3")
         });
-        let (status, body) = call(&app, req).await;
+        let (status, body) = call(&fx, req).await;
         assert_eq!(
             (status, body["data"]["status"].as_str()),
             (200, Some("QUEUED"))
@@ -233,27 +242,31 @@ mod tests {
 
         // MATCH_FOUND pushes fail: still matched, and the notifications stay
         // in the outbox for the matcher to retry.
-        let (status, body) = call(&app, event(|_| {})).await;
+        let (status, body) = call(&fx, event(|_| {})).await;
         assert_eq!(
             (status, body["data"]["status"].as_str()),
             (200, Some("MATCHED")),
             "{body}"
         );
-        assert!(app.pusher.pushes().is_empty());
-        assert_eq!(outbox_size(&app.store).await, 3);
+        let posts = fx.connections.posts();
+        assert!(
+            !posts.is_empty() && posts.iter().all(|p| !p.delivered()),
+            "{posts:?}"
+        );
+        assert_eq!(outbox_size(&fx.app.store).await, 3);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn base64_bodies_and_missing_content_type_are_accepted() {
         let server = RedisServer::start();
-        let app = app(&server, "join-encodings", &[]);
+        let fx = fixture(&server, "join-encodings", &[]).await;
         let encoded = base64::engine::general_purpose::STANDARD.encode(r#"{"worldType":"world2"}"#);
         let req = event(|v| {
             v["body"] = json!(encoded);
             v["isBase64Encoded"] = json!(true);
             v["headers"].as_object_mut().unwrap().remove("content-type");
         });
-        let (status, body) = call(&app, req).await;
+        let (status, body) = call(&fx, req).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["data"]["worldType"], "world2");
 
@@ -261,7 +274,7 @@ mod tests {
             v["headers"]["content-type"] = json!("application/json; charset=UTF-8");
             v["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!("player-2");
         });
-        let (status, body) = call(&app, req).await;
+        let (status, body) = call(&fx, req).await;
         assert_eq!(
             (status, body["data"]["position"].as_u64()),
             (200, Some(1)),
@@ -272,11 +285,11 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn already_queued_is_a_conflict_with_the_current_place() {
         let server = RedisServer::start();
-        let app = app(&server, "join-already", &[]);
-        pre_join(&app.store, "world1", "player-2").await;
-        pre_join(&app.store, "world1", "player-1").await;
+        let fx = fixture(&server, "join-already", &[]).await;
+        pre_join(&fx.app.store, "world1", "player-2").await;
+        pre_join(&fx.app.store, "world1", "player-1").await;
 
-        let body = refused(&app, event(|_| {}), 409, "ALREADY_QUEUED").await;
+        let body = refused(&fx, event(|_| {}), 409, "ALREADY_QUEUED").await;
         assert_eq!(
             body["data"],
             json!({"error": "ALREADY_QUEUED", "worldType": "world1", "position": 2,
@@ -284,7 +297,7 @@ mod tests {
         );
         // Joining another world reports the world the player waits in.
         let body = refused(
-            &app,
+            &fx,
             with_body(r#"{"worldType":"world2"}"#),
             409,
             "ALREADY_QUEUED",
@@ -297,7 +310,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn callers_without_a_usable_identity_are_unauthorized() {
         let server = RedisServer::start();
-        let app = app(&server, "join-unauth", &[]);
+        let fx = fixture(&server, "join-unauth", &[]).await;
         let claims = |edit: fn(&mut Value)| {
             event(move |v| edit(&mut v["requestContext"]["authorizer"]["jwt"]["claims"]))
         };
@@ -315,14 +328,14 @@ mod tests {
             claims(|c| c["sub"] = json!("player\n1")),
             claims(|c| c["sub"] = json!("x".repeat(129))),
         ] {
-            refused(&app, req, 401, "UNAUTHORIZED").await;
+            refused(&fx, req, 401, "UNAUTHORIZED").await;
         }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn bad_bodies_are_refused_with_what_is_wrong() {
         let server = RedisServer::start();
-        let app = app(&server, "join-invalid", &[]);
+        let fx = fixture(&server, "join-invalid", &[]).await;
         let oversized_data = format!(
             r#"{{"worldType":"world1","data":{{"x":"{}"}}}}"#,
             "y".repeat(5000)
@@ -351,7 +364,7 @@ mod tests {
             ),
             (oversized_data.as_str(), "at most 4096"),
         ] {
-            let resp = refused(&app, with_body(body), 400, "INVALID_REQUEST").await;
+            let resp = refused(&fx, with_body(body), 400, "INVALID_REQUEST").await;
             let msg = resp["msg"].as_str().unwrap();
             assert!(
                 msg.contains(says),
@@ -363,16 +376,16 @@ mod tests {
             v["body"] = json!(base64::engine::general_purpose::STANDARD.encode([b'{', 0xff, b'}']));
             v["isBase64Encoded"] = json!(true);
         });
-        let resp = refused(&app, req, 400, "INVALID_REQUEST").await;
+        let resp = refused(&fx, req, 400, "INVALID_REQUEST").await;
         assert!(resp["msg"].as_str().unwrap().contains("UTF-8"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn size_media_type_method_and_path_are_checked() {
         let server = RedisServer::start();
-        let app = app(&server, "join-limits", &[]);
+        let fx = fixture(&server, "join-limits", &[]).await;
         let huge = format!(r#"{{"worldType":"world1","pad":"{}"}}"#, "z".repeat(9000));
-        let body = refused(&app, with_body(&huge), 413, "PAYLOAD_TOO_LARGE").await;
+        let body = refused(&fx, with_body(&huge), 413, "PAYLOAD_TOO_LARGE").await;
         assert_eq!(body["data"]["limitBytes"], 8192);
 
         for ct in [
@@ -381,20 +394,20 @@ mod tests {
             "application/xml",
         ] {
             let req = event(|v| v["headers"]["content-type"] = json!(ct));
-            let body = refused(&app, req, 415, "UNSUPPORTED_MEDIA_TYPE").await;
+            let body = refused(&fx, req, 415, "UNSUPPORTED_MEDIA_TYPE").await;
             assert_eq!(body["data"]["contentType"], ct);
         }
 
         let req = event(|v| v["requestContext"]["http"]["method"] = json!("GET"));
-        let resp = handle(&app, req).await.unwrap();
+        let resp = handle(&fx.app, req).await.unwrap();
         assert_eq!(resp.headers()["allow"], "POST");
         let req = event(|v| v["requestContext"]["http"]["method"] = json!("PUT"));
-        let body = refused(&app, req, 405, "METHOD_NOT_ALLOWED").await;
+        let body = refused(&fx, req, 405, "METHOD_NOT_ALLOWED").await;
         assert_eq!(body["data"]["allowed"], json!(["POST"]));
 
         for path in ["/v1/matching/leave", "/v1/matching/joins", "/"] {
             let req = event(|v| v["rawPath"] = json!(path));
-            let body = refused(&app, req, 404, "NOT_FOUND").await;
+            let body = refused(&fx, req, 404, "NOT_FOUND").await;
             assert_eq!(body["data"]["path"], path);
         }
     }
@@ -402,9 +415,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn unknown_worlds_list_the_configured_ones() {
         let server = RedisServer::start();
-        let app = app(&server, "join-unknown", &[]);
+        let fx = fixture(&server, "join-unknown", &[]).await;
         let body = refused(
-            &app,
+            &fx,
             with_body(r#"{"worldType":"world9"}"#),
             404,
             "UNKNOWN_WORLD",
@@ -419,9 +432,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_full_queue_is_unavailable_for_now() {
         let server = RedisServer::start();
-        let app = app(&server, "join-full", &[("MM_QUEUE_CAPACITY", "1")]);
-        pre_join(&app.store, "world1", "player-2").await;
-        let body = refused(&app, event(|_| {}), 503, "QUEUE_FULL").await;
+        let fx = fixture(&server, "join-full", &[("MM_QUEUE_CAPACITY", "1")]).await;
+        pre_join(&fx.app.store, "world1", "player-2").await;
+        let body = refused(&fx, event(|_| {}), 503, "QUEUE_FULL").await;
         assert_eq!(body["data"]["worldType"], "world1");
         assert_eq!(body["data"]["queueSize"], 1);
     }
@@ -429,17 +442,18 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn redis_down_answers_503_within_the_timeout() {
         let mut server = RedisServer::start();
-        let app = app(
+        let fx = fixture(
             &server,
             "join-down",
             &[
                 ("REDIS_TIMEOUT_MS", "300"),
                 ("REDIS_CONNECT_TIMEOUT_MS", "200"),
             ],
-        );
+        )
+        .await;
         server.kill();
         let started = std::time::Instant::now();
-        let (status, body) = call(&app, event(|_| {})).await;
+        let (status, body) = call(&fx, event(|_| {})).await;
         assert_eq!(
             (status, body["data"]["error"].as_str()),
             (503, Some("REDIS_UNAVAILABLE")),
@@ -450,6 +464,6 @@ mod tests {
             .unwrap()
             .contains("temporarily unavailable"));
         assert!(started.elapsed() < Duration::from_secs(3));
-        assert!(app.pusher.pushes().is_empty());
+        assert!(fx.pushes().is_empty());
     }
 }
