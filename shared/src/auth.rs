@@ -530,17 +530,18 @@ mod tests {
         let idp = idp().await;
         let policy = JwksCachePolicy {
             ttl: Duration::from_secs(600),
-            min_refetch_interval: Duration::from_millis(300),
+            min_refetch_interval: Duration::from_secs(1),
         };
         let verifier = verifier(&idp, policy);
+        // Made up front so key generation cannot eat into the interval below.
+        let rotated = idp.issuer.with_key(2, "test-key-2");
+        let token = rotated.token_for("p");
+        let rotated_jwks = json!({ "keys": [idp.issuer.jwk(), rotated.jwk()] });
         assert!(verifier.verify(&idp.issuer.token_for("p")).await.is_ok());
         assert_eq!(idp.server.jwks_requests(), 1);
 
         // The issuer rotates in a new key.
-        let rotated = idp.issuer.with_key(2, "test-key-2");
-        idp.server
-            .serve_jwks(json!({ "keys": [idp.issuer.jwk(), rotated.jwk()] }));
-        let token = rotated.token_for("p");
+        idp.server.serve_jwks(rotated_jwks);
         // Within the interval the unknown kid does not trigger a fetch.
         assert_eq!(
             verifier.verify(&token).await,

@@ -779,9 +779,11 @@ mod tests {
             "ran {:?} past the deadline",
             ended - deadline
         );
-        // Rounds at 0, 200, ..., 1000 ms: a sixth would not fit before 1250 ms.
-        assert_eq!(summary.ticks, 6, "{summary:?}");
-        assert!(ended - started >= Duration::from_millis(1000));
+        // Rounds at 0, 200, ..., 1000 ms; one at 1200 ms would not fit. A
+        // round that overran (a loaded machine) shifts the rest, never adds one.
+        assert!((4..=6).contains(&summary.ticks), "{summary:?}");
+        assert_eq!(summary.ticks_failed + summary.ticks_without_lease, 0);
+        assert!(ended - started >= Duration::from_millis(800));
         // A deadline already (nearly) reached runs nothing.
         let none = run_until(
             &env.store,
