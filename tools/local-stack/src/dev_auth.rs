@@ -40,11 +40,8 @@ impl DevIssuer {
     pub fn generate(issuer: &str, audience: &str) -> Result<Self, DevAuthError> {
         let key = rsa::PrivateKey::new(&mut getrandom::SysRng, 2048)
             .map_err(|e| DevAuthError::KeyGeneration(e.to_string()))?;
-        let pem = key
-            .to_pkcs1_pem(rsa::pkcs1::LineEnding::LF)
-            .map_err(|e| DevAuthError::KeyGeneration(e.to_string()))?;
-        let encoding = EncodingKey::from_rsa_pem(pem.as_bytes())
-            .map_err(|e| DevAuthError::KeyGeneration(e.to_string()))?;
+        let der = key.to_pkcs1_der().map_err(|e| DevAuthError::KeyGeneration(e.to_string()))?;
+        let encoding = EncodingKey::from_rsa_der(der.as_bytes());
         let n = URL_SAFE_NO_PAD.encode(key.n().to_be_bytes_trimmed_vartime());
         let e = URL_SAFE_NO_PAD.encode(key.e().to_be_bytes_trimmed_vartime());
         let decoding =

@@ -79,8 +79,8 @@ struct LambdaHandlers {
     join: join::App<ApiGatewayPusher>,
     leave: leave::App,
     status: status::App,
-    ws_connect: ws_connect::App,
-    ws_disconnect: ws_disconnect::App,
+    store: MatchStore,
+    verifier: shared::auth::JwtVerifier,
 }
 
 impl HttpHandlers for Arc<LambdaHandlers> {
@@ -99,12 +99,14 @@ impl HttpHandlers for Arc<LambdaHandlers> {
 
 impl WebsocketHandlers for Arc<LambdaHandlers> {
     async fn connect(&self, event: ApiGatewayWebsocketProxyRequest) -> ApiGatewayProxyResponse {
-        let result = ws_connect::handle(&self.ws_connect, LambdaEvent::new(event, Context::default())).await;
+        let event = LambdaEvent::new(event, Context::default());
+        let result = ws_connect::handle_connect(&self.store, &self.verifier, event).await;
         result.unwrap_or_else(|e| internal_error(&e.to_string()))
     }
 
     async fn disconnect(&self, event: ApiGatewayWebsocketProxyRequest) -> ApiGatewayProxyResponse {
-        let result = ws_disconnect::handle(&self.ws_disconnect, LambdaEvent::new(event, Context::default())).await;
+        let event = LambdaEvent::new(event, Context::default());
+        let result = ws_disconnect::handle_disconnect(&self.store, event).await;
         result.unwrap_or_else(|e| internal_error(&e.to_string()))
     }
 }
@@ -112,7 +114,9 @@ impl WebsocketHandlers for Arc<LambdaHandlers> {
 /// What API Gateway makes of a function error.
 fn internal_error(reason: &str) -> ApiGatewayProxyResponse {
     tracing::error!(%reason, "WebSocket handler failed");
-    ApiGatewayProxyResponse { status_code: 500, ..Default::default() }
+    let mut response = ApiGatewayProxyResponse::default();
+    response.status_code = 500;
+    response
 }
 
 /// A running local stack. Dropping it without [`LocalStack::stop`] also
@@ -164,8 +168,8 @@ impl LocalStack {
             join: join::App { store: store.clone(), pusher: pusher.clone() },
             leave: leave::App { store: store.clone() },
             status: status::App { store: store.clone() },
-            ws_connect: ws_connect::App { store: store.clone(), verifier },
-            ws_disconnect: ws_disconnect::App { store: store.clone() },
+            store: store.clone(),
+            verifier,
         });
         let hub = Arc::new(ConnectionHub::default());
 
@@ -204,7 +208,7 @@ fn serve(listener: TcpListener, router: axum::Router, mut shutdown: watch::Recei
         let app = router.into_make_service_with_connect_info::<SocketAddr>();
         let result = axum::serve(listener, app)
             .with_graceful_shutdown(async move {
-                let _ = shutdown.wait_for(|stop| *stop).await;
+                let _ = shutdown.changed().await;
             })
             .await;
         if let Err(e) = result {
@@ -224,7 +228,7 @@ async fn matcher_loop(store: MatchStore, pusher: ApiGatewayPusher, period: Durat
                     tracing::warn!(error = %e, "matcher tick failed; retrying next tick");
                 }
             }
-            _ = shutdown.wait_for(|stop| *stop) => return,
+            _ = shutdown.changed() => return,
         }
     }
 }

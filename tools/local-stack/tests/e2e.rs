@@ -43,7 +43,8 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
 
     let mut players = Vec::new();
     for chunk in (0..300).collect::<Vec<_>>().chunks(50) {
-        players.extend(join_all(chunk.iter().map(|i| Player::connect(&stack, &format!("player-{i:03}")))).await);
+        let names: Vec<String> = chunk.iter().map(|i| format!("player-{i:03}")).collect();
+        players.extend(join_all(names.iter().map(|name| Player::connect(&stack, name))).await);
     }
     let choices: Vec<(&str, bool)> =
         players.iter().map(|_| (worlds[rng.random_range(0..3)], rng.random_range(0..100) < 15)).collect();
@@ -55,9 +56,10 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
         assert!(matches!(body["data"]["status"].as_str(), Some("QUEUED" | "MATCHED")), "{body}");
     }
     let mut left = BTreeSet::new();
+    let stack_ref = &stack;
     let leaves = join_all(
         players.iter().zip(&choices).filter(|(_, (_, leave))| *leave).map(|(p, (world, _))| async move {
-            (p.id.clone(), p.leave(&stack, world).await)
+            (p.id.clone(), p.leave(stack_ref, world).await)
         }),
     )
     .await;
@@ -166,7 +168,7 @@ async fn bad_tokens_are_refused() {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let expired = stack
         .issuer
-        .sign(&json!({"sub": "eve", "iss": stack.issuer.issuer, "aud": stack.issuer.audience, "exp": now - 5}))
+        .sign(&json!({"sub": "eve", "iss": stack.issuer.issuer, "aud": stack.issuer.audience, "exp": now - 600}))
         .unwrap();
     let wrong_audience = stack
         .issuer

@@ -112,8 +112,8 @@ impl Browser {
         Page { session: attached["sessionId"].as_str().expect("sessionId").to_owned() }
     }
 
-    /// Evaluates `expression` in `page` and returns its value.
-    pub async fn eval(&mut self, page: &Page, expression: &str) -> Value {
+    /// Evaluates `expression` in `page`: its value, or the exception it threw.
+    pub async fn try_eval(&mut self, page: &Page, expression: &str) -> Result<Value, Value> {
         let result = self
             .call(
                 Some(&page.session),
@@ -121,19 +121,29 @@ impl Browser {
                 json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
             )
             .await;
-        assert!(result.get("exceptionDetails").is_none(), "{expression}: {}", result["exceptionDetails"]);
-        result["result"]["value"].clone()
+        match result.get("exceptionDetails") {
+            Some(exception) => Err(exception.clone()),
+            None => Ok(result["result"]["value"].clone()),
+        }
     }
 
-    /// Polls `expression` until it is truthy.
+    /// Evaluates `expression` in `page` and returns its value.
+    pub async fn eval(&mut self, page: &Page, expression: &str) -> Value {
+        self.try_eval(page, expression).await.unwrap_or_else(|e| panic!("{expression}: {e}"))
+    }
+
+    /// Polls `expression` until it is truthy (an exception counts as not
+    /// yet: the page may still be loading).
     pub async fn wait_for(&mut self, page: &Page, what: &str, expression: &str, limit: Duration) -> Value {
         let deadline = Instant::now() + limit;
         loop {
-            let value = self.eval(page, expression).await;
-            if !(value.is_null() || value == json!(false) || value == json!("")) {
-                return value;
+            let outcome = self.try_eval(page, expression).await;
+            if let Ok(value) = &outcome {
+                if !(value.is_null() || *value == json!(false) || *value == json!("")) {
+                    return value.clone();
+                }
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; last: {outcome:?}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
