@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the whole matchmaking system on this machine, no AWS account needed:
+# HTTP API on 127.0.0.1:3000 (demo page at /), WebSocket API on
+# 127.0.0.1:3001, the matcher ticking every second, and Redis: REDIS_URL if
+# set, otherwise a private redis-server that stops with the stack.
+# Configuration: the variables in the README (MM_WORLDS, MM_HTTP_ADDR, ...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${REDIS_URL:-}" ]; then
+  scripts/install-deps.sh redis
+fi
+exec cargo run --release --quiet -p local-stack --bin mm-local
