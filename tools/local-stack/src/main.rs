@@ -11,7 +11,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let external = config.external_redis;
     let stack = LocalStack::start(config).await?;
     print_banner(&stack, external);
-    tokio::signal::ctrl_c().await?;
+    // Ctrl-C or a service manager's SIGTERM: stop cleanly either way, so the
+    // embedded redis-server never outlives the stack.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result?,
+        _ = terminate.recv() => {}
+    }
     println!("\nshutting down...");
     stack.stop().await;
     Ok(())
@@ -19,9 +25,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 fn print_banner(stack: &LocalStack, external_redis: bool) {
     let settings = stack.store.settings();
-    let redis = if external_redis { "REDIS_URL" } else { "embedded redis-server (stops with the stack)" };
-    let worlds: Vec<String> =
-        settings.worlds.iter().map(|w| format!("{} (teams of {})", w.name, w.team_size)).collect();
+    let redis = if external_redis {
+        "REDIS_URL"
+    } else {
+        "embedded redis-server (stops with the stack)"
+    };
+    let worlds: Vec<String> = settings
+        .worlds
+        .iter()
+        .map(|w| format!("{} (teams of {})", w.name, w.team_size))
+        .collect();
     let http = &stack.http_url;
     let ws = &stack.websocket_url;
     println!(
@@ -41,7 +54,8 @@ Try it (three players fill a match in world1):
 
   TOKEN=$(curl -s -X POST {http}/dev/token -d '{{"sub":"alice"}}' | sed 's/.*"token":"\([^"]*\)".*/\1/')
   # in another terminal, to see the pushes:  npx wscat -c "{ws}?token=$TOKEN"
-  curl -s -X POST {http}/v1/matching/join -H "Authorization: Bearer $TOKEN" -d '{{"worldType":"world1"}}'
+  curl -s -X POST {http}/v1/matching/join -H "Authorization: Bearer $TOKEN" \\
+       -H 'content-type: application/json' -d '{{"worldType":"world1"}}'
   curl -s {http}/v1/matching/my-status -H "Authorization: Bearer $TOKEN"
 
 Press Ctrl-C to stop.
