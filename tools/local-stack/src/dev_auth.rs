@@ -40,14 +40,22 @@ impl DevIssuer {
     pub fn generate(issuer: &str, audience: &str) -> Result<Self, DevAuthError> {
         let key = rsa::PrivateKey::new(&mut getrandom::SysRng, 2048)
             .map_err(|e| DevAuthError::KeyGeneration(e.to_string()))?;
-        let der = key.to_pkcs1_der().map_err(|e| DevAuthError::KeyGeneration(e.to_string()))?;
+        let der = key
+            .to_pkcs1_der()
+            .map_err(|e| DevAuthError::KeyGeneration(e.to_string()))?;
         let encoding = EncodingKey::from_rsa_der(der.as_bytes());
         let n = URL_SAFE_NO_PAD.encode(key.n().to_be_bytes_trimmed_vartime());
         let e = URL_SAFE_NO_PAD.encode(key.e().to_be_bytes_trimmed_vartime());
-        let decoding =
-            DecodingKey::from_rsa_components(&n, &e).map_err(|e| DevAuthError::KeyGeneration(e.to_string()))?;
+        let decoding = DecodingKey::from_rsa_components(&n, &e)
+            .map_err(|e| DevAuthError::KeyGeneration(e.to_string()))?;
         let jwks = json!({ "keys": [{ "kty": "RSA", "use": "sig", "alg": "RS256", "kid": KEY_ID, "n": n, "e": e }] });
-        Ok(Self { issuer: issuer.to_owned(), audience: audience.to_owned(), encoding, decoding, jwks })
+        Ok(Self {
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+            encoding,
+            decoding,
+            jwks,
+        })
     }
 
     /// The public key set served at `/.well-known/jwks.json`.
@@ -74,7 +82,8 @@ impl DevIssuer {
     pub fn sign(&self, claims: &Value) -> Result<String, DevAuthError> {
         let mut header = Header::new(Algorithm::RS256);
         header.kid = Some(KEY_ID.to_owned());
-        jsonwebtoken::encode(&header, claims, &self.encoding).map_err(|e| DevAuthError::Rejected(e.to_string()))
+        jsonwebtoken::encode(&header, claims, &self.encoding)
+            .map_err(|e| DevAuthError::Rejected(e.to_string()))
     }
 
     /// Verifies a bearer token as the HTTP API's JWT authorizer would and
@@ -92,7 +101,9 @@ impl DevIssuer {
 }
 
 fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
@@ -122,7 +133,11 @@ mod tests {
         let past = json!({"sub": "a", "iss": "http://issuer", "aud": "matchmaking", "exp": unix_now() - 10});
         let expired = jsonwebtoken::encode(&header, &past, &issuer.encoding).unwrap();
         assert!(issuer.verify(&expired).is_err(), "expired");
-        let unsigned = format!("{}.{}.", URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#), token.split('.').nth(1).unwrap());
+        let unsigned = format!(
+            "{}.{}.",
+            URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#),
+            token.split('.').nth(1).unwrap()
+        );
         assert!(issuer.verify(&unsigned).is_err(), "alg none");
         assert_eq!(issuer.jwks()["keys"][0]["kid"], KEY_ID);
     }

@@ -31,7 +31,16 @@ impl EmbeddedRedis {
             .map_err(EmbeddedRedisError::NoPort)?
             .port();
         let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .args(["--daemonize", "no", "--loglevel", "warning"])
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -49,7 +58,11 @@ impl EmbeddedRedis {
         while Instant::now() < deadline {
             if let Ok(client) = redis::Client::open(self.url.as_str()) {
                 if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-                    if redis::cmd("PING").query_async::<String>(&mut conn).await.is_ok() {
+                    if redis::cmd("PING")
+                        .query_async::<String>(&mut conn)
+                        .await
+                        .is_ok()
+                    {
                         return Ok(());
                     }
                 }

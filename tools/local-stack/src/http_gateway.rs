@@ -51,7 +51,10 @@ impl ApiRoute {
             ("GET", ["v1", "matching", "my-status"]) => Some((ApiRoute::MyStatus, HashMap::new())),
             ("GET", ["v1", "matching", "queue-status", world]) if !world.is_empty() => {
                 let world = percent_decode(world);
-                Some((ApiRoute::QueueStatus, HashMap::from([("worldType".to_owned(), world)])))
+                Some((
+                    ApiRoute::QueueStatus,
+                    HashMap::from([("worldType".to_owned(), world)]),
+                ))
             }
             _ => None,
         }
@@ -110,7 +113,14 @@ pub fn router<H: HttpHandlers>(
     websocket_url: String,
     domain: String,
 ) -> Router {
-    let gateway = Arc::new(HttpGateway { handlers, issuer, store, hub, websocket_url, domain });
+    let gateway = Arc::new(HttpGateway {
+        handlers,
+        issuer,
+        store,
+        hub,
+        websocket_url,
+        domain,
+    });
     Router::new()
         .route("/", get(|| async { Html(crate::DEMO_PAGE) }))
         .route("/.well-known/jwks.json", get(jwks::<H>))
@@ -126,19 +136,36 @@ async fn jwks<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>) -> Js
     Json(gateway.issuer.jwks().clone())
 }
 
-async fn dev_token<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>, body: Bytes) -> Response {
+async fn dev_token<H: HttpHandlers>(
+    State(gateway): State<Arc<HttpGateway<H>>>,
+    body: Bytes,
+) -> Response {
     let sub = serde_json::from_slice::<Value>(&body)
         .ok()
         .and_then(|v| v.get("sub").and_then(Value::as_str).map(str::to_owned));
     let Some(sub) = sub else {
-        return (StatusCode::BAD_REQUEST, Json(json!({"message": "body must be {\"sub\": \"<player id>\"}"}))).into_response();
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"message": "body must be {\"sub\": \"<player id>\"}"})),
+        )
+            .into_response();
     };
     if let Err(e) = PlayerId::parse(&sub) {
-        return (StatusCode::BAD_REQUEST, Json(json!({"message": e.to_string()}))).into_response();
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"message": e.to_string()})),
+        )
+            .into_response();
     }
     match gateway.issuer.mint(&sub, DEV_TOKEN_TTL) {
-        Ok(token) => Json(json!({ "token": token, "expiresIn": DEV_TOKEN_TTL.as_secs() })).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"message": e.to_string()}))).into_response(),
+        Ok(token) => {
+            Json(json!({ "token": token, "expiresIn": DEV_TOKEN_TTL.as_secs() })).into_response()
+        }
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"message": e.to_string()})),
+        )
+            .into_response(),
     }
 }
 
@@ -159,7 +186,13 @@ async fn dev_overview<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>
     for world in gateway.store.settings().worlds.iter() {
         match gateway.store.queue_status(world).await {
             Ok(status) => worlds.push(json!(status)),
-            Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"message": e.to_string()}))).into_response(),
+            Err(e) => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Json(json!({"message": e.to_string()})),
+                )
+                    .into_response()
+            }
         }
     }
     Json(json!({
@@ -194,7 +227,17 @@ async fn api<H: HttpHandlers>(
     let Some(claims) = token.and_then(|t| gateway.issuer.verify(t).ok()) else {
         return api_gateway_message(StatusCode::UNAUTHORIZED, "Unauthorized");
     };
-    let event = http_api_event(route, &method, &uri, &headers, &body, path_parameters, &claims, &peer, &gateway.domain);
+    let event = http_api_event(
+        route,
+        &method,
+        &uri,
+        &headers,
+        &body,
+        path_parameters,
+        &claims,
+        &peer,
+        &gateway.domain,
+    );
     let request = match lambda_http::request::from_str(&event.to_string()) {
         Ok(r) => r,
         Err(e) => {
@@ -242,7 +285,9 @@ fn http_api_event(
         .iter()
         .map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
         .collect();
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
     let query = uri.query().unwrap_or_default();
     let (body, base64) = match std::str::from_utf8(body) {
         Ok(text) => (text.to_owned(), false),
@@ -312,14 +357,28 @@ mod tests {
 
     #[test]
     fn routes_resolve_like_api_gateway() {
-        assert_eq!(ApiRoute::resolve(&Method::POST, "/v1/matching/join").map(|r| r.0), Some(ApiRoute::Join));
+        assert_eq!(
+            ApiRoute::resolve(&Method::POST, "/v1/matching/join").map(|r| r.0),
+            Some(ApiRoute::Join)
+        );
         assert_eq!(ApiRoute::resolve(&Method::GET, "/v1/matching/join"), None);
-        let (route, params) = ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/world%7B1%7D").unwrap();
+        let (route, params) =
+            ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/world%7B1%7D").unwrap();
         assert_eq!(route, ApiRoute::QueueStatus);
         assert_eq!(params["worldType"], "world{1}");
-        assert_eq!(ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/"), None);
-        assert_eq!(ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/a/b"), None);
-        assert_eq!(percent_decode("%é%4"), "%é%4", "malformed escapes pass through");
+        assert_eq!(
+            ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/"),
+            None
+        );
+        assert_eq!(
+            ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/a/b"),
+            None
+        );
+        assert_eq!(
+            percent_decode("%é%4"),
+            "%é%4",
+            "malformed escapes pass through"
+        );
         assert_eq!(percent_decode("a%20b%2"), "a b%2");
     }
 
@@ -340,20 +399,34 @@ mod tests {
             &"127.0.0.1:5".parse().unwrap(),
             "localhost",
         );
-        assert_eq!(event["requestContext"]["authorizer"]["jwt"]["claims"]["exp"], "1900000000");
+        assert_eq!(
+            event["requestContext"]["authorizer"]["jwt"]["claims"]["exp"],
+            "1900000000"
+        );
         let request = lambda_http::request::from_str(&event.to_string()).unwrap();
         assert_eq!(request.method(), Method::POST);
         use lambda_http::RequestExt;
         match request.request_context_ref() {
             Some(lambda_http::request::RequestContext::ApiGatewayV2(ctx)) => {
-                let jwt = ctx.authorizer.as_ref().and_then(|a| a.jwt.as_ref()).unwrap();
+                let jwt = ctx
+                    .authorizer
+                    .as_ref()
+                    .and_then(|a| a.jwt.as_ref())
+                    .unwrap();
                 assert_eq!(jwt.claims["sub"], "alice");
             }
             other => panic!("{other:?}"),
         }
         let binary = http_api_event(
-            ApiRoute::Join, &Method::POST, &uri, &HeaderMap::new(), &[0xff, 0xfe], HashMap::new(), &claims,
-            &"127.0.0.1:5".parse().unwrap(), "localhost",
+            ApiRoute::Join,
+            &Method::POST,
+            &uri,
+            &HeaderMap::new(),
+            &[0xff, 0xfe],
+            HashMap::new(),
+            &claims,
+            &"127.0.0.1:5".parse().unwrap(),
+            "localhost",
         );
         assert_eq!(binary["isBase64Encoded"], true);
     }

@@ -52,7 +52,10 @@ impl StackConfig {
         let external_redis = lookup("REDIS_URL").is_some_and(|v| !v.trim().is_empty());
         let addr = |var: &'static str, default: &str| -> Result<SocketAddr, ConfigError> {
             let value = lookup(var).unwrap_or_else(|| default.to_owned());
-            value.parse().map_err(|_| ConfigError { var, reason: format!("expected host:port, got {value:?}") })
+            value.parse().map_err(|_| ConfigError {
+                var,
+                reason: format!("expected host:port, got {value:?}"),
+            })
         };
         Ok(Self {
             http_addr: addr("MM_HTTP_ADDR", "127.0.0.1:3000")?,
@@ -69,7 +72,10 @@ pub enum StackError {
     #[error(transparent)]
     Redis(#[from] embedded_redis::EmbeddedRedisError),
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: std::io::Error },
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Setup(String),
 }
@@ -92,7 +98,9 @@ impl HttpHandlers for Arc<LambdaHandlers> {
         match route {
             ApiRoute::Join => join::handle(&self.join, request).await,
             ApiRoute::Leave => leave::handle(&self.leave, request).await,
-            ApiRoute::QueueStatus | ApiRoute::MyStatus => status::handle(&self.status, request).await,
+            ApiRoute::QueueStatus | ApiRoute::MyStatus => {
+                status::handle(&self.status, request).await
+            }
         }
     }
 }
@@ -144,20 +152,35 @@ impl LocalStack {
         };
         let http_listener = TcpListener::bind(config.http_addr)
             .await
-            .map_err(|source| StackError::Listen { addr: config.http_addr, source })?;
+            .map_err(|source| StackError::Listen {
+                addr: config.http_addr,
+                source,
+            })?;
         let ws_listener = TcpListener::bind(config.websocket_addr)
             .await
-            .map_err(|source| StackError::Listen { addr: config.websocket_addr, source })?;
-        let http_addr = http_listener.local_addr().map_err(|e| StackError::Setup(e.to_string()))?;
-        let ws_addr = ws_listener.local_addr().map_err(|e| StackError::Setup(e.to_string()))?;
+            .map_err(|source| StackError::Listen {
+                addr: config.websocket_addr,
+                source,
+            })?;
+        let http_addr = http_listener
+            .local_addr()
+            .map_err(|e| StackError::Setup(e.to_string()))?;
+        let ws_addr = ws_listener
+            .local_addr()
+            .map_err(|e| StackError::Setup(e.to_string()))?;
         let http_url = format!("http://{http_addr}");
         let websocket_url = format!("ws://{ws_addr}/");
 
-        let issuer = Arc::new(DevIssuer::generate(&http_url, DEV_AUDIENCE).map_err(|e| StackError::Setup(e.to_string()))?);
-        let store = MatchStore::new(config.settings.clone()).map_err(|e| StackError::Setup(e.to_string()))?;
-        // The real SDK client, pointed at the emulated management API.
-        let pusher = ApiGatewayPusher::with_static_credentials(&format!("http://{ws_addr}"), "us-east-1")
+        let issuer = Arc::new(
+            DevIssuer::generate(&http_url, DEV_AUDIENCE)
+                .map_err(|e| StackError::Setup(e.to_string()))?,
+        );
+        let store = MatchStore::new(config.settings.clone())
             .map_err(|e| StackError::Setup(e.to_string()))?;
+        // The real SDK client, pointed at the emulated management API.
+        let pusher =
+            ApiGatewayPusher::with_static_credentials(&format!("http://{ws_addr}"), "us-east-1")
+                .map_err(|e| StackError::Setup(e.to_string()))?;
         let verifier = shared::auth::JwtVerifier::new(shared::auth::AuthSettings {
             jwks_url: format!("{http_url}/.well-known/jwks.json"),
             issuer: http_url.clone(),
@@ -165,9 +188,16 @@ impl LocalStack {
         })
         .map_err(|e| StackError::Setup(e.to_string()))?;
         let handlers = Arc::new(LambdaHandlers {
-            join: join::App { store: store.clone(), pusher: pusher.clone() },
-            leave: leave::App { store: store.clone() },
-            status: status::App { store: store.clone() },
+            join: join::App {
+                store: store.clone(),
+                pusher: pusher.clone(),
+            },
+            leave: leave::App {
+                store: store.clone(),
+            },
+            status: status::App {
+                store: store.clone(),
+            },
             store: store.clone(),
             verifier,
         });
@@ -186,9 +216,23 @@ impl LocalStack {
         tasks.push(serve(http_listener, http_router, shutdown.subscribe()));
         let ws_router = websocket_gateway::router(handlers, hub.clone(), ws_addr.to_string());
         tasks.push(serve(ws_listener, ws_router, shutdown.subscribe()));
-        tasks.push(tokio::spawn(matcher_loop(store.clone(), pusher, config.tick, shutdown.subscribe())));
+        tasks.push(tokio::spawn(matcher_loop(
+            store.clone(),
+            pusher,
+            config.tick,
+            shutdown.subscribe(),
+        )));
 
-        Ok(Self { http_url, websocket_url, store, hub, issuer, shutdown, tasks, redis })
+        Ok(Self {
+            http_url,
+            websocket_url,
+            store,
+            hub,
+            issuer,
+            shutdown,
+            tasks,
+            redis,
+        })
     }
 
     /// Stops the servers and the matcher, then the embedded Redis.
@@ -203,7 +247,11 @@ impl LocalStack {
     }
 }
 
-fn serve(listener: TcpListener, router: axum::Router, mut shutdown: watch::Receiver<bool>) -> JoinHandle<()> {
+fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    mut shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let app = router.into_make_service_with_connect_info::<SocketAddr>();
         let result = axum::serve(listener, app)
@@ -218,7 +266,12 @@ fn serve(listener: TcpListener, router: axum::Router, mut shutdown: watch::Recei
 }
 
 /// The matcher, ticking every `period` through the matcher function's own code.
-async fn matcher_loop(store: MatchStore, pusher: ApiGatewayPusher, period: Duration, mut shutdown: watch::Receiver<bool>) {
+async fn matcher_loop(
+    store: MatchStore,
+    pusher: ApiGatewayPusher,
+    period: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let mut interval = tokio::time::interval(period);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -25,8 +25,14 @@ use tokio::sync::mpsc;
 
 /// The two Lambda handlers behind the WebSocket API.
 pub trait WebsocketHandlers: Send + Sync + 'static {
-    fn connect(&self, event: ApiGatewayWebsocketProxyRequest) -> impl Future<Output = ApiGatewayProxyResponse> + Send;
-    fn disconnect(&self, event: ApiGatewayWebsocketProxyRequest) -> impl Future<Output = ApiGatewayProxyResponse> + Send;
+    fn connect(
+        &self,
+        event: ApiGatewayWebsocketProxyRequest,
+    ) -> impl Future<Output = ApiGatewayProxyResponse> + Send;
+    fn disconnect(
+        &self,
+        event: ApiGatewayWebsocketProxyRequest,
+    ) -> impl Future<Output = ApiGatewayProxyResponse> + Send;
 }
 
 struct OpenConnection {
@@ -54,11 +60,15 @@ impl ConnectionHub {
 
     /// Matches seen in MATCH_FOUND pushes, newest first, one entry per match.
     pub fn recent_matches(&self) -> Vec<Value> {
-        self.recent_matches.lock().map_or_else(|_| Vec::new(), |r| r.iter().cloned().collect())
+        self.recent_matches
+            .lock()
+            .map_or_else(|_| Vec::new(), |r| r.iter().cloned().collect())
     }
 
     fn note_push(&self, payload: &str) {
-        let Ok(message) = serde_json::from_str::<Value>(payload) else { return };
+        let Ok(message) = serde_json::from_str::<Value>(payload) else {
+            return;
+        };
         if message["type"] != "MATCH_FOUND" {
             return;
         }
@@ -79,8 +89,16 @@ struct Gateway<H> {
 }
 
 /// Builds the WebSocket + `@connections` router.
-pub fn router<H: WebsocketHandlers>(handlers: H, hub: Arc<ConnectionHub>, domain: String) -> Router {
-    let gateway = Arc::new(Gateway { handlers, hub, domain });
+pub fn router<H: WebsocketHandlers>(
+    handlers: H,
+    hub: Arc<ConnectionHub>,
+    domain: String,
+) -> Router {
+    let gateway = Arc::new(Gateway {
+        handlers,
+        hub,
+        domain,
+    });
     Router::new()
         .route("/", get(upgrade::<H>))
         .route("/@connections/{id}", any(management::<H>))
@@ -88,7 +106,9 @@ pub fn router<H: WebsocketHandlers>(handlers: H, hub: Arc<ConnectionHub>, domain
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
 }
 
 /// A connection id shaped like API Gateway's (12 random bytes, base64).
@@ -110,12 +130,19 @@ fn websocket_event(
 ) -> Result<ApiGatewayWebsocketProxyRequest, serde_json::Error> {
     let header_map: serde_json::Map<String, Value> = headers
         .iter()
-        .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_owned(), Value::from(v))))
+        .filter_map(|(k, v)| {
+            v.to_str()
+                .ok()
+                .map(|v| (k.as_str().to_owned(), Value::from(v)))
+        })
         .collect();
     let (event_type, extra) = if route == "$connect" {
         ("CONNECT", json!({}))
     } else {
-        ("DISCONNECT", json!({ "disconnectStatusCode": 1005, "disconnectReason": "Client-side close frame" }))
+        (
+            "DISCONNECT",
+            json!({ "disconnectStatusCode": 1005, "disconnectReason": "Client-side close frame" }),
+        )
     };
     let now = now_ms();
     let mut context = json!({
@@ -164,7 +191,9 @@ fn httpdate(ms: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let month_name = MONTHS[usize::try_from(month - 1).unwrap_or(0).min(11)];
     format!("{day:02}/{month_name}/{year}:{h:02}:{m:02}:{s:02} +0000")
 }
@@ -180,10 +209,22 @@ async fn upgrade<H: WebsocketHandlers>(
     let connected_at = now_ms();
     let source_ip = peer.ip().to_string();
     let event = match websocket_event(
-        "$connect", &connection_id, connected_at, &gateway.domain, &source_ip, &headers, Some(&query),
+        "$connect",
+        &connection_id,
+        connected_at,
+        &gateway.domain,
+        &source_ip,
+        &headers,
+        Some(&query),
     ) {
         Ok(event) => event,
-        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("building $connect event: {e}")).into_response(),
+        Err(e) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("building $connect event: {e}"),
+            )
+                .into_response()
+        }
     };
     let answer = gateway.handlers.connect(event).await;
     if !(200..300).contains(&answer.status_code) {
@@ -194,16 +235,31 @@ async fn upgrade<H: WebsocketHandlers>(
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return (status, body_text(&answer)).into_response();
     }
-    let user_agent = headers.get("user-agent").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let user_agent = headers
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
     ws.on_upgrade(move |socket| async move {
-        serve_socket(gateway, socket, connection_id, connected_at, source_ip, user_agent, headers).await;
+        serve_socket(
+            gateway,
+            socket,
+            connection_id,
+            connected_at,
+            source_ip,
+            user_agent,
+            headers,
+        )
+        .await;
     })
 }
 
 fn body_text(answer: &ApiGatewayProxyResponse) -> String {
     match &answer.body {
         Some(aws_lambda_events::encodings::Body::Text(t)) => t.clone(),
-        Some(aws_lambda_events::encodings::Body::Binary(b)) => String::from_utf8_lossy(b).into_owned(),
+        Some(aws_lambda_events::encodings::Body::Binary(b)) => {
+            String::from_utf8_lossy(b).into_owned()
+        }
         _ => String::new(),
     }
 }
@@ -222,7 +278,13 @@ async fn serve_socket<H: WebsocketHandlers>(
     if let Ok(mut open) = gateway.hub.open.lock() {
         open.insert(
             connection_id.clone(),
-            OpenConnection { outbound, connected_at_ms, last_active_ms: connected_at_ms, source_ip: source_ip.clone(), user_agent },
+            OpenConnection {
+                outbound,
+                connected_at_ms,
+                last_active_ms: connected_at_ms,
+                source_ip: source_ip.clone(),
+                user_agent,
+            },
         );
     }
     let writer = tokio::spawn(async move {
@@ -250,7 +312,15 @@ async fn serve_socket<H: WebsocketHandlers>(
     }
     writer.abort();
     // API Gateway sends $disconnect however the connection ended.
-    match websocket_event("$disconnect", &connection_id, connected_at_ms, &gateway.domain, &source_ip, &headers, None) {
+    match websocket_event(
+        "$disconnect",
+        &connection_id,
+        connected_at_ms,
+        &gateway.domain,
+        &source_ip,
+        &headers,
+        None,
+    ) {
         Ok(event) => {
             gateway.handlers.disconnect(event).await;
         }
@@ -261,7 +331,10 @@ async fn serve_socket<H: WebsocketHandlers>(
 fn gone() -> Response {
     (
         StatusCode::GONE,
-        [("x-amzn-errortype", "GoneException"), ("content-type", "application/json")],
+        [
+            ("x-amzn-errortype", "GoneException"),
+            ("content-type", "application/json"),
+        ],
         Json(json!({ "message": null })),
     )
         .into_response()
@@ -277,15 +350,26 @@ async fn management<H: WebsocketHandlers>(
     let Ok(mut open) = gateway.hub.open.lock() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    let Some(connection) = open.get_mut(&id) else { return gone() };
+    let Some(connection) = open.get_mut(&id) else {
+        return gone();
+    };
     match method.as_str() {
         "POST" => {
             // API Gateway's limit for one WebSocket message.
             if body.len() > 128 * 1024 {
-                return (StatusCode::PAYLOAD_TOO_LARGE, [("x-amzn-errortype", "PayloadTooLargeException")], "").into_response();
+                return (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    [("x-amzn-errortype", "PayloadTooLargeException")],
+                    "",
+                )
+                    .into_response();
             }
             let text = String::from_utf8_lossy(&body).into_owned();
-            if connection.outbound.send(Message::Text(text.clone().into())).is_err() {
+            if connection
+                .outbound
+                .send(Message::Text(text.clone().into()))
+                .is_err()
+            {
                 open.remove(&id);
                 return gone();
             }
@@ -300,7 +384,10 @@ async fn management<H: WebsocketHandlers>(
         }))
         .into_response(),
         "DELETE" => {
-            let _ = connection.outbound.send(Message::Close(Some(CloseFrame { code: 1000, reason: "deleted".into() })));
+            let _ = connection.outbound.send(Message::Close(Some(CloseFrame {
+                code: 1000,
+                reason: "deleted".into(),
+            })));
             StatusCode::NO_CONTENT.into_response()
         }
         _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
@@ -322,9 +409,21 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert("user-agent", "test".parse().unwrap());
         let query = HashMap::from([("token".to_string(), "abc".to_string())]);
-        let event = websocket_event("$connect", "Y29ubjE=", 5, "localhost:3001", "127.0.0.1", &headers, Some(&query)).unwrap();
+        let event = websocket_event(
+            "$connect",
+            "Y29ubjE=",
+            5,
+            "localhost:3001",
+            "127.0.0.1",
+            &headers,
+            Some(&query),
+        )
+        .unwrap();
         assert_eq!(event.query_string_parameters.first("token"), Some("abc"));
-        assert_eq!(event.request_context.connection_id.as_deref(), Some("Y29ubjE="));
+        assert_eq!(
+            event.request_context.connection_id.as_deref(),
+            Some("Y29ubjE=")
+        );
         assert_eq!(event.request_context.route_key.as_deref(), Some("$connect"));
         assert_eq!(event.request_context.event_type.as_deref(), Some("CONNECT"));
     }

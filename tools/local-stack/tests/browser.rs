@@ -14,43 +14,93 @@ async fn three_browser_players_see_the_same_match() {
     let mut browser = Browser::launch().await;
     let mut pages = Vec::new();
     for name in ["ann", "ben", "cat"] {
-        let page = browser.open(&format!("{}/?player={name}&world=world1", stack.http_url)).await;
-        browser
-            .wait_for(&page, "the page to load its worlds", "document.getElementById('world').options.length > 0", Duration::from_secs(15))
+        let page = browser
+            .open(&format!("{}/?player={name}&world=world1", stack.http_url))
             .await;
-        browser.eval(&page, "document.getElementById('connect').click()").await;
         browser
-            .wait_for(&page, "the socket to open", "!document.getElementById('join').disabled", Duration::from_secs(15))
+            .wait_for(
+                &page,
+                "the page to load its worlds",
+                "document.getElementById('world').options.length > 0",
+                Duration::from_secs(15),
+            )
+            .await;
+        browser
+            .eval(&page, "document.getElementById('connect').click()")
+            .await;
+        browser
+            .wait_for(
+                &page,
+                "the socket to open",
+                "!document.getElementById('join').disabled",
+                Duration::from_secs(15),
+            )
             .await;
         pages.push(page);
     }
     for (i, page) in pages.iter().enumerate() {
-        browser.eval(page, "document.getElementById('join').click()").await;
+        browser
+            .eval(page, "document.getElementById('join').click()")
+            .await;
         if i < 2 {
             let status = browser
                 .wait_for(page, "QUEUED", "document.getElementById('status').textContent === 'QUEUED' && document.getElementById('detail').textContent", Duration::from_secs(15))
                 .await;
-            assert!(status.as_str().unwrap_or_default().contains(&format!("position {}", i + 1)), "{status}");
+            assert!(
+                status
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(&format!("position {}", i + 1)),
+                "{status}"
+            );
         }
     }
     let mut ids = Vec::new();
     for page in &pages {
         let id = browser
-            .wait_for(page, "MATCH_FOUND on the page", "(document.querySelector('#matches .match') || {}).dataset?.matchId", Duration::from_secs(15))
+            .wait_for(
+                page,
+                "MATCH_FOUND on the page",
+                "(document.querySelector('#matches .match') || {}).dataset?.matchId",
+                Duration::from_secs(15),
+            )
             .await;
-        let text = browser.eval(page, "document.querySelector('#matches .match').textContent").await;
+        let text = browser
+            .eval(
+                page,
+                "document.querySelector('#matches .match').textContent",
+            )
+            .await;
         for name in ["ann", "ben", "cat"] {
-            assert!(text.as_str().unwrap_or_default().contains(name), "teammates shown: {text}");
+            assert!(
+                text.as_str().unwrap_or_default().contains(name),
+                "teammates shown: {text}"
+            );
         }
         ids.push(id);
     }
     assert!(ids[0].is_string());
-    assert!(ids.iter().all(|id| *id == ids[0]), "all pages show one match id: {ids:?}");
+    assert!(
+        ids.iter().all(|id| *id == ids[0]),
+        "all pages show one match id: {ids:?}"
+    );
 
     // The overview view lists that match and the (now empty) queue.
-    let overview = browser.open(&format!("{}/?view=overview", stack.http_url)).await;
-    let listed = format!("document.getElementById('recent').textContent.includes({})", ids[0]);
-    browser.wait_for(&overview, "the overview to list the match", &listed, Duration::from_secs(15)).await;
+    let overview = browser
+        .open(&format!("{}/?view=overview", stack.http_url))
+        .await;
+    let listed = format!(
+        "document.getElementById('recent').textContent.includes({})",
+        ids[0]
+    );
+    browser
+        .wait_for(
+            &overview,
+            "the overview to list the match",
+            &listed,
+            Duration::from_secs(15),
+        )
+        .await;
     let shot = browser.screenshot(&pages[0]).await;
     assert!(shot.starts_with(b"\x89PNG"), "a real screenshot");
     let _ = std::fs::write(std::env::temp_dir().join("mm-demo-page.png"), shot);

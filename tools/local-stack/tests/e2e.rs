@@ -23,13 +23,24 @@ fn team_size(world: &str) -> usize {
 }
 
 async fn waiting(stack: &local_stack::LocalStack, token: &str, world: &str) -> u64 {
-    let (status, body) = call(stack, "GET", &format!("/v1/matching/queue-status/{world}"), Some(token), None).await;
+    let (status, body) = call(
+        stack,
+        "GET",
+        &format!("/v1/matching/queue-status/{world}"),
+        Some(token),
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     body["data"]["waiting"].as_u64().expect("waiting")
 }
 
 async fn outbox_len(stack: &local_stack::LocalStack) -> u64 {
-    stack.store.command(redis::cmd("ZCARD").arg(stack.store.keys().outbox())).await.expect("ZCARD outbox")
+    stack
+        .store
+        .command(redis::cmd("ZCARD").arg(stack.store.keys().outbox()))
+        .await
+        .expect("ZCARD outbox")
 }
 
 /// 300+ players with their own tokens and sockets join random worlds, some
@@ -46,21 +57,39 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
         let names: Vec<String> = chunk.iter().map(|i| format!("player-{i:03}")).collect();
         players.extend(join_all(names.iter().map(|name| Player::connect(&stack, name))).await);
     }
-    let choices: Vec<(&str, bool)> =
-        players.iter().map(|_| (worlds[rng.random_range(0..3)], rng.random_range(0..100) < 15)).collect();
+    let choices: Vec<(&str, bool)> = players
+        .iter()
+        .map(|_| {
+            (
+                worlds[rng.random_range(0..3)],
+                rng.random_range(0..100) < 15,
+            )
+        })
+        .collect();
 
     // Everyone joins at once; about one in seven then tries to leave.
-    let joins = join_all(players.iter().zip(&choices).map(|(p, (world, _))| p.join(&stack, world))).await;
+    let joins = join_all(
+        players
+            .iter()
+            .zip(&choices)
+            .map(|(p, (world, _))| p.join(&stack, world)),
+    )
+    .await;
     for (status, body) in &joins {
         assert_eq!(*status, 200, "{body}");
-        assert!(matches!(body["data"]["status"].as_str(), Some("QUEUED" | "MATCHED")), "{body}");
+        assert!(
+            matches!(body["data"]["status"].as_str(), Some("QUEUED" | "MATCHED")),
+            "{body}"
+        );
     }
     let mut left = BTreeSet::new();
     let stack_ref = &stack;
     let leaves = join_all(
-        players.iter().zip(&choices).filter(|(_, (_, leave))| *leave).map(|(p, (world, _))| async move {
-            (p.id.clone(), p.leave(stack_ref, world).await)
-        }),
+        players
+            .iter()
+            .zip(&choices)
+            .filter(|(_, (_, leave))| *leave)
+            .map(|(p, (world, _))| async move { (p.id.clone(), p.leave(stack_ref, world).await) }),
     )
     .await;
     for (id, (status, body)) in leaves {
@@ -94,10 +123,16 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
         .chain(fillers.iter().map(|(f, _)| f))
         .collect();
     assert!(stayed.len() >= 250, "most players stay: {}", stayed.len());
-    eventually("every staying player to get MATCH_FOUND and the outbox to drain", Duration::from_secs(30), || async {
-        let all = stayed.iter().all(|p| !p.messages_of_type("MATCH_FOUND").is_empty());
-        (all && outbox_len(&stack).await == 0).then_some(())
-    })
+    eventually(
+        "every staying player to get MATCH_FOUND and the outbox to drain",
+        Duration::from_secs(30),
+        || async {
+            let all = stayed
+                .iter()
+                .all(|p| !p.messages_of_type("MATCH_FOUND").is_empty());
+            (all && outbox_len(&stack).await == 0).then_some(())
+        },
+    )
     .await;
 
     let mut matches: BTreeMap<String, Value> = BTreeMap::new();
@@ -107,30 +142,61 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
         assert_eq!(found.len(), 1, "{} got {} MATCH_FOUND", p.id, found.len());
         let m = &found[0];
         let id = m["matchId"].as_str().expect("matchId").to_owned();
-        let participants: Vec<&str> = m["participants"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-        assert!(participants.contains(&p.id.as_str()), "{} told about a match without them", p.id);
+        let participants: Vec<&str> = m["participants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            participants.contains(&p.id.as_str()),
+            "{} told about a match without them",
+            p.id
+        );
         seen_by.entry(id.clone()).or_default().insert(p.id.clone());
         if let Some(previous) = matches.insert(id, m.clone()) {
             assert_eq!(previous, *m, "one match id, one record");
         }
         let status = p.my_status(&stack).await;
         assert_eq!(status["status"], "MATCHED", "{}: {status}", p.id);
-        assert_eq!(status["match"]["matchId"], m["matchId"], "my-status agrees with the socket for {}", p.id);
+        assert_eq!(
+            status["match"]["matchId"], m["matchId"],
+            "my-status agrees with the socket for {}",
+            p.id
+        );
     }
     for (id, m) in &matches {
         let world = m["worldType"].as_str().unwrap();
-        let participants: BTreeSet<&str> = m["participants"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        let participants: BTreeSet<&str> = m["participants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
         assert_eq!(participants.len(), team_size(world), "match {id}: {m}");
-        assert_eq!(m["participants"].as_array().unwrap().len(), team_size(world), "distinct players in {id}");
+        assert_eq!(
+            m["participants"].as_array().unwrap().len(),
+            team_size(world),
+            "distinct players in {id}"
+        );
         let told: BTreeSet<&str> = seen_by[id].iter().map(String::as_str).collect();
         assert_eq!(told, participants, "every participant of {id} was told");
     }
     for p in players.iter().filter(|p| left.contains(&p.id)) {
-        assert!(p.messages_of_type("MATCH_FOUND").is_empty(), "{} left but was matched", p.id);
+        assert!(
+            p.messages_of_type("MATCH_FOUND").is_empty(),
+            "{} left but was matched",
+            p.id
+        );
         assert!(p.messages_of_type("TICKET_EXPIRED").is_empty(), "{}", p.id);
         assert_eq!(p.my_status(&stack).await["status"], "IDLE", "{}", p.id);
     }
-    eprintln!("{} players, {} left, {} matches", stayed.len() + left.len(), left.len(), matches.len());
+    eprintln!(
+        "{} players, {} left, {} matches",
+        stayed.len() + left.len(),
+        left.len(),
+        matches.len()
+    );
     stack.stop().await;
 }
 
@@ -144,10 +210,21 @@ async fn a_disconnected_player_is_never_matched() {
     assert_eq!(stays.join(&stack, "world1").await.0, 200);
     let ghost_token = ghost.token.clone();
     ghost.disconnect().await;
-    eventually("the ghost's ticket to be removed", Duration::from_secs(5), || async {
-        let (_, body) = call(&stack, "GET", "/v1/matching/my-status", Some(&ghost_token), None).await;
-        (body["data"]["status"] == "IDLE").then_some(())
-    })
+    eventually(
+        "the ghost's ticket to be removed",
+        Duration::from_secs(5),
+        || async {
+            let (_, body) = call(
+                &stack,
+                "GET",
+                "/v1/matching/my-status",
+                Some(&ghost_token),
+                None,
+            )
+            .await;
+            (body["data"]["status"] == "IDLE").then_some(())
+        },
+    )
     .await;
     let a = Player::connect(&stack, "a").await;
     let b = Player::connect(&stack, "b").await;
@@ -156,7 +233,14 @@ async fn a_disconnected_player_is_never_matched() {
     assert_eq!(body["data"]["status"], "MATCHED", "{body}");
     let participants = body["data"]["match"]["participants"].clone();
     assert_eq!(participants, json!(["stays", "a", "b"]));
-    let (_, status) = call(&stack, "GET", "/v1/matching/my-status", Some(&ghost_token), None).await;
+    let (_, status) = call(
+        &stack,
+        "GET",
+        "/v1/matching/my-status",
+        Some(&ghost_token),
+        None,
+    )
+    .await;
     assert_eq!(status["data"]["status"], "IDLE");
     stack.stop().await;
 }
@@ -165,7 +249,10 @@ async fn a_disconnected_player_is_never_matched() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_tokens_are_refused() {
     let stack = start_stack(WORLDS, &[]).await;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let expired = stack
         .issuer
         .sign(&json!({"sub": "eve", "iss": stack.issuer.issuer, "aud": stack.issuer.audience, "exp": now - 600}))
@@ -174,7 +261,9 @@ async fn bad_tokens_are_refused() {
         .issuer
         .sign(&json!({"sub": "eve", "iss": stack.issuer.issuer, "aud": "another-api", "exp": now + 600}))
         .unwrap();
-    let forger = local_stack::dev_auth::DevIssuer::generate(&stack.issuer.issuer, &stack.issuer.audience).unwrap();
+    let forger =
+        local_stack::dev_auth::DevIssuer::generate(&stack.issuer.issuer, &stack.issuer.audience)
+            .unwrap();
     let forged = forger.mint("eve", Duration::from_secs(600)).unwrap();
     let valid = support::token(&stack, "eve").await;
     let mut parts: Vec<&str> = valid.split('.').collect();
@@ -193,7 +282,14 @@ async fn bad_tokens_are_refused() {
         ("forged signature", Some(forged.as_str())),
         ("alg none", Some(alg_none.as_str())),
     ] {
-        let (status, body) = call(&stack, "POST", "/v1/matching/join", token, Some(json!({"worldType": "world1"}))).await;
+        let (status, body) = call(
+            &stack,
+            "POST",
+            "/v1/matching/join",
+            token,
+            Some(json!({"worldType": "world1"})),
+        )
+        .await;
         assert_eq!(status, 401, "HTTP with {label} token: {body}");
         let url = match token {
             Some(t) => format!("{}?token={t}", stack.websocket_url),
@@ -208,9 +304,20 @@ async fn bad_tokens_are_refused() {
         }
     }
     assert_eq!(stack.hub.open_connections(), 0);
-    let (status, _) = call(&stack, "POST", "/v1/matching/join", Some(&valid), Some(json!({"worldType": "world1"}))).await;
+    let (status, _) = call(
+        &stack,
+        "POST",
+        "/v1/matching/join",
+        Some(&valid),
+        Some(json!({"worldType": "world1"})),
+    )
+    .await;
     assert_eq!(status, 200, "the valid token works");
-    let registered: u64 = stack.store.command(redis::cmd("HLEN").arg(stack.store.keys().conns())).await.unwrap();
+    let registered: u64 = stack
+        .store
+        .command(redis::cmd("HLEN").arg(stack.store.keys().conns()))
+        .await
+        .unwrap();
     assert_eq!(registered, 0, "no refused connection was registered");
     stack.stop().await;
 }

@@ -27,7 +27,13 @@ pub struct Page {
 
 fn chromium_binary() -> String {
     for candidate in ["chromium", "chromium-browser", "google-chrome"] {
-        if Command::new(candidate).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+        if Command::new(candidate)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+        {
             return candidate.to_owned();
         }
     }
@@ -40,7 +46,11 @@ fn chromium_binary() -> String {
 impl Browser {
     pub async fn launch() -> Self {
         let binary = chromium_binary();
-        let profile = std::env::temp_dir().join(format!("mm-chromium-{}-{}", std::process::id(), rand::random::<u32>()));
+        let profile = std::env::temp_dir().join(format!(
+            "mm-chromium-{}-{}",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
         std::fs::create_dir_all(&profile).expect("profile dir");
         // Flags as this machine needs them: root needs --no-sandbox, and
         // background networking would try (and fail) to reach the Internet.
@@ -73,11 +83,21 @@ impl Browser {
                     break format!("ws://127.0.0.1:{port}{path}");
                 }
             }
-            assert!(Instant::now() < deadline, "chromium did not open its DevTools port");
+            assert!(
+                Instant::now() < deadline,
+                "chromium did not open its DevTools port"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        let (socket, _) = tokio_tungstenite::connect_async(endpoint).await.expect("connect to DevTools");
-        Self { child, profile, socket, next_id: 0 }
+        let (socket, _) = tokio_tungstenite::connect_async(endpoint)
+            .await
+            .expect("connect to DevTools");
+        Self {
+            child,
+            profile,
+            socket,
+            next_id: 0,
+        }
     }
 
     /// Sends one command and waits for its reply (events are skipped).
@@ -88,7 +108,10 @@ impl Browser {
         if let Some(s) = session {
             message["sessionId"] = json!(s);
         }
-        self.socket.send(Message::Text(message.to_string().into())).await.expect("send CDP command");
+        self.socket
+            .send(Message::Text(message.to_string().into()))
+            .await
+            .expect("send CDP command");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -99,17 +122,34 @@ impl Browser {
             };
             let reply: Value = serde_json::from_str(&text).expect("CDP JSON");
             if reply["id"] == id {
-                assert!(reply.get("error").is_none(), "{method} failed: {}", reply["error"]);
+                assert!(
+                    reply.get("error").is_none(),
+                    "{method} failed: {}",
+                    reply["error"]
+                );
                 return reply["result"].clone();
             }
         }
     }
 
     pub async fn open(&mut self, url: &str) -> Page {
-        let target = self.call(None, "Target.createTarget", json!({ "url": url })).await;
+        let target = self
+            .call(None, "Target.createTarget", json!({ "url": url }))
+            .await;
         let target_id = target["targetId"].as_str().expect("targetId").to_owned();
-        let attached = self.call(None, "Target.attachToTarget", json!({ "targetId": target_id, "flatten": true })).await;
-        Page { session: attached["sessionId"].as_str().expect("sessionId").to_owned() }
+        let attached = self
+            .call(
+                None,
+                "Target.attachToTarget",
+                json!({ "targetId": target_id, "flatten": true }),
+            )
+            .await;
+        Page {
+            session: attached["sessionId"]
+                .as_str()
+                .expect("sessionId")
+                .to_owned(),
+        }
     }
 
     /// Evaluates `expression` in `page`: its value, or the exception it threw.
@@ -129,12 +169,20 @@ impl Browser {
 
     /// Evaluates `expression` in `page` and returns its value.
     pub async fn eval(&mut self, page: &Page, expression: &str) -> Value {
-        self.try_eval(page, expression).await.unwrap_or_else(|e| panic!("{expression}: {e}"))
+        self.try_eval(page, expression)
+            .await
+            .unwrap_or_else(|e| panic!("{expression}: {e}"))
     }
 
     /// Polls `expression` until it is truthy (an exception counts as not
     /// yet: the page may still be loading).
-    pub async fn wait_for(&mut self, page: &Page, what: &str, expression: &str, limit: Duration) -> Value {
+    pub async fn wait_for(
+        &mut self,
+        page: &Page,
+        what: &str,
+        expression: &str,
+        limit: Duration,
+    ) -> Value {
         let deadline = Instant::now() + limit;
         loop {
             let outcome = self.try_eval(page, expression).await;
@@ -143,7 +191,10 @@ impl Browser {
                     return value.clone();
                 }
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}; last: {outcome:?}");
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; last: {outcome:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -151,8 +202,16 @@ impl Browser {
     /// A PNG screenshot of `page`.
     pub async fn screenshot(&mut self, page: &Page) -> Vec<u8> {
         use base64::Engine;
-        let shot = self.call(Some(&page.session), "Page.captureScreenshot", json!({ "format": "png" })).await;
-        base64::engine::general_purpose::STANDARD.decode(shot["data"].as_str().unwrap_or_default()).unwrap_or_default()
+        let shot = self
+            .call(
+                Some(&page.session),
+                "Page.captureScreenshot",
+                json!({ "format": "png" }),
+            )
+            .await;
+        base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap_or_default())
+            .unwrap_or_default()
     }
 }
 

@@ -23,13 +23,20 @@ pub async fn start_stack(worlds: &str, extra: &[(&str, &str)]) -> LocalStack {
         ("MM_WORLDS".into(), worlds.into()),
     ];
     vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let config = StackConfig::from_lookup(|k| vars.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()))
-        .expect("stack config");
+    let config = StackConfig::from_lookup(|k| {
+        vars.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    })
+    .expect("stack config");
     LocalStack::start(config).await.expect("local stack starts")
 }
 
 pub fn http() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("http client")
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("http client")
 }
 
 pub async fn token(stack: &LocalStack, sub: &str) -> String {
@@ -45,7 +52,13 @@ pub async fn token(stack: &LocalStack, sub: &str) -> String {
 }
 
 /// Calls an API route; returns status and JSON body.
-pub async fn call(stack: &LocalStack, method: &str, path: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+pub async fn call(
+    stack: &LocalStack,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
     let url = format!("{}{path}", stack.http_url);
     let mut req = match method {
         "GET" => http().get(url),
@@ -55,12 +68,17 @@ pub async fn call(stack: &LocalStack, method: &str, path: &str, token: Option<&s
         req = req.header("authorization", format!("Bearer {t}"));
     }
     if let Some(b) = body {
-        req = req.header("content-type", "application/json").body(b.to_string());
+        req = req
+            .header("content-type", "application/json")
+            .body(b.to_string());
     }
     let res = req.send().await.expect("API call");
     let status = res.status().as_u16();
     let text = res.text().await.expect("body");
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 /// A player with a real WebSocket connection; every message it receives is
@@ -77,7 +95,9 @@ impl Player {
     pub async fn connect(stack: &LocalStack, id: &str) -> Self {
         let token = token(stack, id).await;
         let url = format!("{}?token={token}", stack.websocket_url);
-        let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("WebSocket connect");
+        let (socket, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("WebSocket connect");
         let received: Arc<Mutex<Vec<Value>>> = Arc::default();
         let sink = received.clone();
         let (closer, mut close_rx) = tokio::sync::oneshot::channel::<()>();
@@ -102,23 +122,56 @@ impl Player {
                 }
             }
         });
-        Self { id: id.to_owned(), token, received, reader, closer: Some(closer) }
+        Self {
+            id: id.to_owned(),
+            token,
+            received,
+            reader,
+            closer: Some(closer),
+        }
     }
 
     pub fn messages_of_type(&self, kind: &str) -> Vec<Value> {
-        self.received.lock().unwrap().iter().filter(|m| m["type"] == kind).cloned().collect()
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| m["type"] == kind)
+            .cloned()
+            .collect()
     }
 
     pub async fn join(&self, stack: &LocalStack, world: &str) -> (u16, Value) {
-        call(stack, "POST", "/v1/matching/join", Some(&self.token), Some(json!({ "worldType": world }))).await
+        call(
+            stack,
+            "POST",
+            "/v1/matching/join",
+            Some(&self.token),
+            Some(json!({ "worldType": world })),
+        )
+        .await
     }
 
     pub async fn leave(&self, stack: &LocalStack, world: &str) -> (u16, Value) {
-        call(stack, "POST", "/v1/matching/leave", Some(&self.token), Some(json!({ "worldType": world }))).await
+        call(
+            stack,
+            "POST",
+            "/v1/matching/leave",
+            Some(&self.token),
+            Some(json!({ "worldType": world })),
+        )
+        .await
     }
 
     pub async fn my_status(&self, stack: &LocalStack) -> Value {
-        let (status, body) = call(stack, "GET", "/v1/matching/my-status", Some(&self.token), None).await;
+        let (status, body) = call(
+            stack,
+            "GET",
+            "/v1/matching/my-status",
+            Some(&self.token),
+            None,
+        )
+        .await;
         assert_eq!(status, 200, "{body}");
         body["data"].clone()
     }
