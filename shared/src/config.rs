@@ -110,6 +110,9 @@ pub struct RedisSettings {
     /// Upper bound for one command, including reconnecting.
     pub command_timeout: Duration,
     pub connect_timeout: Duration,
+    /// After this long without traffic, a PING checks the connection before
+    /// a write (see `MatchStore`).
+    pub idle_check_after: Duration,
 }
 
 /// Everything the core needs to know.
@@ -262,6 +265,7 @@ impl Settings {
                 cluster,
                 command_timeout: millis("REDIS_TIMEOUT_MS", 2000)?,
                 connect_timeout: millis("REDIS_CONNECT_TIMEOUT_MS", 1000)?,
+                idle_check_after: millis("REDIS_IDLE_CHECK_MS", 15_000)?,
             },
         })
     }

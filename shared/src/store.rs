@@ -61,12 +61,6 @@ enum Client {
     Cluster(Box<redis::cluster::ClusterClient>),
 }
 
-/// After this long without traffic the connection is checked with a PING
-/// before a write is sent: a frozen-and-thawed Lambda, or a NAT that dropped
-/// an idle flow, then reconnects first instead of failing the write (writes
-/// are never blindly retried, since a lost reply could hide an applied write).
-const IDLE_CHECK_AFTER: Duration = Duration::from_secs(15);
-
 struct Inner {
     settings: Settings,
     keys: KeyLayout,
@@ -221,9 +215,15 @@ impl MatchStore {
             let idle_ms = self
                 .elapsed_ms()
                 .saturating_sub(self.inner.last_ok_ms.load(Ordering::Relaxed));
-            if idle_ms >= IDLE_CHECK_AFTER.as_millis() as u64 {
-                // A PING is safe to retry; it makes the manager reconnect a
-                // connection that died while idle before the real command goes out.
+            let idle_check_ms =
+                u64::try_from(self.inner.settings.redis.idle_check_after.as_millis())
+                    .unwrap_or(u64::MAX);
+            if idle_ms >= idle_check_ms {
+                // After an idle spell (a frozen-and-thawed Lambda, a NAT that
+                // dropped the flow) the connection may be dead. A PING is safe
+                // to retry, so it pays for the reconnect before the real
+                // command goes out; writes themselves are never blindly
+                // retried, since a lost reply could hide an applied write.
                 if redis::cmd("PING")
                     .query_async::<()>(&mut conn)
                     .await

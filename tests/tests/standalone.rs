@@ -84,3 +84,68 @@ async fn redis_down_is_reported_as_unavailable() {
         "bounded by the command timeout"
     );
 }
+
+/// An idle connection that the server (or a NAT) dropped, as a frozen Lambda
+/// finds it when it thaws: the next call succeeds without surfacing an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_dropped_while_idle_is_replaced_transparently() {
+    let server = RedisServer::start();
+    let store = env(&server).store_with("idle", "world1:3", &[("REDIS_IDLE_CHECK_MS", "50")]);
+    let world = store.settings().worlds.get("world1").unwrap().clone();
+    store
+        .join(&world, &scenarios::player("a"), None)
+        .await
+        .unwrap();
+    for round in 0..3 {
+        let killed: u64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("normal")
+            .arg("SKIPME")
+            .arg("yes")
+            .query(&mut server.connection())
+            .unwrap();
+        assert!(
+            killed >= 1,
+            "round {round}: the store's connection was killed"
+        );
+        // Let the connection sit idle past the check threshold.
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        let outcome = store
+            .join(&world, &scenarios::player(&format!("p{round}")), None)
+            .await;
+        assert!(outcome.is_ok(), "round {round}: {outcome:?}");
+    }
+}
+
+/// SCRIPT FLUSH drops every cached script; calls reload them and succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_flush_mid_run_is_survived() {
+    let server = RedisServer::start();
+    let store = env(&server).store_with("flush", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
+    let world = store.settings().worlds.get("world1").unwrap().clone();
+    for i in 0..30 {
+        if i % 5 == 0 {
+            let _: () = redis::cmd("SCRIPT")
+                .arg("FLUSH")
+                .query(&mut server.connection())
+                .unwrap();
+        }
+        store
+            .join(&world, &scenarios::player(&format!("p{i}")), None)
+            .await
+            .unwrap();
+        store
+            .player_status(&scenarios::player(&format!("p{i}")))
+            .await
+            .unwrap();
+    }
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(
+        store.form_matches(&world, 0).await.unwrap().matches.len(),
+        10
+    );
+}
