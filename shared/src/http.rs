@@ -668,6 +668,20 @@ async fn my_status_inner(store: &MatchStore, req: &Request) -> Result<Response<B
     }
 }
 
+/// A response to an API Gateway WebSocket route event (`$connect`,
+/// `$disconnect`): for `$connect`, anything but 2xx refuses the connection.
+pub fn websocket_response(
+    status: i64,
+    body: &str,
+) -> lambda_http::aws_lambda_events::apigw::ApiGatewayProxyResponse {
+    let mut response = lambda_http::aws_lambda_events::apigw::ApiGatewayProxyResponse::default();
+    response.status_code = status;
+    response.body = Some(lambda_http::aws_lambda_events::encodings::Body::Text(
+        body.to_owned(),
+    ));
+    response
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

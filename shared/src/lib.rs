@@ -4,6 +4,7 @@
 //! any number of concurrent matchers can never race.
 
 pub mod auth;
+pub mod bootstrap;
 pub mod config;
 pub mod delivery;
 pub mod domain;

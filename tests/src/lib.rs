@@ -3,6 +3,7 @@
 //! when the fixture is dropped. Tests talk to real Redis, never to mocks.
 
 pub mod connections_server;
+pub mod lambda_events;
 pub mod scenarios;
 
 use std::net::TcpListener;

@@ -25,11 +25,12 @@ mod tests {
 
     use base64::Engine;
     use integration_tests::connections_server::ConnectionsServer;
-    use integration_tests::scenarios::{player, snapshot, Env};
+    use integration_tests::lambda_events::{assert_refused, envelope, http_event, pre_join};
+    use integration_tests::scenarios::{player, Env};
     use integration_tests::RedisServer;
     use serde_json::{json, Value};
     use shared::push::ApiGatewayPusher;
-    use shared::{ConnectionId, JoinOutcome};
+    use shared::ConnectionId;
 
     use super::*;
 
@@ -78,9 +79,7 @@ mod tests {
 
     /// `events/join.json`, edited.
     fn event(edit: impl FnOnce(&mut Value)) -> Request {
-        let mut v: Value = serde_json::from_str(include_str!("../../../events/join.json")).unwrap();
-        edit(&mut v);
-        lambda_http::request::from_str(&v.to_string()).expect("a valid HTTP API event")
+        http_event(include_str!("../../../events/join.json"), edit)
     }
 
     fn with_body(body: &str) -> Request {
@@ -90,33 +89,13 @@ mod tests {
 
     /// Calls the handler and checks the envelope; returns (status, body).
     async fn call(fx: &Fixture, req: Request) -> (u16, Value) {
-        let resp = handle(&fx.app, req).await.expect("handled");
-        let status = resp.status().as_u16();
-        assert_eq!(resp.headers()["content-type"], "application/json");
-        let body: Value = serde_json::from_slice(resp.body().as_ref()).expect("JSON body");
-        assert_eq!(body["resultCode"], status.to_string(), "{body}");
-        assert!(
-            body["msg"].as_str().is_some_and(|m| !m.is_empty()),
-            "{body}"
-        );
-        assert!(body["data"].is_object(), "{body}");
-        (status, body)
+        envelope(handle(&fx.app, req).await.expect("handled"))
     }
 
-    /// Calls with a request that must be refused with `code` and change nothing.
+    /// Calls with a request that must be refused with `code`, change nothing
+    /// and push nothing.
     async fn refused(fx: &Fixture, req: Request, status: u16, code: &str) -> Value {
-        let before = snapshot(&fx.app.store).await;
-        let (got, body) = call(fx, req).await;
-        assert_eq!(
-            (got, body["data"]["error"].as_str()),
-            (status, Some(code)),
-            "{body}"
-        );
-        assert_eq!(
-            snapshot(&fx.app.store).await,
-            before,
-            "{code} changed Redis"
-        );
+        let body = assert_refused(&fx.app.store, call(fx, req), status, code).await;
         assert!(fx.connections.posts().is_empty(), "{code} pushed something");
         body
     }
@@ -126,11 +105,6 @@ mod tests {
             .register_connection(&ConnectionId::parse(conn).unwrap(), &player(p))
             .await
             .unwrap();
-    }
-
-    async fn pre_join(store: &MatchStore, world: &str, p: &str) -> JoinOutcome {
-        let world = store.settings().worlds.get(world).unwrap();
-        store.join(world, &player(p), None).await.unwrap()
     }
 
     async fn outbox_size(store: &MatchStore) -> u64 {

@@ -1,18 +1,14 @@
+//! Lambda entry point of `POST /v1/matching/join`.
+
 use join::{handle, App};
 use lambda_http::{service_fn, Error};
-use shared::push::ApiGatewayPusher;
-use shared::{MatchStore, Settings};
+use shared::bootstrap::{pusher_from_env, store_from_env};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init();
-    let settings = Settings::from_env()
-        .inspect_err(|e| tracing::error!(error = %e, "invalid configuration"))?;
-    let store = MatchStore::new(settings)
-        .inspect_err(|e| tracing::error!(error = %e, "cannot build the Redis client"))?;
-    let pusher = ApiGatewayPusher::from_env()
-        .await
-        .inspect_err(|e| tracing::error!(error = %e, "cannot build the WebSocket pusher"))?;
-    let app = App { store, pusher };
+    let app = App {
+        store: store_from_env()?,
+        pusher: pusher_from_env().await?,
+    };
     lambda_http::run(service_fn(|req| handle(&app, req))).await
 }

@@ -23,10 +23,10 @@ mod tests {
     use std::time::Duration;
 
     use base64::Engine;
-    use integration_tests::scenarios::{player, snapshot, Env};
+    use integration_tests::lambda_events::{assert_refused, envelope, http_event, pre_join};
+    use integration_tests::scenarios::{player, Env};
     use integration_tests::RedisServer;
     use serde_json::{json, Value};
-    use shared::JoinOutcome;
 
     use super::*;
 
@@ -44,10 +44,7 @@ mod tests {
 
     /// `events/leave.json`, edited.
     fn event(edit: impl FnOnce(&mut Value)) -> Request {
-        let mut v: Value =
-            serde_json::from_str(include_str!("../../../events/leave.json")).unwrap();
-        edit(&mut v);
-        lambda_http::request::from_str(&v.to_string()).expect("a valid HTTP API event")
+        http_event(include_str!("../../../events/leave.json"), edit)
     }
 
     fn with_body(body: &str) -> Request {
@@ -57,34 +54,12 @@ mod tests {
 
     /// Calls the handler and checks the envelope; returns (status, body).
     async fn call(app: &App, req: Request) -> (u16, Value) {
-        let resp = handle(app, req).await.expect("handled");
-        let status = resp.status().as_u16();
-        assert_eq!(resp.headers()["content-type"], "application/json");
-        let body: Value = serde_json::from_slice(resp.body().as_ref()).expect("JSON body");
-        assert_eq!(body["resultCode"], status.to_string(), "{body}");
-        assert!(
-            body["msg"].as_str().is_some_and(|m| !m.is_empty()),
-            "{body}"
-        );
-        (status, body)
+        envelope(handle(app, req).await.expect("handled"))
     }
 
     /// Calls with a request that must be refused with `code` and change nothing.
     async fn refused(app: &App, req: Request, status: u16, code: &str) -> Value {
-        let before = snapshot(&app.store).await;
-        let (got, body) = call(app, req).await;
-        assert_eq!(
-            (got, body["data"]["error"].as_str()),
-            (status, Some(code)),
-            "{body}"
-        );
-        assert_eq!(snapshot(&app.store).await, before, "{code} changed Redis");
-        body
-    }
-
-    async fn pre_join(store: &MatchStore, world: &str, p: &str) -> JoinOutcome {
-        let world = store.settings().worlds.get(world).unwrap();
-        store.join(world, &player(p), None).await.unwrap()
+        assert_refused(&app.store, call(app, req), status, code).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,14 +1,12 @@
+//! Lambda entry point of `POST /v1/matching/leave`.
+
 use lambda_http::{service_fn, Error};
 use leave::{handle, App};
-use shared::{MatchStore, Settings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init();
-    let settings = Settings::from_env()
-        .inspect_err(|e| tracing::error!(error = %e, "invalid configuration"))?;
-    let store = MatchStore::new(settings)
-        .inspect_err(|e| tracing::error!(error = %e, "cannot build the Redis client"))?;
-    let app = App { store };
+    let app = App {
+        store: shared::bootstrap::store_from_env()?,
+    };
     lambda_http::run(service_fn(|req| handle(&app, req))).await
 }

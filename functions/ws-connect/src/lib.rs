@@ -4,10 +4,10 @@
 //! Any non-2xx answer refuses the connection. Nothing is pushed from here:
 //! `PostToConnection` on a connection still in `$connect` fails with 410.
 
-use aws_lambda_events::encodings::Body;
 use aws_lambda_events::event::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
 use lambda_runtime::LambdaEvent;
 use shared::auth::JwtVerifier;
+use shared::http::websocket_response as response;
 use shared::{ConnectionId, MatchStore};
 use tracing::field::Empty;
 
@@ -80,13 +80,6 @@ pub async fn handle_connect(
             Ok(response(500, "internal error"))
         }
     }
-}
-
-fn response(status: i64, body: &str) -> ApiGatewayProxyResponse {
-    let mut response = ApiGatewayProxyResponse::default();
-    response.status_code = status;
-    response.body = Some(Body::Text(body.to_owned()));
-    response
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! should not be matched). API Gateway ignores the answer; the status codes
 //! only make the logs and tests clear.
 
-use aws_lambda_events::encodings::Body;
 use aws_lambda_events::event::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
 use lambda_runtime::LambdaEvent;
+use shared::http::websocket_response as response;
 use shared::{ConnectionId, MatchStore};
 use tracing::field::Empty;
 
@@ -49,13 +49,6 @@ pub async fn handle_disconnect(
             Ok(response(500, "internal error"))
         }
     }
-}
-
-fn response(status: i64, body: &str) -> ApiGatewayProxyResponse {
-    let mut response = ApiGatewayProxyResponse::default();
-    response.status_code = status;
-    response.body = Some(Body::Text(body.to_owned()));
-    response
 }
 
 #[cfg(test)]
