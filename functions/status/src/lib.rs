@@ -25,7 +25,7 @@ mod tests {
     use std::time::Duration;
 
     use integration_tests::lambda_events::{assert_refused, envelope, http_event, pre_join};
-    use integration_tests::scenarios::{player, Env};
+    use integration_tests::scenarios::Env;
     use integration_tests::{eventually, RedisServer};
     use serde_json::{json, Value};
     use shared::JoinOutcome;
