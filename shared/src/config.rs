@@ -113,6 +113,9 @@ pub struct RedisSettings {
     /// After this long without traffic, a PING checks the connection before
     /// a write (see `MatchStore`).
     pub idle_check_after: Duration,
+    /// PEM file of the CA(s) to trust for `rediss://` instead of the public
+    /// web roots (a self-hosted Redis with its own CA). ElastiCache needs none.
+    pub ca_cert: Option<std::path::PathBuf>,
 }
 
 /// Everything the core needs to know.
@@ -266,6 +269,7 @@ impl Settings {
                 command_timeout: millis("REDIS_TIMEOUT_MS", 2000)?,
                 connect_timeout: millis("REDIS_CONNECT_TIMEOUT_MS", 1000)?,
                 idle_check_after: millis("REDIS_IDLE_CHECK_MS", 15_000)?,
+                ca_cert: get("REDIS_CA_CERT").map(std::path::PathBuf::from),
             },
         })
     }

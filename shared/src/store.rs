@@ -129,22 +129,41 @@ impl MatchStore {
     /// it is back.
     pub fn new(settings: Settings) -> Result<Self, StoreError> {
         let redis = &settings.redis;
+        let certificates = match &redis.ca_cert {
+            None => None,
+            Some(path) => Some(redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(std::fs::read(path).map_err(|e| {
+                    StoreError::Rejected(format!(
+                        "cannot read REDIS_CA_CERT {}: {e}",
+                        path.display()
+                    ))
+                })?),
+            }),
+        };
         let client = if redis.cluster {
+            let mut builder = ClusterClientBuilder::new(redis.urls.clone())
+                .connection_timeout(redis.connect_timeout)
+                .response_timeout(redis.command_timeout)
+                .retries(2)
+                .min_retry_wait(50)
+                .max_retry_wait(500);
+            if let Some(certificates) = certificates {
+                builder = builder.certs(certificates);
+            }
             Client::Cluster(Box::new(
-                ClusterClientBuilder::new(redis.urls.clone())
-                    .connection_timeout(redis.connect_timeout)
-                    .response_timeout(redis.command_timeout)
-                    .retries(2)
-                    .min_retry_wait(50)
-                    .max_retry_wait(500)
+                builder
                     .build()
                     .map_err(|e| StoreError::Rejected(format!("cluster client: {e}")))?,
             ))
         } else {
             let url = redis.urls.first().map(String::as_str).unwrap_or_default();
+            let client = match certificates {
+                Some(certificates) => redis::Client::build_with_tls(url, certificates),
+                None => redis::Client::open(url),
+            };
             Client::Single(Box::new(
-                redis::Client::open(url)
-                    .map_err(|e| StoreError::Rejected(format!("Redis URL: {e}")))?,
+                client.map_err(|e| StoreError::Rejected(format!("Redis URL: {e}")))?,
             ))
         };
         Ok(Self {

@@ -5,6 +5,7 @@
 pub mod connections_server;
 pub mod lambda_events;
 pub mod scenarios;
+pub mod tls;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -149,3 +149,46 @@ async fn script_flush_mid_run_is_survived() {
         10
     );
 }
+
+/// `rediss://` works and verifies the server: with the CA configured every
+/// operation succeeds; without it the certificate is refused (503-class).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_connections_verify_the_server_certificate() {
+    let tls = integration_tests::tls::TlsRedis::start();
+    let ca = tls.ca_file.display().to_string();
+    let trusted = integration_tests::settings_for(
+        &tls.url(),
+        false,
+        "tls",
+        "duel:2",
+        &[("REDIS_CA_CERT", &ca)],
+    );
+    let store = shared::MatchStore::new(trusted).unwrap();
+    let duel = store.settings().worlds.get("duel").unwrap().clone();
+    store
+        .join(&duel, &scenarios::player("a"), None)
+        .await
+        .unwrap();
+    match store
+        .join(&duel, &scenarios::player("b"), None)
+        .await
+        .unwrap()
+    {
+        shared::JoinOutcome::Matched { record, .. } => assert_eq!(record.participants, ["a", "b"]),
+        other => panic!("{other:?}"),
+    }
+
+    let untrusted = integration_tests::settings_for(
+        &tls.url(),
+        false,
+        "tls",
+        "duel:2",
+        &[("REDIS_TIMEOUT_MS", "1000")],
+    );
+    let store = shared::MatchStore::new(untrusted).unwrap();
+    let err = store
+        .player_status(&scenarios::player("a"))
+        .await
+        .expect_err("an unknown CA must be refused");
+    assert!(err.is_unavailable(), "{err:?}");
+}
