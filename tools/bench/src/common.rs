@@ -1,0 +1,340 @@
+//! What every row shares: configuration, error context, raw Redis helpers
+//! that write exactly the state `lua/join.lua` writes, and server statistics.
+
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::path::PathBuf;
+
+use redis::aio::MultiplexedConnection;
+use shared::KeyLayout;
+
+pub type Res<T> = Result<T, String>;
+
+/// Adds what was being done to an error.
+pub trait Ctx<T> {
+    fn ctx(self, what: &str) -> Res<T>;
+}
+
+impl<T, E: Display> Ctx<T> for Result<T, E> {
+    fn ctx(self, what: &str) -> Res<T> {
+        self.map_err(|e| format!("{what}: {e}"))
+    }
+}
+
+/// How the benchmark runs (environment variables, see docs/benchmark.md).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `BENCH_QUICK=1`: smaller sizes and shorter runs (a smoke run).
+    pub quick: bool,
+    /// Repetitions of every timed run (`BENCH_REPS`, default 5).
+    pub reps: usize,
+    /// Which rows to run (`BENCH_ROWS=1,3`; default all).
+    pub rows: Vec<u8>,
+    /// Offered-load duration of one end-to-end run (`BENCH_E2E_SECS`).
+    pub e2e_secs: u64,
+    /// Where the release binaries are (`BENCH_BIN_DIR`, default: next to this one).
+    pub bin_dir: PathBuf,
+    /// Markdown output (`BENCH_OUT`).
+    pub out: PathBuf,
+}
+
+impl Config {
+    pub fn from_env() -> Res<Self> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let quick = matches!(var("BENCH_QUICK").as_deref(), Some("1" | "true" | "yes"));
+        let reps = match var("BENCH_REPS") {
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| format!("BENCH_REPS must be a whole number >= 1, got {v:?}"))?,
+            None => 5,
+        };
+        let rows = match var("BENCH_ROWS") {
+            Some(v) => v
+                .split(',')
+                .map(|s| {
+                    s.trim()
+                        .parse::<u8>()
+                        .ok()
+                        .filter(|n| (1..=5).contains(n))
+                        .ok_or_else(|| format!("BENCH_ROWS takes numbers 1..=5, got {s:?}"))
+                })
+                .collect::<Res<Vec<u8>>>()?,
+            None => vec![1, 2, 3, 4, 5],
+        };
+        let e2e_secs = match var("BENCH_E2E_SECS") {
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| format!("BENCH_E2E_SECS must be >= 1, got {v:?}"))?,
+            None if quick => 5,
+            None => 30,
+        };
+        let bin_dir = match var("BENCH_BIN_DIR") {
+            Some(v) => PathBuf::from(v),
+            None => std::env::current_exe()
+                .ctx("locate the bench binary")?
+                .parent()
+                .map(PathBuf::from)
+                .ok_or("the bench binary has no parent directory")?,
+        };
+        let out =
+            PathBuf::from(var("BENCH_OUT").unwrap_or_else(|| "bench-results/latest.md".into()));
+        Ok(Self {
+            quick,
+            reps,
+            rows,
+            e2e_secs,
+            bin_dir,
+            out,
+        })
+    }
+
+    pub fn runs(&self, row: u8) -> bool {
+        self.rows.contains(&row)
+    }
+}
+
+/// A raw connection for filling and inspecting state.
+pub async fn raw_connection(url: &str) -> Res<MultiplexedConnection> {
+    redis::Client::open(url)
+        .ctx("Redis URL")?
+        .get_multiplexed_async_connection()
+        .await
+        .ctx("connect to the benchmark redis-server")
+}
+
+/// Redis server time in milliseconds (what the scripts use).
+pub async fn redis_now_ms(conn: &mut MultiplexedConnection) -> Res<u64> {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(conn).await.ctx("TIME")?;
+    Ok(secs * 1000 + micros / 1000)
+}
+
+/// The ticket `lua/join.lua` stores: `<world> <seq> <joined> <deadline> <data>`
+/// (`encode_ticket` in `lua/_lib.lua`), with empty data: note the trailing space.
+pub fn ticket(world: &str, seq: u64, joined_ms: u64, deadline_ms: u64) -> String {
+    format!("{world} {seq} {joined_ms} {deadline_ms} ")
+}
+
+/// Players `name(i)` for `i` in `range` waiting in `world`'s queue with
+/// ticket sequence `i + 1`: exactly the state that many joins in that order
+/// write (ZADD queue, ZADD deadlines, HSET tickets, and the ticket-seq
+/// counter), written with pipelined variadic commands.
+pub async fn fill_queue(
+    conn: &mut MultiplexedConnection,
+    keys: &KeyLayout,
+    world: &str,
+    range: std::ops::Range<usize>,
+    name: impl Fn(usize) -> String,
+    ttl_ms: u64,
+) -> Res<()> {
+    const CHUNK: usize = 1_000;
+    const PER_PIPELINE: usize = 30;
+    let now = redis_now_ms(conn).await?;
+    let deadline = now + ttl_ms;
+    let wk = keys.world(&shared::WorldName::parse(world).ctx("world name")?);
+    let end = range.end;
+    let mut pipe = redis::pipe();
+    let mut queued = 0;
+    let mut start = range.start;
+    while start < end {
+        let stop = (start + CHUNK).min(end);
+        let mut zq = redis::cmd("ZADD");
+        let mut zd = redis::cmd("ZADD");
+        let mut hs = redis::cmd("HSET");
+        zq.arg(&wk.queue);
+        zd.arg(&wk.deadlines);
+        hs.arg(keys.tickets());
+        for i in start..stop {
+            let p = name(i);
+            let seq = i as u64 + 1;
+            zq.arg(seq).arg(&p);
+            zd.arg(deadline).arg(&p);
+            hs.arg(&p).arg(ticket(world, seq, now, deadline));
+        }
+        pipe.add_command(zq).ignore();
+        pipe.add_command(zd).ignore();
+        pipe.add_command(hs).ignore();
+        queued += 3;
+        if queued >= PER_PIPELINE {
+            pipe.query_async::<()>(conn).await.ctx("fill the queue")?;
+            pipe = redis::pipe();
+            queued = 0;
+        }
+        start = stop;
+    }
+    pipe.cmd("SET")
+        .arg(keys.ticket_seq())
+        .arg(end as u64)
+        .ignore();
+    pipe.query_async::<()>(conn).await.ctx("fill the queue")?;
+    Ok(())
+}
+
+/// Puts one player back exactly as [`fill_queue`] wrote it (untimed restore).
+pub async fn restore_ticket(
+    conn: &mut MultiplexedConnection,
+    keys: &KeyLayout,
+    world: &str,
+    player: &str,
+    seq: u64,
+    ttl_ms: u64,
+) -> Res<()> {
+    let now = redis_now_ms(conn).await?;
+    let deadline = now + ttl_ms;
+    let wk = keys.world(&shared::WorldName::parse(world).ctx("world name")?);
+    redis::pipe()
+        .atomic()
+        .cmd("ZADD")
+        .arg(&wk.queue)
+        .arg(seq)
+        .arg(player)
+        .ignore()
+        .cmd("ZADD")
+        .arg(&wk.deadlines)
+        .arg(deadline)
+        .arg(player)
+        .ignore()
+        .cmd("HSET")
+        .arg(keys.tickets())
+        .arg(player)
+        .arg(ticket(world, seq, now, deadline))
+        .ignore()
+        .query_async::<()>(conn)
+        .await
+        .ctx("restore a ticket")
+}
+
+/// `INFO commandstats` as command -> (calls, usec).
+pub async fn commandstats(conn: &mut MultiplexedConnection) -> Res<HashMap<String, (u64, u64)>> {
+    let text: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .ctx("INFO commandstats")?;
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("cmdstat_") else {
+            continue;
+        };
+        let Some((name, fields)) = rest.split_once(':') else {
+            continue;
+        };
+        let mut calls = 0;
+        let mut usec = 0;
+        for kv in fields.split(',') {
+            match kv.split_once('=') {
+                Some(("calls", v)) => calls = v.parse().unwrap_or(0),
+                Some(("usec", v)) => usec = v.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+        out.insert(name.to_owned(), (calls, usec));
+    }
+    Ok(out)
+}
+
+/// Commands only a client can send (what a round trip carries): everything a
+/// script runs inside itself (ZADD, HSET, ...) is counted by Redis as well,
+/// so round trips are counted from these alone.
+pub const CLIENT_COMMANDS: &[&str] = &[
+    "evalsha",
+    "eval",
+    "evalsha_ro",
+    "eval_ro",
+    "script|load",
+    "script",
+    "fcall",
+    "ping",
+    "multi",
+    "exec",
+];
+
+/// Calls of `commands` between two `commandstats` snapshots.
+pub fn calls_between(
+    before: &HashMap<String, (u64, u64)>,
+    after: &HashMap<String, (u64, u64)>,
+    commands: &[&str],
+) -> (u64, u64) {
+    let mut calls = 0;
+    let mut usec = 0;
+    for c in commands {
+        let (a_calls, a_usec) = after.get(*c).copied().unwrap_or((0, 0));
+        let (b_calls, b_usec) = before.get(*c).copied().unwrap_or((0, 0));
+        calls += a_calls.saturating_sub(b_calls);
+        usec += a_usec.saturating_sub(b_usec);
+    }
+    (calls, usec)
+}
+
+/// One field of `INFO <section>`.
+pub async fn info_field(
+    conn: &mut MultiplexedConnection,
+    section: &str,
+    field: &str,
+) -> Res<String> {
+    let text: String = redis::cmd("INFO")
+        .arg(section)
+        .query_async(conn)
+        .await
+        .ctx("INFO")?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_owned())
+        .ok_or_else(|| format!("INFO {section} has no {field}"))
+}
+
+/// Microseconds since `start`.
+pub fn micros_since(start: std::time::Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e6
+}
+
+/// CPU time (user + system) a process has used so far, in microseconds,
+/// from `/proc/<pid>/stat` (clock-tick resolution).
+pub fn cpu_micros(pid: u32) -> Res<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ctx("read /proc/<pid>/stat")?;
+    // The command name (field 2) may contain spaces: count from after ')'.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or("malformed /proc/<pid>/stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After ')' the fields start at 3 (state): utime is field 14, stime 15.
+    let ticks = |i: usize| -> Res<f64> {
+        fields
+            .get(i - 3)
+            .and_then(|v| v.parse::<f64>().ok())
+            .ok_or_else(|| format!("no field {i} in /proc/{pid}/stat"))
+    };
+    Ok((ticks(14)? + ticks(15)?) * 1e6 / clock_ticks())
+}
+
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+            .filter(|t| *t > 0.0)
+            .unwrap_or(100.0)
+    })
+}
+
+/// The pid of the redis-server behind `conn` (INFO server process_id).
+pub async fn redis_pid(conn: &mut MultiplexedConnection) -> Res<u32> {
+    info_field(conn, "server", "process_id")
+        .await?
+        .parse()
+        .ctx("INFO server process_id")
+}

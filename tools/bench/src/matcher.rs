@@ -1,0 +1,192 @@
+//! Row 3: one `form_matches(world, 0)` call forming 10 000 matches from
+//! 30 000 waiting players (N = 3): time and round trips. The seed's
+//! extractUsers (one group per call) is run on the same queue for comparison.
+
+use std::time::Instant;
+
+use integration_tests::{settings_for, RedisServer};
+use redis::Script;
+use shared::MatchStore;
+
+use crate::common::{
+    calls_between, commandstats, fill_queue, micros_since, raw_connection, Config, Ctx, Res,
+    CLIENT_COMMANDS,
+};
+use crate::report::{count, dur_range, Report, Table, Verdict};
+use crate::stats::summarize;
+
+const PLAYERS: usize = 30_000;
+const TEAM: usize = 3;
+
+pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
+    let server = RedisServer::start();
+    let store = MatchStore::new(settings_for(
+        &server.url(),
+        false,
+        "bench",
+        "world1:3",
+        &[("MM_INSTANT_MATCH", "false"), ("MM_QUEUE_CAPACITY", "0")],
+    ))
+    .ctx("build the store")?;
+    let world = store
+        .settings()
+        .worlds
+        .get("world1")
+        .cloned()
+        .ok_or("world1 is not configured")?;
+    let mut conn = raw_connection(&server.url()).await?;
+    let extract = Script::new(include_str!("../../../bench/baseline/extractUsers.lua"));
+    // Load the script (the first call would add a SCRIPT LOAD round trip).
+    store.form_matches(&world, 0).await.ctx("warm-up")?;
+
+    let mut times = Vec::new();
+    let mut trips = Vec::new();
+    let mut inner = Vec::new();
+    let mut seed_times = Vec::new();
+    let mut server_times = Vec::new();
+    let keys = store.keys().clone();
+    let reps = if cfg.quick { cfg.reps.min(3) } else { cfg.reps };
+    for rep in 0..reps {
+        eprintln!("  [3] repetition {}/{reps}", rep + 1);
+        redis::cmd("FLUSHALL")
+            .query_async::<()>(&mut conn)
+            .await
+            .ctx("FLUSHALL")?;
+        fill_queue(
+            &mut conn,
+            &keys,
+            "world1",
+            0..PLAYERS,
+            |i| format!("p{i}"),
+            600_000,
+        )
+        .await?;
+        let before = commandstats(&mut conn).await?;
+        let t = Instant::now();
+        let batch = store.form_matches(&world, 0).await.ctx("form_matches")?;
+        let us = micros_since(t);
+        let after = commandstats(&mut conn).await?;
+        if batch.matches.len() != PLAYERS / TEAM
+            || batch.queue_size != 0
+            || batch.matches.iter().any(|m| m.participants.len() != TEAM)
+        {
+            return Err(format!(
+                "form_matches formed {} matches leaving {}; expected {} groups of {TEAM} and an empty queue",
+                batch.matches.len(),
+                batch.queue_size,
+                PLAYERS / TEAM
+            ));
+        }
+        let (client, _) = calls_between(&before, &after, CLIENT_COMMANDS);
+        let (_, script_us) = calls_between(&before, &after, &["evalsha", "eval"]);
+        server_times.push(script_us as f64);
+        let all: u64 = after
+            .iter()
+            .map(|(k, (calls, _))| calls.saturating_sub(before.get(k).map_or(0, |v| v.0)))
+            .sum();
+        let (info, _) = calls_between(&before, &after, &["info"]);
+        times.push(us);
+        trips.push(client as f64);
+        inner.push(all.saturating_sub(client + info) as f64);
+
+        // The seed: extractUsers pops one group per call.
+        redis::cmd("FLUSHALL")
+            .query_async::<()>(&mut conn)
+            .await
+            .ctx("FLUSHALL")?;
+        let mut pipe = redis::pipe();
+        for chunk in (0..PLAYERS).collect::<Vec<_>>().chunks(1_000) {
+            let mut push = redis::cmd("LPUSH");
+            push.arg("seed:queue:world1");
+            for i in chunk {
+                push.arg(format!("p{i}"));
+            }
+            pipe.add_command(push).ignore();
+        }
+        pipe.query_async::<()>(&mut conn)
+            .await
+            .ctx("fill the seed list")?;
+        let t = Instant::now();
+        for _ in 0..PLAYERS / TEAM {
+            extract
+                .key("seed:queue:world1")
+                .arg(TEAM)
+                .invoke_async::<redis::Value>(&mut conn)
+                .await
+                .ctx("seed extractUsers")?;
+        }
+        seed_times.push(micros_since(t));
+        let left: u64 = redis::cmd("LLEN")
+            .arg("seed:queue:world1")
+            .query_async(&mut conn)
+            .await
+            .ctx("LLEN")?;
+        if left != 0 {
+            return Err(format!("seed extractUsers left {left} players"));
+        }
+    }
+
+    let time = summarize(&times);
+    let rt = summarize(&trips);
+    let inside = summarize(&inner);
+    let seed = summarize(&seed_times);
+    let script = summarize(&server_times);
+    let time_ok = Verdict::of(time.max < 100_000.0 && time.median < 100_000.0);
+    let rt_ok = Verdict::of(rt.max <= 1.0);
+    report.check(
+        "3. matcher: time to form 10 000 matches from 30 000 (one call)",
+        dur_range(&time),
+        "< 100 ms",
+        time_ok,
+    );
+    report.check(
+        "3. matcher: round trips for one world's tick",
+        format!("{}", rt.median),
+        "<= 1 per world",
+        rt_ok,
+    );
+    let mut table = Table::new(
+        "3. Matcher: 10 000 matches from 30 000 waiting players (N = 3), one tick",
+        &format!(
+            "Median (min–max) over {reps} repetitions. Round trips = commands the client sent (EVALSHA/EVAL/SCRIPT/PING \
+             calls in the `INFO commandstats` delta); commands the script ran inside Redis are counted separately. \
+             \"inside the script\": EVALSHA execution time (`INFO commandstats` usec); the rest of the client time is \
+             the reply transfer and decoding 10 000 match records in Rust."
+        ),
+        &[
+            "what",
+            "time (client)",
+            "of which inside the script",
+            "round trips",
+            "commands inside Redis",
+            "target",
+            "result",
+        ],
+    );
+    table.row(vec![
+        "ours: `form_matches(world1, 0)` (records, pointers, outbox in the same script)".into(),
+        dur_range(&time),
+        dur_range(&script),
+        format!("{} ({}–{})", rt.median, rt.min, rt.max),
+        count(inside.median),
+        "< 100 ms, <= 1 round trip".into(),
+        if time_ok == Verdict::Pass && rt_ok == Verdict::Pass {
+            "PASS".into()
+        } else {
+            "MISS".into()
+        },
+    ]);
+    table.row(vec![
+        "seed: `extractUsers` x 10 000 back to back (one group per call; it runs once per world per 1 s tick)"
+            .into(),
+        dur_range(&seed),
+        "".into(),
+        count((PLAYERS / TEAM) as f64),
+        "".into(),
+        "".into(),
+        "info".into(),
+    ]);
+    report.tables.push(table);
+    drop(server);
+    Ok(())
+}
