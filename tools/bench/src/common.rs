@@ -338,3 +338,50 @@ pub async fn redis_pid(conn: &mut MultiplexedConnection) -> Res<u32> {
         .parse()
         .ctx("INFO server process_id")
 }
+
+/// Where a script's time went: the commands it ran inside Redis between two
+/// `commandstats` snapshots, each as total µs divided by `per` (calls of the
+/// script), largest first, and the rest of the script's own time (the Lua
+/// work between the commands). Returns (text, inner µs, Lua µs).
+pub fn script_breakdown(
+    before: &HashMap<String, (u64, u64)>,
+    after: &HashMap<String, (u64, u64)>,
+    per: f64,
+) -> (String, f64, f64) {
+    let mut inner: Vec<(String, u64, u64)> = after
+        .iter()
+        .filter(|(name, _)| !CLIENT_COMMANDS.contains(&name.as_str()) && name.as_str() != "info")
+        .filter_map(|(name, (calls, usec))| {
+            let (b_calls, b_usec) = before.get(name).copied().unwrap_or((0, 0));
+            let calls = calls.saturating_sub(b_calls);
+            (calls > 0).then(|| (name.to_uppercase(), calls, usec.saturating_sub(b_usec)))
+        })
+        .collect();
+    inner.sort_by(|a, b| b.2.cmp(&a.2));
+    let (_, script_us) = calls_between(before, after, &["evalsha", "eval"]);
+    let inner_us: u64 = inner.iter().map(|(_, _, us)| us).sum();
+    let per = per.max(1.0);
+    let lua = script_us.saturating_sub(inner_us) as f64 / per;
+    let parts: Vec<String> = inner
+        .iter()
+        .take(8)
+        .map(|(name, calls, us)| {
+            format!(
+                "{name} {} ({:.1} calls)",
+                crate::report::dur(*us as f64 / per),
+                *calls as f64 / per
+            )
+        })
+        .collect();
+    (
+        format!(
+            "{} in {} commands [{}]; Lua between them {}",
+            crate::report::dur(inner_us as f64 / per),
+            inner.iter().map(|(_, c, _)| *c).sum::<u64>() as f64 / per,
+            parts.join(", "),
+            crate::report::dur(lua)
+        ),
+        inner_us as f64 / per,
+        lua,
+    )
+}

@@ -44,6 +44,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let mut inner = Vec::new();
     let mut seed_times = Vec::new();
     let mut server_times = Vec::new();
+    let mut breakdown = String::new();
     let keys = store.keys().clone();
     let reps = if cfg.quick { cfg.reps.min(3) } else { cfg.reps };
     for rep in 0..reps {
@@ -85,6 +86,10 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             .map(|(k, (calls, _))| calls.saturating_sub(before.get(k).map_or(0, |v| v.0)))
             .sum();
         let (info, _) = calls_between(&before, &after, &["info"]);
+        if rep == 0 {
+            let (text, _, _) = crate::common::script_breakdown(&before, &after, 1.0);
+            breakdown = text;
+        }
         times.push(us);
         trips.push(client as f64);
         inner.push(all.saturating_sub(client + info) as f64);
@@ -187,6 +192,9 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         "info".into(),
     ]);
     report.tables.push(table);
+    report.note(format!(
+        "Matcher: inside the one `form_matches` script call (first repetition, `INFO commandstats` delta): {breakdown}."
+    ));
     drop(server);
     Ok(())
 }

@@ -11,7 +11,8 @@ use redis::Script;
 use shared::{JoinOutcome, MatchStore, PlayerId, World};
 
 use crate::common::{
-    calls_between, commandstats, cpu_micros, raw_connection, redis_pid, Config, Ctx, Res,
+    calls_between, commandstats, cpu_micros, raw_connection, redis_pid, script_breakdown, Config,
+    Ctx, Res,
 };
 use crate::report::{count, dur, Report, Table, Verdict};
 use crate::stats::summarize;
@@ -92,6 +93,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let reps = if cfg.quick { cfg.reps.min(2) } else { cfg.reps };
     let mut results: BTreeMap<(Mode, usize), Sample> = BTreeMap::new();
     let mut ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    let mut breakdowns = Vec::new();
     // Warm-up: load the scripts, open the connections.
     run_joins(&instant, &world, "warm-a", 4, Duration::from_millis(100)).await?;
     run_joins(&queued, &world, "warm-b", 4, Duration::from_millis(100)).await?;
@@ -117,6 +119,10 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 let (srv1, cli1) = (cpu_micros(redis_pid)?, cpu_micros(own_pid)?);
                 let after = commandstats(&mut admin).await?;
                 let (calls, usec) = calls_between(&before, &after, &["evalsha"]);
+                if rep == 0 && c == 16 && mode != Mode::Raw {
+                    let (text, _, _) = script_breakdown(&before, &after, calls as f64);
+                    breakdowns.push(format!("{}: {text}", mode.label()));
+                }
                 let rate = ops as f64 / elapsed.as_secs_f64();
                 let s = results.entry((mode, c)).or_default();
                 s.rate.push(rate);
@@ -217,6 +223,11 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         }
     }
     report.tables.push(table);
+    for b in breakdowns {
+        report.note(format!(
+            "Throughput, per join at C=16 (`INFO commandstats` delta, first repetition), {b}."
+        ));
+    }
     drop(server);
     Ok(())
 }
