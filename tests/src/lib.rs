@@ -363,3 +363,429 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+// ---------------------------------------------------------------------------
+// Hardening helpers (fault and bounded-memory tests).
+// ---------------------------------------------------------------------------
+
+/// The arguments [`RedisServer::start_persistent`] starts with, for
+/// [`RedisServer::restart`] after a kill: append-only, fsync on every write.
+pub const PERSISTENT_ARGS: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
+
+impl RedisServer {
+    /// Freezes the server (SIGSTOP): connections stay open and nothing
+    /// answers, like a Redis stuck behind a long command or a network stall.
+    pub fn pause(&self) {
+        signal_process(self.child.id(), "-STOP");
+    }
+
+    /// Thaws a server frozen by [`RedisServer::pause`] (SIGCONT).
+    pub fn resume(&self) {
+        signal_process(self.child.id(), "-CONT");
+    }
+}
+
+fn signal_process(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .arg(signal)
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {signal} {pid} failed");
+}
+
+/// Every key of one namespace with its type and number of entries (fields,
+/// members or elements; 1 for a string).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Footprint {
+    pub keys: std::collections::BTreeMap<String, (String, u64)>,
+}
+
+impl Footprint {
+    /// Sum of the entries of every key.
+    pub fn entries(&self) -> u64 {
+        self.keys.values().map(|(_, n)| n).sum()
+    }
+
+    /// The key names.
+    pub fn names(&self) -> Vec<String> {
+        self.keys.keys().cloned().collect()
+    }
+
+    /// Keys whose presence or size differs from `baseline`, for messages.
+    pub fn diff(&self, baseline: &Footprint) -> Vec<String> {
+        let mut out = Vec::new();
+        for (k, v) in &self.keys {
+            match baseline.keys.get(k) {
+                Some(b) if b == v => {}
+                Some(b) => out.push(format!("{k}: {b:?} -> {v:?}")),
+                None => out.push(format!("{k}: new {v:?}")),
+            }
+        }
+        for k in baseline.keys.keys() {
+            if !self.keys.contains_key(k) {
+                out.push(format!("{k}: gone"));
+            }
+        }
+        out
+    }
+}
+
+/// The namespace's keys (SCAN over its prefix) with their sizes.
+pub async fn footprint(store: &shared::MatchStore) -> Footprint {
+    let pattern = format!("{}*", store.keys().prefix());
+    let mut keys = std::collections::BTreeSet::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, batch): (u64, Vec<String>) = store
+            .command(
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000),
+            )
+            .await
+            .expect("SCAN");
+        keys.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    let mut out = Footprint::default();
+    for key in keys {
+        let kind: String = store
+            .command(redis::cmd("TYPE").arg(&key))
+            .await
+            .expect("TYPE");
+        let size_cmd = match kind.as_str() {
+            "hash" => Some("HLEN"),
+            "zset" => Some("ZCARD"),
+            "list" => Some("LLEN"),
+            "set" => Some("SCARD"),
+            "stream" => Some("XLEN"),
+            _ => None,
+        };
+        let size: u64 = match size_cmd {
+            Some(c) => store.command(redis::cmd(c).arg(&key)).await.expect("size"),
+            None if kind == "none" => continue, // deleted since the SCAN
+            None => 1,
+        };
+        out.keys.insert(key, (kind, size));
+    }
+    out
+}
+
+/// `used_memory` from `INFO memory`, after `CONFIG RESETSTAT` and `SLOWLOG
+/// RESET`: Redis 7 allocates a latency histogram (~16 KB) for every command
+/// name the first time it runs (`latency-tracking`) and keeps slow commands'
+/// arguments; both are bounded by Redis itself but would hide whether the
+/// dataset came back.
+pub async fn used_memory(store: &shared::MatchStore) -> u64 {
+    let _: () = store
+        .command(redis::cmd("CONFIG").arg("RESETSTAT"))
+        .await
+        .expect("CONFIG RESETSTAT");
+    let _: () = store
+        .command(redis::cmd("SLOWLOG").arg("RESET"))
+        .await
+        .expect("SLOWLOG RESET");
+    let info: String = store
+        .command(redis::cmd("INFO").arg("memory"))
+        .await
+        .expect("INFO memory");
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory in INFO")
+}
+
+/// What [`assert_consistent`] found.
+#[derive(Debug, Clone, Default)]
+pub struct ConsistentState {
+    /// Queued player -> world.
+    pub queued: std::collections::BTreeMap<String, String>,
+    /// Stored match records by id.
+    pub matches: std::collections::BTreeMap<String, shared::MatchRecord>,
+    /// player -> id of their latest match.
+    pub player_match: std::collections::BTreeMap<String, String>,
+    /// Pending outbox ids.
+    pub outbox: Vec<String>,
+}
+
+/// Checks the structural invariants of a namespace on a standalone server,
+/// from one atomic (MULTI/EXEC) snapshot, so a matcher may keep ticking:
+///
+/// - per world, the queue and deadline ZSETs hold the same players, each
+///   with exactly one ticket naming that world, the queue's sequence and the
+///   deadline; a player waits in one world at most; every ticket is queued;
+/// - with instant matching, no queue holds a full group;
+/// - match records and their expiry ZSET hold the same ids; every player's
+///   match pointer names a stored match that includes them;
+/// - the outbox and its meta hash hold the same ids;
+/// - the connection registry is symmetric (conns, conn-expiry, player-conns).
+///
+/// With `check_positions`, also asks `player_status` for every queued player
+/// and expects positions exactly 1..n (only at rest: no joins, leaves or
+/// expiring tickets meanwhile).
+pub async fn assert_consistent(
+    store: &shared::MatchStore,
+    check_positions: bool,
+) -> ConsistentState {
+    use std::collections::{BTreeMap, BTreeSet, HashMap};
+    let settings = store.settings();
+    let k = store.keys();
+    let client = redis::Client::open(settings.redis.urls[0].as_str()).expect("redis url");
+    let config =
+        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
+    let mut conn = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .expect("connect for the snapshot");
+    let worlds: Vec<shared::World> = settings.worlds.iter().cloned().collect();
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    for w in &worlds {
+        let wk = k.world(&w.name);
+        pipe.cmd("ZRANGE")
+            .arg(&wk.queue)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES");
+        pipe.cmd("ZRANGE")
+            .arg(&wk.deadlines)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES");
+    }
+    pipe.cmd("HGETALL").arg(k.tickets());
+    pipe.cmd("HGETALL").arg(k.matches());
+    pipe.cmd("ZRANGE").arg(k.match_expiry()).arg(0).arg(-1);
+    pipe.cmd("HGETALL").arg(k.player_match());
+    pipe.cmd("ZRANGE").arg(k.outbox()).arg(0).arg(-1);
+    pipe.cmd("HKEYS").arg(k.outbox_meta());
+    pipe.cmd("HGETALL").arg(k.conns());
+    pipe.cmd("ZRANGE").arg(k.conn_expiry()).arg(0).arg(-1);
+    pipe.cmd("HGETALL").arg(k.player_conns());
+    type Scored = Vec<(String, f64)>;
+    let mut values: Vec<redis::Value> = pipe.query_async(&mut conn).await.expect("atomic snapshot");
+    let mut next = || values.remove(0);
+    let mut per_world: Vec<(Scored, Scored)> = Vec::new();
+    for _ in &worlds {
+        let q: Scored = redis::from_redis_value(next()).expect("queue");
+        let d: Scored = redis::from_redis_value(next()).expect("deadlines");
+        per_world.push((q, d));
+    }
+    let tickets: HashMap<String, String> = redis::from_redis_value(next()).expect("tickets");
+    let matches: HashMap<String, String> = redis::from_redis_value(next()).expect("matches");
+    let match_expiry: Vec<String> = redis::from_redis_value(next()).expect("match-expiry");
+    let player_match: HashMap<String, String> =
+        redis::from_redis_value(next()).expect("player-match");
+    let outbox: Vec<String> = redis::from_redis_value(next()).expect("outbox");
+    let outbox_meta: Vec<String> = redis::from_redis_value(next()).expect("outbox-meta");
+    let conns: HashMap<String, String> = redis::from_redis_value(next()).expect("conns");
+    let conn_expiry: Vec<String> = redis::from_redis_value(next()).expect("conn-expiry");
+    let player_conns: HashMap<String, String> =
+        redis::from_redis_value(next()).expect("player-conns");
+
+    let mut state = ConsistentState::default();
+    for (w, (queue, deadlines)) in worlds.iter().zip(&per_world) {
+        let deadline_of: HashMap<&str, f64> =
+            deadlines.iter().map(|(p, s)| (p.as_str(), *s)).collect();
+        assert_eq!(
+            deadlines.len(),
+            queue.len(),
+            "{}: queue {queue:?} vs deadlines {deadlines:?}",
+            w.name
+        );
+        for (p, seq) in queue {
+            let deadline = deadline_of
+                .get(p.as_str())
+                .unwrap_or_else(|| panic!("{p} queued in {} without a deadline", w.name));
+            let ticket = tickets
+                .get(p)
+                .unwrap_or_else(|| panic!("{p} queued in {} without a ticket", w.name));
+            let parts: Vec<&str> = ticket.splitn(5, ' ').collect();
+            assert!(parts.len() == 5, "malformed ticket of {p}: {ticket:?}");
+            assert_eq!(
+                parts[0],
+                w.name.as_str(),
+                "{p}'s ticket names another world"
+            );
+            assert_eq!(parts[1].parse::<f64>().ok(), Some(*seq), "{p}: ticket seq");
+            assert_eq!(
+                parts[3].parse::<f64>().ok(),
+                Some(*deadline),
+                "{p}: ticket deadline"
+            );
+            assert!(
+                state.queued.insert(p.clone(), w.name.to_string()).is_none(),
+                "{p} waits in two worlds"
+            );
+        }
+        if settings.instant_match {
+            assert!(
+                (queue.len() as u64) < u64::from(w.team_size),
+                "{} holds a full group of {} with instant matching on",
+                w.name,
+                queue.len()
+            );
+        }
+    }
+    assert_eq!(
+        tickets.len(),
+        state.queued.len(),
+        "one ticket per queued player (tickets {:?})",
+        tickets.keys().collect::<BTreeSet<_>>()
+    );
+
+    let ids: BTreeSet<&String> = matches.keys().collect();
+    let expiring: BTreeSet<&String> = match_expiry.iter().collect();
+    assert_eq!(ids, expiring, "match records vs match-expiry");
+    for (id, json) in &matches {
+        let record: shared::MatchRecord = serde_json::from_str(json)
+            .unwrap_or_else(|e| panic!("match record {id} does not parse: {e}: {json}"));
+        assert_eq!(&record.match_id, id);
+        let distinct: BTreeSet<&String> = record.participants.iter().collect();
+        assert_eq!(distinct.len(), record.participants.len(), "{record:?}");
+        let team = settings
+            .worlds
+            .get(&record.world_type)
+            .map(|w| w.team_size as usize);
+        assert_eq!(Some(record.participants.len()), team, "{record:?}");
+        state.matches.insert(id.clone(), record);
+    }
+    for (p, id) in &player_match {
+        let record = state
+            .matches
+            .get(id)
+            .unwrap_or_else(|| panic!("{p} points at match {id}, which is not stored"));
+        assert!(
+            record.participants.contains(p),
+            "{p} points at {id} without being in it"
+        );
+    }
+    state.player_match = player_match.into_iter().collect();
+
+    let pending: BTreeSet<&String> = outbox.iter().collect();
+    let meta: BTreeSet<&String> = outbox_meta.iter().collect();
+    assert_eq!(pending, meta, "outbox vs outbox-meta");
+    state.outbox = outbox.clone();
+
+    let registered: BTreeSet<&String> = conns.keys().collect();
+    let expiring: BTreeSet<&String> = conn_expiry.iter().collect();
+    assert_eq!(registered, expiring, "conns vs conn-expiry");
+    let mut listed: BTreeMap<&str, &str> = BTreeMap::new();
+    for (p, list) in &player_conns {
+        assert!(!list.trim().is_empty(), "{p} has an empty connection list");
+        for c in list.split_whitespace() {
+            assert_eq!(
+                conns.get(c).map(String::as_str),
+                Some(p.as_str()),
+                "{p} lists {c}, which the registry gives to someone else"
+            );
+            assert!(listed.insert(c, p).is_none(), "{c} listed twice");
+        }
+    }
+    assert_eq!(
+        listed.len(),
+        conns.len(),
+        "every registered connection is listed under its player"
+    );
+
+    if check_positions {
+        for w in &worlds {
+            let members: Vec<&String> = state
+                .queued
+                .iter()
+                .filter(|(_, world)| world.as_str() == w.name.as_str())
+                .map(|(p, _)| p)
+                .collect();
+            for p in members {
+                let id = shared::PlayerId::parse(p).expect("player id");
+                match store.player_status(&id).await.expect("player status") {
+                    shared::PlayerStatus::Queued(q) => {
+                        let (queue, _) = &per_world[worlds.iter().position(|x| x == w).unwrap()];
+                        let rank = queue.iter().position(|(m, _)| m == p).unwrap() as u64;
+                        assert_eq!(
+                            (q.world_type.as_str(), q.position, q.queue_size),
+                            (w.name.as_str(), rank + 1, queue.len() as u64),
+                            "{p}'s position"
+                        );
+                    }
+                    other => panic!("{p} is queued but my-status says {other:?}"),
+                }
+            }
+        }
+    }
+    state
+}
+
+/// Measures how late a 10 ms timer fires on the current runtime, so latency
+/// assertions can tell "waited on Redis past the timeout" from "the machine
+/// (two cores, other builds and tests) did not run this process": a request
+/// may exceed its limit only by the time the runtime itself was stalled.
+pub struct Heartbeat {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<Vec<(Instant, Instant)>>,
+}
+
+/// The beats a [`Heartbeat`] recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Stalls {
+    beats: Vec<(Instant, Instant)>,
+}
+
+const BEAT: Duration = Duration::from_millis(10);
+
+impl Heartbeat {
+    /// Starts beating on the current runtime.
+    pub fn start() -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut beats = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                tokio::time::sleep(BEAT).await;
+                beats.push((started, Instant::now()));
+            }
+            beats
+        });
+        Self { stop, task }
+    }
+
+    pub async fn stop(self) -> Stalls {
+        self.stop.store(true, Ordering::Relaxed);
+        Stalls {
+            beats: self.task.await.expect("heartbeat"),
+        }
+    }
+}
+
+impl Stalls {
+    /// How long the runtime was stalled within `[from, to]`: the lateness of
+    /// the beats overlapping the window (beyond 5 ms each), clipped to it.
+    pub fn during(&self, from: Instant, to: Instant) -> Duration {
+        self.beats
+            .iter()
+            .filter(|(s, e)| *e > from && *s < to)
+            .map(|(s, e)| {
+                let late = (*e - *s).saturating_sub(BEAT + Duration::from_millis(5));
+                let overlap = (*e).min(to) - (*s).max(from);
+                late.min(overlap)
+            })
+            .sum()
+    }
+
+    /// The longest single stall.
+    pub fn longest(&self) -> Duration {
+        self.beats
+            .iter()
+            .map(|(s, e)| (*e - *s).saturating_sub(BEAT))
+            .max()
+            .unwrap_or_default()
+    }
+}
