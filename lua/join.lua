@@ -31,6 +31,9 @@
 --   status "MATCHED" : the join formed matches; match_json... are all records
 --                      formed in this call, one of which holds the player
 --   status "ALREADY" : the player already waits in `world` at `position`
+--   status "STALE"   : the player holds a ticket of `world`, which is no longer
+--                      configured; nothing was written (the caller drops that
+--                      ticket with drop_stale_ticket.lua and joins again)
 --   status "FULL"    : the queue is at capacity; nothing was written
 -- window_* are the world's wait statistics (see _lib.lua wait_stats).
 
@@ -79,8 +82,9 @@ if existing then
       return { 'ALREADY', other, position, size, wp, ws }
     end
   end
-  -- The ticket belongs to a world that is no longer configured.
-  return { 'ALREADY', other or '', 0, 0, 0, 0 }
+  -- The ticket belongs to a world that is no longer configured: its keys are
+  -- not in KEYS, so the caller removes it with a script that declares them.
+  return { 'STALE', other or '', 0, 0, 0, 0 }
 end
 
 local size = redis.call('ZCARD', queue)

@@ -20,6 +20,7 @@ macro_rules! lua {
 pub const SOURCES: &[(&str, &str)] = &[
     ("join.lua", lua!("join.lua")),
     ("leave.lua", lua!("leave.lua")),
+    ("drop_stale_ticket.lua", lua!("drop_stale_ticket.lua")),
     ("match.lua", lua!("match.lua")),
     ("queue_status.lua", lua!("queue_status.lua")),
     ("player_status.lua", lua!("player_status.lua")),
@@ -36,6 +37,7 @@ pub const SOURCES: &[(&str, &str)] = &[
 pub(crate) struct Scripts {
     pub join: Script,
     pub leave: Script,
+    pub drop_stale_ticket: Script,
     pub form_matches: Script,
     pub queue_status: Script,
     pub player_status: Script,
@@ -52,6 +54,7 @@ pub(crate) struct Scripts {
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     join: Script::new(lua!("join.lua")),
     leave: Script::new(lua!("leave.lua")),
+    drop_stale_ticket: Script::new(lua!("drop_stale_ticket.lua")),
     form_matches: Script::new(lua!("match.lua")),
     queue_status: Script::new(lua!("queue_status.lua")),
     player_status: Script::new(lua!("player_status.lua")),

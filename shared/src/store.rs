@@ -14,7 +14,7 @@ use tokio::sync::OnceCell;
 use crate::config::{Settings, World};
 use crate::domain::{
     ConnectionId, JoinOutcome, LeaveOutcome, MatchRecord, Notification, OutboxEntry, PlayerId,
-    PlayerStatus, QueuePosition, QueueStatus, TicketData, WaitStats,
+    PlayerStatus, QueuePosition, QueueStatus, TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::keys::KeyLayout;
@@ -347,7 +347,35 @@ impl MatchStore {
             inv.arg(name);
         }
         let reply = Reply::new(self.invoke(&inv, false).await?)?;
+        if reply.str(0)? == "STALE" {
+            // A ticket of a world removed from the configuration: nobody
+            // matches or sweeps it any more. Drop it, then join for real.
+            let retired = WorldName::parse(reply.str(1)?)
+                .map_err(|e| StoreError::UnexpectedReply(format!("stale ticket: {e}")))?;
+            self.drop_stale_ticket(&retired, player).await?;
+            let reply = Reply::new(self.invoke(&inv, false).await?)?;
+            return decode_join(&reply, player, self);
+        }
         decode_join(&reply, player, self)
+    }
+
+    /// Removes `player`'s ticket of `retired`, a world no longer configured.
+    async fn drop_stale_ticket(
+        &self,
+        retired: &WorldName,
+        player: &PlayerId,
+    ) -> Result<(), StoreError> {
+        let k = &self.inner.keys;
+        let wk = k.world(retired);
+        let mut inv = SCRIPTS.drop_stale_ticket.prepare_invoke();
+        inv.key(k.tickets())
+            .key(wk.queue)
+            .key(wk.deadlines)
+            .arg(player.as_str())
+            .arg(retired.as_str());
+        let removed = Reply::int_value(&self.invoke(&inv, false).await?)?;
+        tracing::info!(world = %retired, removed, "dropped a ticket of a world that is no longer configured");
+        Ok(())
     }
 
     /// Removes `player`'s ticket from `world`'s queue.
@@ -372,9 +400,11 @@ impl MatchStore {
                 remaining_queue_size: reply.uint(2)?,
             }),
             "NOT_QUEUED" => {
+                // A ticket of a world no longer configured does not count.
                 let other = reply.str(1)?;
+                let configured = self.inner.settings.worlds.get(other).is_some();
                 Ok(LeaveOutcome::NotQueued {
-                    queued_in: (!other.is_empty()).then(|| other.to_owned()),
+                    queued_in: configured.then(|| other.to_owned()),
                 })
             }
             other => Err(StoreError::UnexpectedReply(format!(

@@ -749,6 +749,11 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         s(&["", "world1"]),
     ));
     cases.push((
+        "drop_stale_ticket.lua",
+        vec![k.tickets(), wk.queue.clone(), wk.deadlines.clone()],
+        s(&["", "world1"]),
+    ));
+    cases.push((
         "sweep_tickets.lua",
         vec![
             wk.queue.clone(),
