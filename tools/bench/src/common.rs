@@ -357,7 +357,7 @@ pub fn script_breakdown(
             (calls > 0).then(|| (name.to_uppercase(), calls, usec.saturating_sub(b_usec)))
         })
         .collect();
-    inner.sort_by(|a, b| b.2.cmp(&a.2));
+    inner.sort_by_key(|entry| std::cmp::Reverse(entry.2));
     let (_, script_us) = calls_between(before, after, &["evalsha", "eval"]);
     let inner_us: u64 = inner.iter().map(|(_, _, us)| us).sum();
     let per = per.max(1.0);
