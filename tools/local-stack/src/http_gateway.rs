@@ -270,6 +270,14 @@ fn http_api_event(
 ) -> Value {
     let mut header_map: HashMap<String, String> = HashMap::new();
     for (name, value) in headers {
+        // API Gateway sets these itself; a client's own values never reach
+        // the function (and a malformed one would break the event's URL).
+        if matches!(
+            name.as_str(),
+            "host" | "x-forwarded-for" | "x-forwarded-proto" | "x-forwarded-port"
+        ) {
+            continue;
+        }
         if let Ok(v) = value.to_str() {
             header_map
                 .entry(name.as_str().to_owned())
@@ -279,6 +287,12 @@ fn http_api_event(
                 })
                 .or_insert_with(|| v.to_owned());
         }
+    }
+    header_map.insert("host".into(), domain.to_owned());
+    header_map.insert("x-forwarded-for".into(), peer.ip().to_string());
+    header_map.insert("x-forwarded-proto".into(), "http".into());
+    if let Some((_, port)) = domain.rsplit_once(':') {
+        header_map.insert("x-forwarded-port".into(), port.to_owned());
     }
     // API Gateway passes JWT claims as strings.
     let claims: HashMap<&String, String> = claims

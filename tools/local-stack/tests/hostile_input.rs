@@ -62,6 +62,7 @@ const WORLDS: &str = "world1:4,world2:3";
 const CONFIGURED: [&str; 2] = ["world1", "world2"];
 const MAX_BODY_BYTES: usize = 8 * 1024;
 const MAX_TICKET_DATA_BYTES: usize = 4096;
+const MAX_TICKET_DATA_DEPTH: usize = 16;
 
 /// `data.error` codes of docs/http-api.md with their HTTP status.
 const ERROR_CODES: [(&str, u16); 11] = [
@@ -776,7 +777,9 @@ fn expected(case: &HttpCase, caller_before: Option<&PlayerStatus>) -> Expected {
     if route == Route::Join {
         match body.get("data") {
             None | Some(Value::Null) => {}
-            Some(d @ Value::Object(_)) if d.to_string().len() <= MAX_TICKET_DATA_BYTES => {}
+            Some(d @ Value::Object(_))
+                if d.to_string().len() <= MAX_TICKET_DATA_BYTES
+                    && depth(d) <= MAX_TICKET_DATA_DEPTH => {}
             Some(_) => return Refused(400, "INVALID_REQUEST", Some("data")),
         }
         if queued_in.is_some() {
@@ -1156,6 +1159,15 @@ fn json_value() -> BoxedStrategy<Value> {
         .boxed()
 }
 
+/// Nesting depth of a JSON value (a scalar is 0, `{}` and `[]` are 1).
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(fields) => 1 + fields.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// `depth` nested objects/arrays around a leaf.
 fn nested(depth: usize, leaf: Value) -> Value {
     (0..depth).fold(leaf, |v, i| {
@@ -1168,8 +1180,7 @@ fn nested(depth: usize, leaf: Value) -> Value {
 }
 
 /// Ticket data: mostly valid objects, also wrong types, large and nested.
-/// Nesting stays below 100 levels here; deeper data hits the bug pinned by
-/// `bug_deeply_nested_ticket_data_poisons_the_match`.
+/// Nesting up to 100 levels: past 16 the join must refuse it.
 fn data_strategy() -> BoxedStrategy<Value> {
     prop_oneof![
         4 => prop::collection::btree_map("[a-z]{1,8}", json_value(), 0..5)
@@ -1236,11 +1247,8 @@ fn body_strategy() -> BoxedStrategy<BodySpec> {
             Part::Repeat { text: "[".into(), times: n },
             Part::Repeat { text: "]".into(), times: n },
         ]),
-        // Ticket data nested around the parser's limit. 124–126 levels make
-        // the match record (or the answer carrying it) too deep to parse: that
-        // bug is pinned by `bug_deeply_nested_ticket_data_poisons_the_match`;
-        // add 124..=126 here once it is fixed.
-        1 => prop::sample::select(vec![64usize, 100, 127, 128, 3000]).prop_map(|n| vec![
+        // Ticket data nested around our limit (16) and the parser's (128).
+        1 => prop::sample::select(vec![15usize, 16, 17, 64, 100, 124, 125, 126, 127, 128, 3000]).prop_map(|n| vec![
             Part::Text("{\"worldType\":\"world1\",\"data\":".into()),
             Part::Repeat { text: "{\"a\":".into(), times: n },
             Part::Text("1".into()),
@@ -2685,20 +2693,16 @@ async fn generated_websocket_upgrades_end_to_end_through_the_local_stack() {
 }
 
 // ---------------------------------------------------------------------------
-// Known bugs (ignored until fixed; run with --ignored)
+// Regressions of bugs found by these tests
 // ---------------------------------------------------------------------------
 
-/// BUG (shared/src/domain.rs `TicketData::from_value`, shared/src/store.rs
-/// `decode_record`): ticket data nested 120–126 levels passes validation
-/// (the request body parses within serde_json's 128-level limit), but the
-/// match record embeds it two levels deeper (`playerData.<player>`), so the
-/// record no longer parses: the join that completes the group gets a
-/// function error (API Gateway: 500), every participant's my-status fails
-/// the same way, and the outbox cannot claim the MATCH_FOUND entries.
-/// Expected: such data refused with 400 at join, or the match readable.
+/// Ticket data nested 120–126 levels used to pass validation (the body
+/// parses within serde_json's 128-level limit) while the match record, which
+/// embeds it two levels deeper, no longer parsed: a 500 for the completing
+/// join, failing my-status, a blocked outbox. Data is now capped at 16 levels:
+/// every such join is refused with 400 or, if accepted, the match reads back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: deeply nested ticket data poisons the match record; see docs/hardening-input.md"]
-async fn bug_deeply_nested_ticket_data_poisons_the_match() {
+async fn deeply_nested_ticket_data_is_refused_before_it_reaches_a_match() {
     let h = Harness::start("hostile-deep-data").await;
     let mut failures = Vec::new();
     // `{"x": [[...]]}`: the data is `arrays + 1` levels deep.
@@ -2763,16 +2767,12 @@ async fn bug_deeply_nested_ticket_data_poisons_the_match() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// BUG (tools/local-stack/src/http_gateway.rs `api` / `http_api_event`): the
-/// local stack copies the client's `Host` and `X-Forwarded-Proto` headers
-/// into the event verbatim; `lambda_http::request::from_str` then panics
-/// building the URI (`Url::parse(..).unwrap()`), the axum handler task dies
-/// and the client gets no HTTP answer at all. API Gateway sets both headers
-/// itself, so only the local stack is affected. Expected: an answer (the
-/// documented envelope, or API Gateway's own error), as for any request.
+/// The local stack used to copy the client's `Host` and `X-Forwarded-Proto`
+/// into the event verbatim, and `lambda_http` panicked building the URI from
+/// a malformed one (no answer at all). Like API Gateway, the stack now sets
+/// those headers itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: the local stack drops the connection on a bad Host/X-Forwarded-Proto; see docs/hardening-input.md"]
-async fn bug_local_stack_panics_on_client_forwarding_headers() {
+async fn client_forwarding_headers_cannot_break_the_local_stack() {
     let stack = support::start_stack(E2E_WORLDS, &[]).await;
     let token = support::token(&stack, "alice").await;
     for (header, value) in [
