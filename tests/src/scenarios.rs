@@ -63,15 +63,62 @@ fn queued_at(outcome: &JoinOutcome) -> (u64, u64) {
     }
 }
 
-/// Every key of the namespace with its DUMP, to prove an operation wrote nothing.
-pub async fn snapshot(store: &MatchStore) -> Vec<(String, Option<Vec<u8>>)> {
+/// Every key of the namespace with its logical contents (type, sorted
+/// fields, members and scores, whether it expires), to prove an operation
+/// wrote nothing. Not DUMP: a hash's DUMP changes with Redis's incremental
+/// rehashing, which reads alone can advance.
+pub async fn snapshot(store: &MatchStore) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for key in store.keys().all(&store.settings().worlds) {
-        let dump: Option<Vec<u8>> = store
-            .command(redis::cmd("DUMP").arg(&key))
+        let kind: String = store
+            .command(redis::cmd("TYPE").arg(&key))
             .await
-            .expect("DUMP");
-        out.push((key, dump));
+            .expect("TYPE");
+        let contents = match kind.as_str() {
+            "none" => String::new(),
+            "string" => {
+                let v: String = store
+                    .command(redis::cmd("GET").arg(&key))
+                    .await
+                    .expect("GET");
+                v
+            }
+            "hash" => {
+                let mut pairs: Vec<(String, String)> = store
+                    .command(redis::cmd("HGETALL").arg(&key))
+                    .await
+                    .expect("HGETALL");
+                pairs.sort();
+                format!("{pairs:?}")
+            }
+            "zset" => {
+                let members: Vec<(String, f64)> = store
+                    .command(
+                        redis::cmd("ZRANGE")
+                            .arg(&key)
+                            .arg(0)
+                            .arg(-1)
+                            .arg("WITHSCORES"),
+                    )
+                    .await
+                    .expect("ZRANGE");
+                format!("{members:?}")
+            }
+            "list" => {
+                let items: Vec<String> = store
+                    .command(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
+                    .await
+                    .expect("LRANGE");
+                format!("{items:?}")
+            }
+            other => panic!("unexpected type {other} of {key}"),
+        };
+        let pttl: i64 = store
+            .command(redis::cmd("PTTL").arg(&key))
+            .await
+            .expect("PTTL");
+        let expires = if pttl >= 0 { " (expires)" } else { "" };
+        out.push((key, format!("{kind}{expires}: {contents}")));
     }
     out
 }
