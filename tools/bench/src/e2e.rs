@@ -34,6 +34,10 @@ struct Phase {
     starved: u64,
     errors: u64,
     elapsed: Duration,
+    /// Join HTTP round trips, µs.
+    http_us: Vec<f64>,
+    /// Longest gap between two scheduler wake-ups (1 ms apart when on time).
+    stall: Duration,
 }
 
 #[derive(Default)]
@@ -182,8 +186,12 @@ impl Pool {
         let mut tick = tokio::time::interval(Duration::from_millis(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut slots = 0u64;
+        let mut last_wake = Instant::now();
+        let mut stall = Duration::ZERO;
         while Instant::now() < end {
             tick.tick().await;
+            stall = stall.max(last_wake.elapsed());
+            last_wake = Instant::now();
             let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
             while slots < due {
                 slots += 1;
@@ -210,6 +218,7 @@ impl Pool {
                     .body(r#"{"worldType":"world1"}"#);
                 let state = self.state.clone();
                 tokio::spawn(async move {
+                    let t = Instant::now();
                     let outcome = match req.send().await {
                         Ok(res) if res.status().is_success() => {
                             let _ = res.bytes().await;
@@ -224,7 +233,9 @@ impl Pool {
                         }
                         Err(e) => Err(format!("join request: {e}")),
                     };
+                    let http_us = t.elapsed().as_secs_f64() * 1e6;
                     let mut st = lock(&state);
+                    st.phases[phase_no].http_us.push(http_us);
                     st.answered[i] = true;
                     if let Err(e) = outcome {
                         st.phases[phase_no].errors += 1;
@@ -240,6 +251,7 @@ impl Pool {
         tokio::time::sleep(drain).await;
         let mut st = lock(&self.state);
         st.phases[phase_no].elapsed = elapsed;
+        st.phases[phase_no].stall = stall;
         st.phases[phase_no].clone()
     }
 
@@ -262,9 +274,14 @@ struct Result1 {
     latencies: usize,
     starved: u64,
     errors: u64,
+    http_p99: Vec<f64>,
+    stall_ms: Vec<f64>,
+    over_20ms: usize,
+    warnings: std::collections::BTreeMap<String, u64>,
 }
 
 pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
+    crate::warnings::install();
     let reps = if cfg.quick { 1 } else { cfg.reps };
     let secs = cfg.e2e_secs;
     let http = reqwest::Client::builder()
@@ -310,7 +327,12 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 latencies: 0,
                 starved: 0,
                 errors: 0,
+                http_p99: vec![],
+                stall_ms: vec![],
+                over_20ms: 0,
+                warnings: Default::default(),
             };
+            crate::warnings::take();
             for rep in 0..reps {
                 eprintln!(
                     "  [4] instant match {instant}, {rate} joins/s offered for {secs} s ({}/{reps})",
@@ -324,9 +346,15 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 r.max.push(sorted.last().copied().unwrap_or(f64::NAN));
                 r.rate.push(ph.sent as f64 / ph.elapsed.as_secs_f64());
                 r.latencies += sorted.len();
+                r.over_20ms += sorted.iter().filter(|l| **l > 20_000.0).count();
+                let mut http = ph.http_us.clone();
+                http.sort_by(f64::total_cmp);
+                r.http_p99.push(percentile(&http, 0.99));
+                r.stall_ms.push(ph.stall.as_secs_f64() * 1e3);
                 r.starved += ph.starved;
                 r.errors += ph.errors;
             }
+            r.warnings = crate::warnings::take();
             results.push((instant, rate, r));
         }
         if let Some(e) = pool.first_error() {
@@ -345,8 +373,10 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
              loop, embedded redis-server) with {POOL} real WebSocket clients (tokio-tungstenite) and dev tokens; \
              joins are real HTTP requests at the offered rate for {secs} s per run, {reps} run(s) per row; \
              median (min–max) over the runs of each run's percentile. Latency = MATCH_FOUND arrival at each \
-             participant minus the send time of the match's last join. Everything, clients included, shares \
-             the machine's 2 cores."
+             participant minus the send time of the match's last join. \"> 20 ms\": latencies above 20 ms over \
+             all runs. \"join HTTP p99\": the join request's own round trip. \"client stall\": the longest the \
+             bench's 1 ms scheduler went without running (the process was not scheduled: CPU starvation). \
+             Everything, clients included, shares the machine's 2 cores."
         ),
         &[
             "path",
@@ -356,6 +386,9 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             "p50",
             "p99",
             "max",
+            "> 20 ms",
+            "join HTTP p99",
+            "client stall (max)",
             "target",
             "result",
         ],
@@ -421,10 +454,24 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             range(&p50),
             range(&p99),
             range(&max),
+            format!(
+                "{} ({:.2}%)",
+                count(r.over_20ms as f64),
+                100.0 * r.over_20ms as f64 / r.latencies.max(1) as f64
+            ),
+            range(&summarize(&r.http_p99)),
+            format!("{:.0} ms", summarize(&r.stall_ms).max),
             target.into(),
             verdict.label().into(),
         ]);
     }
     report.tables.push(table);
+    for (instant, rate, r) in &results {
+        for (what, n) in &r.warnings {
+            report.note(format!(
+                "End to end, instant match {instant}, {rate}/s: the stack logged {n} x `{what}`"
+            ));
+        }
+    }
     Ok(())
 }

@@ -12,6 +12,7 @@ mod report;
 mod scaling;
 mod stats;
 mod throughput;
+mod warnings;
 
 use std::process::Command;
 use std::time::Instant;
