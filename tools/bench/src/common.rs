@@ -375,7 +375,7 @@ pub fn script_breakdown(
         .collect();
     (
         format!(
-            "{} in {} commands [{}]; Lua between them {}",
+            "{} in {:.1} commands [{}]; Lua between them {}",
             crate::report::dur(inner_us as f64 / per),
             inner.iter().map(|(_, c, _)| *c).sum::<u64>() as f64 / per,
             parts.join(", "),
