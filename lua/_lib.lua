@@ -87,9 +87,8 @@ end
 
 -- Adds `players` matched now to a world's rate statistics.
 local function record_rate(rate_key, now, window, players)
-  local v = redis.call('HMGET', rate_key, 'start', 'cur', 'first')
-  local start, cur, first = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3])
-  local prev = tonumber(redis.call('HGET', rate_key, 'prev')) or 0
+  local v = redis.call('HMGET', rate_key, 'start', 'cur', 'prev', 'first')
+  local start, cur, prev, first = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4])
   if start == nil or window == 0 or now >= start + 2 * window then
     start, cur, prev, first = now, 0, 0, now
   elseif now >= start + window then
@@ -102,18 +101,16 @@ end
 -- Outbox entry ids. "M|<matchId>|<player>" asks for a MATCH_FOUND push and
 -- "X|<world>|<player>" for a TICKET_EXPIRED push. Match ids and world names
 -- never contain '|', so everything after the second '|' is the player id.
--- The meta hash holds "<attempts>:<created_ms>" for each pending entry.
-local function outbox_add(outbox_key, meta_key, ids, now)
-  local zargs, hargs = {}, {}
-  for _, id in ipairs(ids) do
-    zargs[#zargs + 1] = now
-    zargs[#zargs + 1] = id
-    hargs[#hargs + 1] = id
-    hargs[#hargs + 1] = '0:' .. now
+-- The meta hash holds "<attempts>:<first_attempt_ms>", written by the first
+-- claim: a new entry is only a ZADD, which keeps forming matches cheap.
+local function outbox_add(outbox_key, ids, count, now)
+  local zargs = {}
+  for i = 1, count do
+    zargs[2 * i - 1] = now
+    zargs[2 * i] = ids[i]
   end
-  if #zargs > 0 then
+  if count > 0 then
     chunked('ZADD', outbox_key, zargs, 2)
-    chunked('HSET', meta_key, hargs, 2)
   end
 end
 
@@ -124,10 +121,14 @@ end
 -- is never taken. Returns the array of match records as JSON strings.
 --
 -- k: table with fields queue, deadlines, tickets, matches, match_expiry,
---    player_match, outbox, outbox_meta, rate, match_seq (key names).
+--    player_match, outbox, rate, match_seq (key names).
+-- size: the queue's size if the caller knows it, else nil.
 -- window: the rate statistics window in ms.
-local function form_matches(k, world, team, max_groups, match_ttl, now, window)
-  local size = redis.call('ZCARD', k.queue)
+-- This runs for every instant match and for up to tens of thousands of
+-- players per matcher tick, so it avoids per-player Redis calls and pattern
+-- matching, and fills arrays with explicit indexes (# is O(log n) in Lua 5.1).
+local function form_matches(k, world, team, max_groups, match_ttl, now, window, size)
+  size = size or redis.call('ZCARD', k.queue)
   local groups = math.floor(size / team)
   if max_groups > 0 and groups > max_groups then
     groups = max_groups
@@ -142,13 +143,13 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window)
   while i <= taken do
     local last = math.min(i + CHUNK - 1, taken)
     local part = redis.call('HMGET', k.tickets, unpack(players, i, last))
-    for j = 1, #part do
-      local d = ''
-      if part[j] then
-        local _, _, _, _, td = decode_ticket(part[j])
-        d = td or ''
+    for j = 1, last - i + 1 do
+      local t = part[j]
+      -- A ticket without data ends with the space before its (empty) data.
+      if t and string.byte(t, -1) ~= 32 then
+        local _, _, _, _, td = decode_ticket(t)
+        data[i + j - 1] = td
       end
-      data[i + j - 1] = d
     end
     i = last + 1
   end
@@ -160,41 +161,44 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window)
   local first_seq = last_seq - groups + 1
   local records, match_fields, expiry_args, pointer_args, outbox_ids = {}, {}, {}, {}, {}
   local expires = now + match_ttl
+  local matched_at = string.format('%d', now)
+  local prefix = '","worldType":"' .. world .. '","participants":['
   for g = 0, groups - 1 do
     local id = string.format('%x-%x', now, first_seq + g)
     -- Built by hand so ticket data (already valid JSON) is embedded verbatim
     -- instead of round-tripping through cjson, which would lose precision of
     -- large numbers and turn empty arrays into objects.
-    local names, extras = {}, {}
+    local names, extras, n_extras = {}, {}, 0
+    local base = g * team
+    local outbox_prefix = 'M|' .. id .. '|'
     for m = 1, team do
-      local p = players[g * team + m]
+      local p = players[base + m]
       local quoted = cjson.encode(p)
       names[m] = quoted
-      local d = data[g * team + m]
-      if d ~= '' then
-        extras[#extras + 1] = quoted .. ':' .. d
+      local d = data[base + m]
+      if d and d ~= '' then
+        n_extras = n_extras + 1
+        extras[n_extras] = quoted .. ':' .. d
       end
-      pointer_args[#pointer_args + 1] = p
-      pointer_args[#pointer_args + 1] = id
-      outbox_ids[#outbox_ids + 1] = 'M|' .. id .. '|' .. p
+      pointer_args[2 * (base + m) - 1] = p
+      pointer_args[2 * (base + m)] = id
+      outbox_ids[base + m] = outbox_prefix .. p
     end
-    local record = '{"matchId":"' .. id .. '","worldType":"' .. world
-      .. '","participants":[' .. table.concat(names, ',') .. '],"matchedAt":'
-      .. string.format('%d', now)
-    if #extras > 0 then
+    local record = '{"matchId":"' .. id .. prefix .. table.concat(names, ',') .. '],"matchedAt":' .. matched_at
+    if n_extras > 0 then
       record = record .. ',"playerData":{' .. table.concat(extras, ',') .. '}'
     end
     record = record .. '}'
-    records[#records + 1] = record
-    match_fields[#match_fields + 1] = id
-    match_fields[#match_fields + 1] = record
-    expiry_args[#expiry_args + 1] = expires
-    expiry_args[#expiry_args + 1] = id
+    records[g + 1] = record
+    match_fields[2 * g + 1] = id
+    match_fields[2 * g + 2] = record
+    expiry_args[2 * g + 1] = expires
+    expiry_args[2 * g + 2] = id
   end
   chunked('HSET', k.matches, match_fields, 2)
   chunked('ZADD', k.match_expiry, expiry_args, 2)
   chunked('HSET', k.player_match, pointer_args, 2)
-  outbox_add(k.outbox, k.outbox_meta, outbox_ids, now)
+  outbox_add(k.outbox, outbox_ids, taken, now)
   record_rate(k.rate, now, window, taken)
   return records
 end

@@ -8,9 +8,8 @@
 -- KEYS[4]  match_expiry   ZSET match id -> expiry ms
 -- KEYS[5]  player_match   HASH player -> id of the player's latest match
 -- KEYS[6]  outbox         ZSET notification id -> due ms
--- KEYS[7]  outbox_meta    HASH notification id -> "<attempts>:<created_ms>"
--- KEYS[8]  match_seq      STRING counter for match ids
--- KEYS[9..] for every configured world, in ARGV order: queue (ZSET player ->
+-- KEYS[7]  match_seq      STRING counter for match ids
+-- KEYS[8..] for every configured world, in ARGV order: queue (ZSET player ->
 --           seq), deadlines (ZSET player -> deadline ms), rate (HASH of match
 --           rate statistics, see _lib.lua): three keys per world.
 --
@@ -49,7 +48,7 @@ local window = int_arg(ARGV[9])
 local worlds = #ARGV - 9
 
 if player == nil or player == '' then return fail('player id is empty') end
-if worlds < 1 or #KEYS ~= 8 + 3 * worlds then return fail('world keys do not match world names') end
+if worlds < 1 or #KEYS ~= 7 + 3 * worlds then return fail('world keys do not match world names') end
 if world_index == nil or world_index < 1 or world_index > worlds then return fail('world index out of range') end
 if team == nil or team < 2 then return fail('team size must be an integer >= 2') end
 if ticket_ttl == nil or ticket_ttl == 0 then return fail('ticket lifetime must be > 0') end
@@ -60,7 +59,7 @@ if instant ~= '0' and instant ~= '1' then return fail('instant must be 0 or 1') 
 
 local tickets = KEYS[1]
 local function world_keys(i)
-  local base = 8 + 3 * (i - 1)
+  local base = 7 + 3 * (i - 1)
   return KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
 end
 local world = ARGV[9 + world_index]
@@ -100,25 +99,24 @@ redis.call('ZADD', queue, seq, player)
 redis.call('ZADD', deadlines, deadline, player)
 redis.call('HSET', tickets, player, encode_ticket(world, seq, now, deadline, data))
 
+-- The new ticket has the highest sequence, so it is last: rank `size`. The
+-- reply is computed rather than read back, to keep the hot path short.
 local records = {}
 if instant == '1' and size + 1 >= team then
   records = form_matches({
     queue = queue, deadlines = deadlines, tickets = tickets, matches = KEYS[3],
     match_expiry = KEYS[4], player_match = KEYS[5], outbox = KEYS[6],
-    outbox_meta = KEYS[7], rate = rate, match_seq = KEYS[8],
-  }, world, team, 0, match_ttl, now, window)
+    rate = rate, match_seq = KEYS[7],
+  }, world, team, 0, match_ttl, now, window, size + 1)
 end
-
-local rank = redis.call('ZRANK', queue, player)
-local queue_size = redis.call('ZCARD', queue)
+local taken = #records * team
+if size < taken then
+  -- A player's match carries its own wait; no statistics needed.
+  local reply = { 'MATCHED', world, 0, size + 1 - taken, 0, 0 }
+  for i, r in ipairs(records) do
+    reply[6 + i] = r
+  end
+  return reply
+end
 local wp, ws = wait_stats(rate, now, window)
-local reply
-if rank then
-  reply = { 'QUEUED', world, rank + 1, queue_size, wp, ws }
-else
-  reply = { 'MATCHED', world, 0, queue_size, wp, ws }
-end
-for _, r in ipairs(records) do
-  reply[#reply + 1] = r
-end
-return reply
+return { 'QUEUED', world, size - taken + 1, size + 1 - taken, wp, ws }

@@ -11,8 +11,7 @@
 -- KEYS[6]  match_expiry   ZSET match id -> expiry ms
 -- KEYS[7]  player_match   HASH player -> id of the player's latest match
 -- KEYS[8]  outbox         ZSET notification id -> due ms
--- KEYS[9]  outbox_meta    HASH notification id -> "<attempts>:<created_ms>"
--- KEYS[10] match_seq      STRING counter for match ids
+-- KEYS[9]  match_seq      STRING counter for match ids
 --
 -- ARGV[1]  world name
 -- ARGV[2]  team size N (>= 2)
@@ -22,7 +21,7 @@
 --
 -- Reply: { queue_size_after, match_json... }
 
-if #KEYS ~= 10 then return fail('expected 10 keys') end
+if #KEYS ~= 9 then return fail('expected 9 keys') end
 local world = ARGV[1]
 local team = int_arg(ARGV[2])
 local match_ttl = int_arg(ARGV[3])
@@ -37,7 +36,7 @@ if window == nil then return fail('window must be an integer >= 0') end
 local records = form_matches({
   queue = KEYS[1], deadlines = KEYS[2], rate = KEYS[3], tickets = KEYS[4],
   matches = KEYS[5], match_expiry = KEYS[6], player_match = KEYS[7],
-  outbox = KEYS[8], outbox_meta = KEYS[9], match_seq = KEYS[10],
+  outbox = KEYS[8], match_seq = KEYS[9],
 }, world, team, max_groups, match_ttl, now_ms(), window)
 
 local reply = { redis.call('ZCARD', KEYS[1]) }

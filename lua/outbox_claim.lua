@@ -4,7 +4,7 @@
 -- delivers it (at-least-once; clients dedupe by match id).
 --
 -- KEYS[1]  outbox         ZSET notification id -> due ms
--- KEYS[2]  outbox_meta    HASH notification id -> "<attempts>:<created_ms>"
+-- KEYS[2]  outbox_meta    HASH notification id -> "<attempts>:<first_attempt_ms>" (from the first claim on)
 -- KEYS[3]  matches        HASH match id -> match record JSON
 -- KEYS[4]  player_conns   HASH player -> space-separated conn ids
 --

@@ -2,7 +2,7 @@
 -- abandoned) ones, reschedule the ones to retry.
 --
 -- KEYS[1]  outbox         ZSET notification id -> due ms
--- KEYS[2]  outbox_meta    HASH notification id -> "<attempts>:<created_ms>"
+-- KEYS[2]  outbox_meta    HASH notification id -> "<attempts>:<first_attempt_ms>" (from the first claim on)
 --
 -- ARGV     pairs: id, delay ms ("-1" = done: remove; otherwise retry after delay)
 --

@@ -6,14 +6,13 @@
 -- KEYS[2]  deadlines      ZSET player -> ticket deadline ms (this world)
 -- KEYS[3]  tickets        HASH player -> ticket
 -- KEYS[4]  outbox         ZSET notification id -> due ms
--- KEYS[5]  outbox_meta    HASH notification id -> "<attempts>:<created_ms>"
 --
 -- ARGV[1]  world name
 -- ARGV[2]  most tickets to remove in this call (> 0)
 --
 -- Reply: { expired_player... } in deadline order
 
-if #KEYS ~= 5 then return fail('expected 5 keys') end
+if #KEYS ~= 4 then return fail('expected 4 keys') end
 local world = ARGV[1]
 local limit = int_arg(ARGV[2])
 if world == nil or world == '' then return fail('world is empty') end
@@ -31,5 +30,5 @@ local ids = {}
 for i, p in ipairs(expired) do
   ids[i] = 'X|' .. world .. '|' .. p
 end
-outbox_add(KEYS[4], KEYS[5], ids, now)
+outbox_add(KEYS[4], ids, #ids, now)
 return expired

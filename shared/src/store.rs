@@ -328,7 +328,6 @@ impl MatchStore {
             .key(k.match_expiry())
             .key(k.player_match())
             .key(k.outbox())
-            .key(k.outbox_meta())
             .key(k.match_seq());
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
@@ -433,7 +432,6 @@ impl MatchStore {
             .key(k.match_expiry())
             .key(k.player_match())
             .key(k.outbox())
-            .key(k.outbox_meta())
             .key(k.match_seq())
             .arg(world.name.as_str())
             .arg(world.team_size)
@@ -541,7 +539,6 @@ impl MatchStore {
             .key(wk.deadlines)
             .key(k.tickets())
             .key(k.outbox())
-            .key(k.outbox_meta())
             .arg(world.name.as_str())
             .arg(limit.max(1));
         let reply = Reply::new(self.invoke(&inv, false).await?)?;

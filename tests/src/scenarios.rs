@@ -743,7 +743,6 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             k.match_expiry(),
             k.player_match(),
             k.outbox(),
-            k.outbox_meta(),
             k.match_seq(),
         ];
         v.extend([wk.queue.clone(), wk.deadlines.clone(), wk.rate.clone()]);
@@ -758,7 +757,6 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         k.match_expiry(),
         k.player_match(),
         k.outbox(),
-        k.outbox_meta(),
         k.match_seq(),
     ];
     let good_join = [
@@ -781,7 +779,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         args[i] = bad.to_string();
         cases.push(("join.lua", join_keys.clone(), args));
     }
-    cases.push(("join.lua", join_keys[..10].to_vec(), s(&good_join)));
+    cases.push(("join.lua", join_keys[..9].to_vec(), s(&good_join)));
     for args in [
         s(&["", "3", "60000", "0", "1000"]),
         s(&["world1", "1", "60000", "0", "1000"]),
@@ -807,7 +805,6 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             wk.deadlines.clone(),
             k.tickets(),
             k.outbox(),
-            k.outbox_meta(),
         ],
         s(&["world1", "0"]),
     ));
