@@ -162,9 +162,10 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window, 
   local records, match_fields, expiry_args, pointer_args, outbox_ids = {}, {}, {}, {}, {}
   local expires = now + match_ttl
   local matched_at = string.format('%d', now)
+  local id_prefix = string.format('%x-', now)
   local prefix = '","worldType":"' .. world .. '","participants":['
   for g = 0, groups - 1 do
-    local id = string.format('%x-%x', now, first_seq + g)
+    local id = id_prefix .. string.format('%x', first_seq + g)
     -- Built by hand so ticket data (already valid JSON) is embedded verbatim
     -- instead of round-tripping through cjson, which would lose precision of
     -- large numbers and turn empty arrays into objects.
@@ -173,7 +174,13 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window, 
     local outbox_prefix = 'M|' .. id .. '|'
     for m = 1, team do
       local p = players[base + m]
-      local quoted = cjson.encode(p)
+      -- Most ids need no escaping; cjson (which also escapes '/') only for the rest.
+      local quoted
+      if string.find(p, '[%c"\\/\128-\255]') then
+        quoted = cjson.encode(p)
+      else
+        quoted = '"' .. p .. '"'
+      end
       names[m] = quoted
       local d = data[base + m]
       if d and d ~= '' then

@@ -374,6 +374,25 @@ pub async fn ticket_data_reaches_the_match(env: &Env) {
     );
 }
 
+/// Player ids that JSON must escape (quotes, backslashes, slashes, non-ASCII)
+/// come back exactly from the hand-built match record.
+pub async fn player_ids_round_trip_through_match_records(env: &Env) {
+    let store = env.store("escaping", "four:4");
+    let ids = ["a\"b", "c\\d", "e/f", "ü{x}:*|y z"];
+    let mut record = None;
+    for id in ids {
+        if let JoinOutcome::Matched { record: r, .. } = join(&store, "four", id).await {
+            record = Some(r);
+        }
+    }
+    let record = record.expect("the fourth join matches");
+    assert_eq!(record.participants, ids);
+    assert_eq!(
+        store.player_status(&player(ids[0])).await.unwrap(),
+        PlayerStatus::Matched(record)
+    );
+}
+
 /// A world at capacity refuses joins and writes nothing.
 pub async fn queue_capacity_is_enforced(env: &Env) {
     let store = env.store_with(

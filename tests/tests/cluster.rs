@@ -37,6 +37,7 @@ async fn scenarios_run_unchanged_on_a_cluster() {
     scenarios::leave_outcomes(&env).await;
     scenarios::matcher_forms_all_complete_groups(&env).await;
     scenarios::ticket_data_reaches_the_match(&env).await;
+    scenarios::player_ids_round_trip_through_match_records(&env).await;
     scenarios::queue_capacity_is_enforced(&env).await;
     scenarios::tickets_expire_individually(&env).await;
     scenarios::match_records_expire(&env).await;

@@ -29,6 +29,7 @@ scenario_tests!(
     leave_outcomes,
     matcher_forms_all_complete_groups,
     ticket_data_reaches_the_match,
+    player_ids_round_trip_through_match_records,
     queue_capacity_is_enforced,
     tickets_expire_individually,
     match_records_expire,
