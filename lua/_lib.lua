@@ -159,21 +159,25 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window, 
 
   local last_seq = redis.call('INCRBY', k.match_seq, groups)
   local first_seq = last_seq - groups + 1
-  local records, match_fields, expiry_args, pointer_args, outbox_ids = {}, {}, {}, {}, {}
+  local records, match_fields, expiry_args, pointer_args, outbox_args = {}, {}, {}, {}, {}
   local expires = now + match_ttl
   local matched_at = string.format('%d', now)
   local id_prefix = string.format('%x-', now)
   local prefix = '","worldType":"' .. world .. '","participants":['
+  -- Reused for every group: allocating two tables per match shows up at
+  -- tens of thousands of matches per call.
+  local names, extras = {}, {}
   for g = 0, groups - 1 do
     local id = id_prefix .. string.format('%x', first_seq + g)
     -- Built by hand so ticket data (already valid JSON) is embedded verbatim
     -- instead of round-tripping through cjson, which would lose precision of
     -- large numbers and turn empty arrays into objects.
-    local names, extras, n_extras = {}, {}, 0
+    local n_extras = 0
     local base = g * team
     local outbox_prefix = 'M|' .. id .. '|'
     for m = 1, team do
-      local p = players[base + m]
+      local i = base + m
+      local p = players[i]
       -- Most ids need no escaping; cjson (which also escapes '/') only for the rest.
       local quoted
       if string.find(p, '[%c"\\/\128-\255]') then
@@ -182,18 +186,19 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window, 
         quoted = '"' .. p .. '"'
       end
       names[m] = quoted
-      local d = data[base + m]
+      local d = data[i]
       if d and d ~= '' then
         n_extras = n_extras + 1
         extras[n_extras] = quoted .. ':' .. d
       end
-      pointer_args[2 * (base + m) - 1] = p
-      pointer_args[2 * (base + m)] = id
-      outbox_ids[base + m] = outbox_prefix .. p
+      pointer_args[2 * i - 1] = p
+      pointer_args[2 * i] = id
+      outbox_args[2 * i - 1] = now
+      outbox_args[2 * i] = outbox_prefix .. p
     end
-    local record = '{"matchId":"' .. id .. prefix .. table.concat(names, ',') .. '],"matchedAt":' .. matched_at
+    local record = '{"matchId":"' .. id .. prefix .. table.concat(names, ',', 1, team) .. '],"matchedAt":' .. matched_at
     if n_extras > 0 then
-      record = record .. ',"playerData":{' .. table.concat(extras, ',') .. '}'
+      record = record .. ',"playerData":{' .. table.concat(extras, ',', 1, n_extras) .. '}'
     end
     record = record .. '}'
     records[g + 1] = record
@@ -205,7 +210,7 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window, 
   chunked('HSET', k.matches, match_fields, 2)
   chunked('ZADD', k.match_expiry, expiry_args, 2)
   chunked('HSET', k.player_match, pointer_args, 2)
-  outbox_add(k.outbox, outbox_ids, taken, now)
+  chunked('ZADD', k.outbox, outbox_args, 2)
   record_rate(k.rate, now, window, taken)
   return records
 end
