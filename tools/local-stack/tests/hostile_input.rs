@@ -27,8 +27,8 @@
 //! case with a new outcome as a corpus file. `tests/corpus/{http,ws}/*.json`
 //! is replayed by `corpus_replays_with_the_same_properties`.
 //!
-//! Known bugs are pinned by `#[ignore]`d tests named `bug_*` (run them with
-//! `--ignored`); see docs/hardening-input.md.
+//! Bugs these tests found are fixed; their regression tests run by default
+//! (see docs/hardening-input.md).
 
 mod support;
 
