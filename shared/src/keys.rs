@@ -19,7 +19,7 @@
 //! | `match-expiry`               | ZSET   | match id -> expiry (ms)                    |
 //! | `player-match`               | HASH   | player -> latest match id                  |
 //! | `outbox`                     | ZSET   | notification id -> due time (ms)           |
-//! | `outbox-meta`                | HASH   | notification id -> `<attempts>:<created>`  |
+//! | `outbox-meta`                | HASH   | notification id -> `<attempts>:<first try>` |
 //! | `conns`                      | HASH   | connection id -> player                    |
 //! | `conn-expiry`                | ZSET   | connection id -> expiry (ms)               |
 //! | `player-conns`               | HASH   | player -> space-separated connection ids   |
