@@ -13,7 +13,7 @@
 -- ARGV[3..] optional: claim exactly these ids (if due) instead of the oldest due
 --
 -- Reply: flat, five values per claimed entry:
---   { id, attempts (including this one), created_ms, payload, connections, ... }
+--   { id, attempts (including this one), first_attempt_ms, payload, connections, ... }
 --   payload: the match record JSON for "M|" entries ("" when the record has
 --   expired), "" for "X|" entries; connections: space-separated conn ids.
 
@@ -38,11 +38,11 @@ end
 local reply = {}
 for _, id in ipairs(ids) do
   local meta = redis.call('HGET', KEYS[2], id) or ('0:' .. now)
-  local attempts, created = string.match(meta, '^(%d+):(%d+)$')
+  local attempts, first = string.match(meta, '^(%d+):(%d+)$')
   attempts = (tonumber(attempts) or 0) + 1
-  created = tonumber(created) or now
+  first = tonumber(first) or now
   redis.call('ZADD', KEYS[1], now + lease, id)
-  redis.call('HSET', KEYS[2], id, attempts .. ':' .. created)
+  redis.call('HSET', KEYS[2], id, attempts .. ':' .. first)
   local kind, ref, player = string.match(id, '^(%u)|([^|]+)|(.*)$')
   local payload = ''
   if kind == 'M' then
@@ -54,7 +54,7 @@ for _, id in ipairs(ids) do
   end
   reply[#reply + 1] = id
   reply[#reply + 1] = attempts
-  reply[#reply + 1] = created
+  reply[#reply + 1] = first
   reply[#reply + 1] = payload
   reply[#reply + 1] = conns
 end

@@ -137,7 +137,7 @@ async fn deliver<P: Pusher>(
                 store.unregister_connection(&conn).await?;
             }
         }
-        let age_ms = now_ms().saturating_sub(entry.created_at_ms);
+        let age_ms = now_ms().saturating_sub(entry.first_attempt_ms);
         let fate = match fate {
             Fate::Retry(_) if age_ms > give_up_after => Fate::Drop,
             other => other,

@@ -323,7 +323,9 @@ pub struct OutboxEntry {
     pub notification: Notification,
     /// Attempts so far, including the current one.
     pub attempts: u32,
-    pub created_at_ms: u64,
+    /// When delivery was first attempted (Redis time, Unix ms); undeliverable
+    /// entries are dropped once this is older than the match lifetime.
+    pub first_attempt_ms: u64,
     /// The player's registered WebSocket connections right now.
     pub connections: Vec<String>,
 }

@@ -612,7 +612,7 @@ impl MatchStore {
             let notification = parse_notification(&id, payload)?;
             entries.push(OutboxEntry {
                 attempts: u32::try_from(reply.uint(base + 1)?).unwrap_or(u32::MAX),
-                created_at_ms: reply.uint(base + 2)?,
+                first_attempt_ms: reply.uint(base + 2)?,
                 connections: reply
                     .str(base + 4)?
                     .split_whitespace()
