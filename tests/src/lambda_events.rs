@@ -60,3 +60,31 @@ pub async fn pre_join(store: &MatchStore, world: &str, p: &str) -> JoinOutcome {
         .expect("configured world");
     store.join(world, &player(p), None).await.expect("join")
 }
+
+/// Runs `call` against a Redis that is down and asserts the documented 503:
+/// `REDIS_UNAVAILABLE`, a message saying so, and an answer within `limit`
+/// (the configured timeout plus slack), not a hang.
+pub async fn assert_unavailable(
+    call: impl Future<Output = (u16, Value)>,
+    limit: std::time::Duration,
+) -> Value {
+    let started = std::time::Instant::now();
+    let (status, body) = call.await;
+    assert_eq!(
+        (status, body["data"]["error"].as_str()),
+        (503, Some("REDIS_UNAVAILABLE")),
+        "{body}"
+    );
+    assert!(
+        body["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains("temporarily unavailable")),
+        "{body}"
+    );
+    assert!(
+        started.elapsed() < limit,
+        "answered after {:?}",
+        started.elapsed()
+    );
+    body
+}

@@ -25,7 +25,9 @@ mod tests {
 
     use base64::Engine;
     use integration_tests::connections_server::ConnectionsServer;
-    use integration_tests::lambda_events::{assert_refused, envelope, http_event, pre_join};
+    use integration_tests::lambda_events::{
+        assert_refused, assert_unavailable, envelope, http_event, pre_join,
+    };
     use integration_tests::scenarios::{player, Env};
     use integration_tests::RedisServer;
     use serde_json::{json, Value};
@@ -426,18 +428,7 @@ mod tests {
         )
         .await;
         server.kill();
-        let started = std::time::Instant::now();
-        let (status, body) = call(&fx, event(|_| {})).await;
-        assert_eq!(
-            (status, body["data"]["error"].as_str()),
-            (503, Some("REDIS_UNAVAILABLE")),
-            "{body}"
-        );
-        assert!(body["msg"]
-            .as_str()
-            .unwrap()
-            .contains("temporarily unavailable"));
-        assert!(started.elapsed() < Duration::from_secs(3));
+        assert_unavailable(call(&fx, event(|_| {})), Duration::from_secs(3)).await;
         assert!(fx.pushes().is_empty());
     }
 }
