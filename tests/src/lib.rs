@@ -431,6 +431,32 @@ impl Footprint {
     }
 }
 
+/// Polls the namespace's footprint until its key names are exactly
+/// `expected` (a warm-up settling), and returns that footprint.
+pub async fn settled_footprint(
+    store: &shared::MatchStore,
+    expected: &std::collections::BTreeSet<String>,
+    limit: Duration,
+) -> Footprint {
+    let until = Instant::now() + limit;
+    loop {
+        let f = footprint(store).await;
+        if f.names()
+            .into_iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            == *expected
+        {
+            return f;
+        }
+        assert!(
+            Instant::now() < until,
+            "warm-up did not settle: {:?}",
+            f.keys
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// The namespace's keys (SCAN over its prefix) with their sizes.
 pub async fn footprint(store: &shared::MatchStore) -> Footprint {
     let pattern = format!("{}*", store.keys().prefix());

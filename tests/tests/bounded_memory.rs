@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use integration_tests::connections_server::ConnectionsServer;
 use integration_tests::scenarios::{player, Env};
-use integration_tests::{assert_consistent, footprint, used_memory, Footprint, RedisServer};
+use integration_tests::{
+    assert_consistent, footprint, settled_footprint, used_memory, Footprint, RedisServer,
+};
 use rand::{Rng, SeedableRng};
 use shared::delivery::drain_outbox;
 use shared::push::ApiGatewayPusher;
@@ -230,21 +232,7 @@ async fn a_burst_returns_to_the_key_entry_and_memory_baseline() {
     ]
     .into_iter()
     .collect();
-    let baseline = {
-        let until = Instant::now() + Duration::from_secs(20);
-        loop {
-            let f = footprint(&store).await;
-            if f.names().into_iter().collect::<BTreeSet<_>>() == expected {
-                break f;
-            }
-            assert!(
-                Instant::now() < until,
-                "warm-up did not settle: {:?}",
-                f.keys
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
+    let baseline = settled_footprint(&store, &expected, Duration::from_secs(20)).await;
     let memory_before = used_memory(&store).await;
 
     let soak_until = std::env::var("MM_SOAK_SECS")

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use integration_tests::connections_server::ConnectionsServer;
 use integration_tests::{
-    assert_consistent, eventually, footprint, settings_for, used_memory, Footprint, Heartbeat,
-    RedisServer, PERSISTENT_ARGS,
+    assert_consistent, eventually, footprint, settings_for, settled_footprint, used_memory,
+    Footprint, Heartbeat, RedisServer, PERSISTENT_ARGS,
 };
 use local_stack::LocalStack;
 use rand::{Rng, SeedableRng};
@@ -1210,21 +1210,7 @@ async fn a_burst_through_the_stack_returns_to_the_baseline() {
     ]
     .into_iter()
     .collect();
-    let baseline = {
-        let until = Instant::now() + Duration::from_secs(20);
-        loop {
-            let f = footprint(&store).await;
-            if f.names().into_iter().collect::<BTreeSet<_>>() == expected {
-                break f;
-            }
-            assert!(
-                Instant::now() < until,
-                "warm-up did not settle: {:?}",
-                f.keys
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
+    let baseline = settled_footprint(&store, &expected, Duration::from_secs(20)).await;
     let memory_before = used_memory(&store).await;
 
     // Capacity: 60 concurrent joins against a queue capped at 40.
