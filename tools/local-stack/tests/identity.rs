@@ -39,54 +39,18 @@ fn player(s: &str) -> PlayerId {
     PlayerId::parse(s).expect("valid player id")
 }
 
-/// Every key of the server with its type and contents, sorted where Redis
-/// does not order. (`DUMP` would differ after a plain read: a
-/// hashtable-encoded hash serializes in dict order, which incremental
-/// rehashing changes.)
-async fn snapshot(store: &MatchStore) -> BTreeMap<String, (String, Vec<Vec<u8>>)> {
-    let keys: Vec<String> = store
+/// Every key name on the server (so a key outside the layout shows up) and
+/// the namespace's keys with their logical contents
+/// (`integration_tests::scenarios::snapshot`).
+type State = (Vec<String>, Vec<(String, String)>);
+
+async fn snapshot(store: &MatchStore) -> State {
+    let mut keys: Vec<String> = store
         .command(redis::cmd("KEYS").arg("*"))
         .await
         .expect("KEYS");
-    let mut out = BTreeMap::new();
-    for key in keys {
-        let kind: String = store
-            .command(redis::cmd("TYPE").arg(&key))
-            .await
-            .expect("TYPE");
-        let mut contents: Vec<Vec<u8>> = match kind.as_str() {
-            "string" => {
-                let v: Option<Vec<u8>> = store
-                    .command(redis::cmd("GET").arg(&key))
-                    .await
-                    .expect("GET");
-                v.into_iter().collect()
-            }
-            "hash" => {
-                let flat: Vec<Vec<u8>> = store
-                    .command(redis::cmd("HGETALL").arg(&key))
-                    .await
-                    .expect("HGETALL");
-                flat.chunks(2).map(|p| p.join(&b"\0"[..])).collect()
-            }
-            "zset" => store
-                .command(
-                    redis::cmd("ZRANGE")
-                        .arg(&key)
-                        .arg(0)
-                        .arg(-1)
-                        .arg("WITHSCORES"),
-                )
-                .await
-                .expect("ZRANGE"),
-            other => panic!("unexpected key type {other} for {key}"),
-        };
-        if kind == "hash" {
-            contents.sort();
-        }
-        out.insert(key, (kind, contents));
-    }
-    out
+    keys.sort();
+    (keys, integration_tests::scenarios::snapshot(store).await)
 }
 
 // ---------------------------------------------------------------------------
@@ -445,10 +409,12 @@ async fn identity_comes_only_from_the_verified_claims() {
 // ---------------------------------------------------------------------------
 
 /// Redis state without the matcher loop's lease.
-async fn stack_state(stack: &LocalStack) -> BTreeMap<String, (String, Vec<Vec<u8>>)> {
-    let mut state = snapshot(&stack.store).await;
-    state.remove(&stack.store.keys().matcher_lease());
-    state
+async fn stack_state(stack: &LocalStack) -> State {
+    let lease = stack.store.keys().matcher_lease();
+    let (mut keys, mut contents) = snapshot(&stack.store).await;
+    keys.retain(|k| *k != lease);
+    contents.retain(|(k, _)| *k != lease);
+    (keys, contents)
 }
 
 /// Valid claims for `sub` from the stack's issuer.
