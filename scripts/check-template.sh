@@ -1,20 +1,32 @@
 #!/usr/bin/env bash
 # Offline checks of the SAM template (no AWS account, no credentials, no Docker):
 #   1. cfn-lint template.yaml
-#   2. sam validate --lint --template template.yaml
-#   3. samtranslator turns the template into plain CloudFormation (what the
-#      AWS::Serverless transform does on deploy), then cfn-lint runs on that.
-#      This catches what only shows after the transform, e.g. a schedule
-#      faster than once a minute on the generated AWS::Events::Rule.
-#   4. invariants of the translated template that the application relies on
-#      (functions, binaries, runtime, routes, env vars, IAM scope).
+#   2. cfn-lint template.yaml -a cfn_lint_serverless.rules: the Serverless
+#      Rules (log retention, access logs, default throttling, async failure
+#      destinations, ...). A rule may only be switched off next to the
+#      resource, with the reason in a comment (template.yaml, Metadata).
+#   3. sam validate --lint --template template.yaml
+#   4. samtranslator turns the template into plain CloudFormation (what the
+#      AWS::Serverless transform does on deploy), then cfn-lint, with the
+#      Serverless Rules, runs on that. This catches what only shows after the
+#      transform, e.g. a schedule faster than once a minute on the generated
+#      AWS::Events::Rule, or a parameter SAM resolves while transforming.
+#   5. invariants of the translated template that the application and the
+#      docs rely on (functions, binaries, runtime, routes, env vars, IAM
+#      scope, logs, throttling, failure destination, alarms, dashboard).
 #
-# Tools: cfn-lint, aws-sam-cli and aws-sam-translator from PyPI. If all three
-# are already on PATH / importable they are used as they are. Otherwise they
-# are installed into a dedicated virtualenv (default ~/.cache/mm-sam-tools,
-# override with MM_SAM_TOOLS_VENV) rather than the shared interpreter:
-# aws-sam-cli pins boto3/botocore and installing it next to a preinstalled
-# awscli breaks awscli's own pins.
+# Pass/fail: every cfn-lint finding fails its check -- errors, warnings and
+# informational ones alike (--non-zero-exit-code informational; cfn-lint's exit
+# code is a bit mask: 2 errors, 4 warnings, 8 informational, anything else
+# means it did not run).
+#
+# Tools: cfn-lint, cfn-lint-serverless, aws-sam-cli and aws-sam-translator
+# from PyPI. If they are on PATH / importable -- and the cfn-lint on PATH can
+# load the Serverless Rules, which a plain global cfn-lint cannot -- they are
+# used as they are. Otherwise they are installed into a dedicated virtualenv
+# (default ~/.cache/mm-sam-tools, override with MM_SAM_TOOLS_VENV) rather
+# than the shared interpreter: aws-sam-cli pins boto3/botocore and installing
+# it next to a preinstalled awscli breaks awscli's own pins.
 #
 # Usage: scripts/check-template.sh   (from any directory; exits non-zero if any check fails)
 set -euo pipefail
@@ -28,11 +40,19 @@ export SAM_CLI_TELEMETRY=0
 
 TOOLS_VENV="${MM_SAM_TOOLS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/mm-sam-tools}"
 
+SERVERLESS_RULES=cfn_lint_serverless.rules
+
 tools_in() { # $1: directory holding the executables, or "" for PATH
     local bin="${1:+$1/}"
     command -v "${bin}cfn-lint" >/dev/null 2>&1 &&
         command -v "${bin}sam" >/dev/null 2>&1 &&
-        "${bin}python3" -c 'import samtranslator, cfnlint' >/dev/null 2>&1
+        "${bin}python3" -c 'import samtranslator, cfnlint' >/dev/null 2>&1 &&
+        # The Serverless Rules must load into this very cfn-lint (its own
+        # interpreter), and it must know --non-zero-exit-code (cfn-lint v1).
+        # (grep reads everything: with -q it could exit early, cfn-lint would
+        # die of SIGPIPE and pipefail would call the tools unusable.)
+        "${bin}cfn-lint" --non-zero-exit-code informational --list-rules \
+            -a "$SERVERLESS_RULES" 2>/dev/null | grep '^ES1007' >/dev/null
 }
 
 if tools_in ""; then
@@ -40,11 +60,15 @@ if tools_in ""; then
 elif tools_in "$TOOLS_VENV/bin"; then
     BIN="$TOOLS_VENV/bin/"
 else
-    echo "==> installing cfn-lint, aws-sam-cli, aws-sam-translator into $TOOLS_VENV" >&2
-    python3 -m venv "$TOOLS_VENV"
+    echo "==> installing cfn-lint, cfn-lint-serverless, aws-sam-cli, aws-sam-translator into $TOOLS_VENV" >&2
+    [[ -x "$TOOLS_VENV/bin/python3" ]] || python3 -m venv "$TOOLS_VENV"
     "$TOOLS_VENV/bin/python3" -m pip install --quiet --disable-pip-version-check \
-        cfn-lint aws-sam-cli aws-sam-translator
+        cfn-lint cfn-lint-serverless aws-sam-cli aws-sam-translator
     BIN="$TOOLS_VENV/bin/"
+    if ! tools_in "$TOOLS_VENV/bin"; then
+        echo "FAILED: $TOOLS_VENV has no usable cfn-lint with $SERVERLESS_RULES, sam and samtranslator" >&2
+        exit 1
+    fi
 fi
 CFN_LINT="${BIN}cfn-lint"
 SAM="${BIN}sam"
@@ -64,6 +88,25 @@ run_check() { # $1: name, rest: command
         echo "    FAILED: $name" >&2
         failed+=("$name")
     fi
+}
+
+# cfn-lint with an exit code that means what it says: 0 = no finding at all.
+lint() { # cfn-lint arguments (template first: -a takes several values)
+    local rc=0
+    "$CFN_LINT" --non-zero-exit-code informational "$@" || rc=$?
+    if ((rc == 0)); then
+        return 0
+    fi
+    if ((rc >= 2 && rc <= 14 && rc % 2 == 0)); then
+        local kinds=()
+        ((rc & 2)) && kinds+=(errors)
+        ((rc & 4)) && kinds+=(warnings)
+        ((rc & 8)) && kinds+=(informational)
+        echo "    cfn-lint reported: ${kinds[*]} (exit $rc)" >&2
+    else
+        echo "    cfn-lint did not run (exit $rc)" >&2
+    fi
+    return 1
 }
 
 translate() {
@@ -115,10 +158,13 @@ invariants() {
     "$PY" - "$TMP/translated.json" <<'PY'
 """Properties of the deployed stack that the Rust code and the docs assume."""
 import json
+import re
 import sys
 
 t = json.load(open(sys.argv[1]))
 res = t["Resources"]
+params = t.get("Parameters", {})
+conditions = t.get("Conditions", {})
 errors = []
 
 
@@ -126,6 +172,25 @@ def check(cond, msg):
     if not cond:
         errors.append(msg)
 
+
+def props(name):
+    return res.get(name, {}).get("Properties", {})
+
+
+def ref(name):
+    return {"Ref": name}
+
+
+def arn_of(name):
+    return {"Fn::GetAtt": [name, "Arn"]}
+
+
+def is_alarm_actions(v):
+    """AlarmActions/OKActions: the topic if AlarmTopicArn is set, else none."""
+    return v == {"Fn::If": ["HasAlarmTopic", [ref("AlarmTopicArn")], ref("AWS::NoValue")]}
+
+
+NO_VALUE = ref("AWS::NoValue")
 
 binaries = {
     "JoinFunction": "join",
@@ -141,9 +206,14 @@ env_vars = {
     "MM_WS_ENDPOINT", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS_URL", "RUST_LOG",
 }
 
+# ---------------------------------------------------------------- functions
 functions = {k for k, v in res.items() if v["Type"] == "AWS::Lambda::Function"}
 check(functions == set(binaries), "Lambda functions are %s" % sorted(functions))
 
+# arm64 unless the Architecture parameter (only meant for local x86 builds) says otherwise.
+check(params.get("Architecture", {}).get("Default") == "arm64", "parameter Architecture must default to arm64")
+
+log_groups = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::Logs::LogGroup"}
 for fn, binary in binaries.items():
     r = res.get(fn)
     if r is None:
@@ -152,29 +222,81 @@ for fn, binary in binaries.items():
     check(meta.get("BuildMethod") == "rust-cargolambda", fn + ": BuildMethod")
     check(meta.get("BuildProperties", {}).get("Binary") == binary, fn + ": Binary != " + binary)
     check(p.get("Runtime") == "provided.al2023", fn + ": Runtime")
-    check(p.get("Architectures") == ["arm64"], fn + ": Architectures")
+    check(p.get("Architectures") == [ref("Architecture")], fn + ": Architectures is not [!Ref Architecture]")
     check(p.get("Handler") == "bootstrap", fn + ": Handler")
     check(p.get("MemorySize") == 256, fn + ": MemorySize")
     check(p.get("Timeout") == (60 if fn == "MatcherFunction" else 10), fn + ": Timeout")
+    check(p.get("TracingConfig", {}).get("Mode") == "Active", fn + ": tracing not Active")
     subnets = [s.get("Ref") for s in p.get("VpcConfig", {}).get("SubnetIds", [])]
     check(subnets == ["PrivateSubnetA", "PrivateSubnetB"], fn + ": not in the private subnets")
     missing = env_vars - set(p.get("Environment", {}).get("Variables", {}))
     check(not missing, "%s: missing env %s" % (fn, sorted(missing)))
-    role = res.get(fn + "Role", {}).get("Properties", {})
+    # JSON logs into the default group /aws/lambda/<name>, which the stack
+    # creates with a retention (no LoggingConfig.LogGroup: it would have to
+    # be named independently of the function, and Lambda would write there).
+    check(p.get("LoggingConfig") == {"LogFormat": "JSON"}, fn + ": LoggingConfig is not {LogFormat: JSON}")
+    lg = log_groups.get(fn + "LogGroup", {})
+    check(lg.get("LogGroupName") == {"Fn::Sub": "/aws/lambda/${%s}" % fn},
+          fn + ": no log group /aws/lambda/${%s}" % fn)
+    check(lg.get("RetentionInDays") == ref("LogRetentionDays"), fn + ": log group retention is not LogRetentionDays")
+    if fn != "MatcherFunction":
+        check("ReservedConcurrentExecutions" not in p, fn + ": unexpected reserved concurrency")
+    role = props(fn + "Role")
     arns = json.dumps(role.get("ManagedPolicyArns", []))
     check("AWSLambdaVPCAccessExecutionRole" in arns, fn + ": no VPC access policy")
     check(("PushToConnectionsPolicy" in arns) == (fn in pushers),
           fn + ": push permission should be %s" % (fn in pushers))
-    check("Policies" not in role, fn + ": unexpected inline role policies")
+    # The only inline policy: the matcher's on-failure destination (SAM adds it).
+    inline = role.get("Policies", [])
+    if fn == "MatcherFunction":
+        statements = [s for pol in inline for s in pol["PolicyDocument"]["Statement"]]
+        check(statements == [{"Action": "sqs:SendMessage", "Effect": "Allow",
+                              "Resource": arn_of("MatcherFailureQueue")}],
+              "MatcherFunctionRole: inline policies are %s" % json.dumps(inline))
+    else:
+        check(not inline, fn + ": unexpected inline role policies")
 
-matcher = res.get("MatcherFunction", {}).get("Properties", {})
-check(matcher.get("ReservedConcurrentExecutions") == 1, "matcher: ReservedConcurrentExecutions != 1")
-rules = [v["Properties"] for v in res.values() if v["Type"] == "AWS::Events::Rule"]
-check([r.get("ScheduleExpression") for r in rules] == ["rate(1 minute)"],
-      "matcher schedule is %s" % [r.get("ScheduleExpression") for r in rules])
+# ------------------------------------------------------------------ matcher
+# Reserved concurrency is a parameter, off by default: new accounts have a
+# concurrency quota of 10, and Lambda keeps 10 unreserved.
+matcher = props("MatcherFunction")
+check(matcher.get("ReservedConcurrentExecutions") ==
+      {"Fn::If": ["HasMatcherReservedConcurrency", ref("MatcherReservedConcurrency"), NO_VALUE]},
+      "matcher: ReservedConcurrentExecutions is not conditional on MatcherReservedConcurrency")
+check(str(params.get("MatcherReservedConcurrency", {}).get("Default")) == "0",
+      "parameter MatcherReservedConcurrency must default to 0 (no reservation)")
+check(conditions.get("HasMatcherReservedConcurrency") ==
+      {"Fn::Not": [{"Fn::Equals": [ref("MatcherReservedConcurrency"), 0]}]},
+      "condition HasMatcherReservedConcurrency changed")
 
-# HTTP API routes, all behind the JWT authorizer.
-body = res.get("HttpApi", {}).get("Properties", {}).get("Body", {})
+rules = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::Events::Rule"}
+check([r.get("ScheduleExpression") for r in rules.values()] == ["rate(1 minute)"],
+      "matcher schedule is %s" % [r.get("ScheduleExpression") for r in rules.values()])
+for name, rule in rules.items():
+    for target in rule.get("Targets", []):
+        check(target.get("Arn") == arn_of("MatcherFunction"), name + ": target is not the matcher")
+        check(target.get("DeadLetterConfig") == {"Arn": arn_of("MatcherFailureQueue")},
+              name + ": target has no dead-letter queue MatcherFailureQueue")
+
+# Async invocations: no retry after a function error, events older than a
+# minute dropped (throttled ones are retried until then), failures recorded.
+eics = [v["Properties"] for v in res.values() if v["Type"] == "AWS::Lambda::EventInvokeConfig"]
+check(len(eics) == 1 and eics[0].get("FunctionName") == ref("MatcherFunction"),
+      "expected one EventInvokeConfig, for the matcher")
+for eic in eics:
+    check(eic.get("MaximumRetryAttempts") == 0, "matcher: MaximumRetryAttempts != 0")
+    check(eic.get("MaximumEventAgeInSeconds") == 60, "matcher: MaximumEventAgeInSeconds != 60")
+    check(eic.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination") == arn_of("MatcherFailureQueue"),
+          "matcher: on-failure destination is not MatcherFailureQueue")
+check(res.get("MatcherFailureQueue", {}).get("Type") == "AWS::SQS::Queue", "MatcherFailureQueue missing")
+qp = [v["Properties"] for v in res.values() if v["Type"] == "AWS::SQS::QueuePolicy"]
+check(any(st.get("Principal") == {"Service": "events.amazonaws.com"} and
+          st.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn") == arn_of(next(iter(rules), "?"))
+          for p in qp for st in p["PolicyDocument"]["Statement"]),
+      "MatcherFailureQueue: no policy letting the matcher's rule (only) send to it")
+
+# ----------------------------------------------------------------- HTTP API
+body = props("HttpApi").get("Body", {})
 want = {
     ("post", "/v1/matching/join"): "JoinFunction",
     ("post", "/v1/matching/leave"): "LeaveFunction",
@@ -192,18 +314,142 @@ for path, methods in body.get("paths", {}).items():
         check(integ.get("payloadFormatVersion") == "2.0", "%s %s: payload format" % (method, path))
 check(got == want, "HTTP routes are %s" % got)
 
-# WebSocket routes.
+# CORS only when origins are given, as a list made at deploy time.
+cors = body.get("x-amazon-apigateway-cors")
+check(isinstance(cors, dict) and cors.get("Fn::If", [None])[0] == "HasCors" and cors["Fn::If"][2] == NO_VALUE,
+      "HTTP API: CORS is not conditional on HasCors")
+if isinstance(cors, dict) and "Fn::If" in cors:
+    check(isinstance(cors["Fn::If"][1].get("allowOrigins"), dict) and "Fn::Split" in cors["Fn::If"][1]["allowOrigins"],
+          "HTTP API: allowOrigins is not a Fn::Split of CorsAllowedOrigins")
+
+stages = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::ApiGatewayV2::Stage"}
+http_stages = [p for p in stages.values() if p.get("ApiId") == ref("HttpApi")]
+ws_stages = [p for p in stages.values() if p.get("ApiId") == ref("WebSocketApi")]
+check(len(http_stages) == 1 and len(ws_stages) == 1, "expected one stage per API, got %s" % sorted(stages))
+
+
+def check_stage(label, stage, log_group, rate, burst):
+    als = stage.get("AccessLogSettings", {})
+    check(als.get("DestinationArn") == arn_of(log_group), label + ": access logs do not go to " + log_group)
+    fmt = als.get("Format", "")
+    try:
+        fields = json.loads(re.sub(r"\$context\.[A-Za-z.]+", "x", fmt))
+    except ValueError:
+        fields = None
+    check(isinstance(fields, dict) and "requestId" in fields, label + ": access log format is not a JSON object with requestId")
+    check("querystring" not in fmt.lower() and "$context.path" not in fmt,
+          label + ": access log format must not log the query string (WebSocket tokens travel in ?token=)")
+    drs = stage.get("DefaultRouteSettings", {})
+    check(drs.get("ThrottlingRateLimit") == ref(rate) and drs.get("ThrottlingBurstLimit") == ref(burst),
+          label + ": default route throttling is not %s/%s" % (rate, burst))
+    check(log_groups.get(log_group, {}).get("RetentionInDays") == ref("LogRetentionDays"),
+          log_group + ": retention is not LogRetentionDays")
+
+
+for s in http_stages:
+    check_stage("HTTP API stage", s, "HttpApiAccessLogs", "HttpApiThrottleRate", "HttpApiThrottleBurst")
+
+# ------------------------------------------------------------ WebSocket API
 routes = {v["Properties"]["RouteKey"] for v in res.values() if v["Type"] == "AWS::ApiGatewayV2::Route"}
 check(routes == {"$connect", "$disconnect"}, "WebSocket routes are %s" % sorted(routes))
+for s in ws_stages:
+    check_stage("WebSocket stage", s, "WebSocketAccessLogs", "WebSocketThrottleRate", "WebSocketThrottleBurst")
+    # Route changes reach the stage without a hand-made deployment.
+    check(s.get("AutoDeploy") is True, "WebSocket stage: AutoDeploy is not true")
+    check("DeploymentId" not in s, "WebSocket stage: DeploymentId next to AutoDeploy")
+check(not [k for k, v in res.items() if v["Type"] == "AWS::ApiGatewayV2::Deployment"],
+      "an AWS::ApiGatewayV2::Deployment exists (the stages auto-deploy)")
+ws_stage_name = next((k for k, v in stages.items() if v.get("ApiId") == ref("WebSocketApi")), None)
+depends = res.get(ws_stage_name, {}).get("DependsOn", [])
+check("ApiGatewayAccountReady" in depends, "WebSocket stage does not wait for the API Gateway account logging role")
 
+# ---------------------------------------------------------------- the cache
+sc = props("ServerlessCache")
+check(sc.get("MajorEngineVersion") == {"Fn::FindInMap": ["CacheEngineVersions", ref("CacheEngine"), "Serverless"]},
+      "ServerlessCache: MajorEngineVersion is not pinned")
+check(sc.get("CacheUsageLimits") == {
+    "DataStorage": {"Maximum": ref("CacheMaxDataStorageGb"), "Unit": "GB"},
+    "ECPUPerSecond": {"Maximum": ref("CacheMaxEcpuPerSecond")},
+}, "ServerlessCache: CacheUsageLimits are not the parameters")
+check(props("ReplicationGroup").get("EngineVersion") ==
+      {"Fn::FindInMap": ["CacheEngineVersions", ref("CacheEngine"), "Nodes"]},
+      "ReplicationGroup: EngineVersion is not pinned")
+check("CANNOT BE CHANGED" in params.get("VpcCidr", {}).get("Description", ""),
+      "parameter VpcCidr must say it cannot be changed after creation")
+
+# ------------------------------------------------------------------- alarms
+alarms = {k: v for k, v in res.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+want_alarms = {
+    "MatcherErrorsAlarm": None,
+    "MatcherThrottlesAlarm": None,
+    "MatcherNotRunningAlarm": None,
+    "MatcherFailedEventsAlarm": None,
+    "FunctionErrorsAlarm": None,
+    "HttpApi5xxAlarm": None,
+    "WebSocketErrorsAlarm": None,
+    "CacheThrottledAlarm": "UseServerlessCache",
+    "CacheEcpuAlarm": "UseServerlessCache",
+    "CacheStorageAlarm": "UseServerlessCache",
+    "CacheCpuAlarm": "UseClusterCache",
+    "CacheMemoryAlarm": "UseClusterCache",
+}
+check(set(alarms) == set(want_alarms), "alarms are %s" % sorted(alarms))
+for name, cond in want_alarms.items():
+    a = alarms.get(name)
+    if a is None:
+        continue
+    check(a.get("Condition") == cond, "%s: condition %s, expected %s" % (name, a.get("Condition"), cond))
+    p = a["Properties"]
+    check(is_alarm_actions(p.get("AlarmActions")), name + ": AlarmActions is not the optional AlarmTopicArn")
+    check(is_alarm_actions(p.get("OKActions")), name + ": OKActions is not the optional AlarmTopicArn")
+nr = alarms.get("MatcherNotRunningAlarm", {}).get("Properties", {})
+check(nr.get("MetricName") == "Invocations" and nr.get("ComparisonOperator") == "LessThanThreshold"
+      and nr.get("TreatMissingData") == "breaching",
+      "MatcherNotRunningAlarm: must alarm on missing invocations (missing data = breaching)")
+for name in ("CacheThrottledAlarm", "CacheEcpuAlarm", "CacheStorageAlarm"):
+    dims = json.dumps(alarms.get(name, {}).get("Properties", {}))
+    check('"Name": "clusterId"' in dims, name + ": serverless cache metrics use the dimension clusterId")
+
+# ---------------------------------------------------------------- dashboard
+dash = [v["Properties"] for v in res.values() if v["Type"] == "AWS::CloudWatch::Dashboard"]
+check(len(dash) == 1, "expected one dashboard")
+for d in dash:
+    sub = d.get("DashboardBody", {}).get("Fn::Sub")
+    check(isinstance(sub, list) and len(sub) == 2, "dashboard body is not a Fn::Sub with variables")
+    if not (isinstance(sub, list) and len(sub) == 2):
+        continue
+    placeholder = lambda text: re.sub(r"\$\{[^}]+\}", "1", text)
+    cache_if = sub[1].get("CacheWidgets", {}).get("Fn::If", [])
+    check(len(cache_if) == 3 and cache_if[0] == "UseServerlessCache", "dashboard: cache widgets not chosen by CacheMode")
+    for branch in cache_if[1:]:
+        body_text = sub[0].replace("${CacheWidgets}", branch.get("Fn::Sub", ""))
+        try:
+            board = json.loads(placeholder(body_text))
+        except ValueError as e:
+            check(False, "dashboard body is not JSON: %s" % e)
+            continue
+        text = json.dumps(board)
+        expressions = [m.get("expression", "") for w in board["widgets"]
+                       for line in w.get("properties", {}).get("metrics", []) for m in line if isinstance(m, dict)]
+        for metric in ("MatchesFormed", "PlayersMatched", "QueueDepth", "OldestWaitMs", "ExpiredTickets"):
+            check(any("{Matchmaking,World} MetricName=\"%s\"" % metric in e for e in expressions),
+                  "dashboard: no per-world widget for " + metric)
+        for ns in ("AWS/Lambda", "AWS/ApiGateway", "AWS/ElastiCache"):
+            check(ns in text, "dashboard: no %s metrics" % ns)
+
+# ---------------------------------------------------------------------- IAM
 # No IAM statement of ours grants anything on "*".
 for name, v in res.items():
     if v["Type"] in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
         for st in v["Properties"]["PolicyDocument"]["Statement"]:
             rs = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
             check("*" not in rs, name + ": Resource *")
+# The API Gateway logging role outlives the stack (the account setting does).
+agw_role = res.get("ApiGatewayCloudWatchLogsRole", {})
+check(agw_role.get("DeletionPolicy") == "Retain" and agw_role.get("Condition") == "CreateApiGatewayCloudWatchRole",
+      "ApiGatewayCloudWatchLogsRole: must be conditional and retained")
 
-for o in ("HttpApiUrl", "WebSocketUrl", "ConnectionsEndpoint"):
+for o in ("HttpApiUrl", "WebSocketUrl", "ConnectionsEndpoint", "DashboardUrl", "MatcherFailureQueueUrl"):
     check(o in t.get("Outputs", {}), "missing output " + o)
 
 for e in errors:
@@ -213,19 +459,21 @@ PY
 }
 
 lint_translated() {
-    translate && "$CFN_LINT" "$TMP/translated.json"
+    translate && lint "$TMP/translated.json" -a "$SERVERLESS_RULES"
 }
 
-run_check "1/4 cfn-lint $TEMPLATE" "$CFN_LINT" "$TEMPLATE"
+run_check "1/5 cfn-lint $TEMPLATE" lint "$TEMPLATE"
+run_check "2/5 cfn-lint $TEMPLATE -a $SERVERLESS_RULES" lint "$TEMPLATE" -a "$SERVERLESS_RULES"
 # `sam validate` works offline and without credentials (verified with no
-# AWS_* credential variables and no ~/.aws); it only needs a region.
-run_check "2/4 sam validate --lint" "$SAM" validate --lint --template "$TEMPLATE"
-run_check "3/4 samtranslator + cfn-lint on the CloudFormation output" lint_translated
+# AWS_* credential variables and no ~/.aws); it only needs a region. It also
+# reads samconfig.toml ([default.validate.parameters]).
+run_check "3/5 sam validate --lint" "$SAM" validate --lint --template "$TEMPLATE"
+run_check "4/5 samtranslator + cfn-lint (with $SERVERLESS_RULES) on the CloudFormation output" lint_translated
 if [[ -s "$TMP/translated.json" ]]; then
-    run_check "4/4 template invariants" invariants
+    run_check "5/5 template invariants" invariants
 else
-    echo "    FAILED: 4/4 template invariants (no translated template)" >&2
-    failed+=("4/4 template invariants")
+    echo "    FAILED: 5/5 template invariants (no translated template)" >&2
+    failed+=("5/5 template invariants")
 fi
 
 if ((${#failed[@]})); then
