@@ -258,7 +258,7 @@ for fn, binary in binaries.items():
 
 # ------------------------------------------------------------------ matcher
 # Reserved concurrency is a parameter, off by default: new accounts have a
-# concurrency quota of 10, and Lambda keeps 10 unreserved.
+# concurrency quota of 10, and Lambda keeps up to 100 of it unreserved.
 matcher = props("MatcherFunction")
 check(matcher.get("ReservedConcurrentExecutions") ==
       {"Fn::If": ["HasMatcherReservedConcurrency", ref("MatcherReservedConcurrency"), NO_VALUE]},
