@@ -118,7 +118,8 @@ end
 -- (oldest first) of a world's queue and records each match durably before
 -- anyone is told: the match record, each player's pointer to it, its expiry,
 -- the outbox entries and the world's recent-match statistics. A partial group
--- is never taken. Returns the array of match records as JSON strings.
+-- is never taken. Returns the array of match records as JSON strings and
+-- the array of the outbox ids it queued (one per player).
 --
 -- k: table with fields queue, deadlines, tickets, matches, match_expiry,
 --    player_match, outbox, rate, match_seq (key names).
@@ -134,7 +135,7 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window, 
     groups = max_groups
   end
   if groups == 0 then
-    return {}
+    return {}, {}
   end
   local taken = groups * team
   local players = redis.call('ZRANGE', k.queue, 0, taken - 1)
@@ -212,7 +213,11 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window, 
   chunked('HSET', k.player_match, pointer_args, 2)
   chunked('ZADD', k.outbox, outbox_args, 2)
   record_rate(k.rate, now, window, taken)
-  return records
+  local ids = {}
+  for i = 1, taken do
+    ids[i] = outbox_args[2 * i]
+  end
+  return records, ids
 end
 
 -- Removes a player's ticket from whichever configured world it waits in.

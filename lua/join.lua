@@ -24,11 +24,13 @@
 -- ARGV[9]  statistics window ms
 -- ARGV[10..] configured world names, one per world key triple
 --
--- Reply: { status, world, position, queue_size, window_players, window_span_ms,
---          match_json... }
+-- Reply: { status, world, position, queue_size, window_players, window_span_ms }
+--        and, for MATCHED only, { match_count, match_json..., notification_id... }
 --   status "QUEUED"  : the ticket waits at `position` (1-based from the front)
---   status "MATCHED" : the join formed matches; match_json... are all records
---                      formed in this call, one of which holds the player
+--   status "MATCHED" : the join formed matches: the reply goes on with
+--                      { match_count, match_json..., notification_id... },
+--                      every record formed in this call (one holds the
+--                      player) and the outbox ids announcing them
 --   status "ALREADY" : the player already waits in `world` at `position`
 --   status "STALE"   : the player holds a ticket of `world`, which is no longer
 --                      configured; nothing was written (the caller drops that
@@ -101,9 +103,9 @@ redis.call('HSET', tickets, player, encode_ticket(world, seq, now, deadline, dat
 
 -- The new ticket has the highest sequence, so it is last: rank `size`. The
 -- reply is computed rather than read back, to keep the hot path short.
-local records = {}
+local records, ids = {}, {}
 if instant == '1' and size + 1 >= team then
-  records = form_matches({
+  records, ids = form_matches({
     queue = queue, deadlines = deadlines, tickets = tickets, matches = KEYS[3],
     match_expiry = KEYS[4], player_match = KEYS[5], outbox = KEYS[6],
     rate = rate, match_seq = KEYS[7],
@@ -112,9 +114,15 @@ end
 local taken = #records * team
 if size < taken then
   -- A player's match carries its own wait; no statistics needed.
-  local reply = { 'MATCHED', world, 0, size + 1 - taken, 0, 0 }
-  for i, r in ipairs(records) do
-    reply[6 + i] = r
+  local reply = { 'MATCHED', world, 0, size + 1 - taken, 0, 0, #records }
+  local n = 7
+  for _, r in ipairs(records) do
+    n = n + 1
+    reply[n] = r
+  end
+  for _, id in ipairs(ids) do
+    n = n + 1
+    reply[n] = id
   end
   return reply
 end

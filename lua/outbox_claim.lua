@@ -13,7 +13,9 @@
 -- ARGV[3..] optional: claim exactly these ids (if due) instead of the oldest due
 --
 -- Reply: flat, five values per claimed entry:
---   { id, attempts (including this one), first_attempt_ms, payload, connections, ... }
+--   { id, attempts (including this one), age_ms, payload, connections, ... }
+--   age_ms: how long ago the first attempt was, by this server's clock (so
+--   callers never compare their own clock with a Redis timestamp).
 --   payload: the match record JSON for "M|" entries ("" when the record has
 --   expired), "" for "X|" entries; connections: space-separated conn ids.
 
@@ -54,7 +56,7 @@ for _, id in ipairs(ids) do
   end
   reply[#reply + 1] = id
   reply[#reply + 1] = attempts
-  reply[#reply + 1] = first
+  reply[#reply + 1] = math.max(0, now - first)
   reply[#reply + 1] = payload
   reply[#reply + 1] = conns
 end

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
-use crate::domain::{ConnectionId, Notification, OutboxEntry, ServerMessage};
+use crate::domain::{ConnectionId, Notification, NotificationId, OutboxEntry, ServerMessage};
 use crate::error::StoreError;
 use crate::store::{MatchStore, Settlement};
 
@@ -32,7 +32,7 @@ pub enum PushError {
 pub trait Pusher: Send + Sync {
     fn push(
         &self,
-        connection_id: &str,
+        connection: &ConnectionId,
         payload: &[u8],
     ) -> impl Future<Output = Result<(), PushError>> + Send;
 }
@@ -98,7 +98,7 @@ pub async fn drain_outbox<P: Pusher>(
 pub async fn deliver_now<P: Pusher>(
     store: &MatchStore,
     pusher: &P,
-    ids: &[String],
+    ids: &[NotificationId],
 ) -> Result<DeliveryReport, StoreError> {
     if ids.is_empty() {
         return Ok(DeliveryReport::default());
@@ -133,13 +133,10 @@ async fn deliver<P: Pusher>(
     for (entry, (fate, gone)) in entries.iter().zip(outcomes) {
         for conn in gone {
             report.gone_connections += 1;
-            if let Ok(conn) = ConnectionId::parse(&conn) {
-                store.unregister_connection(&conn).await?;
-            }
+            store.unregister_connection(&conn).await?;
         }
-        let age_ms = now_ms().saturating_sub(entry.first_attempt_ms);
         let fate = match fate {
-            Fate::Retry(_) if age_ms > give_up_after => Fate::Drop,
+            Fate::Retry(_) if entry.age_ms > give_up_after => Fate::Drop,
             other => other,
         };
         let settlement = match fate {
@@ -165,7 +162,7 @@ async fn deliver<P: Pusher>(
 
 /// Pushes one entry to every connection of its player. Returns its fate and
 /// the connections found gone.
-async fn deliver_one<P: Pusher>(pusher: &P, entry: &OutboxEntry) -> (Fate, Vec<String>) {
+async fn deliver_one<P: Pusher>(pusher: &P, entry: &OutboxEntry) -> (Fate, Vec<ConnectionId>) {
     let message = match &entry.notification {
         Notification::MatchFound {
             record: Some(record),
@@ -203,12 +200,6 @@ async fn deliver_one<P: Pusher>(pusher: &P, entry: &OutboxEntry) -> (Fate, Vec<S
         // player may reconnect, so keep trying until the record expires.
         (Fate::Retry(backoff(entry.attempts)), gone)
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

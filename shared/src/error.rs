@@ -15,6 +15,10 @@ pub enum ValidationError {
     BadConnectionId(String),
     #[error("invalid ticket data: {0}")]
     BadTicketData(String),
+    #[error("invalid match id \"{0}\"")]
+    BadMatchId(String),
+    #[error("invalid notification id \"{0}\"")]
+    BadNotificationId(String),
 }
 
 /// A configuration value that cannot be used.

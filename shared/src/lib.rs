@@ -1,27 +1,28 @@
-//! Matchmaking core shared by every Lambda function: configuration, domain
-//! types, the Redis key layout, the embedded Lua scripts and the store that
-//! runs them. Every state change is one atomic script, so joins, leaves and
-//! any number of concurrent matchers can never race.
+//! The matchmaking core every function uses: configuration, domain types,
+//! the Redis key layout, the embedded Lua scripts, the store that runs them,
+//! outbox delivery through the [`Pusher`] port, the matcher loop and the use
+//! cases the adapters call. It knows no AWS or HTTP type: the Lambda
+//! adapters live in `functions/lambda-common`.
+//!
+//! Every state change is one atomic script, so joins, leaves and any number
+//! of concurrent matchers can never race.
 
-pub mod auth;
-pub mod bootstrap;
 pub mod config;
 pub mod delivery;
 pub mod domain;
 pub mod error;
-pub mod http;
 pub mod keys;
-pub mod metrics;
-pub mod push;
+pub mod matcher;
 pub mod scripts;
 pub mod store;
-pub mod telemetry;
+pub mod use_cases;
 
 pub use config::{Settings, World, WorldCatalog};
 pub use delivery::{DeliveryReport, PushError, Pusher};
 pub use domain::{
-    ConnectionId, JoinOutcome, LeaveOutcome, MatchRecord, Notification, OutboxEntry, PlayerId,
-    PlayerStatus, QueuePosition, QueueStatus, ServerMessage, TicketData, WorldName,
+    ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, Notification, NotificationId,
+    NotificationKind, OutboxEntry, PlayerId, PlayerStatus, QueuePosition, QueueStatus,
+    ServerMessage, TicketData, WorldName,
 };
 pub use error::{ConfigError, StoreError, ValidationError};
 pub use keys::KeyLayout;

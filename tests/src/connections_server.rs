@@ -481,12 +481,16 @@ pub fn hs256_token(secret: &[u8], claims: &Value, kid: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use shared::push::ApiGatewayPusher;
+    use lambda_common::push::ApiGatewayPusher;
     use shared::{PushError, Pusher};
 
     use super::*;
 
     const WAIT: Duration = Duration::from_secs(10);
+
+    fn conn(id: &str) -> shared::ConnectionId {
+        shared::ConnectionId::parse(id).expect("connection id")
+    }
 
     #[test]
     fn connection_ids_are_decoded_with_or_without_a_stage() {
@@ -511,7 +515,7 @@ mod tests {
         )
         .unwrap();
         pusher
-            .push("L0SM9cOFvHcCIhw=", br#"{"type":"X"}"#)
+            .push(&conn("L0SM9cOFvHcCIhw="), br#"{"type":"X"}"#)
             .await
             .unwrap();
         let posts = server.wait_for_posts("L0SM9cOFvHcCIhw=", 1, WAIT).await;
@@ -531,12 +535,15 @@ mod tests {
             ApiGatewayPusher::with_static_credentials(&server.endpoint(), "us-east-1").unwrap();
 
         server.set_gone("gone");
-        assert_eq!(pusher.push("gone", b"{}").await, Err(PushError::Gone));
+        assert_eq!(
+            pusher.push(&conn("gone"), b"{}").await,
+            Err(PushError::Gone)
+        );
 
         // The SDK retries once itself; two failures in a row reach the outbox.
         for (status, conn) in [(429, "throttled"), (500, "broken"), (403, "forbidden")] {
             server.respond(conn, [status, status]);
-            let result = pusher.push(conn, b"{}").await;
+            let result = pusher.push(&self::conn(conn), b"{}").await;
             assert!(
                 matches!(result, Err(PushError::Retryable(_))),
                 "{status}: {result:?}"
@@ -544,7 +551,7 @@ mod tests {
         }
         // One throttle is absorbed by the SDK's single retry.
         server.respond("blip", [429]);
-        assert_eq!(pusher.push("blip", b"{}").await, Ok(()));
+        assert_eq!(pusher.push(&conn("blip"), b"{}").await, Ok(()));
         assert_eq!(
             server
                 .posts_to("blip")
@@ -574,7 +581,7 @@ mod tests {
                 .contains("x-amzn-errortype: goneexception"),
             "{gone}"
         );
-        assert_eq!(pusher.push("abc", b"{}").await, Err(PushError::Gone));
+        assert_eq!(pusher.push(&conn("abc"), b"{}").await, Err(PushError::Gone));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -584,7 +591,7 @@ mod tests {
             ApiGatewayPusher::with_static_credentials(&server.endpoint(), "us-east-1").unwrap();
         server.stall("slow", Duration::from_secs(10));
         let started = Instant::now();
-        let result = pusher.push("slow", b"{}").await;
+        let result = pusher.push(&conn("slow"), b"{}").await;
         assert!(matches!(result, Err(PushError::Retryable(_))), "{result:?}");
         assert!(
             started.elapsed() < Duration::from_secs(6),

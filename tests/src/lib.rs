@@ -3,6 +3,7 @@
 //! when the fixture is dropped. Tests talk to real Redis, never to mocks.
 
 pub mod connections_server;
+pub mod keyspace;
 pub mod lambda_events;
 pub mod scenarios;
 pub mod tls;
@@ -457,51 +458,18 @@ pub async fn settled_footprint(
     }
 }
 
-/// The namespace's keys (SCAN over its prefix) with their sizes.
+/// The namespace's keys (every key under its prefix) with their sizes.
 pub async fn footprint(store: &shared::MatchStore) -> Footprint {
-    let pattern = format!("{}*", store.keys().prefix());
-    let mut keys = std::collections::BTreeSet::new();
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, batch): (u64, Vec<String>) = store
-            .command(
-                redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(1000),
-            )
+    Footprint {
+        keys: keyspace::walk(store, keyspace::Scope::Prefix)
             .await
-            .expect("SCAN");
-        keys.extend(batch);
-        if next == 0 {
-            break;
-        }
-        cursor = next;
+            .into_iter()
+            .map(|(key, contents)| {
+                let size = contents.len();
+                (key, (contents.kind, size))
+            })
+            .collect(),
     }
-    let mut out = Footprint::default();
-    for key in keys {
-        let kind: String = store
-            .command(redis::cmd("TYPE").arg(&key))
-            .await
-            .expect("TYPE");
-        let size_cmd = match kind.as_str() {
-            "hash" => Some("HLEN"),
-            "zset" => Some("ZCARD"),
-            "list" => Some("LLEN"),
-            "set" => Some("SCARD"),
-            "stream" => Some("XLEN"),
-            _ => None,
-        };
-        let size: u64 = match size_cmd {
-            Some(c) => store.command(redis::cmd(c).arg(&key)).await.expect("size"),
-            None if kind == "none" => continue, // deleted since the SCAN
-            None => 1,
-        };
-        out.keys.insert(key, (kind, size));
-    }
-    out
 }
 
 /// `used_memory` from `INFO memory`, after `CONFIG RESETSTAT` and `SLOWLOG
@@ -674,7 +642,7 @@ pub async fn assert_consistent(
         let record: shared::MatchRecord = serde_json::from_str(json)
             .unwrap_or_else(|e| panic!("match record {id} does not parse: {e}: {json}"));
         assert_eq!(&record.match_id, id);
-        let distinct: BTreeSet<&String> = record.participants.iter().collect();
+        let distinct: BTreeSet<&shared::PlayerId> = record.participants.iter().collect();
         assert_eq!(distinct.len(), record.participants.len(), "{record:?}");
         let team = settings
             .worlds
@@ -689,7 +657,7 @@ pub async fn assert_consistent(
             .get(id)
             .unwrap_or_else(|| panic!("{p} points at match {id}, which is not stored"));
         assert!(
-            record.participants.contains(p),
+            record.participants.iter().any(|x| x == p),
             "{p} points at {id} without being in it"
         );
     }

@@ -8,13 +8,41 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
-use shared::store::{match_notification_ids, Housekeeping, MatchBatch};
+use shared::store::{Housekeeping, MatchBatch};
 use shared::{
     JoinOutcome, LeaveOutcome, MatchRecord, MatchStore, Notification, PlayerId, PlayerStatus,
-    Settlement, TicketData,
+    Settlement, TicketData, WorldName,
 };
 
+use crate::keyspace::{walk, Keyspace, Scope};
 use crate::{eventually, settings_for};
+
+/// Every scenario, listed once. `$callback!(a, b, ...)` is called with all
+/// of their names: `tests/standalone.rs` makes one test of each on its own
+/// server, `tests/cluster.rs` runs them all on one cluster.
+#[macro_export]
+macro_rules! for_each_scenario {
+    ($callback:ident) => {
+        $callback!(
+            join_positions_and_instant_match,
+            instant_match_can_be_turned_off,
+            one_ticket_per_player_across_worlds,
+            leave_outcomes,
+            matcher_forms_all_complete_groups,
+            ticket_data_reaches_the_match,
+            player_ids_round_trip_through_match_records,
+            queue_capacity_is_enforced,
+            tickets_expire_individually,
+            match_records_expire,
+            outbox_claim_and_settle,
+            connection_registry,
+            matcher_lease,
+            wait_estimate_follows_match_rate,
+            wait_estimate_forgets_old_history,
+            scripts_validate_before_writing,
+        );
+    };
+}
 
 /// Where the scenarios run: one Redis topology.
 #[derive(Debug, Clone)]
@@ -45,6 +73,10 @@ pub fn player(s: &str) -> PlayerId {
     PlayerId::parse(s).expect("valid player id")
 }
 
+pub fn world_name(s: &str) -> WorldName {
+    WorldName::parse(s).expect("valid world name")
+}
+
 fn world<'a>(store: &'a MatchStore, name: &str) -> &'a shared::World {
     store.settings().worlds.get(name).expect("configured world")
 }
@@ -63,64 +95,10 @@ fn queued_at(outcome: &JoinOutcome) -> (u64, u64) {
     }
 }
 
-/// Every key of the namespace with its logical contents (type, sorted
-/// fields, members and scores, whether it expires), to prove an operation
-/// wrote nothing. Not DUMP: a hash's DUMP changes with Redis's incremental
-/// rehashing, which reads alone can advance.
-pub async fn snapshot(store: &MatchStore) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for key in store.keys().all(&store.settings().worlds) {
-        let kind: String = store
-            .command(redis::cmd("TYPE").arg(&key))
-            .await
-            .expect("TYPE");
-        let contents = match kind.as_str() {
-            "none" => String::new(),
-            "string" => {
-                let v: String = store
-                    .command(redis::cmd("GET").arg(&key))
-                    .await
-                    .expect("GET");
-                v
-            }
-            "hash" => {
-                let mut pairs: Vec<(String, String)> = store
-                    .command(redis::cmd("HGETALL").arg(&key))
-                    .await
-                    .expect("HGETALL");
-                pairs.sort();
-                format!("{pairs:?}")
-            }
-            "zset" => {
-                let members: Vec<(String, f64)> = store
-                    .command(
-                        redis::cmd("ZRANGE")
-                            .arg(&key)
-                            .arg(0)
-                            .arg(-1)
-                            .arg("WITHSCORES"),
-                    )
-                    .await
-                    .expect("ZRANGE");
-                format!("{members:?}")
-            }
-            "list" => {
-                let items: Vec<String> = store
-                    .command(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
-                    .await
-                    .expect("LRANGE");
-                format!("{items:?}")
-            }
-            other => panic!("unexpected type {other} of {key}"),
-        };
-        let pttl: i64 = store
-            .command(redis::cmd("PTTL").arg(&key))
-            .await
-            .expect("PTTL");
-        let expires = if pttl >= 0 { " (expires)" } else { "" };
-        out.push((key, format!("{kind}{expires}: {contents}")));
-    }
-    out
+/// Every key of the namespace's layout with its logical contents, to prove
+/// an operation wrote nothing (see [`crate::keyspace`]).
+pub async fn snapshot(store: &MatchStore) -> Keyspace {
+    walk(store, Scope::Layout).await
 }
 
 async fn zcard(store: &MatchStore, key: &str) -> u64 {
@@ -151,7 +129,7 @@ pub async fn join_positions_and_instant_match(env: &Env) {
         other => panic!("{other:?}"),
     }
     let record = match join(&store, "world1", "carol").await {
-        JoinOutcome::Matched { record, formed } => {
+        JoinOutcome::Matched { record, formed, .. } => {
             assert_eq!(formed, vec![record.clone()]);
             record
         }
@@ -269,7 +247,7 @@ pub async fn leave_outcomes(env: &Env) {
             .await
             .unwrap(),
         LeaveOutcome::NotQueued {
-            queued_in: Some("world1".into())
+            queued_in: Some(world_name("world1"))
         }
     );
     assert_eq!(
@@ -318,7 +296,7 @@ pub async fn matcher_forms_all_complete_groups(env: &Env) {
         queue_size,
     } = store.form_matches(w1, 0).await.unwrap();
     assert_eq!(queue_size, 1);
-    let groups: Vec<Vec<String>> = matches.iter().map(|m| m.participants.clone()).collect();
+    let groups: Vec<Vec<PlayerId>> = matches.iter().map(|m| m.participants.clone()).collect();
     assert_eq!(
         groups,
         vec![
@@ -406,7 +384,7 @@ pub async fn queue_capacity_is_enforced(env: &Env) {
     assert_eq!(
         join(&store, "world1", "c").await,
         JoinOutcome::QueueFull {
-            world_type: "world1".into(),
+            world_type: world_name("world1"),
             queue_size: 2
         }
     );
@@ -464,8 +442,8 @@ pub async fn tickets_expire_individually(env: &Env) {
     assert_eq!(
         claimed[0].notification,
         Notification::TicketExpired {
-            world: "short".into(),
-            player: "early".into()
+            world: world_name("short"),
+            player: player("early")
         }
     );
 }
@@ -507,11 +485,14 @@ pub async fn outbox_claim_and_settle(env: &Env) {
         .await
         .unwrap();
     join(&store, "duel", "a").await;
-    let record = match join(&store, "duel", "b").await {
-        JoinOutcome::Matched { record, .. } => record,
+    let (record, ids) = match join(&store, "duel", "b").await {
+        JoinOutcome::Matched {
+            record,
+            notifications,
+            ..
+        } => (record, notifications),
         other => panic!("{other:?}"),
     };
-    let ids = match_notification_ids(&record);
     let only_a = store
         .claim_notifications(Duration::from_secs(30), 10, &ids[..1])
         .await
@@ -805,7 +786,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         s(&["world1", "3", "0", "0", "1000"]),
         s(&["world1", "3", "60000", "0", "-1"]),
     ] {
-        cases.push(("match.lua", match_keys.clone(), args));
+        cases.push(("form_matches.lua", match_keys.clone(), args));
     }
     cases.push((
         "leave.lua",
@@ -1018,6 +999,7 @@ pub async fn concurrency_invariants(
                         JoinOutcome::Matched {
                             record,
                             formed: all,
+                            ..
                         } => {
                             assert!(record.includes(&id));
                             ledger.lock().unwrap().entry(p.clone()).or_default().tickets += 1;
@@ -1063,7 +1045,7 @@ pub async fn concurrency_invariants(
     let mut expired: HashMap<String, u64> = HashMap::new();
     for w in store.settings().worlds.iter() {
         for p in store.sweep_expired_tickets(w, 100_000).await.unwrap() {
-            *expired.entry(p).or_default() += 1;
+            *expired.entry(p.to_string()).or_default() += 1;
         }
     }
 
@@ -1101,7 +1083,8 @@ pub async fn concurrency_invariants(
             m.participants.len(),
             "duplicate player in {m:?}"
         );
-        let stored_record: MatchRecord = serde_json::from_str(&stored[&m.match_id]).unwrap();
+        let stored_record: MatchRecord =
+            serde_json::from_str(&stored[m.match_id.as_str()]).unwrap();
         assert_eq!(&stored_record, m);
         for p in &m.participants {
             *per_player_matches.entry(p.as_str()).or_default() += 1;

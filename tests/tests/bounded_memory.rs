@@ -18,9 +18,9 @@ use integration_tests::scenarios::{player, Env};
 use integration_tests::{
     assert_consistent, footprint, settled_footprint, used_memory, Footprint, RedisServer,
 };
+use lambda_common::push::ApiGatewayPusher;
 use rand::{Rng, SeedableRng};
 use shared::delivery::drain_outbox;
-use shared::push::ApiGatewayPusher;
 use shared::{ConnectionId, JoinOutcome, MatchStore, WorldName};
 
 /// Tickets live 1 s in every world; `big` is capped by `MM_QUEUE_CAPACITY`.

@@ -31,22 +31,12 @@ fn namespaces_on_different_masters(cluster: &RedisCluster) -> (String, usize, St
 async fn scenarios_run_unchanged_on_a_cluster() {
     let cluster = RedisCluster::start();
     let env = env(&cluster);
-    scenarios::join_positions_and_instant_match(&env).await;
-    scenarios::instant_match_can_be_turned_off(&env).await;
-    scenarios::one_ticket_per_player_across_worlds(&env).await;
-    scenarios::leave_outcomes(&env).await;
-    scenarios::matcher_forms_all_complete_groups(&env).await;
-    scenarios::ticket_data_reaches_the_match(&env).await;
-    scenarios::player_ids_round_trip_through_match_records(&env).await;
-    scenarios::queue_capacity_is_enforced(&env).await;
-    scenarios::tickets_expire_individually(&env).await;
-    scenarios::match_records_expire(&env).await;
-    scenarios::outbox_claim_and_settle(&env).await;
-    scenarios::connection_registry(&env).await;
-    scenarios::matcher_lease(&env).await;
-    scenarios::wait_estimate_follows_match_rate(&env).await;
-    scenarios::wait_estimate_forgets_old_history(&env).await;
-    scenarios::scripts_validate_before_writing(&env).await;
+    macro_rules! run_all {
+        ($($name:ident),* $(,)?) => {$(
+            scenarios::$name(&env).await;
+        )*};
+    }
+    integration_tests::for_each_scenario!(run_all);
 }
 
 /// The invariant suite in two namespaces at once, each on its own master,

@@ -80,11 +80,11 @@ struct Log {
 impl Log {
     fn tell(&mut self, player: &str, record: &MatchRecord) {
         self.told
-            .entry(record.match_id.clone())
+            .entry(record.match_id.to_string())
             .or_insert_with(|| record.clone());
         let ids = self.told_to.entry(player.to_owned()).or_default();
-        if !ids.contains(&record.match_id) {
-            ids.push(record.match_id.clone());
+        if !ids.iter().any(|id| *id == record.match_id.as_str()) {
+            ids.push(record.match_id.to_string());
         }
     }
 }
@@ -130,7 +130,7 @@ async fn redis_killed_and_restarted_with_aof_while_64_clients_churn() {
                 let (kind, error) = match rng.random_range(0..100) {
                     0..45 => {
                         let r = store.join(w, &id, None).await;
-                        if let Ok(JoinOutcome::Matched { record, formed }) = &r {
+                        if let Ok(JoinOutcome::Matched { record, formed, .. }) = &r {
                             let mut log = log.lock().unwrap();
                             log.tell(&name, record);
                             // The other participants hear about it by push.
@@ -263,7 +263,7 @@ async fn redis_killed_and_restarted_with_aof_while_64_clients_churn() {
         match store.player_status(&player(p)).await.unwrap() {
             PlayerStatus::Queued(_) => {}
             PlayerStatus::Matched(m) => {
-                assert!(m.participants.contains(p));
+                assert!(m.participants.iter().any(|x| x == p));
                 assert!(
                     match_seq(&m.match_id) >= latest,
                     "{p} was told about match seq {latest} but my-status shows older {}",

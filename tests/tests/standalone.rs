@@ -22,24 +22,7 @@ macro_rules! scenario_tests {
     )*};
 }
 
-scenario_tests!(
-    join_positions_and_instant_match,
-    instant_match_can_be_turned_off,
-    one_ticket_per_player_across_worlds,
-    leave_outcomes,
-    matcher_forms_all_complete_groups,
-    ticket_data_reaches_the_match,
-    player_ids_round_trip_through_match_records,
-    queue_capacity_is_enforced,
-    tickets_expire_individually,
-    match_records_expire,
-    outbox_claim_and_settle,
-    connection_registry,
-    matcher_lease,
-    wait_estimate_follows_match_rate,
-    wait_estimate_forgets_old_history,
-    scripts_validate_before_writing,
-);
+integration_tests::for_each_scenario!(scenario_tests);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_key_carries_the_namespace_tag() {

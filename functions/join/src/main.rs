@@ -1,8 +1,8 @@
 //! Lambda entry point of `POST /v1/matching/join`.
 
 use join::{handle, App};
+use lambda_common::bootstrap::{pusher_from_env, store_from_env};
 use lambda_http::{service_fn, Error};
-use shared::bootstrap::{pusher_from_env, store_from_env};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {

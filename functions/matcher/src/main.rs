@@ -1,7 +1,7 @@
 //! Lambda entry point of the matcher (EventBridge schedule, once a minute).
 
+use lambda_common::bootstrap::{pusher_from_env, store_from_env};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use shared::bootstrap::{pusher_from_env, store_from_env};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {

@@ -7,7 +7,7 @@ use status::{handle, App};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let app = App {
-        store: shared::bootstrap::store_from_env()?,
+        store: lambda_common::bootstrap::store_from_env()?,
     };
     lambda_http::run(service_fn(|req| handle(&app, req))).await
 }

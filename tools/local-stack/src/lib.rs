@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
+use lambda_common::push::ApiGatewayPusher;
 use lambda_runtime::{Context, LambdaEvent};
-use shared::push::ApiGatewayPusher;
 use shared::{ConfigError, MatchStore, Settings};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -86,7 +86,7 @@ struct LambdaHandlers {
     leave: leave::App,
     status: status::App,
     store: MatchStore,
-    verifier: shared::auth::JwtVerifier,
+    verifier: lambda_common::auth::JwtVerifier,
 }
 
 impl HttpHandlers for Arc<LambdaHandlers> {
@@ -181,7 +181,7 @@ impl LocalStack {
         let pusher =
             ApiGatewayPusher::with_static_credentials(&format!("http://{ws_addr}"), "us-east-1")
                 .map_err(|e| StackError::Setup(e.to_string()))?;
-        let verifier = shared::auth::JwtVerifier::new(shared::auth::AuthSettings {
+        let verifier = lambda_common::auth::JwtVerifier::new(lambda_common::auth::AuthSettings {
             jwks_url: format!("{http_url}/.well-known/jwks.json"),
             issuer: http_url.clone(),
             audience: DEV_AUDIENCE.to_owned(),
@@ -277,7 +277,7 @@ async fn matcher_loop(
     loop {
         tokio::select! {
             _ = interval.tick() => {
-                if let Err(e) = matcher::tick(&store, &pusher).await {
+                if let Err(e) = shared::matcher::tick(&store, &pusher).await {
                     tracing::warn!(error = %e, "matcher tick failed; retrying next tick");
                 }
             }

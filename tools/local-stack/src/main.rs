@@ -6,7 +6,7 @@ use local_stack::{LocalStack, StackConfig};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    shared::telemetry::init();
+    lambda_common::telemetry::init();
     let config = StackConfig::from_lookup(|k| std::env::var(k).ok())?;
     let external = config.external_redis;
     let stack = LocalStack::start(config).await?;

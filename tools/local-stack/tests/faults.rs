@@ -20,11 +20,11 @@ use integration_tests::{
     assert_consistent, eventually, footprint, settings_for, settled_footprint, used_memory,
     Footprint, Heartbeat, RedisServer, PERSISTENT_ARGS,
 };
+use lambda_common::push::ApiGatewayPusher;
 use local_stack::LocalStack;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use shared::delivery::CLAIM_LEASE;
-use shared::push::ApiGatewayPusher;
 use shared::{ConnectionId, MatchRecord, MatchStore, PlayerId, PlayerStatus, ServerMessage};
 use support::{start_stack, Player};
 
@@ -274,8 +274,8 @@ async fn churn_through(fault: Fault, ns: &str) {
                         log.told_to
                             .entry(name.clone())
                             .or_default()
-                            .insert(record.match_id.clone());
-                        log.told.insert(record.match_id.clone(), record);
+                            .insert(record.match_id.to_string());
+                        log.told.insert(record.match_id.to_string(), record);
                     }
                     log.ops.push(HttpOp {
                         who: name.clone(),
@@ -495,8 +495,8 @@ async fn churn_through(fault: Fault, ns: &str) {
                 state
                     .matches
                     .values()
-                    .filter(|m| m.participants.contains(&p.id))
-                    .all(|m| got.contains(&m.match_id))
+                    .filter(|m| m.participants.iter().any(|x| *x == p.id))
+                    .all(|m| got.contains(m.match_id.as_str()))
             });
             all.then_some(state)
         },
@@ -522,7 +522,7 @@ async fn churn_through(fault: Fault, ns: &str) {
                 .get(&id)
                 .unwrap_or_else(|| panic!("{} was pushed match {id}, which is lost", p.id));
             assert_eq!(m, match_found(stored), "push of {id} to {}", p.id);
-            assert!(stored.participants.contains(&p.id));
+            assert!(stored.participants.iter().any(|x| *x == p.id));
             if !seen.insert(id.clone()) {
                 duplicates += 1;
             }
@@ -532,8 +532,8 @@ async fn churn_through(fault: Fault, ns: &str) {
         let mine: BTreeSet<String> = state
             .matches
             .values()
-            .filter(|m| m.participants.contains(&p.id))
-            .map(|m| m.match_id.clone())
+            .filter(|m| m.participants.iter().any(|x| *x == p.id))
+            .map(|m| m.match_id.to_string())
             .collect();
         assert_eq!(seen, mine, "{} is pushed exactly its matches", p.id);
         let answer = api.my_status(&p.token).await;
@@ -749,8 +749,8 @@ impl TickEnv {
             .unwrap();
     }
 
-    async fn tick(&self) -> matcher::TickReport {
-        matcher::tick(&self.store, &self.pusher)
+    async fn tick(&self) -> shared::matcher::TickReport {
+        shared::matcher::tick(&self.store, &self.pusher)
             .await
             .expect("tick")
     }
@@ -884,7 +884,7 @@ async fn a_tick_cut_off_mid_delivery_is_completed_after_the_claim_lease() {
     env.server.respond("c-c", [500]);
     env.server.stall("c-c", Duration::from_secs(10));
     let (store, pusher) = (env.store.clone(), env.pusher.clone());
-    let crashed = tokio::spawn(async move { matcher::tick(&store, &pusher).await });
+    let crashed = tokio::spawn(async move { shared::matcher::tick(&store, &pusher).await });
     env.server
         .wait_for_posts("c-c", 1, Duration::from_secs(10))
         .await;
@@ -951,7 +951,7 @@ fn handler_request(
         .header("content-type", "application/json")
         .body(body)
         .expect("request");
-    shared::http::with_caller(req, player)
+    lambda_common::http::with_caller(req, player)
 }
 
 fn response_json(resp: lambda_http::Response<lambda_http::Body>) -> (u16, Value) {
@@ -1001,7 +1001,7 @@ async fn matcher_ticks_racing_instant_matches_never_double_match() {
         matchers.push(tokio::spawn(async move {
             let mut ticks = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                matcher::tick(&store, &pusher).await.expect("tick");
+                shared::matcher::tick(&store, &pusher).await.expect("tick");
                 ticks += 1;
             }
             ticks
@@ -1080,8 +1080,8 @@ async fn matcher_ticks_racing_instant_matches_never_double_match() {
         let mine: BTreeSet<String> = state
             .matches
             .values()
-            .filter(|m| m.participants.contains(p))
-            .map(|m| m.match_id.clone())
+            .filter(|m| m.participants.iter().any(|x| x == p))
+            .map(|m| m.match_id.to_string())
             .collect();
         let still = u64::from(state.queued.contains_key(p));
         assert_eq!(

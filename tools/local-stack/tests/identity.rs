@@ -23,11 +23,12 @@ use futures_util::StreamExt;
 use integration_tests::connections_server::{
     hs256_token, now_secs, unsigned_token, ConnectionsServer, TestIssuer,
 };
+use integration_tests::keyspace::{walk, Keyspace, Scope};
 use integration_tests::{eventually, settings_for, RedisServer};
+use lambda_common::push::ApiGatewayPusher;
 use lambda_http::Request;
 use local_stack::LocalStack;
 use serde_json::{json, Value};
-use shared::push::ApiGatewayPusher;
 use shared::{ConnectionId, MatchStore, PlayerId, PlayerStatus};
 use support::{call, start_stack, Player};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -39,18 +40,12 @@ fn player(s: &str) -> PlayerId {
     PlayerId::parse(s).expect("valid player id")
 }
 
-/// Every key name on the server (so a key outside the layout shows up) and
-/// the namespace's keys with their logical contents
-/// (`integration_tests::scenarios::snapshot`).
-type State = (Vec<String>, Vec<(String, String)>);
+/// Every key of the server with its logical contents, so a key outside the
+/// layout shows up too.
+type State = Keyspace;
 
 async fn snapshot(store: &MatchStore) -> State {
-    let mut keys: Vec<String> = store
-        .command(redis::cmd("KEYS").arg("*"))
-        .await
-        .expect("KEYS");
-    keys.sort();
-    (keys, integration_tests::scenarios::snapshot(store).await)
+    walk(store, Scope::Server).await
 }
 
 // ---------------------------------------------------------------------------
@@ -158,7 +153,7 @@ fn leave_event(sub: &str, world: &str) -> Value {
 
 fn queued_at(status: &PlayerStatus) -> Option<(String, u64)> {
     match status {
-        PlayerStatus::Queued(q) => Some((q.world_type.clone(), q.position)),
+        PlayerStatus::Queued(q) => Some((q.world_type.to_string(), q.position)),
         _ => None,
     }
 }
@@ -410,11 +405,9 @@ async fn identity_comes_only_from_the_verified_claims() {
 
 /// Redis state without the matcher loop's lease.
 async fn stack_state(stack: &LocalStack) -> State {
-    let lease = stack.store.keys().matcher_lease();
-    let (mut keys, mut contents) = snapshot(&stack.store).await;
-    keys.retain(|k| *k != lease);
-    contents.retain(|(k, _)| *k != lease);
-    (keys, contents)
+    let mut state = snapshot(&stack.store).await;
+    state.remove(&stack.store.keys().matcher_lease());
+    state
 }
 
 /// Valid claims for `sub` from the stack's issuer.

@@ -3,9 +3,10 @@
 //! and reused by every invocation. Failures are logged (so they reach
 //! CloudWatch) and returned, which fails the cold start visibly.
 
-use crate::config::Settings;
+use shared::{MatchStore, Settings};
+
+#[cfg(feature = "push")]
 use crate::push::ApiGatewayPusher;
-use crate::store::MatchStore;
 
 /// The error type the Lambda runtimes expect from `main`.
 pub type BootError = Box<dyn std::error::Error + Send + Sync>;
@@ -22,6 +23,7 @@ pub fn store_from_env() -> Result<MatchStore, BootError> {
 }
 
 /// The `@connections` client for `MM_WS_ENDPOINT`.
+#[cfg(feature = "push")]
 pub async fn pusher_from_env() -> Result<ApiGatewayPusher, BootError> {
     let pusher = ApiGatewayPusher::from_env()
         .await

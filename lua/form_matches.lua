@@ -1,4 +1,4 @@
--- match.lua: form every complete group of exactly N players a world's queue
+-- form_matches.lua: form every complete group of exactly N players a world's queue
 -- allows, oldest first, in one atomic step (the matcher's per-world tick).
 -- A partial group is never removed. Each match is recorded durably (record,
 -- player pointers, expiry, outbox entries) before anyone is notified.

@@ -3,6 +3,7 @@
 //! CloudWatch Logs and CloudWatch turns into metrics without any API call.
 
 use serde::Serialize;
+use shared::matcher::WorldTick;
 
 /// CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "Matchmaking";
@@ -18,6 +19,19 @@ pub struct WorldTickMetrics {
     /// How long the oldest waiting ticket has waited, in milliseconds.
     pub oldest_wait_ms: u64,
     pub expired_tickets: u64,
+}
+
+impl From<&WorldTick> for WorldTickMetrics {
+    fn from(tick: &WorldTick) -> Self {
+        Self {
+            world: tick.world.to_string(),
+            matches_formed: tick.matches_formed(),
+            players_matched: tick.players_matched(),
+            queue_depth: tick.queue_depth,
+            oldest_wait_ms: tick.oldest_wait_ms,
+            expired_tickets: tick.expired_tickets,
+        }
+    }
 }
 
 #[derive(Serialize)]

@@ -11,7 +11,7 @@ use aws_sdk_apigatewaymanagement::operation::post_to_connection::PostToConnectio
 use aws_sdk_apigatewaymanagement::primitives::Blob;
 use aws_sdk_apigatewaymanagement::Client;
 
-use crate::delivery::{PushError, Pusher};
+use shared::{ConnectionId, PushError, Pusher};
 
 /// Environment variable naming the management endpoint,
 /// `https://{api-id}.execute-api.{region}.amazonaws.com/{stage}`.
@@ -113,21 +113,21 @@ fn parse_endpoint(value: Option<&str>) -> Result<String, PushConfigError> {
 }
 
 impl Pusher for ApiGatewayPusher {
-    async fn push(&self, connection_id: &str, payload: &[u8]) -> Result<(), PushError> {
+    async fn push(&self, connection: &ConnectionId, payload: &[u8]) -> Result<(), PushError> {
         self.client
             .post_to_connection()
-            .connection_id(connection_id)
+            .connection_id(connection.as_str())
             .data(Blob::new(payload))
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| classify(connection_id, &e))
+            .map_err(|e| classify(connection, &e))
     }
 }
 
 /// Maps an SDK failure onto what the outbox does next: forget the connection
 /// (gone) or try again later (everything else).
-fn classify(connection_id: &str, err: &SdkError<PostToConnectionError>) -> PushError {
+fn classify(connection: &ConnectionId, err: &SdkError<PostToConnectionError>) -> PushError {
     let status = err.raw_response().map(|r| r.status().as_u16());
     match err {
         SdkError::ServiceError(service) => {
@@ -148,7 +148,7 @@ fn classify(connection_id: &str, err: &SdkError<PostToConnectionError>) -> PushE
                 // case it is fixed while the match record lives.
                 _ => {
                     tracing::warn!(
-                        connection = %connection_id,
+                        %connection,
                         status = %status_text(status),
                         %code,
                         message = source.message().unwrap_or(""),

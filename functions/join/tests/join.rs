@@ -1,0 +1,413 @@
+//! `join` driven by its event file(s) in `events/` against real Redis.
+
+use lambda_http::Request;
+use shared::MatchStore;
+use std::time::Duration;
+
+use base64::Engine;
+use integration_tests::connections_server::ConnectionsServer;
+use integration_tests::lambda_events::{
+    assert_refused, assert_unavailable, envelope, http_event, pre_join,
+};
+use integration_tests::scenarios::{player, Env};
+use integration_tests::RedisServer;
+use lambda_common::push::ApiGatewayPusher;
+use serde_json::{json, Value};
+use shared::ConnectionId;
+
+use join::*;
+
+const WORLDS: &str = "world1:3,world2:3";
+
+/// The function wired as deployed: the real pusher, aimed at the
+/// stand-in `@connections` endpoint.
+struct Fixture {
+    app: App<ApiGatewayPusher>,
+    connections: ConnectionsServer,
+}
+
+async fn fixture(server: &RedisServer, ns: &str, overrides: &[(&str, &str)]) -> Fixture {
+    let env = Env {
+        urls: server.url(),
+        cluster: false,
+    };
+    let connections = ConnectionsServer::start().await;
+    let pusher = ApiGatewayPusher::with_static_credentials(
+        &connections.endpoint_with_stage("prod"),
+        "us-east-1",
+    )
+    .expect("pusher");
+    Fixture {
+        app: App {
+            store: env.store_with(ns, WORLDS, overrides),
+            pusher,
+        },
+        connections,
+    }
+}
+
+impl Fixture {
+    /// Every push received, as (connection, JSON body), by connection.
+    fn pushes(&self) -> Vec<(String, Value)> {
+        let mut all: Vec<_> = self
+            .connections
+            .posts()
+            .iter()
+            .map(|p| (p.connection_id.clone(), p.json()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+}
+
+/// `events/join.json`, edited.
+fn event(edit: impl FnOnce(&mut Value)) -> Request {
+    http_event(include_str!("../../../events/join.json"), edit)
+}
+
+fn with_body(body: &str) -> Request {
+    let body = body.to_owned();
+    event(move |v| v["body"] = Value::String(body))
+}
+
+/// Calls the handler and checks the envelope; returns (status, body).
+async fn call(fx: &Fixture, req: Request) -> (u16, Value) {
+    envelope(handle(&fx.app, req).await.expect("handled"))
+}
+
+/// Calls with a request that must be refused with `code`, change nothing
+/// and push nothing.
+async fn refused(fx: &Fixture, req: Request, status: u16, code: &str) -> Value {
+    let body = assert_refused(&fx.app.store, call(fx, req), status, code).await;
+    assert!(fx.connections.posts().is_empty(), "{code} pushed something");
+    body
+}
+
+async fn register(store: &MatchStore, conn: &str, p: &str) {
+    store
+        .register_connection(&ConnectionId::parse(conn).unwrap(), &player(p))
+        .await
+        .unwrap();
+}
+
+async fn outbox_size(store: &MatchStore) -> u64 {
+    store
+        .command(redis::cmd("ZCARD").arg(store.keys().outbox()))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_event_queues_the_caller_and_pushes_queued() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-queued", &[]).await;
+    register(&fx.app.store, "conn-A1=", "player-1").await;
+    register(&fx.app.store, "conn-B1=", "player-2").await;
+    pre_join(&fx.app.store, "world1", "player-2").await;
+
+    let (status, body) = call(&fx, event(|_| {})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"],
+        json!({"status": "QUEUED", "worldType": "world1", "position": 2,
+               "queueSize": 2, "estimatedWaitSeconds": null})
+    );
+    assert_eq!(
+        fx.pushes(),
+        [(
+            "conn-A1=".to_owned(),
+            json!({"type": "QUEUED", "worldType": "world1", "position": 2,
+                   "queueSize": 2, "estimatedWaitSeconds": null})
+        )]
+    );
+    match fx
+        .app
+        .store
+        .player_status(&player("player-1"))
+        .await
+        .unwrap()
+    {
+        shared::PlayerStatus::Queued(q) => assert_eq!((q.position, q.queue_size), (2, 2)),
+        other => panic!("player-1 should be queued, is {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_completing_a_group_matches_and_pushes_match_found_to_everyone() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-matched", &[]).await;
+    register(&fx.app.store, "conn-A1=", "player-1").await;
+    register(&fx.app.store, "conn-A2=", "player-1").await;
+    register(&fx.app.store, "conn-B1=", "player-2").await;
+    register(&fx.app.store, "conn-C1=", "player-3").await;
+    pre_join(&fx.app.store, "world1", "player-2").await;
+    pre_join(&fx.app.store, "world1", "player-3").await;
+
+    let (status, body) = call(&fx, event(|_| {})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "MATCHED");
+    let record = &body["data"]["match"];
+    assert_eq!(record["worldType"], "world1");
+    assert_eq!(
+        record["participants"],
+        json!(["player-2", "player-3", "player-1"])
+    );
+    assert_eq!(
+        record["playerData"],
+        json!({"player-1": {"class": "mage", "mmr": 1500}})
+    );
+    assert!(record["matchId"].as_str().is_some_and(|id| !id.is_empty()));
+    assert!(record["matchedAt"].as_u64().is_some_and(|t| t > 0));
+
+    let pushes = fx.pushes();
+    let conns: Vec<&str> = pushes.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(conns, ["conn-A1=", "conn-A2=", "conn-B1=", "conn-C1="]);
+    for (conn, message) in &pushes {
+        assert_eq!(message["type"], "MATCH_FOUND", "{conn}");
+        assert_eq!(message["matchId"], record["matchId"], "{conn}");
+        assert_eq!(message["participants"], record["participants"], "{conn}");
+    }
+    assert_eq!(
+        outbox_size(&fx.app.store).await,
+        0,
+        "all delivered and settled"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_pushes_never_fail_the_join() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-push-fails", &[]).await;
+    // The endpoint fails every push: 500s, a gone connection, throttling.
+    fx.connections.respond("conn-A1=", [500; 8]);
+    fx.connections.set_gone("conn-B1=");
+    fx.connections.respond("conn-C1=", [429; 8]);
+    register(&fx.app.store, "conn-A1=", "player-1").await;
+    register(&fx.app.store, "conn-B1=", "player-2").await;
+    register(&fx.app.store, "conn-C1=", "player-3").await;
+    pre_join(&fx.app.store, "world1", "player-2").await;
+
+    // QUEUED push fails: still queued.
+    let req =
+        event(|v| v["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!("player-3"));
+    let (status, body) = call(&fx, req).await;
+    assert_eq!(
+        (status, body["data"]["status"].as_str()),
+        (200, Some("QUEUED"))
+    );
+
+    // MATCH_FOUND pushes fail: still matched, and the notifications stay
+    // in the outbox for the matcher to retry.
+    let (status, body) = call(&fx, event(|_| {})).await;
+    assert_eq!(
+        (status, body["data"]["status"].as_str()),
+        (200, Some("MATCHED")),
+        "{body}"
+    );
+    let posts = fx.connections.posts();
+    assert!(
+        !posts.is_empty() && posts.iter().all(|p| !p.delivered()),
+        "{posts:?}"
+    );
+    assert_eq!(outbox_size(&fx.app.store).await, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base64_bodies_and_missing_content_type_are_accepted() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-encodings", &[]).await;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(r#"{"worldType":"world2"}"#);
+    let req = event(|v| {
+        v["body"] = json!(encoded);
+        v["isBase64Encoded"] = json!(true);
+        v["headers"].as_object_mut().unwrap().remove("content-type");
+    });
+    let (status, body) = call(&fx, req).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["worldType"], "world2");
+
+    let req = event(|v| {
+        v["headers"]["content-type"] = json!("application/json; charset=UTF-8");
+        v["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!("player-2");
+    });
+    let (status, body) = call(&fx, req).await;
+    assert_eq!(
+        (status, body["data"]["position"].as_u64()),
+        (200, Some(1)),
+        "{body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn already_queued_is_a_conflict_with_the_current_place() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-already", &[]).await;
+    pre_join(&fx.app.store, "world1", "player-2").await;
+    pre_join(&fx.app.store, "world1", "player-1").await;
+
+    let body = refused(&fx, event(|_| {}), 409, "ALREADY_QUEUED").await;
+    assert_eq!(
+        body["data"],
+        json!({"error": "ALREADY_QUEUED", "worldType": "world1", "position": 2,
+               "queueSize": 2, "estimatedWaitSeconds": null})
+    );
+    // Joining another world reports the world the player waits in.
+    let body = refused(
+        &fx,
+        with_body(r#"{"worldType":"world2"}"#),
+        409,
+        "ALREADY_QUEUED",
+    )
+    .await;
+    assert_eq!(body["data"]["worldType"], "world1");
+    assert_eq!(body["data"]["position"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_without_a_usable_identity_are_unauthorized() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-unauth", &[]).await;
+    let claims = |edit: fn(&mut Value)| {
+        event(move |v| edit(&mut v["requestContext"]["authorizer"]["jwt"]["claims"]))
+    };
+    for req in [
+        event(|v| {
+            v["requestContext"]
+                .as_object_mut()
+                .unwrap()
+                .remove("authorizer");
+        }),
+        claims(|c| {
+            c.as_object_mut().unwrap().remove("sub");
+        }),
+        claims(|c| c["sub"] = json!("")),
+        claims(|c| c["sub"] = json!("player\n1")),
+        claims(|c| c["sub"] = json!("x".repeat(129))),
+    ] {
+        refused(&fx, req, 401, "UNAUTHORIZED").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_bodies_are_refused_with_what_is_wrong() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-invalid", &[]).await;
+    let oversized_data = format!(
+        r#"{{"worldType":"world1","data":{{"x":"{}"}}}}"#,
+        "y".repeat(5000)
+    );
+    for (body, says) in [
+        (r#"{"worldType":"world1""#, "EOF"),
+        ("not json", "expected"),
+        ("", "required"),
+        (
+            r#"{"worldType":"world1","player":"player-9"}"#,
+            "unknown field `player`",
+        ),
+        (r#"{"worldType":1}"#, "invalid type"),
+        (r#"{"data":{}}"#, "missing field `worldType`"),
+        (r#"["world1"]"#, "must be a JSON object"),
+        ("null", "must be a JSON object"),
+        (r#"{"worldType":"w{1}"}"#, "invalid world name"),
+        (r#"{"worldType":"World1"}"#, "invalid world name"),
+        (
+            r#"{"worldType":"world1","data":[1,2]}"#,
+            "must be a JSON object",
+        ),
+        (
+            r#"{"worldType":"world1","data":"mage"}"#,
+            "must be a JSON object",
+        ),
+        (oversized_data.as_str(), "at most 4096"),
+    ] {
+        let resp = refused(&fx, with_body(body), 400, "INVALID_REQUEST").await;
+        let msg = resp["msg"].as_str().unwrap();
+        assert!(
+            msg.contains(says),
+            "{body:?}: {msg:?} should mention {says:?}"
+        );
+    }
+    // Invalid UTF-8, delivered base64-encoded.
+    let req = event(|v| {
+        v["body"] = json!(base64::engine::general_purpose::STANDARD.encode([b'{', 0xff, b'}']));
+        v["isBase64Encoded"] = json!(true);
+    });
+    let resp = refused(&fx, req, 400, "INVALID_REQUEST").await;
+    assert!(resp["msg"].as_str().unwrap().contains("UTF-8"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn size_media_type_method_and_path_are_checked() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-limits", &[]).await;
+    let huge = format!(r#"{{"worldType":"world1","pad":"{}"}}"#, "z".repeat(9000));
+    let body = refused(&fx, with_body(&huge), 413, "PAYLOAD_TOO_LARGE").await;
+    assert_eq!(body["data"]["limitBytes"], 8192);
+
+    for ct in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/xml",
+    ] {
+        let req = event(|v| v["headers"]["content-type"] = json!(ct));
+        let body = refused(&fx, req, 415, "UNSUPPORTED_MEDIA_TYPE").await;
+        assert_eq!(body["data"]["contentType"], ct);
+    }
+
+    let req = event(|v| v["requestContext"]["http"]["method"] = json!("GET"));
+    let resp = handle(&fx.app, req).await.unwrap();
+    assert_eq!(resp.headers()["allow"], "POST");
+    let req = event(|v| v["requestContext"]["http"]["method"] = json!("PUT"));
+    let body = refused(&fx, req, 405, "METHOD_NOT_ALLOWED").await;
+    assert_eq!(body["data"]["allowed"], json!(["POST"]));
+
+    for path in ["/v1/matching/leave", "/v1/matching/joins", "/"] {
+        let req = event(|v| v["rawPath"] = json!(path));
+        let body = refused(&fx, req, 404, "NOT_FOUND").await;
+        assert_eq!(body["data"]["path"], path);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_worlds_list_the_configured_ones() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-unknown", &[]).await;
+    let body = refused(
+        &fx,
+        with_body(r#"{"worldType":"world9"}"#),
+        404,
+        "UNKNOWN_WORLD",
+    )
+    .await;
+    assert_eq!(
+        body["data"],
+        json!({"error": "UNKNOWN_WORLD", "worldType": "world9", "worlds": ["world1", "world2"]})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_is_unavailable_for_now() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-full", &[("MM_QUEUE_CAPACITY", "1")]).await;
+    pre_join(&fx.app.store, "world1", "player-2").await;
+    let body = refused(&fx, event(|_| {}), 503, "QUEUE_FULL").await;
+    assert_eq!(body["data"]["worldType"], "world1");
+    assert_eq!(body["data"]["queueSize"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_answers_503_within_the_timeout() {
+    let mut server = RedisServer::start();
+    let fx = fixture(
+        &server,
+        "join-down",
+        &[
+            ("REDIS_TIMEOUT_MS", "300"),
+            ("REDIS_CONNECT_TIMEOUT_MS", "200"),
+        ],
+    )
+    .await;
+    server.kill();
+    assert_unavailable(call(&fx, event(|_| {})), Duration::from_secs(3)).await;
+    assert!(fx.pushes().is_empty());
+}

@@ -1,0 +1,295 @@
+//! The response envelope and the error answers. The HTTP status of an error
+//! is decided by its [`ErrorCode`] alone.
+
+use lambda_http::http::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use lambda_http::http::{Method, StatusCode};
+use lambda_http::{Body, Error, Request, Response};
+use serde::Serialize;
+use shared::{QueuePosition, StoreError, WorldName};
+
+use super::{request_path, Route};
+
+/// Stable, machine-readable error codes (`data.error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    Unauthorized,
+    InvalidRequest,
+    UnknownWorld,
+    AlreadyQueued,
+    NotQueued,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    MethodNotAllowed,
+    NotFound,
+    QueueFull,
+    RedisUnavailable,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::UnknownWorld => "UNKNOWN_WORLD",
+            ErrorCode::AlreadyQueued => "ALREADY_QUEUED",
+            ErrorCode::NotQueued => "NOT_QUEUED",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::QueueFull => "QUEUE_FULL",
+            ErrorCode::RedisUnavailable => "REDIS_UNAVAILABLE",
+        }
+    }
+
+    pub fn status(self) -> StatusCode {
+        match self {
+            ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+            ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
+            ErrorCode::UnknownWorld | ErrorCode::NotQueued | ErrorCode::NotFound => {
+                StatusCode::NOT_FOUND
+            }
+            ErrorCode::AlreadyQueued => StatusCode::CONFLICT,
+            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::QueueFull | ErrorCode::RedisUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+/// What an error answer says besides its code, flattened into `data`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
+pub enum ErrorDetails {
+    None {},
+    /// The request field at fault.
+    Field {
+        field: &'static str,
+    },
+    /// Where the caller already waits (ALREADY_QUEUED).
+    Queued(QueuePosition),
+    UnknownWorld {
+        world_type: WorldName,
+        worlds: Vec<WorldName>,
+    },
+    NotQueued {
+        world_type: WorldName,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        queued_in: Option<WorldName>,
+    },
+    QueueFull {
+        world_type: WorldName,
+        queue_size: u64,
+    },
+    PayloadTooLarge {
+        limit_bytes: u64,
+        size_bytes: u64,
+    },
+    UnsupportedMediaType {
+        content_type: String,
+    },
+    MethodNotAllowed {
+        allowed: [&'static str; 1],
+    },
+    NotFound {
+        path: String,
+    },
+}
+
+/// An error answer: a code, a human message and details for `data`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub msg: String,
+    pub details: ErrorDetails,
+}
+
+/// The body of an error answer.
+#[derive(Serialize)]
+struct ErrorData<'a> {
+    error: ErrorCode,
+    #[serde(flatten)]
+    details: &'a ErrorDetails,
+}
+
+/// The envelope every response is wrapped in.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope<'a, T> {
+    result_code: String,
+    msg: &'a str,
+    data: T,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, msg: impl Into<String>) -> Self {
+        Self {
+            code,
+            msg: msg.into(),
+            details: ErrorDetails::None {},
+        }
+    }
+
+    pub fn with(mut self, details: ErrorDetails) -> Self {
+        self.details = details;
+        self
+    }
+
+    pub fn into_response(self) -> Response<Body> {
+        let mut resp = envelope(
+            self.code.status(),
+            &self.msg,
+            &ErrorData {
+                error: self.code,
+                details: &self.details,
+            },
+        );
+        if let ErrorDetails::MethodNotAllowed { allowed: [method] } = self.details {
+            resp.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static(method));
+        }
+        resp
+    }
+}
+
+/// Builds an enveloped JSON response.
+pub fn envelope<T: Serialize>(status: StatusCode, msg: &str, data: &T) -> Response<Body> {
+    let body = Envelope {
+        result_code: status.as_u16().to_string(),
+        msg,
+        data,
+    };
+    // Plain structs of strings and numbers always serialize.
+    let text = serde_json::to_string(&body).unwrap_or_default();
+    let mut resp = Response::new(Body::from(text));
+    *resp.status_mut() = status;
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // Answers are per caller and change with every queue operation.
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// 404 for a path no function serves.
+pub fn not_found(req: &Request) -> Response<Body> {
+    not_found_error(req).into_response()
+}
+
+pub(super) fn not_found_error(req: &Request) -> ApiError {
+    let path = request_path(req);
+    ApiError::new(ErrorCode::NotFound, format!("no route for {path}")).with(
+        ErrorDetails::NotFound {
+            path: path.to_owned(),
+        },
+    )
+}
+
+pub(super) fn method_not_allowed(route: Route, method: &Method) -> ApiError {
+    let allowed = route.method_name();
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!("{method} is not allowed here; use {allowed}"),
+    )
+    .with(ErrorDetails::MethodNotAllowed { allowed: [allowed] })
+}
+
+/// Why a handler did not produce a success response.
+pub(super) enum Failure {
+    /// Answered with an error envelope.
+    Api(ApiError),
+    /// Unexpected; the Lambda runtime turns it into a 500.
+    Internal(Error),
+}
+
+impl From<ApiError> for Failure {
+    fn from(e: ApiError) -> Self {
+        Failure::Api(e)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "Redis unavailable");
+            Failure::Api(ApiError::new(
+                ErrorCode::RedisUnavailable,
+                "the matchmaking service is temporarily unavailable; retry in a few seconds",
+            ))
+        } else {
+            tracing::error!(error = %e, "unexpected store error");
+            Failure::Internal(Box::new(e))
+        }
+    }
+}
+
+/// The handler's result as the Lambda runtime wants it.
+pub(super) fn finish(result: Result<Response<Body>, Failure>) -> Result<Response<Body>, Error> {
+    match result {
+        Ok(resp) => Ok(resp),
+        Err(Failure::Api(e)) => {
+            tracing::info!(code = e.code.as_str(), msg = %e.msg, "request refused");
+            Ok(e.into_response())
+        }
+        Err(Failure::Internal(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    #[test]
+    fn every_error_code_maps_to_its_status() {
+        let codes = [
+            (ErrorCode::Unauthorized, 401, "UNAUTHORIZED"),
+            (ErrorCode::InvalidRequest, 400, "INVALID_REQUEST"),
+            (ErrorCode::UnknownWorld, 404, "UNKNOWN_WORLD"),
+            (ErrorCode::AlreadyQueued, 409, "ALREADY_QUEUED"),
+            (ErrorCode::NotQueued, 404, "NOT_QUEUED"),
+            (ErrorCode::PayloadTooLarge, 413, "PAYLOAD_TOO_LARGE"),
+            (
+                ErrorCode::UnsupportedMediaType,
+                415,
+                "UNSUPPORTED_MEDIA_TYPE",
+            ),
+            (ErrorCode::MethodNotAllowed, 405, "METHOD_NOT_ALLOWED"),
+            (ErrorCode::NotFound, 404, "NOT_FOUND"),
+            (ErrorCode::QueueFull, 503, "QUEUE_FULL"),
+            (ErrorCode::RedisUnavailable, 503, "REDIS_UNAVAILABLE"),
+        ];
+        for (code, status, name) in codes {
+            assert_eq!(code.as_str(), name);
+            let resp = ApiError::new(code, "m")
+                .with(ErrorDetails::Field { field: "k" })
+                .into_response();
+            assert_eq!(resp.status().as_u16(), status);
+            let body: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
+            assert_eq!(body["resultCode"], status.to_string());
+            assert_eq!(body["data"]["error"], name);
+            assert_eq!(body["data"]["field"], "k");
+            assert_eq!(resp.headers()[CONTENT_TYPE], "application/json");
+        }
+    }
+
+    #[test]
+    fn details_flatten_into_data() {
+        let resp = ApiError::new(ErrorCode::PayloadTooLarge, "big")
+            .with(ErrorDetails::PayloadTooLarge {
+                limit_bytes: 8192,
+                size_bytes: 9000,
+            })
+            .into_response();
+        let body: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
+        assert_eq!(
+            body["data"],
+            serde_json::json!({"error": "PAYLOAD_TOO_LARGE", "limitBytes": 8192, "sizeBytes": 9000})
+        );
+        let none = ApiError::new(ErrorCode::Unauthorized, "who").into_response();
+        let body: Value = serde_json::from_slice(none.body().as_ref()).unwrap();
+        assert_eq!(body["data"], serde_json::json!({"error": "UNAUTHORIZED"}));
+    }
+}

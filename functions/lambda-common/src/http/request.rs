@@ -1,0 +1,224 @@
+//! Reading a request: the caller's identity, the method, the media type
+//! and a JSON body of an exact shape.
+
+use lambda_http::aws_lambda_events::apigw::{
+    ApiGatewayRequestAuthorizer, ApiGatewayRequestAuthorizerJwtDescription,
+    ApiGatewayV2httpRequestContext,
+};
+use lambda_http::http::header::CONTENT_TYPE;
+use lambda_http::request::RequestContext;
+use lambda_http::{Request, RequestExt};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use shared::{MatchStore, PlayerId, World, WorldName};
+
+use super::errors::{method_not_allowed, ApiError, ErrorCode, ErrorDetails};
+use super::Route;
+
+/// Largest request body accepted, in bytes (ticket data alone is capped at
+/// 4 KiB; the rest is room for the envelope around it).
+pub const MAX_BODY_BYTES: usize = 8 * 1024;
+
+pub(super) fn check_method(req: &Request, route: Route) -> Result<(), ApiError> {
+    if req.method() == route.method() {
+        Ok(())
+    } else {
+        Err(method_not_allowed(route, req.method()))
+    }
+}
+
+/// The caller: the `sub` claim the API Gateway JWT authorizer verified.
+pub fn caller(req: &Request) -> Result<PlayerId, ApiError> {
+    let sub = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx
+            .authorizer
+            .as_ref()
+            .and_then(|a| a.jwt.as_ref())
+            .and_then(|jwt| jwt.claims.get("sub")),
+        _ => None,
+    };
+    let unauthorized = |why: &str| ApiError::new(ErrorCode::Unauthorized, why);
+    match sub {
+        None => Err(unauthorized(
+            "no authenticated caller (missing JWT sub claim)",
+        )),
+        Some(sub) => PlayerId::parse(sub)
+            .map_err(|_| unauthorized("the JWT sub claim is not a usable player id")),
+    }
+}
+
+/// Attaches the identity a JWT authorizer would: `sub` = `player`. For the
+/// local stack (which verifies tokens itself) and tests.
+pub fn with_caller(mut req: Request, player: &str) -> Request {
+    let mut jwt = ApiGatewayRequestAuthorizerJwtDescription::default();
+    jwt.claims.insert("sub".into(), player.into());
+    let mut authorizer = ApiGatewayRequestAuthorizer::default();
+    authorizer.jwt = Some(jwt);
+    let mut ctx = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.clone(),
+        _ => ApiGatewayV2httpRequestContext::default(),
+    };
+    ctx.authorizer = Some(authorizer);
+    ctx.http.method = req.method().clone();
+    req.extensions_mut()
+        .insert(RequestContext::ApiGatewayV2(ctx));
+    req
+}
+
+/// Accepts `application/json` (any case, optionally with a UTF-8 charset)
+/// or no content type at all.
+pub(super) fn check_content_type(req: &Request) -> Result<(), ApiError> {
+    let Some(value) = req.headers().get(CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let refuse = || {
+        let shown = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            format!("content-type {shown:?} is not supported; send application/json"),
+        )
+        .with(ErrorDetails::UnsupportedMediaType {
+            content_type: shown,
+        })
+    };
+    let text = value.to_str().map_err(|_| refuse())?.to_ascii_lowercase();
+    let mut parts = text.split(';').map(str::trim);
+    if parts.next() != Some("application/json") {
+        return Err(refuse());
+    }
+    for param in parts.filter(|p| !p.is_empty()) {
+        match param.split_once('=') {
+            Some(("charset", cs)) if matches!(cs.trim_matches('"'), "utf-8" | "utf8") => {}
+            Some(("charset", _)) => return Err(refuse()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Parses a JSON request body of type `T`, refusing bodies over
+/// [`MAX_BODY_BYTES`], other media types, invalid UTF-8 and any JSON that
+/// does not fit `T` exactly.
+pub(super) fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
+    check_content_type(req)?;
+    let bytes: &[u8] = req.body().as_ref();
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!(
+                "request body is {} bytes; at most {MAX_BODY_BYTES} are allowed",
+                bytes.len()
+            ),
+        )
+        .with(ErrorDetails::PayloadTooLarge {
+            limit_bytes: MAX_BODY_BYTES as u64,
+            size_bytes: bytes.len() as u64,
+        }));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "request body is required (a JSON object)",
+        ));
+    }
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| ApiError::new(ErrorCode::InvalidRequest, "request body is not valid UTF-8"))?;
+    let invalid = |e: serde_json::Error| {
+        ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("invalid request body: {e}"),
+        )
+    };
+    let value: Value = serde_json::from_str(text).map_err(invalid)?;
+    // Derived struct deserializers would also take a JSON array by position.
+    if !value.is_object() {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "request body must be a JSON object",
+        ));
+    }
+    serde_json::from_value(value).map_err(invalid)
+}
+
+pub(super) fn invalid_field(field: &'static str, msg: impl std::fmt::Display) -> ApiError {
+    ApiError::new(ErrorCode::InvalidRequest, msg.to_string()).with(ErrorDetails::Field { field })
+}
+
+/// The configured world called `name`: 400 for a malformed name, 404 for a
+/// well-formed one that is not configured.
+pub(super) fn configured_world<'a>(
+    store: &'a MatchStore,
+    name: &str,
+) -> Result<&'a World, ApiError> {
+    let name = WorldName::parse(name).map_err(|e| invalid_field("worldType", e))?;
+    let worlds = &store.settings().worlds;
+    worlds.get(name.as_str()).ok_or_else(|| {
+        let configured: Vec<WorldName> = worlds.iter().map(|w| w.name.clone()).collect();
+        let listed: Vec<&str> = configured.iter().map(WorldName::as_str).collect();
+        ApiError::new(
+            ErrorCode::UnknownWorld,
+            format!(
+                "world {name} is not configured; known worlds: {}",
+                listed.join(", ")
+            ),
+        )
+        .with(ErrorDetails::UnknownWorld {
+            world_type: name.clone(),
+            worlds: configured,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use lambda_http::http::header::HeaderValue;
+    use lambda_http::http::Method;
+    use lambda_http::Body;
+
+    use super::*;
+    use crate::http::{JOIN_PATH, MY_STATUS_PATH};
+
+    fn request(method: Method, uri: &str, content_type: Option<&str>, body: &str) -> Request {
+        let mut req = Request::new(Body::from(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = uri.parse().unwrap();
+        if let Some(ct) = content_type {
+            req.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_str(ct).unwrap());
+        }
+        req
+    }
+
+    #[test]
+    fn content_types_other_than_json_are_refused() {
+        for ok in [
+            None,
+            Some("application/json"),
+            Some("Application/JSON; charset=UTF-8"),
+            Some("application/json;charset=\"utf-8\""),
+        ] {
+            let req = request(Method::POST, JOIN_PATH, ok, "{}");
+            assert!(check_content_type(&req).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "application/json; charset=latin1",
+            "application/jsonp",
+        ] {
+            let req = request(Method::POST, JOIN_PATH, Some(bad), "{}");
+            let err = check_content_type(&req).unwrap_err();
+            assert_eq!(err.code, ErrorCode::UnsupportedMediaType, "{bad}");
+        }
+    }
+
+    #[test]
+    fn identity_comes_only_from_the_jwt_sub_claim() {
+        let req = request(Method::GET, MY_STATUS_PATH, None, "");
+        assert_eq!(caller(&req).unwrap_err().code, ErrorCode::Unauthorized);
+        let req = with_caller(req, "player-1");
+        assert_eq!(caller(&req).unwrap().as_str(), "player-1");
+        let req = with_caller(req, "");
+        assert_eq!(caller(&req).unwrap_err().code, ErrorCode::Unauthorized);
+    }
+}

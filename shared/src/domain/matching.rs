@@ -1,0 +1,155 @@
+//! Match records and the typed outcomes of the queue operations.
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{MatchId, PlayerId, WorldName};
+use super::notification::NotificationId;
+
+/// A formed match, exactly as it is stored in Redis and sent to players.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MatchRecord {
+    pub match_id: MatchId,
+    pub world_type: WorldName,
+    /// Players in queue order (oldest ticket first).
+    pub participants: Vec<PlayerId>,
+    /// Redis server time when the match was formed, in Unix milliseconds.
+    pub matched_at: u64,
+    /// Ticket data of the participants that attached some, by player id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub player_data: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl MatchRecord {
+    pub fn includes(&self, player: &PlayerId) -> bool {
+        self.participants.contains(player)
+    }
+}
+
+/// Where a ticket stands in its queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuePosition {
+    pub world_type: WorldName,
+    /// 1-based, counted from the front (the next to be matched is 1).
+    pub position: u64,
+    pub queue_size: u64,
+    /// `None` while there is no recent match history to estimate from.
+    pub estimated_wait_seconds: Option<u64>,
+}
+
+/// The reply to a join.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JoinOutcome {
+    Queued(QueuePosition),
+    /// The join completed a group at once (instant match). `formed` holds all
+    /// matches the call formed (normally just `record`) and `notifications`
+    /// the outbox entries that announce them, to deliver right away.
+    Matched {
+        record: MatchRecord,
+        formed: Vec<MatchRecord>,
+        notifications: Vec<NotificationId>,
+    },
+    /// The player already waits (in this or another world); nothing changed.
+    AlreadyQueued(QueuePosition),
+    /// The world's queue is at its configured capacity; nothing changed.
+    QueueFull {
+        world_type: WorldName,
+        queue_size: u64,
+    },
+}
+
+/// The reply to a leave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaveOutcome {
+    Left {
+        previous_position: u64,
+        remaining_queue_size: u64,
+    },
+    /// The player has no ticket in that world. `queued_in` names the world the
+    /// player waits in instead, if any.
+    NotQueued { queued_in: Option<WorldName> },
+}
+
+/// A world's queue as seen by `queue-status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueStatus {
+    pub world_type: WorldName,
+    pub waiting: u64,
+    pub team_size: u32,
+    /// Estimated wait of a player joining now; `None` without recent history.
+    pub estimated_wait_seconds: Option<u64>,
+    /// How long the ticket at the front has waited, in milliseconds.
+    pub oldest_wait_ms: u64,
+}
+
+/// A player's state as seen by `my-status`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlayerStatus {
+    Idle,
+    Queued(QueuePosition),
+    Matched(MatchRecord),
+}
+
+/// Recent match throughput of a world, as the scripts report it: how many
+/// players were matched within the statistics window, over what span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WaitStats {
+    pub players_matched: u64,
+    pub span_ms: u64,
+}
+
+/// Longest estimate ever reported; anything longer means "very long".
+const MAX_ESTIMATE_SECS: u64 = 24 * 3600;
+
+impl WaitStats {
+    /// Estimated seconds until the ticket at `position` is matched: the players
+    /// that must be matched up to and including its group, divided by the
+    /// recent rate of matched players. Replaces the seed's constant
+    /// `ceil(size/3)*30`, which ignored how fast the world actually matches.
+    pub fn estimate(&self, position: u64, team_size: u32) -> Option<u64> {
+        if self.players_matched == 0 || position == 0 {
+            return None;
+        }
+        let team = u64::from(team_size.max(1));
+        let needed = position.div_ceil(team) * team;
+        // A span under a second would overstate the rate of a single burst.
+        let span_ms = self.span_ms.max(1000);
+        let secs = (needed as u128 * span_ms as u128).div_ceil(self.players_matched as u128 * 1000);
+        Some(
+            u64::try_from(secs)
+                .unwrap_or(MAX_ESTIMATE_SECS)
+                .min(MAX_ESTIMATE_SECS),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_estimate_scales_with_position_and_rate() {
+        let stats = WaitStats {
+            players_matched: 30,
+            span_ms: 60_000,
+        }; // 0.5 player/s
+        assert_eq!(stats.estimate(1, 3), Some(6)); // group of 3 at 0.5/s
+        assert_eq!(stats.estimate(4, 3), Some(12));
+        assert_eq!(WaitStats::default().estimate(1, 3), None);
+        let burst = WaitStats {
+            players_matched: 3,
+            span_ms: 0,
+        };
+        assert_eq!(burst.estimate(3, 3), Some(1));
+    }
+
+    #[test]
+    fn match_records_refuse_invalid_ids() {
+        let ok = r#"{"matchId":"1-a","worldType":"w","participants":["a"],"matchedAt":1}"#;
+        assert!(serde_json::from_str::<MatchRecord>(ok).is_ok());
+        let bad = r#"{"matchId":"1-a","worldType":"W","participants":["a"],"matchedAt":1}"#;
+        assert!(serde_json::from_str::<MatchRecord>(bad).is_err());
+    }
+}

@@ -1,0 +1,21 @@
+//! Domain types: validated identifiers, ticket data, match records, the
+//! typed outcomes of every queue operation and the notifications. Nothing
+//! here talks to Redis.
+
+mod ids;
+mod matching;
+mod notification;
+mod ticket;
+
+pub(crate) use ids::check_name;
+pub use ids::{
+    ConnectionId, MatchId, PlayerId, WorldName, MAX_CONNECTION_ID_CHARS, MAX_MATCH_ID_CHARS,
+    MAX_NAME_CHARS, MAX_PLAYER_ID_CHARS,
+};
+pub use matching::{
+    JoinOutcome, LeaveOutcome, MatchRecord, PlayerStatus, QueuePosition, QueueStatus, WaitStats,
+};
+pub use notification::{
+    Notification, NotificationId, NotificationKind, OutboxEntry, ServerMessage,
+};
+pub use ticket::{TicketData, MAX_TICKET_DATA_BYTES, MAX_TICKET_DATA_DEPTH};

@@ -1,0 +1,251 @@
+//! The matcher loop. A tick forms matches and sweeps expired tickets in
+//! every world, runs housekeeping, delivers the outbox (MATCH_FOUND,
+//! TICKET_EXPIRED) and reports what it did. A Redis lease keeps one loop
+//! active at a time; the atomic scripts make even concurrent ticks safe
+//! (never a double match), the lease only avoids wasted work. The Lambda
+//! function drives [`run_until`] from its schedule; the local stack ticks
+//! through the same code.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::time::Instant;
+
+use crate::delivery::{drain_outbox, DeliveryReport, Pusher};
+use crate::domain::{MatchRecord, WorldName};
+use crate::error::StoreError;
+use crate::store::{Housekeeping, MatchStore};
+
+/// How often the loop ticks.
+pub const TICK_PERIOD: Duration = Duration::from_secs(1);
+/// Lease lifetime; renewed every tick, so it only lapses when a loop stalls
+/// or dies.
+pub const LEASE_TTL: Duration = Duration::from_secs(5);
+/// Expired tickets removed per world per tick.
+const SWEEP_LIMIT: u64 = 1000;
+/// Expired records removed per tick.
+const HOUSEKEEPING_LIMIT: u64 = 1000;
+
+/// What one tick did in one world.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorldTick {
+    pub world: WorldName,
+    /// Matches formed by this tick, oldest tickets first.
+    pub formed: Vec<MatchRecord>,
+    pub expired_tickets: u64,
+    /// Queue after the tick.
+    pub queue_depth: u64,
+    pub oldest_wait_ms: u64,
+}
+
+impl WorldTick {
+    pub fn matches_formed(&self) -> u64 {
+        self.formed.len() as u64
+    }
+
+    pub fn players_matched(&self) -> u64 {
+        self.formed
+            .iter()
+            .map(|m| m.participants.len() as u64)
+            .sum()
+    }
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TickReport {
+    pub worlds: Vec<WorldTick>,
+    pub housekeeping: Housekeeping,
+    pub delivery: DeliveryReport,
+}
+
+/// One tick: match, sweep, housekeeping, deliver, measure. Safe to run
+/// concurrently with other ticks (each step is one atomic script). A Redis
+/// failure ends the tick; whatever it did so far is consistent and the next
+/// tick carries on.
+#[tracing::instrument(level = "debug", skip_all)]
+pub async fn tick<P: Pusher>(store: &MatchStore, pusher: &P) -> Result<TickReport, StoreError> {
+    let mut worlds = Vec::with_capacity(store.settings().worlds.len());
+    for world in store.settings().worlds.iter() {
+        let batch = store.form_matches(world, 0).await?;
+        let expired = store.sweep_expired_tickets(world, SWEEP_LIMIT).await?;
+        worlds.push(WorldTick {
+            world: world.name.clone(),
+            formed: batch.matches,
+            expired_tickets: expired.len() as u64,
+            queue_depth: batch.queue_size,
+            oldest_wait_ms: 0,
+        });
+    }
+    let housekeeping = store.housekeeping(HOUSEKEEPING_LIMIT).await?;
+    let delivery = drain_outbox(store, pusher).await?;
+    for (world, report) in store.settings().worlds.iter().zip(worlds.iter_mut()) {
+        let status = store.queue_status(world).await?;
+        report.queue_depth = status.waiting;
+        report.oldest_wait_ms = status.oldest_wait_ms;
+    }
+    Ok(TickReport {
+        worlds,
+        housekeeping,
+        delivery,
+    })
+}
+
+/// Totals of one loop, returned as the invocation's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    /// Ticks run while holding the lease.
+    pub ticks: u64,
+    /// Rounds skipped because another matcher held the lease.
+    pub ticks_without_lease: u64,
+    /// Rounds that failed (Redis unavailable, or cut off by the deadline).
+    pub ticks_failed: u64,
+    pub matches_formed: u64,
+    pub players_matched: u64,
+    pub expired_tickets: u64,
+    pub notifications_delivered: u64,
+    pub notifications_retried: u64,
+    pub notifications_dropped: u64,
+    pub gone_connections: u64,
+    pub matches_removed: u64,
+    pub connections_removed: u64,
+}
+
+impl RunSummary {
+    fn add(&mut self, report: &TickReport) {
+        self.ticks += 1;
+        for world in &report.worlds {
+            self.matches_formed += world.matches_formed();
+            self.players_matched += world.players_matched();
+            self.expired_tickets += world.expired_tickets;
+        }
+        self.notifications_delivered += report.delivery.delivered;
+        self.notifications_retried += report.delivery.retried;
+        self.notifications_dropped += report.delivery.dropped;
+        self.gone_connections += report.delivery.gone_connections;
+        self.matches_removed += report.housekeeping.matches_removed;
+        self.connections_removed += report.housekeeping.connections_removed;
+    }
+}
+
+/// What one round of the loop came to.
+#[derive(Debug)]
+pub enum Round {
+    Ticked(TickReport),
+    /// Another matcher holds the lease; nothing was done.
+    NotLeader,
+    Failed(StoreError),
+}
+
+/// One matcher loop: its lease token and running totals. [`run_until`]
+/// drives it on a schedule; a local stack can drive it by hand.
+pub struct MatcherLoop<'a, P> {
+    store: &'a MatchStore,
+    pusher: &'a P,
+    lease_token: String,
+    summary: RunSummary,
+}
+
+impl<'a, P: Pusher> MatcherLoop<'a, P> {
+    pub fn new(store: &'a MatchStore, pusher: &'a P) -> Self {
+        Self {
+            store,
+            pusher,
+            // Random per loop, so a stale loop can never renew a successor's lease.
+            lease_token: format!(
+                "{:016x}{:016x}",
+                rand::random::<u64>(),
+                rand::random::<u64>()
+            ),
+            summary: RunSummary::default(),
+        }
+    }
+
+    pub fn summary(&self) -> RunSummary {
+        self.summary
+    }
+
+    /// The token this loop holds the lease with.
+    pub fn lease_token(&self) -> &str {
+        &self.lease_token
+    }
+
+    /// Takes or renews the lease, then ticks if it holds it.
+    pub async fn round(&mut self) -> Round {
+        let outcome = match self.store.acquire_lease(&self.lease_token, LEASE_TTL).await {
+            Ok(false) => Round::NotLeader,
+            Ok(true) => match tick(self.store, self.pusher).await {
+                Ok(report) => Round::Ticked(report),
+                Err(e) => Round::Failed(e),
+            },
+            Err(e) => Round::Failed(e),
+        };
+        match &outcome {
+            Round::Ticked(report) => {
+                self.summary.add(report);
+                let formed: usize = report.worlds.iter().map(|w| w.formed.len()).sum();
+                let expired: u64 = report.worlds.iter().map(|w| w.expired_tickets).sum();
+                if formed > 0 || expired > 0 || report.delivery != DeliveryReport::default() {
+                    tracing::info!(
+                        matches = formed,
+                        expired,
+                        delivered = report.delivery.delivered,
+                        retried = report.delivery.retried,
+                        dropped = report.delivery.dropped,
+                        gone = report.delivery.gone_connections,
+                        "tick"
+                    );
+                }
+            }
+            Round::NotLeader => {
+                self.summary.ticks_without_lease += 1;
+                tracing::debug!("another matcher holds the lease");
+            }
+            Round::Failed(e) => {
+                self.summary.ticks_failed += 1;
+                tracing::warn!(error = %e, "tick failed; retrying next tick");
+            }
+        }
+        outcome
+    }
+
+    /// Releases the lease (best effort) and returns the totals.
+    pub async fn finish(self) -> RunSummary {
+        if let Err(e) = self.store.release_lease(&self.lease_token).await {
+            // It expires by itself within LEASE_TTL.
+            tracing::warn!(error = %e, "could not release the matcher lease");
+        }
+        self.summary
+    }
+}
+
+/// Ticks every `period` and returns before `deadline`: a round starts only
+/// if a whole period fits before it, and a round still running at the
+/// deadline is cut off (its claimed notifications become due again later).
+/// `on_tick` sees every completed tick (the Lambda prints its metrics).
+pub async fn run_until<P: Pusher>(
+    store: &MatchStore,
+    pusher: &P,
+    deadline: Instant,
+    period: Duration,
+    mut on_tick: impl FnMut(&TickReport),
+) -> RunSummary {
+    let mut matcher = MatcherLoop::new(store, pusher);
+    let mut next = Instant::now();
+    while next + period <= deadline {
+        tokio::time::sleep_until(next).await;
+        match tokio::time::timeout_at(deadline, matcher.round()).await {
+            Ok(Round::Ticked(report)) => on_tick(&report),
+            Ok(Round::NotLeader | Round::Failed(_)) => {}
+            Err(_) => {
+                matcher.summary.ticks_failed += 1;
+                tracing::warn!("tick cut off by the deadline");
+                break;
+            }
+        }
+        // A tick that overran its period is followed at once, not twice.
+        next = (next + period).max(Instant::now());
+    }
+    matcher.finish().await
+}

@@ -1,0 +1,58 @@
+//! `lua/form_matches.lua`: the matcher's per-world step, forming every
+//! complete group of a world's queue, oldest first, in one atomic call.
+
+use super::reply::Reply;
+use super::{millis, MatchStore};
+use crate::config::World;
+use crate::domain::MatchRecord;
+use crate::error::StoreError;
+use crate::scripts::SCRIPTS;
+
+/// Matches formed by one call of the matcher for one world.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchBatch {
+    pub matches: Vec<MatchRecord>,
+    /// Tickets left in the queue afterwards (fewer than a full group unless
+    /// `max_groups` limited the call).
+    pub queue_size: u64,
+}
+
+impl MatchStore {
+    /// Forms every complete group `world`'s queue allows (at most
+    /// `max_groups`, 0 = no limit), oldest first, in one atomic call.
+    #[tracing::instrument(level = "debug", skip(self, world), fields(world = %world.name))]
+    pub async fn form_matches(
+        &self,
+        world: &World,
+        max_groups: u64,
+    ) -> Result<MatchBatch, StoreError> {
+        let k = self.keys();
+        let wk = k.world(&world.name);
+        let mut inv = SCRIPTS.form_matches.prepare_invoke();
+        inv.key(wk.queue)
+            .key(wk.deadlines)
+            .key(wk.rate)
+            .key(k.tickets())
+            .key(k.matches())
+            .key(k.match_expiry())
+            .key(k.player_match())
+            .key(k.outbox())
+            .key(k.match_seq())
+            .arg(world.name.as_str())
+            .arg(world.team_size)
+            .arg(millis(self.settings().match_ttl))
+            .arg(max_groups)
+            .arg(self.window_ms());
+        let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
+        let queue_size = reply.uint("queue size")?;
+        let mut matches = Vec::with_capacity(reply.remaining());
+        while reply.remaining() > 0 {
+            matches.push(reply.json("match record")?);
+        }
+        reply.finish()?;
+        Ok(MatchBatch {
+            matches,
+            queue_size,
+        })
+    }
+}

@@ -1,0 +1,48 @@
+//! `lua/housekeeping.lua`: delete expired match records and expired
+//! WebSocket connections (a lapsed connection counts as a disconnect).
+
+use super::reply::Reply;
+use super::{flag, MatchStore};
+use crate::error::StoreError;
+use crate::scripts::SCRIPTS;
+
+/// What housekeeping removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Housekeeping {
+    pub matches_removed: u64,
+    pub connections_removed: u64,
+    pub tickets_removed: u64,
+}
+
+impl MatchStore {
+    /// Deletes up to `limit` expired match records and expired connections.
+    pub async fn housekeeping(&self, limit: u64) -> Result<Housekeeping, StoreError> {
+        let s = self.settings();
+        let k = self.keys();
+        let mut inv = SCRIPTS.housekeeping.prepare_invoke();
+        inv.key(k.matches())
+            .key(k.match_expiry())
+            .key(k.player_match())
+            .key(k.conns())
+            .key(k.conn_expiry())
+            .key(k.player_conns())
+            .key(k.tickets());
+        for w in s.worlds.iter() {
+            let wk = k.world(&w.name);
+            inv.key(wk.queue).key(wk.deadlines);
+        }
+        inv.arg(limit.max(1))
+            .arg(flag(s.remove_ticket_on_disconnect));
+        for name in self.world_names() {
+            inv.arg(name);
+        }
+        let mut reply = Reply::new("housekeeping.lua", self.invoke(&inv, false).await?)?;
+        let removed = Housekeeping {
+            matches_removed: reply.uint("matches removed")?,
+            connections_removed: reply.uint("connections removed")?,
+            tickets_removed: reply.uint("tickets removed")?,
+        };
+        reply.finish()?;
+        Ok(removed)
+    }
+}

@@ -1,0 +1,54 @@
+//! `lua/leave.lua`: remove a player's ticket from a world's queue.
+
+use super::reply::Reply;
+use super::MatchStore;
+use crate::config::World;
+use crate::domain::{LeaveOutcome, PlayerId, WorldName};
+use crate::error::StoreError;
+use crate::scripts::SCRIPTS;
+
+const SCRIPT: &str = "leave.lua";
+
+impl MatchStore {
+    /// Removes `player`'s ticket from `world`'s queue.
+    #[tracing::instrument(level = "debug", skip(self, world), fields(world = %world.name))]
+    pub async fn leave(
+        &self,
+        world: &World,
+        player: &PlayerId,
+    ) -> Result<LeaveOutcome, StoreError> {
+        let k = self.keys();
+        let wk = k.world(&world.name);
+        let mut inv = SCRIPTS.leave.prepare_invoke();
+        inv.key(wk.queue)
+            .key(wk.deadlines)
+            .key(k.tickets())
+            .arg(player.as_str())
+            .arg(world.name.as_str());
+        let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
+        let outcome = match reply.text("status")?.as_str() {
+            "LEFT" => LeaveOutcome::Left {
+                previous_position: reply.uint("previous position")?,
+                remaining_queue_size: reply.uint("remaining queue size")?,
+            },
+            "NOT_QUEUED" => {
+                let other = reply.optional_text("world waited in")?;
+                reply.uint("unused")?;
+                // A ticket of a world no longer configured does not count.
+                let queued_in = other
+                    .filter(|w| self.settings().worlds.get(w).is_some())
+                    .map(|w| WorldName::parse(&w))
+                    .transpose()
+                    .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: {e}")))?;
+                LeaveOutcome::NotQueued { queued_in }
+            }
+            other => {
+                return Err(StoreError::UnexpectedReply(format!(
+                    "{SCRIPT}: status {other:?}"
+                )))
+            }
+        };
+        reply.finish()?;
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,301 @@
+//! The Redis store: one module per Lua script (`lua/<op>.lua` ->
+//! `store/<op>.rs`), each building exactly that script's KEYS and ARGV and
+//! decoding exactly its reply through a [`reply::Reply`] cursor. This file
+//! holds what they share: the connection (single endpoint or cluster), the
+//! command timeout and the idle check.
+
+mod conn_register;
+mod conn_unregister;
+mod drop_stale_ticket;
+mod form_matches;
+mod housekeeping;
+mod join;
+mod lease_acquire;
+mod lease_release;
+mod leave;
+mod outbox_claim;
+mod outbox_settle;
+mod player_status;
+mod queue_status;
+mod reply;
+mod sweep_tickets;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, ScriptInvocation, Value};
+use tokio::sync::OnceCell;
+
+use crate::config::Settings;
+use crate::domain::{ConnectionId, PlayerId};
+use crate::error::{ConfigError, StoreError};
+use crate::keys::KeyLayout;
+
+pub use conn_register::Registered;
+pub use conn_unregister::Unregistered;
+pub use form_matches::MatchBatch;
+pub use housekeeping::Housekeeping;
+pub use outbox_settle::Settlement;
+
+/// A connection to a single endpoint or to a cluster.
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// Boxed: both clients are large and built once per process.
+enum Client {
+    Single(Box<redis::Client>),
+    Cluster(Box<redis::cluster::ClusterClient>),
+}
+
+struct Inner {
+    settings: Settings,
+    keys: KeyLayout,
+    client: Client,
+    conn: OnceCell<Connection>,
+    /// Milliseconds since `epoch` of the last successful command.
+    last_ok_ms: AtomicU64,
+    epoch: Instant,
+}
+
+/// Handle to the matchmaking state of one namespace. Cheap to clone; build it
+/// once per process (Lambda init) and share it.
+#[derive(Clone)]
+pub struct MatchStore {
+    inner: Arc<Inner>,
+}
+
+impl MatchStore {
+    /// Builds the store without connecting: the first command connects, so a
+    /// cold start succeeds while Redis is down and requests answer 503 until
+    /// it is back. A client that cannot be built from the settings (a bad
+    /// URL, an unreadable CA file) is a configuration error.
+    pub fn new(settings: Settings) -> Result<Self, ConfigError> {
+        let redis = &settings.redis;
+        let certificates = match &redis.ca_cert {
+            None => None,
+            Some(path) => Some(redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(std::fs::read(path).map_err(|e| ConfigError {
+                    var: "REDIS_CA_CERT",
+                    reason: format!("cannot read {}: {e}", path.display()),
+                })?),
+            }),
+        };
+        let url_error = |e: redis::RedisError| ConfigError {
+            var: "REDIS_URL",
+            reason: e.to_string(),
+        };
+        let client = if redis.cluster {
+            let mut builder = ClusterClientBuilder::new(redis.urls.clone())
+                .connection_timeout(redis.connect_timeout)
+                .response_timeout(redis.command_timeout)
+                .retries(2)
+                .min_retry_wait(50)
+                .max_retry_wait(500);
+            if let Some(certificates) = certificates {
+                builder = builder.certs(certificates);
+            }
+            Client::Cluster(Box::new(builder.build().map_err(url_error)?))
+        } else {
+            let url = redis.urls.first().map(String::as_str).unwrap_or_default();
+            let client = match certificates {
+                Some(certificates) => redis::Client::build_with_tls(url, certificates),
+                None => redis::Client::open(url),
+            };
+            Client::Single(Box::new(client.map_err(url_error)?))
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                keys: KeyLayout::new(&settings.namespace),
+                settings,
+                client,
+                conn: OnceCell::new(),
+                last_ok_ms: AtomicU64::new(0),
+                epoch: Instant::now(),
+            }),
+        })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    pub fn keys(&self) -> &KeyLayout {
+        &self.inner.keys
+    }
+
+    fn timeout(&self) -> Duration {
+        self.inner.settings.redis.command_timeout
+    }
+
+    async fn connection(&self) -> Result<Connection, StoreError> {
+        let redis = &self.inner.settings.redis;
+        let conn = self
+            .inner
+            .conn
+            .get_or_try_init(|| async {
+                match &self.inner.client {
+                    Client::Single(client) => {
+                        let config = ConnectionManagerConfig::new()
+                            .set_connection_timeout(Some(redis.connect_timeout))
+                            .set_response_timeout(Some(redis.command_timeout))
+                            .set_number_of_retries(3)
+                            .set_min_delay(Duration::from_millis(20))
+                            .set_max_delay(Duration::from_millis(250));
+                        client
+                            .get_connection_manager_with_config(config)
+                            .await
+                            .map(Connection::Single)
+                    }
+                    Client::Cluster(client) => {
+                        client.get_async_connection().await.map(Connection::Cluster)
+                    }
+                }
+            })
+            .await?;
+        Ok(conn.clone())
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.inner.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Runs one script invocation within the command timeout. Only
+    /// `idempotent` scripts are retried after a dropped connection.
+    async fn invoke(
+        &self,
+        inv: &ScriptInvocation<'_>,
+        idempotent: bool,
+    ) -> Result<Value, StoreError> {
+        let timeout = self.timeout();
+        let attempt = async {
+            let mut conn = self.connection().await?;
+            let idle_ms = self
+                .elapsed_ms()
+                .saturating_sub(self.inner.last_ok_ms.load(Ordering::Relaxed));
+            if idle_ms >= millis(self.inner.settings.redis.idle_check_after) {
+                // After an idle spell (a frozen-and-thawed Lambda, a NAT that
+                // dropped the flow) the connection may be dead. A PING is safe
+                // to retry, so it pays for the reconnect before the real
+                // command goes out; writes themselves are never blindly
+                // retried, since a lost reply could hide an applied write.
+                if redis::cmd("PING")
+                    .query_async::<()>(&mut conn)
+                    .await
+                    .is_err()
+                {
+                    redis::cmd("PING").query_async::<()>(&mut conn).await?;
+                }
+            }
+            match inv.invoke_async::<Value>(&mut conn).await {
+                Ok(v) => Ok(v),
+                Err(e) if idempotent && (e.is_connection_dropped() || e.is_io_error()) => inv
+                    .invoke_async::<Value>(&mut conn)
+                    .await
+                    .map_err(StoreError::from),
+                Err(e) => Err(StoreError::from(e)),
+            }
+        };
+        let value = tokio::time::timeout(timeout, attempt)
+            .await
+            .map_err(|_| StoreError::Timeout(timeout))??;
+        self.inner
+            .last_ok_ms
+            .store(self.elapsed_ms(), Ordering::Relaxed);
+        Ok(value)
+    }
+
+    /// Round trip to Redis (readiness checks).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.command::<()>(&redis::cmd("PING")).await
+    }
+
+    /// Runs a plain command (tests and tooling; the operations use scripts).
+    pub async fn command<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, StoreError> {
+        let timeout = self.timeout();
+        tokio::time::timeout(timeout, async {
+            let mut conn = self.connection().await?;
+            cmd.query_async::<T>(&mut conn)
+                .await
+                .map_err(StoreError::from)
+        })
+        .await
+        .map_err(|_| StoreError::Timeout(timeout))?
+    }
+
+    /// The connections currently registered for `player` (one HGET; the
+    /// registry's scripts keep it consistent).
+    pub async fn connections_of(&self, player: &PlayerId) -> Result<Vec<ConnectionId>, StoreError> {
+        let list: Option<String> = self
+            .command(
+                redis::cmd("HGET")
+                    .arg(self.inner.keys.player_conns())
+                    .arg(player.as_str()),
+            )
+            .await?;
+        list.unwrap_or_default()
+            .split_whitespace()
+            .map(ConnectionId::parse)
+            .collect::<Result<_, _>>()
+            .map_err(|e| StoreError::UnexpectedReply(format!("player-conns: {e}")))
+    }
+
+    /// The configured world names, in configuration order (the order of the
+    /// per-world keys the multi-world scripts take).
+    fn world_names(&self) -> impl Iterator<Item = &str> {
+        self.inner.settings.worlds.iter().map(|w| w.name.as_str())
+    }
+
+    /// The rate statistics window, in ms.
+    fn window_ms(&self) -> u64 {
+        millis(self.inner.settings.wait_window)
+    }
+}
+
+/// A flag argument as the scripts take it.
+fn flag(on: bool) -> &'static str {
+    if on {
+        "1"
+    } else {
+        "0"
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

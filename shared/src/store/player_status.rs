@@ -1,0 +1,51 @@
+//! `lua/player_status.lua`: where a player stands: queued, matched or idle.
+
+use super::reply::Reply;
+use super::MatchStore;
+use crate::domain::{PlayerId, PlayerStatus, WaitStats, WorldName};
+use crate::error::StoreError;
+use crate::scripts::SCRIPTS;
+
+const SCRIPT: &str = "player_status.lua";
+
+impl MatchStore {
+    /// Where `player` stands: queued, matched (while the record lives) or idle.
+    pub async fn player_status(&self, player: &PlayerId) -> Result<PlayerStatus, StoreError> {
+        let k = self.keys();
+        let mut inv = SCRIPTS.player_status.prepare_invoke();
+        inv.key(k.tickets())
+            .key(k.player_match())
+            .key(k.matches())
+            .key(k.match_expiry());
+        for w in self.settings().worlds.iter() {
+            let wk = k.world(&w.name);
+            inv.key(wk.queue).key(wk.rate);
+        }
+        inv.arg(player.as_str()).arg(self.window_ms());
+        for name in self.world_names() {
+            inv.arg(name);
+        }
+        let mut reply = Reply::new(SCRIPT, self.invoke(&inv, true).await?)?;
+        let status = match reply.text("status")?.as_str() {
+            "IDLE" => PlayerStatus::Idle,
+            "MATCHED" => PlayerStatus::Matched(reply.json("match record")?),
+            "QUEUED" => {
+                let world = reply.parsed("world", WorldName::parse)?;
+                let position = reply.uint("position")?;
+                let queue_size = reply.uint("queue size")?;
+                let stats = WaitStats {
+                    players_matched: reply.uint("window players")?,
+                    span_ms: reply.uint("window span")?,
+                };
+                PlayerStatus::Queued(self.queue_position(world, position, queue_size, stats))
+            }
+            other => {
+                return Err(StoreError::UnexpectedReply(format!(
+                    "{SCRIPT}: status {other:?}"
+                )))
+            }
+        };
+        reply.finish()?;
+        Ok(status)
+    }
+}

@@ -1,0 +1,163 @@
+//! A cursor over a script's flat reply. Every operation module reads its
+//! script's reply front to back through it and calls [`Reply::finish`], so a
+//! value missing from the reply, or one left over, is an error naming the
+//! script, never a silently wrong field.
+
+use serde::de::DeserializeOwned;
+
+use redis::Value;
+
+use crate::error::StoreError;
+
+/// The values of one script reply, consumed in order.
+pub(crate) struct Reply {
+    script: &'static str,
+    values: std::vec::IntoIter<Value>,
+    /// Index of the next value, for messages.
+    next: usize,
+}
+
+impl Reply {
+    /// A reply that must be an array (the scripts' flat replies).
+    pub fn new(script: &'static str, value: Value) -> Result<Self, StoreError> {
+        match value {
+            Value::Array(items) | Value::Set(items) => Ok(Self {
+                script,
+                values: items.into_iter(),
+                next: 0,
+            }),
+            other => Err(StoreError::UnexpectedReply(format!(
+                "{script}: expected an array, got {other:?}"
+            ))),
+        }
+    }
+
+    /// A reply that must be one integer (scripts that answer 0/1 or a count).
+    pub fn integer(script: &'static str, value: Value) -> Result<i64, StoreError> {
+        match value {
+            Value::Int(n) => Ok(n),
+            other => Err(StoreError::UnexpectedReply(format!(
+                "{script}: expected an integer, got {other:?}"
+            ))),
+        }
+    }
+
+    fn error(&self, what: &str, detail: impl std::fmt::Display) -> StoreError {
+        StoreError::UnexpectedReply(format!(
+            "{}: value {} ({what}): {detail}",
+            self.script,
+            self.next.saturating_sub(1)
+        ))
+    }
+
+    fn take(&mut self, what: &str) -> Result<Value, StoreError> {
+        self.next += 1;
+        self.values
+            .next()
+            .ok_or_else(|| self.error(what, "missing from the reply"))
+    }
+
+    /// How many values are left.
+    pub fn remaining(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The next value as bytes.
+    pub fn bytes(&mut self, what: &str) -> Result<Vec<u8>, StoreError> {
+        match self.take(what)? {
+            Value::BulkString(b) => Ok(b),
+            Value::SimpleString(s) => Ok(s.into_bytes()),
+            other => Err(self.error(what, format!("expected a string, got {other:?}"))),
+        }
+    }
+
+    /// The next value as UTF-8 text.
+    pub fn text(&mut self, what: &str) -> Result<String, StoreError> {
+        let bytes = self.bytes(what)?;
+        String::from_utf8(bytes).map_err(|_| self.error(what, "not UTF-8"))
+    }
+
+    /// The next value as text, `None` when it is empty (the scripts' "none").
+    pub fn optional_text(&mut self, what: &str) -> Result<Option<String>, StoreError> {
+        let text = self.text(what)?;
+        Ok((!text.is_empty()).then_some(text))
+    }
+
+    /// The next value as a non-negative integer.
+    pub fn uint(&mut self, what: &str) -> Result<u64, StoreError> {
+        match self.take(what)? {
+            Value::Int(n) => u64::try_from(n).map_err(|_| self.error(what, "negative")),
+            other => Err(self.error(what, format!("expected an integer, got {other:?}"))),
+        }
+    }
+
+    /// The next value parsed by `parse` (an id type's `parse`).
+    pub fn parsed<T, E: std::fmt::Display>(
+        &mut self,
+        what: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Result<T, StoreError> {
+        let text = self.text(what)?;
+        parse(&text).map_err(|e| self.error(what, e))
+    }
+
+    /// The next value decoded from JSON.
+    pub fn json<T: DeserializeOwned>(&mut self, what: &str) -> Result<T, StoreError> {
+        let bytes = self.bytes(what)?;
+        serde_json::from_slice(&bytes).map_err(|e| self.error(what, e))
+    }
+
+    /// Ends the reply: every value must have been read.
+    pub fn finish(self) -> Result<(), StoreError> {
+        let left = self.values.len();
+        if left > 0 {
+            return Err(StoreError::UnexpectedReply(format!(
+                "{}: {left} unexpected value(s) after value {}",
+                self.script,
+                self.next.saturating_sub(1)
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(values: Vec<Value>) -> Reply {
+        Reply::new("test.lua", Value::Array(values)).unwrap()
+    }
+
+    #[test]
+    fn values_are_read_in_order_and_typed() {
+        let mut r = reply(vec![
+            Value::BulkString(b"QUEUED".to_vec()),
+            Value::Int(3),
+            Value::BulkString(Vec::new()),
+        ]);
+        assert_eq!(r.text("status").unwrap(), "QUEUED");
+        assert_eq!(r.uint("position").unwrap(), 3);
+        assert_eq!(r.optional_text("world").unwrap(), None);
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn missing_wrong_and_leftover_values_are_errors_not_panics() {
+        assert!(Reply::new("x.lua", Value::Nil).is_err());
+        assert!(Reply::integer("x.lua", Value::Nil).is_err());
+        let mut r = reply(vec![Value::Int(-1), Value::Nil]);
+        assert!(r.uint("n").is_err());
+        assert!(r.text("s").is_err());
+        let err = r.text("gone").unwrap_err().to_string();
+        assert!(err.contains("test.lua") && err.contains("missing"), "{err}");
+
+        let mut r = reply(vec![Value::Int(1), Value::Int(2)]);
+        r.uint("one").unwrap();
+        let err = r.finish().unwrap_err().to_string();
+        assert!(err.contains("1 unexpected value"), "{err}");
+
+        let mut r = reply(vec![Value::BulkString(b"{".to_vec())]);
+        assert!(r.json::<serde_json::Value>("record").is_err());
+    }
+}

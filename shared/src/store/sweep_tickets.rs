@@ -1,0 +1,36 @@
+//! `lua/sweep_tickets.lua`: remove a world's expired tickets and queue a
+//! TICKET_EXPIRED notification for each.
+
+use super::reply::Reply;
+use super::MatchStore;
+use crate::config::World;
+use crate::domain::PlayerId;
+use crate::error::StoreError;
+use crate::scripts::SCRIPTS;
+
+impl MatchStore {
+    /// Removes up to `limit` of `world`'s expired tickets; returns whose. Each
+    /// also gets a TICKET_EXPIRED notification in the outbox.
+    pub async fn sweep_expired_tickets(
+        &self,
+        world: &World,
+        limit: u64,
+    ) -> Result<Vec<PlayerId>, StoreError> {
+        let k = self.keys();
+        let wk = k.world(&world.name);
+        let mut inv = SCRIPTS.sweep_tickets.prepare_invoke();
+        inv.key(wk.queue)
+            .key(wk.deadlines)
+            .key(k.tickets())
+            .key(k.outbox())
+            .arg(world.name.as_str())
+            .arg(limit.max(1));
+        let mut reply = Reply::new("sweep_tickets.lua", self.invoke(&inv, false).await?)?;
+        let mut expired = Vec::with_capacity(reply.remaining());
+        while reply.remaining() > 0 {
+            expired.push(reply.parsed("expired player", PlayerId::parse)?);
+        }
+        reply.finish()?;
+        Ok(expired)
+    }
+}
