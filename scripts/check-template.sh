@@ -13,7 +13,9 @@
 #      AWS::Events::Rule, or a parameter SAM resolves while transforming.
 #   5. invariants of the translated template that the application and the
 #      docs rely on (functions, binaries, runtime, routes, env vars, IAM
-#      scope, logs, throttling, failure destination, alarms, dashboard).
+#      scope, logs, throttling, failure destination, alarms, dashboard),
+#      including MM_RULES / MM_WORLDS: exactly one of them per function,
+#      for the default parameters and for a given Rules parameter.
 #
 # Pass/fail: every cfn-lint finding fails its check -- errors, warnings and
 # informational ones alike (--non-zero-exit-code informational; cfn-lint's exit
@@ -200,11 +202,58 @@ binaries = {
     "WsConnectFunction": "ws-connect",
     "WsDisconnectFunction": "ws-disconnect",
 }
-pushers = {"JoinFunction", "MatcherFunction"}
+# The functions that may call @connections (POST: push, DELETE: close).
+pushers = {"JoinFunction", "MatcherFunction", "WsConnectFunction"}
+# Every function gets all of these (MM_RULES / MM_WORLDS: exactly one, below).
 env_vars = {
-    "REDIS_URL", "REDIS_CLUSTER", "MM_NAMESPACE", "MM_WORLDS", "MM_INSTANT_MATCH",
+    "REDIS_URL", "REDIS_CLUSTER", "MM_NAMESPACE", "MM_INSTANT_MATCH",
+    "MM_HEARTBEAT_SECS", "MM_PRESENCE_TIMEOUT_SECS",
     "MM_WS_ENDPOINT", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS_URL", "RUST_LOG",
 }
+# Gone from the application (registrations lapse on missed heartbeats now).
+removed_env_vars = {"MM_CONNECTION_TTL_SECS"}
+
+
+def param_default(name):
+    return params.get(name, {}).get("Default")
+
+
+def eval_condition(expr, values):
+    """A Conditions expression, with parameters taken from `values`."""
+    if isinstance(expr, dict) and len(expr) == 1:
+        (fn, arg), = expr.items()
+        if fn == "Ref":
+            return values.get(arg)
+        if fn == "Condition":
+            return eval_condition(conditions[arg], values)
+        if fn == "Fn::Equals":
+            a, b = (eval_condition(x, values) for x in arg)
+            return str(a) == str(b)
+        if fn == "Fn::Not":
+            return not eval_condition(arg[0], values)
+        if fn == "Fn::And":
+            return all(eval_condition(x, values) for x in arg)
+        if fn == "Fn::Or":
+            return any(eval_condition(x, values) for x in arg)
+    if isinstance(expr, (str, int, float, bool)):
+        return expr
+    raise ValueError("cannot evaluate condition %s" % json.dumps(expr))
+
+
+def resolve_if(value, values):
+    """Resolves Fn::If (nested) under the parameter `values`; NO_VALUE stays."""
+    while isinstance(value, dict) and list(value) == ["Fn::If"]:
+        name, yes, no = value["Fn::If"]
+        value = yes if eval_condition(conditions[name], values) else no
+    return value
+
+
+defaults = {k: param_default(k) for k in params}
+# (label, parameter values, the variable that must be set, what it must be)
+world_config_cases = [
+    ("default parameters", defaults, "MM_WORLDS", ref("Worlds")),
+    ("Rules given", dict(defaults, Rules='{"worlds":[{"name":"duel","teamSize":2}]}'), "MM_RULES", ref("Rules")),
+]
 
 # ---------------------------------------------------------------- functions
 functions = {k for k, v in res.items() if v["Type"] == "AWS::Lambda::Function"}
@@ -229,8 +278,24 @@ for fn, binary in binaries.items():
     check(p.get("TracingConfig", {}).get("Mode") == "Active", fn + ": tracing not Active")
     subnets = [s.get("Ref") for s in p.get("VpcConfig", {}).get("SubnetIds", [])]
     check(subnets == ["PrivateSubnetA", "PrivateSubnetB"], fn + ": not in the private subnets")
-    missing = env_vars - set(p.get("Environment", {}).get("Variables", {}))
+    env = p.get("Environment", {}).get("Variables", {})
+    missing = env_vars - set(env)
     check(not missing, "%s: missing env %s" % (fn, sorted(missing)))
+    check(not (removed_env_vars & set(env)), "%s: obsolete env %s" % (fn, sorted(removed_env_vars & set(env))))
+    check(env.get("MM_HEARTBEAT_SECS") == ref("HeartbeatSeconds"), fn + ": MM_HEARTBEAT_SECS is not HeartbeatSeconds")
+    check(env.get("MM_PRESENCE_TIMEOUT_SECS") == ref("PresenceTimeoutSeconds"),
+          fn + ": MM_PRESENCE_TIMEOUT_SECS is not PresenceTimeoutSeconds")
+    # The application refuses MM_RULES next to MM_WORLDS: exactly one is set,
+    # whatever the Rules parameter says.
+    for label, values, want_var, want_value in world_config_cases:
+        try:
+            present = {v: resolve_if(env[v], values) for v in ("MM_RULES", "MM_WORLDS") if v in env}
+        except (ValueError, KeyError) as e:
+            check(False, "%s: MM_RULES/MM_WORLDS do not resolve (%s)" % (fn, e))
+            continue
+        present = {v: x for v, x in present.items() if x != NO_VALUE}
+        check(present == {want_var: want_value},
+              "%s, %s: expected only %s=%s, got %s" % (fn, label, want_var, json.dumps(want_value), json.dumps(present)))
     # JSON logs into the default group /aws/lambda/<name>, which the stack
     # creates with a retention (no LoggingConfig.LogGroup: it would have to
     # be named independently of the function, and Lambda would write there).
@@ -302,6 +367,7 @@ want = {
     ("post", "/v1/matching/leave"): "LeaveFunction",
     ("get", "/v1/matching/queue-status/{worldType}"): "StatusFunction",
     ("get", "/v1/matching/my-status"): "StatusFunction",
+    ("get", "/v1/matching/matches/{matchId}"): "StatusFunction",
 }
 got = {}
 for path, methods in body.get("paths", {}).items():
@@ -350,8 +416,37 @@ for s in http_stages:
     check_stage("HTTP API stage", s, "HttpApiAccessLogs", "HttpApiThrottleRate", "HttpApiThrottleBurst")
 
 # ------------------------------------------------------------ WebSocket API
-routes = {v["Properties"]["RouteKey"] for v in res.values() if v["Type"] == "AWS::ApiGatewayV2::Route"}
-check(routes == {"$connect", "$disconnect"}, "WebSocket routes are %s" % sorted(routes))
+ws_routes = {v["Properties"]["RouteKey"]: (k, v["Properties"]) for k, v in res.items()
+             if v["Type"] == "AWS::ApiGatewayV2::Route"}
+check(set(ws_routes) == {"$connect", "$disconnect", "$default"}, "WebSocket routes are %s" % sorted(ws_routes))
+# Which function serves each route: ws-connect dispatches $connect and
+# $default (heartbeats) on requestContext.routeKey.
+ws_route_functions = {"$connect": "WsConnectFunction", "$default": "WsConnectFunction",
+                      "$disconnect": "WsDisconnectFunction"}
+integrations = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::ApiGatewayV2::Integration"}
+permissions = [v["Properties"] for v in res.values() if v["Type"] == "AWS::Lambda::Permission"]
+for key, fn in ws_route_functions.items():
+    if key not in ws_routes:
+        continue
+    route_name, route = ws_routes[key]
+    target = json.dumps(route.get("Target", ""))
+    integ = next((i for n, i in integrations.items() if "${%s}" % n in target), {})
+    check(integ.get("ApiId") == ref("WebSocketApi") and integ.get("IntegrationType") == "AWS_PROXY"
+          and "${%s.Arn}" % fn in json.dumps(integ.get("IntegrationUri", "")),
+          "WebSocket route %s: not an AWS_PROXY integration of %s" % (key, fn))
+    source_arn = "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${WebSocketApi}/${Stage}/" + key
+    check(any(p.get("FunctionName") == ref(fn) and p.get("Principal") == "apigateway.amazonaws.com"
+              and p.get("SourceArn") == {"Fn::Sub": source_arn} for p in permissions),
+          "WebSocket route %s: no permission for API Gateway to invoke %s" % (key, fn))
+# $default is two-way: the Lambda proxy answer (PONG) goes back to the client.
+if "$default" in ws_routes:
+    default_name, default_route = ws_routes["$default"]
+    check(default_route.get("RouteResponseSelectionExpression") == "$default",
+          "WebSocket route $default: RouteResponseSelectionExpression is not $default")
+    route_responses = [v["Properties"] for v in res.values() if v["Type"] == "AWS::ApiGatewayV2::RouteResponse"]
+    check(any(rr.get("RouteId") == ref(default_name) and rr.get("RouteResponseKey") == "$default"
+              and rr.get("ApiId") == ref("WebSocketApi") for rr in route_responses),
+          "WebSocket route $default: no route response $default (PONG would not reach the client)")
 for s in ws_stages:
     check_stage("WebSocket stage", s, "WebSocketAccessLogs", "WebSocketThrottleRate", "WebSocketThrottleBurst")
     # Route changes reach the stage without a hand-made deployment.
@@ -362,6 +457,8 @@ check(not [k for k, v in res.items() if v["Type"] == "AWS::ApiGatewayV2::Deploym
 ws_stage_name = next((k for k, v in stages.items() if v.get("ApiId") == ref("WebSocketApi")), None)
 depends = res.get(ws_stage_name, {}).get("DependsOn", [])
 check("ApiGatewayAccountReady" in depends, "WebSocket stage does not wait for the API Gateway account logging role")
+for route_name, _ in ws_routes.values():
+    check(route_name in depends, "WebSocket stage does not depend on route " + route_name)
 
 # ---------------------------------------------------------------- the cache
 sc = props("ServerlessCache")
@@ -437,7 +534,31 @@ for d in dash:
         for ns in ("AWS/Lambda", "AWS/ApiGateway", "AWS/ElastiCache"):
             check(ns in text, "dashboard: no %s metrics" % ns)
 
+# ----------------------------------------------------------- configuration
+check(param_default("Rules") == "", "parameter Rules must default to empty (worlds from Worlds)")
+check(conditions.get("HasRules") == {"Fn::Not": [{"Fn::Equals": [ref("Rules"), ""]}]}, "condition HasRules changed")
+hb, pt = params.get("HeartbeatSeconds", {}), params.get("PresenceTimeoutSeconds", {})
+check(str(hb.get("Default")) == "60" and str(hb.get("MinValue")) == "1",
+      "parameter HeartbeatSeconds must default to 60, minimum 1")
+check(str(pt.get("Default")) == "150", "parameter PresenceTimeoutSeconds must default to 150")
+try:
+    check(int(pt.get("Default")) > int(hb.get("Default")),
+          "PresenceTimeoutSeconds must default to more than HeartbeatSeconds (the functions refuse otherwise)")
+except (TypeError, ValueError):
+    check(False, "HeartbeatSeconds / PresenceTimeoutSeconds defaults are not numbers")
+check("longer than HeartbeatSeconds" in pt.get("Description", ""),
+      "parameter PresenceTimeoutSeconds must say it has to be longer than HeartbeatSeconds")
+for name in sorted(removed_env_vars):
+    check(name not in json.dumps(t), "the template still mentions " + name)
+
 # ---------------------------------------------------------------------- IAM
+# @connections: POST (push) and DELETE (close), this API and stage only.
+push_policy = props("PushToConnectionsPolicy").get("PolicyDocument", {}).get("Statement", [])
+connections_arn = "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${WebSocketApi}/${Stage}/%s/@connections/*"
+check(push_policy == [{"Effect": "Allow", "Action": "execute-api:ManageConnections",
+                       "Resource": [{"Fn::Sub": connections_arn % "POST"}, {"Fn::Sub": connections_arn % "DELETE"}]}],
+      "PushToConnectionsPolicy: expected ManageConnections on POST and DELETE @connections/* only, got %s"
+      % json.dumps(push_policy))
 # No IAM statement of ours grants anything on "*".
 for name, v in res.items():
     if v["Type"] in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
