@@ -98,11 +98,19 @@ local function record_rate(rate_key, now, window, players)
   redis.call('HSET', rate_key, 'start', start, 'cur', cur + players, 'prev', prev, 'first', first)
 end
 
--- Outbox entry ids. "M|<matchId>|<player>" asks for a MATCH_FOUND push and
--- "X|<world>|<player>" for a TICKET_EXPIRED push. Match ids and world names
--- never contain '|', so everything after the second '|' is the player id.
--- The meta hash holds "<attempts>:<first_attempt_ms>", written by the first
--- claim: a new entry is only a ZADD, which keeps forming matches cheap.
+-- Outbox entry ids. Only the scripts make them; Rust parses them
+-- (shared/src/domain/notification.rs). Match ids and world names never
+-- contain '|'; a player id is always last, so it may.
+--   "M|<matchId>"           MATCH_FOUND to every participant of a match
+--   "C|<matchId>|<conn>"    MATCH_FOUND again, to one connection that opened
+--                           just after the match formed (the connect race)
+--   "X|<world>|<player>"    TICKET_EXPIRED: the ticket outlived its lifetime
+--   "G|<world>|<player>"    TICKET_REMOVED: the player had no live connection
+--                           in a world that requires presence
+-- The meta hash holds "<attempts>:<first_attempt_ms>:<in_flight>:<pending>",
+-- written by the first claim (a new entry is only a ZADD, which keeps forming
+-- matches cheap): <in_flight> is 1 from a claim until its settlement, and
+-- <pending> lists the 1-based targets still to tell ("" = all).
 local function outbox_add(outbox_key, ids, count, now)
   local zargs = {}
   for i = 1, count do
@@ -114,110 +122,35 @@ local function outbox_add(outbox_key, ids, count, now)
   end
 end
 
--- Forms up to `max_groups` complete groups of `team` players from the front
--- (oldest first) of a world's queue and records each match durably before
--- anyone is told: the match record, each player's pointer to it, its expiry,
--- the outbox entries and the world's recent-match statistics. A partial group
--- is never taken. Returns the array of match records as JSON strings and
--- the array of the outbox ids it queued (one per player).
---
--- k: table with fields queue, deadlines, tickets, matches, match_expiry,
---    player_match, outbox, rate, match_seq (key names).
--- size: the queue's size if the caller knows it, else nil.
--- window: the rate statistics window in ms.
--- This runs for every instant match and for up to tens of thousands of
--- players per matcher tick, so it avoids per-player Redis calls and pattern
--- matching, and fills arrays with explicit indexes (# is O(log n) in Lua 5.1).
-local function form_matches(k, world, team, max_groups, match_ttl, now, window, size)
-  size = size or redis.call('ZCARD', k.queue)
-  local groups = math.floor(size / team)
-  if max_groups > 0 and groups > max_groups then
-    groups = max_groups
-  end
-  if groups == 0 then
-    return {}, {}
-  end
-  local taken = groups * team
-  local players = redis.call('ZRANGE', k.queue, 0, taken - 1)
-  local data = {}
-  local i = 1
-  while i <= taken do
-    local last = math.min(i + CHUNK - 1, taken)
-    local part = redis.call('HMGET', k.tickets, unpack(players, i, last))
-    for j = 1, last - i + 1 do
-      local t = part[j]
-      -- A ticket without data ends with the space before its (empty) data.
-      if t and string.byte(t, -1) ~= 32 then
-        local _, _, _, _, td = decode_ticket(t)
-        data[i + j - 1] = td
-      end
-    end
-    i = last + 1
-  end
-  redis.call('ZREMRANGEBYRANK', k.queue, 0, taken - 1)
-  chunked('ZREM', k.deadlines, players, 1)
-  chunked('HDEL', k.tickets, players, 1)
+-- Connection registry. conns: HASH conn id -> "<registered_ms> <player>";
+-- conn_expiry: ZSET conn id -> when the registration lapses without a
+-- heartbeat; player_conns: HASH player -> space-separated conn ids (oldest
+-- first; connection ids never contain spaces); presence: ZSET player -> the
+-- latest expiry among the player's connections (a player is present while it
+-- lies in the future).
+local function decode_conn(v)
+  if not v then return nil, nil end
+  local born, player = string.match(v, '^(%d+) (.*)$')
+  return player, tonumber(born)
+end
 
-  local last_seq = redis.call('INCRBY', k.match_seq, groups)
-  local first_seq = last_seq - groups + 1
-  local records, match_fields, expiry_args, pointer_args, outbox_args = {}, {}, {}, {}, {}
-  local expires = now + match_ttl
-  local matched_at = string.format('%d', now)
-  local id_prefix = string.format('%x-', now)
-  local prefix = '","worldType":"' .. world .. '","participants":['
-  -- Reused for every group: allocating two tables per match shows up at
-  -- tens of thousands of matches per call.
-  local names, extras = {}, {}
-  for g = 0, groups - 1 do
-    local id = id_prefix .. string.format('%x', first_seq + g)
-    -- Built by hand so ticket data (already valid JSON) is embedded verbatim
-    -- instead of round-tripping through cjson, which would lose precision of
-    -- large numbers and turn empty arrays into objects.
-    local n_extras = 0
-    local base = g * team
-    local outbox_prefix = 'M|' .. id .. '|'
-    for m = 1, team do
-      local i = base + m
-      local p = players[i]
-      -- Most ids need no escaping; cjson (which also escapes '/') only for the rest.
-      local quoted
-      if string.find(p, '[%c"\\/\128-\255]') then
-        quoted = cjson.encode(p)
-      else
-        quoted = '"' .. p .. '"'
-      end
-      names[m] = quoted
-      local d = data[i]
-      if d and d ~= '' then
-        n_extras = n_extras + 1
-        extras[n_extras] = quoted .. ':' .. d
-      end
-      pointer_args[2 * i - 1] = p
-      pointer_args[2 * i] = id
-      outbox_args[2 * i - 1] = now
-      outbox_args[2 * i] = outbox_prefix .. p
-    end
-    local record = '{"matchId":"' .. id .. prefix .. table.concat(names, ',', 1, team) .. '],"matchedAt":' .. matched_at
-    if n_extras > 0 then
-      record = record .. ',"playerData":{' .. table.concat(extras, ',', 1, n_extras) .. '}'
-    end
-    record = record .. '}'
-    records[g + 1] = record
-    match_fields[2 * g + 1] = id
-    match_fields[2 * g + 2] = record
-    expiry_args[2 * g + 1] = expires
-    expiry_args[2 * g + 2] = id
+-- Recomputes a player's presence from their remaining connections.
+local function refresh_presence(k, player, ids)
+  local latest = nil
+  for _, id in ipairs(ids) do
+    local e = tonumber(redis.call('ZSCORE', k.conn_expiry, id))
+    if e and (latest == nil or e > latest) then latest = e end
   end
-  chunked('HSET', k.matches, match_fields, 2)
-  chunked('ZADD', k.match_expiry, expiry_args, 2)
-  chunked('HSET', k.player_match, pointer_args, 2)
-  chunked('ZADD', k.outbox, outbox_args, 2)
-  record_rate(k.rate, now, window, taken)
-  local ids = {}
-  for i = 1, taken do
-    ids[i] = outbox_args[2 * i]
+  if latest then
+    redis.call('ZADD', k.presence, latest, player)
+  else
+    redis.call('ZREM', k.presence, player)
   end
-  return records, ids
+end
+
+local function is_present(presence_key, player, now)
+  local until_ms = tonumber(redis.call('ZSCORE', presence_key, player))
+  return until_ms ~= nil and until_ms > now
 end
 
 -- Removes a player's ticket from whichever configured world it waits in.
@@ -240,14 +173,13 @@ local function drop_ticket(tickets, player, worlds, world_keys)
   return world or ''
 end
 
--- Connection registry: conns (HASH conn id -> player), conn_expiry (ZSET conn
--- id -> expiry ms), player_conns (HASH player -> space-separated conn ids;
--- connection ids never contain spaces). Removes one connection; when it was
--- the player's last one and `remove_ticket` is set, the ticket goes too, so
--- nobody is matched as a ghost. Returns player ('' if unknown), remaining
--- connection count and the world of a removed ticket ('' if none).
+-- Removes one connection; when it was the player's last one and
+-- `remove_ticket` is set, the ticket goes too, so nobody is matched as a
+-- ghost. k: conns, conn_expiry, player_conns, presence, tickets. Returns
+-- player ('' if unknown), remaining connection count and the world of a
+-- removed ticket ('' if none).
 local function drop_connection(k, conn_id, remove_ticket, worlds, world_keys)
-  local player = redis.call('HGET', k.conns, conn_id)
+  local player = decode_conn(redis.call('HGET', k.conns, conn_id))
   redis.call('HDEL', k.conns, conn_id)
   redis.call('ZREM', k.conn_expiry, conn_id)
   if not player then
@@ -260,6 +192,7 @@ local function drop_connection(k, conn_id, remove_ticket, worlds, world_keys)
       if id ~= conn_id then kept[#kept + 1] = id end
     end
   end
+  refresh_presence(k, player, kept)
   if #kept > 0 then
     redis.call('HSET', k.player_conns, player, table.concat(kept, ' '))
     return player, #kept, ''
@@ -270,4 +203,191 @@ local function drop_connection(k, conn_id, remove_ticket, worlds, world_keys)
     removed = drop_ticket(k.tickets, player, worlds, world_keys)
   end
   return player, 0, removed
+end
+
+-- Removes up to `limit` of a world's expired tickets and queues a
+-- TICKET_EXPIRED for each. Returns the expired players and whether the limit
+-- was reached (more may remain). k: queue, deadlines, tickets, outbox.
+local function sweep_expired(k, world, limit, now)
+  local expired = redis.call('ZRANGEBYSCORE', k.deadlines, '-inf', now, 'LIMIT', 0, limit)
+  local n = #expired
+  if n == 0 then
+    return expired, false
+  end
+  chunked('ZREM', k.queue, expired, 1)
+  chunked('ZREM', k.deadlines, expired, 1)
+  chunked('HDEL', k.tickets, expired, 1)
+  local ids = {}
+  for i = 1, n do
+    ids[i] = 'X|' .. world .. '|' .. expired[i]
+  end
+  outbox_add(k.outbox, ids, n, now)
+  return expired, n >= limit
+end
+
+-- Expired tickets a match-forming call removes first, at most.
+local MATCH_SWEEP_LIMIT = 1000
+
+-- Picks up to `groups` groups of `team` players from the front of a FIFO
+-- queue (oldest first). Without a presence requirement that is simply the
+-- first groups * team members. With one, players without a live connection
+-- are removed on the way (ticket dropped, TICKET_REMOVED queued) and the
+-- next ones take their seats; the scan is bounded by `scan_limit` removals.
+-- Returns the chosen players, in queue order, and how many were removed.
+local function pick_fifo(k, world, team, groups, now, presence, scan_limit)
+  local taken = groups * team
+  if not presence then
+    return redis.call('ZRANGE', k.queue, 0, taken - 1), 0
+  end
+  local chosen, n, removed, gone = {}, 0, 0, {}
+  local offset = 0
+  while n < taken do
+    local batch = redis.call('ZRANGE', k.queue, offset, offset + (taken - n) - 1)
+    if #batch == 0 then break end
+    offset = offset + #batch
+    for _, p in ipairs(batch) do
+      if is_present(k.presence, p, now) then
+        n = n + 1
+        chosen[n] = p
+      elseif removed < scan_limit then
+        removed = removed + 1
+        gone[removed] = p
+      end
+    end
+    if removed >= scan_limit then break end
+  end
+  if removed > 0 then
+    chunked('ZREM', k.queue, gone, 1)
+    chunked('ZREM', k.deadlines, gone, 1)
+    chunked('HDEL', k.tickets, gone, 1)
+    local ids = {}
+    for i = 1, removed do ids[i] = 'G|' .. world .. '|' .. gone[i] end
+    outbox_add(k.outbox, ids, removed, now)
+  end
+  -- Only whole groups are matched; the rest keep waiting.
+  local whole = math.floor(n / team) * team
+  for i = whole + 1, n do chosen[i] = nil end
+  return chosen, removed
+end
+
+-- Records `groups` matches of `team` players each from `players` (queue
+-- order) durably before anyone is told: removes their tickets, writes each
+-- match record, every player's pointer to it, its expiry, ONE outbox entry
+-- per match and the world's recent-match statistics. Returns the records as
+-- JSON strings and the outbox ids.
+--
+-- This runs for every instant match and for up to tens of thousands of
+-- players per matcher tick, so it avoids per-player Redis calls and pattern
+-- matching, and fills arrays with explicit indexes (# is O(log n) in Lua 5.1).
+local function record_matches(k, world, team, players, groups, match_ttl, now, window)
+  local taken = groups * team
+  local data = {}
+  local i = 1
+  while i <= taken do
+    local last = math.min(i + CHUNK - 1, taken)
+    local part = redis.call('HMGET', k.tickets, unpack(players, i, last))
+    for j = 1, last - i + 1 do
+      local t = part[j]
+      -- A ticket without data ends with the space before its (empty) data.
+      if t and string.byte(t, -1) ~= 32 then
+        local _, _, _, _, td = decode_ticket(t)
+        data[i + j - 1] = td
+      end
+    end
+    i = last + 1
+  end
+  chunked('ZREM', k.queue, players, 1)
+  chunked('ZREM', k.deadlines, players, 1)
+  chunked('HDEL', k.tickets, players, 1)
+
+  local last_seq = redis.call('INCRBY', k.match_seq, groups)
+  local first_seq = last_seq - groups + 1
+  local records, ids, match_fields, expiry_args, pointer_args, outbox_args = {}, {}, {}, {}, {}, {}
+  local expires = now + match_ttl
+  local matched_at = string.format('%d', now)
+  local id_prefix = string.format('%x-', now)
+  local prefix = '","worldType":"' .. world .. '","participants":['
+  -- Reused for every group: allocating two tables per match shows up at
+  -- tens of thousands of matches per call.
+  local names, extras = {}, {}
+  for g = 0, groups - 1 do
+    local id = id_prefix .. string.format('%x', first_seq + g)
+    -- Built by hand so ticket data (already valid JSON) is embedded verbatim
+    -- instead of round-tripping through cjson, which would lose precision of
+    -- large numbers and turn empty arrays into objects.
+    local n_extras = 0
+    local base = g * team
+    for m = 1, team do
+      local idx = base + m
+      local p = players[idx]
+      -- Most ids need no escaping; cjson (which also escapes '/') only for the rest.
+      local quoted
+      if string.find(p, '[%c"\\/\128-\255]') then
+        quoted = cjson.encode(p)
+      else
+        quoted = '"' .. p .. '"'
+      end
+      names[m] = quoted
+      local d = data[idx]
+      if d and d ~= '' then
+        n_extras = n_extras + 1
+        extras[n_extras] = quoted .. ':' .. d
+      end
+      pointer_args[2 * idx - 1] = p
+      pointer_args[2 * idx] = id
+    end
+    local record = '{"matchId":"' .. id .. prefix .. table.concat(names, ',', 1, team) .. '],"matchedAt":' .. matched_at
+    if n_extras > 0 then
+      record = record .. ',"playerData":{' .. table.concat(extras, ',', 1, n_extras) .. '}'
+    end
+    record = record .. '}'
+    records[g + 1] = record
+    ids[g + 1] = 'M|' .. id
+    match_fields[2 * g + 1] = id
+    match_fields[2 * g + 2] = record
+    expiry_args[2 * g + 1] = expires
+    expiry_args[2 * g + 2] = id
+    outbox_args[2 * g + 1] = now
+    outbox_args[2 * g + 2] = ids[g + 1]
+  end
+  chunked('HSET', k.matches, match_fields, 2)
+  chunked('ZADD', k.match_expiry, expiry_args, 2)
+  chunked('HSET', k.player_match, pointer_args, 2)
+  chunked('ZADD', k.outbox, outbox_args, 2)
+  record_rate(k.rate, now, window, taken)
+  return records, ids
+end
+
+-- Forms up to `max_groups` (0 = all) complete groups of `team` players from
+-- the front (oldest first) of a world's queue. Expired tickets are removed
+-- first (TICKET_EXPIRED), so nobody is matched past their deadline; with
+-- `presence`, players without a live connection are removed (TICKET_REMOVED)
+-- and never matched. A partial group is never taken. Returns the match
+-- records (JSON), their outbox ids, and how many tickets were removed as
+-- expired and as absent.
+--
+-- k: queue, deadlines, tickets, matches, match_expiry, player_match, outbox,
+--    rate, match_seq, presence (key names).
+local function form_matches(k, world, team, max_groups, match_ttl, now, window, presence)
+  local expired, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
+  if more_expired then
+    -- A backlog of expired tickets: leave it to the sweep's next calls
+    -- rather than risk matching one of them.
+    return {}, {}, #expired, 0
+  end
+  local size = redis.call('ZCARD', k.queue)
+  local groups = math.floor(size / team)
+  if max_groups > 0 and groups > max_groups then
+    groups = max_groups
+  end
+  if groups == 0 then
+    return {}, {}, #expired, 0
+  end
+  local players, removed = pick_fifo(k, world, team, groups, now, presence, MATCH_SWEEP_LIMIT)
+  groups = math.floor(#players / team)
+  if groups == 0 then
+    return {}, {}, #expired, removed
+  end
+  local records, ids = record_matches(k, world, team, players, groups, match_ttl, now, window)
+  return records, ids, #expired, removed
 end

@@ -1,55 +1,112 @@
--- conn_register.lua: record a WebSocket connection for a player. A player may
--- hold several connections (tabs, devices), up to a cap; past it the oldest
--- is dropped from the registry (API Gateway closes idle ones on its own).
+-- conn_register.lua: record a WebSocket connection for a player ($connect,
+-- token verified). A player may hold several connections (tabs, devices), up
+-- to a cap; past it the oldest is dropped from the registry and returned so
+-- the caller closes it (a registered socket is one that hears its matches).
+-- The registration lapses unless a heartbeat renews it (conn_heartbeat.lua).
+-- A connection that opens just after its player's match formed may have
+-- missed the MATCH_FOUND push (the connect race): it gets its own copy,
+-- unless the match's own notification will still reach it (not claimed yet,
+-- or waiting to retry this player): no socket hears a match twice.
 --
--- KEYS[1]  conns          HASH conn id -> player
--- KEYS[2]  conn_expiry    ZSET conn id -> expiry ms
--- KEYS[3]  player_conns   HASH player -> space-separated conn ids
+-- KEYS[1]  conns          HASH conn id -> "<registered_ms> <player>"
+-- KEYS[2]  conn_expiry    ZSET conn id -> when the registration lapses (ms)
+-- KEYS[3]  player_conns   HASH player -> space-separated conn ids, oldest first
+-- KEYS[4]  presence       ZSET player -> latest expiry among their connections
+-- KEYS[5]  player_match   HASH player -> id of the player's latest match
+-- KEYS[6]  match_expiry   ZSET match id -> expiry ms
+-- KEYS[7]  outbox         ZSET notification id -> due ms
+-- KEYS[8]  outbox_meta    HASH notification id -> "<attempts>:<first_ms>:<in_flight>:<pending>"
+-- KEYS[9]  matches        HASH match id -> match record JSON
 --
 -- ARGV[1]  connection id (no spaces)
 -- ARGV[2]  player id
--- ARGV[3]  registry lifetime ms (> 0; at least API Gateway's 2 h maximum)
+-- ARGV[3]  presence timeout ms (> 0): the registration lapses this long
+--          after the last heartbeat
 -- ARGV[4]  most connections per player (> 0)
+-- ARGV[5]  replay window ms: a match formed this recently is pushed to the
+--          new connection too (0 = never)
 --
--- Reply: { connection_count, evicted_conn_id_or_empty }
+-- Reply: { connection_count, evicted_conn_id_or_empty, replayed_match_id_or_empty }
 
-if #KEYS ~= 3 then return fail('expected 3 keys') end
+if #KEYS ~= 9 then return fail('expected 9 keys') end
 local conn_id, player = ARGV[1], ARGV[2]
 local ttl = int_arg(ARGV[3])
 local cap = int_arg(ARGV[4])
-if conn_id == nil or conn_id == '' or string.find(conn_id, '%s') then return fail('bad connection id') end
+local replay = int_arg(ARGV[5])
+if conn_id == nil or conn_id == '' or string.find(conn_id, '[%s|]') then return fail('bad connection id') end
 if player == nil or player == '' then return fail('player id is empty') end
 if ttl == nil or ttl == 0 then return fail('lifetime must be an integer > 0') end
 if cap == nil or cap == 0 then return fail('cap must be an integer > 0') end
+if replay == nil then return fail('replay window must be an integer >= 0') end
 
+-- Whether the match's own MATCH_FOUND entry will still push to every
+-- connection `player` has now: it was not claimed yet, or it waits (not in
+-- flight) to retry this player. A claim in flight took its connection list
+-- before this one existed.
+local function will_reach(outbox, outbox_meta, matches, match_id, player)
+  local entry = 'M|' .. match_id
+  if not redis.call('ZSCORE', outbox, entry) then return false end
+  local meta = redis.call('HGET', outbox_meta, entry)
+  if not meta then return true end
+  local in_flight, pending = string.match(meta, '^%d+:%d+:(%d):([%d,]*)$')
+  if in_flight ~= '0' then return false end
+  if pending == '' then return true end
+  local ok, record = pcall(cjson.decode, redis.call('HGET', matches, match_id) or '')
+  if not ok or type(record) ~= 'table' or type(record.participants) ~= 'table' then return false end
+  for i, p in ipairs(record.participants) do
+    if p == player then
+      for n in string.gmatch(pending, '%d+') do
+        if tonumber(n) == i then return true end
+      end
+    end
+  end
+  return false
+end
+
+local k = { conns = KEYS[1], conn_expiry = KEYS[2], player_conns = KEYS[3], presence = KEYS[4] }
 local now = now_ms()
-local previous = redis.call('HGET', KEYS[1], conn_id)
+local previous = decode_conn(redis.call('HGET', k.conns, conn_id))
 if previous and previous ~= player then
   -- A reused id (only in tests or local stacks): detach it from its old owner.
-  local list = redis.call('HGET', KEYS[3], previous) or ''
   local kept = {}
-  for id in string.gmatch(list, '%S+') do
+  for id in string.gmatch(redis.call('HGET', k.player_conns, previous) or '', '%S+') do
     if id ~= conn_id then kept[#kept + 1] = id end
   end
   if #kept > 0 then
-    redis.call('HSET', KEYS[3], previous, table.concat(kept, ' '))
+    redis.call('HSET', k.player_conns, previous, table.concat(kept, ' '))
   else
-    redis.call('HDEL', KEYS[3], previous)
+    redis.call('HDEL', k.player_conns, previous)
   end
+  redis.call('ZREM', k.conn_expiry, conn_id)
+  refresh_presence(k, previous, kept)
 end
 
 local ids = {}
-for id in string.gmatch(redis.call('HGET', KEYS[3], player) or '', '%S+') do
+for id in string.gmatch(redis.call('HGET', k.player_conns, player) or '', '%S+') do
   if id ~= conn_id then ids[#ids + 1] = id end
 end
 local evicted = ''
 if #ids >= cap then
   evicted = table.remove(ids, 1)
-  redis.call('HDEL', KEYS[1], evicted)
-  redis.call('ZREM', KEYS[2], evicted)
+  redis.call('HDEL', k.conns, evicted)
+  redis.call('ZREM', k.conn_expiry, evicted)
 end
 ids[#ids + 1] = conn_id
-redis.call('HSET', KEYS[1], conn_id, player)
-redis.call('ZADD', KEYS[2], now + ttl, conn_id)
-redis.call('HSET', KEYS[3], player, table.concat(ids, ' '))
-return { #ids, evicted }
+redis.call('HSET', k.conns, conn_id, now .. ' ' .. player)
+redis.call('ZADD', k.conn_expiry, now + ttl, conn_id)
+redis.call('HSET', k.player_conns, player, table.concat(ids, ' '))
+refresh_presence(k, player, ids)
+
+local replayed = ''
+local match_id = redis.call('HGET', KEYS[5], player)
+if match_id and replay > 0 then
+  -- Match ids start with the hex ms they were formed at.
+  local formed = tonumber(string.match(match_id, '^(%x+)-'), 16)
+  local expires = tonumber(redis.call('ZSCORE', KEYS[6], match_id))
+  if formed and formed >= now - replay and expires and expires > now
+      and not will_reach(KEYS[7], KEYS[8], KEYS[9], match_id, player) then
+    replayed = match_id
+    outbox_add(KEYS[7], { 'C|' .. match_id .. '|' .. conn_id }, 1, now)
+  end
+end
+return { #ids, evicted, replayed }

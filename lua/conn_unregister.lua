@@ -2,11 +2,12 @@
 -- that API Gateway answered 410 Gone). When it was the player's last
 -- connection and ARGV[2] is "1", the player's ticket is removed too.
 --
--- KEYS[1]  conns          HASH conn id -> player
+-- KEYS[1]  conns          HASH conn id -> "<registered_ms> <player>"
 -- KEYS[2]  conn_expiry    ZSET conn id -> expiry ms
 -- KEYS[3]  player_conns   HASH player -> space-separated conn ids
--- KEYS[4]  tickets        HASH player -> ticket
--- KEYS[5..] for every configured world, in ARGV order: queue and deadlines
+-- KEYS[4]  presence       ZSET player -> latest expiry among their connections
+-- KEYS[5]  tickets        HASH player -> ticket
+-- KEYS[6..] for every configured world, in ARGV order: queue and deadlines
 --
 -- ARGV[1]  connection id
 -- ARGV[2]  remove the ticket on the last disconnect: "1" or "0"
@@ -19,12 +20,13 @@ local worlds = {}
 for i = 3, #ARGV do worlds[#worlds + 1] = ARGV[i] end
 if conn_id == nil or conn_id == '' then return fail('connection id is empty') end
 if remove_ticket ~= '0' and remove_ticket ~= '1' then return fail('remove_ticket must be 0 or 1') end
-if #KEYS ~= 4 + 2 * #worlds then return fail('world keys do not match world names') end
+if #KEYS ~= 5 + 2 * #worlds then return fail('world keys do not match world names') end
 
 local function world_keys(i)
-  return KEYS[4 + 2 * i - 1], KEYS[4 + 2 * i]
+  return KEYS[5 + 2 * i - 1], KEYS[5 + 2 * i]
 end
 local player, remaining, removed = drop_connection({
-  conns = KEYS[1], conn_expiry = KEYS[2], player_conns = KEYS[3], tickets = KEYS[4],
+  conns = KEYS[1], conn_expiry = KEYS[2], player_conns = KEYS[3], presence = KEYS[4],
+  tickets = KEYS[5],
 }, conn_id, remove_ticket == '1', worlds, world_keys)
 return { player, remaining, removed }

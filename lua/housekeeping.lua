@@ -1,15 +1,17 @@
 -- housekeeping.lua: delete expired match records (and the players' pointers
--- to them) and expired WebSocket connections. Hashes cannot expire field by
+-- to them) and WebSocket connections whose registration lapsed (no heartbeat
+-- within the presence timeout: treated as a disconnect). Hashes cannot expire field by
 -- field on every Redis we support, so expiry is a ZSET swept in batches.
 --
 -- KEYS[1]  matches        HASH match id -> match record JSON
 -- KEYS[2]  match_expiry   ZSET match id -> expiry ms
 -- KEYS[3]  player_match   HASH player -> id of the player's latest match
--- KEYS[4]  conns          HASH conn id -> player
--- KEYS[5]  conn_expiry    ZSET conn id -> expiry ms
+-- KEYS[4]  conns          HASH conn id -> "<registered_ms> <player>"
+-- KEYS[5]  conn_expiry    ZSET conn id -> when the registration lapses (ms)
 -- KEYS[6]  player_conns   HASH player -> space-separated conn ids
--- KEYS[7]  tickets        HASH player -> ticket
--- KEYS[8..] for every configured world, in ARGV order: queue and deadlines
+-- KEYS[7]  presence       ZSET player -> latest expiry among their connections
+-- KEYS[8]  tickets        HASH player -> ticket
+-- KEYS[9..] for every configured world, in ARGV order: queue and deadlines
 --
 -- ARGV[1]  most records of each kind to remove in this call (> 0)
 -- ARGV[2]  remove the ticket of a player whose last connection expired: "1"/"0"
@@ -23,7 +25,7 @@ local worlds = {}
 for i = 3, #ARGV do worlds[#worlds + 1] = ARGV[i] end
 if limit == nil or limit == 0 then return fail('limit must be an integer > 0') end
 if remove_ticket ~= '0' and remove_ticket ~= '1' then return fail('remove_ticket must be 0 or 1') end
-if #KEYS ~= 7 + 2 * #worlds then return fail('world keys do not match world names') end
+if #KEYS ~= 8 + 2 * #worlds then return fail('world keys do not match world names') end
 
 local now = now_ms()
 local matches = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
@@ -47,9 +49,12 @@ if #matches > 0 then
 end
 
 local function world_keys(i)
-  return KEYS[7 + 2 * i - 1], KEYS[7 + 2 * i]
+  return KEYS[8 + 2 * i - 1], KEYS[8 + 2 * i]
 end
-local k = { conns = KEYS[4], conn_expiry = KEYS[5], player_conns = KEYS[6], tickets = KEYS[7] }
+local k = {
+  conns = KEYS[4], conn_expiry = KEYS[5], player_conns = KEYS[6], presence = KEYS[7],
+  tickets = KEYS[8],
+}
 local conns = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, limit)
 local tickets_removed = 0
 for _, id in ipairs(conns) do

@@ -9,7 +9,8 @@
 -- KEYS[5]  player_match   HASH player -> id of the player's latest match
 -- KEYS[6]  outbox         ZSET notification id -> due ms
 -- KEYS[7]  match_seq      STRING counter for match ids
--- KEYS[8..] for every configured world, in ARGV order: queue (ZSET player ->
+-- KEYS[8]  presence       ZSET player -> until when they have a live connection (ms)
+-- KEYS[9..] for every configured world, in ARGV order: queue (ZSET player ->
 --           seq), deadlines (ZSET player -> deadline ms), rate (HASH of match
 --           rate statistics, see _lib.lua): three keys per world.
 --
@@ -22,7 +23,9 @@
 -- ARGV[7]  match record lifetime ms (> 0)
 -- ARGV[8]  queue capacity (0 = unbounded)
 -- ARGV[9]  statistics window ms
--- ARGV[10..] configured world names, one per world key triple
+-- ARGV[10] the world requires presence: "1" (only players with a live
+--          WebSocket connection may wait and be matched) or "0"
+-- ARGV[11..] configured world names, one per world key triple
 --
 -- Reply: { status, world, position, queue_size, window_players, window_span_ms }
 --        and, for MATCHED only, { match_count, match_json..., notification_id... }
@@ -36,7 +39,11 @@
 --                      configured; nothing was written (the caller drops that
 --                      ticket with drop_stale_ticket.lua and joins again)
 --   status "FULL"    : the queue is at capacity; nothing was written
--- window_* are the world's wait statistics (see _lib.lua wait_stats).
+--   status "ABSENT"  : the world requires presence and the player has no live
+--                      connection; nothing was written
+-- window_* are the world's wait statistics (see _lib.lua wait_stats). A
+-- ticket past its deadline counts as gone: it is swept (TICKET_EXPIRED) and
+-- the join goes ahead.
 
 local player = ARGV[1]
 local world_index = int_arg(ARGV[2])
@@ -47,10 +54,12 @@ local instant = ARGV[6]
 local match_ttl = int_arg(ARGV[7])
 local capacity = int_arg(ARGV[8])
 local window = int_arg(ARGV[9])
-local worlds = #ARGV - 9
+local presence = ARGV[10]
+local FIXED_KEYS, FIXED_ARGS = 8, 10
+local worlds = #ARGV - FIXED_ARGS
 
 if player == nil or player == '' then return fail('player id is empty') end
-if worlds < 1 or #KEYS ~= 7 + 3 * worlds then return fail('world keys do not match world names') end
+if worlds < 1 or #KEYS ~= FIXED_KEYS + 3 * worlds then return fail('world keys do not match world names') end
 if world_index == nil or world_index < 1 or world_index > worlds then return fail('world index out of range') end
 if team == nil or team < 2 then return fail('team size must be an integer >= 2') end
 if ticket_ttl == nil or ticket_ttl == 0 then return fail('ticket lifetime must be > 0') end
@@ -58,34 +67,37 @@ if match_ttl == nil or match_ttl == 0 then return fail('match lifetime must be >
 if capacity == nil then return fail('capacity must be an integer >= 0') end
 if window == nil then return fail('window must be an integer >= 0') end
 if instant ~= '0' and instant ~= '1' then return fail('instant must be 0 or 1') end
+if presence ~= '0' and presence ~= '1' then return fail('presence must be 0 or 1') end
 
 local tickets = KEYS[1]
 local function world_keys(i)
-  local base = 7 + 3 * (i - 1)
+  local base = FIXED_KEYS + 3 * (i - 1)
   return KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
 end
-local world = ARGV[9 + world_index]
+local world = ARGV[FIXED_ARGS + world_index]
 local queue, deadlines, rate = world_keys(world_index)
 local now = now_ms()
 
 -- One ticket per player in the whole namespace.
 local existing = redis.call('HGET', tickets, player)
 if existing then
-  local other = decode_ticket(existing)
-  local position, size = 0, 0
+  local other, _, _, other_deadline = decode_ticket(existing)
   for i = 1, worlds do
-    if ARGV[9 + i] == other then
-      local q, _, r = world_keys(i)
-      local rank = redis.call('ZRANK', q, player)
-      if rank then position = rank + 1 end
-      size = redis.call('ZCARD', q)
-      local wp, ws = wait_stats(r, now, window)
-      return { 'ALREADY', other, position, size, wp, ws }
+    if ARGV[FIXED_ARGS + i] == other then
+      local q, d, r = world_keys(i)
+      if other_deadline and other_deadline > now then
+        local rank = redis.call('ZRANK', q, player)
+        local wp, ws = wait_stats(r, now, window)
+        return { 'ALREADY', other, (rank or -1) + 1, redis.call('ZCARD', q), wp, ws }
+      end
+      existing = nil
     end
   end
-  -- The ticket belongs to a world that is no longer configured: its keys are
-  -- not in KEYS, so the caller removes it with a script that declares them.
-  return { 'STALE', other or '', 0, 0, 0, 0 }
+  if existing then
+    -- The ticket belongs to a world that is no longer configured: its keys are
+    -- not in KEYS, so the caller removes it with a script that declares them.
+    return { 'STALE', other or '', 0, 0, 0, 0 }
+  end
 end
 
 local size = redis.call('ZCARD', queue)
@@ -93,8 +105,27 @@ if capacity > 0 and size >= capacity then
   local wp, ws = wait_stats(rate, now, window)
   return { 'FULL', world, 0, size, wp, ws }
 end
+if presence == '1' and not is_present(KEYS[8], player, now) then
+  local wp, ws = wait_stats(rate, now, window)
+  return { 'ABSENT', world, 0, size, wp, ws }
+end
 
 -- All checks passed: from here on the script only writes.
+local other_ticket = redis.call('HGET', tickets, player)
+if other_ticket then
+  -- Past its deadline but not swept yet: it expires now, as the sweep would.
+  local other = decode_ticket(other_ticket)
+  for i = 1, worlds do
+    if ARGV[FIXED_ARGS + i] == other then
+      local q, d = world_keys(i)
+      redis.call('ZREM', q, player)
+      redis.call('ZREM', d, player)
+    end
+  end
+  redis.call('HDEL', tickets, player)
+  outbox_add(KEYS[6], { 'X|' .. other .. '|' .. player }, 1, now)
+  size = redis.call('ZCARD', queue)
+end
 local seq = redis.call('INCR', KEYS[2])
 local deadline = now + ticket_ttl
 redis.call('ZADD', queue, seq, player)
@@ -103,28 +134,31 @@ redis.call('HSET', tickets, player, encode_ticket(world, seq, now, deadline, dat
 
 -- The new ticket has the highest sequence, so it is last: rank `size`. The
 -- reply is computed rather than read back, to keep the hot path short.
-local records, ids = {}, {}
 if instant == '1' and size + 1 >= team then
-  records, ids = form_matches({
+  local records, ids = form_matches({
     queue = queue, deadlines = deadlines, tickets = tickets, matches = KEYS[3],
     match_expiry = KEYS[4], player_match = KEYS[5], outbox = KEYS[6],
-    rate = rate, match_seq = KEYS[7],
-  }, world, team, 0, match_ttl, now, window, size + 1)
-end
-local taken = #records * team
-if size < taken then
-  -- A player's match carries its own wait; no statistics needed.
-  local reply = { 'MATCHED', world, 0, size + 1 - taken, 0, 0, #records }
-  local n = 7
-  for _, r in ipairs(records) do
-    n = n + 1
-    reply[n] = r
+    rate = rate, match_seq = KEYS[7], presence = KEYS[8],
+  }, world, team, 0, match_ttl, now, window, presence == '1')
+  if redis.call('HEXISTS', tickets, player) == 0 then
+    -- A player's match carries its own wait; no statistics needed.
+    local reply = { 'MATCHED', world, 0, redis.call('ZCARD', queue), 0, 0, #records }
+    local n = 7
+    for _, r in ipairs(records) do
+      n = n + 1
+      reply[n] = r
+    end
+    for _, id in ipairs(ids) do
+      n = n + 1
+      reply[n] = id
+    end
+    return reply
   end
-  for _, id in ipairs(ids) do
-    n = n + 1
-    reply[n] = id
+  if #records > 0 or size + 1 ~= redis.call('ZCARD', queue) then
+    -- Others were matched (or removed) ahead of the player: read back.
+    local wp, ws = wait_stats(rate, now, window)
+    return { 'QUEUED', world, redis.call('ZRANK', queue, player) + 1, redis.call('ZCARD', queue), wp, ws }
   end
-  return reply
 end
 local wp, ws = wait_stats(rate, now, window)
-return { 'QUEUED', world, size - taken + 1, size + 1 - taken, wp, ws }
+return { 'QUEUED', world, size + 1, size + 1, wp, ws }

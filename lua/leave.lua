@@ -9,6 +9,8 @@
 --
 -- Reply: { "LEFT", previous_position, remaining_queue_size }
 --      | { "NOT_QUEUED", world_the_player_waits_in_or_empty, 0 }
+-- A ticket past its deadline is not queued any more (the sweep removes it
+-- and tells the player); leaving it answers NOT_QUEUED and writes nothing.
 
 if #KEYS ~= 3 then return fail('expected 3 keys') end
 local player, world = ARGV[1], ARGV[2]
@@ -19,7 +21,10 @@ local ticket = redis.call('HGET', KEYS[3], player)
 if not ticket then
   return { 'NOT_QUEUED', '', 0 }
 end
-local ticket_world = decode_ticket(ticket)
+local ticket_world, _, _, deadline = decode_ticket(ticket)
+if deadline == nil or deadline <= now_ms() then
+  return { 'NOT_QUEUED', '', 0 }
+end
 if ticket_world ~= world then
   return { 'NOT_QUEUED', ticket_world or '', 0 }
 end

@@ -14,7 +14,8 @@
 -- Reply: { "QUEUED", world, position, queue_size, window_players, window_span_ms }
 --      | { "MATCHED", match_json }
 --      | { "IDLE" }
--- A waiting ticket wins over an older match (the player joined again).
+-- A waiting ticket wins over an older match (the player joined again); a
+-- ticket past its deadline is not waiting any more.
 
 local player = ARGV[1]
 local window = int_arg(ARGV[2])
@@ -25,8 +26,8 @@ if worlds < 1 or #KEYS ~= 4 + 2 * worlds then return fail('world keys do not mat
 local now = now_ms()
 
 local ticket = redis.call('HGET', KEYS[1], player)
-if ticket then
-  local world = decode_ticket(ticket)
+local world, _, _, deadline = decode_ticket(ticket or '')
+if ticket and deadline and deadline > now then
   for i = 1, worlds do
     if ARGV[2 + i] == world then
       local queue, rate = KEYS[4 + 2 * i - 1], KEYS[4 + 2 * i]

@@ -18,17 +18,7 @@ local limit = int_arg(ARGV[2])
 if world == nil or world == '' then return fail('world is empty') end
 if limit == nil or limit == 0 then return fail('limit must be an integer > 0') end
 
-local now = now_ms()
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
-if #expired == 0 then
-  return {}
-end
-chunked('ZREM', KEYS[1], expired, 1)
-chunked('ZREM', KEYS[2], expired, 1)
-chunked('HDEL', KEYS[3], expired, 1)
-local ids = {}
-for i, p in ipairs(expired) do
-  ids[i] = 'X|' .. world .. '|' .. p
-end
-outbox_add(KEYS[4], ids, #ids, now)
+local expired = sweep_expired({
+  queue = KEYS[1], deadlines = KEYS[2], tickets = KEYS[3], outbox = KEYS[4],
+}, world, limit, now_ms())
 return expired

@@ -1,8 +1,9 @@
 //! Delivering outbox notifications over WebSocket connections.
 //!
-//! Every formed match and every expired ticket is first written to the Redis
-//! outbox (see the scripts); this module drains it: claim due entries, push
-//! each to all of the player's connections, then settle. Delivery is
+//! Every formed match, expired or removed ticket is first written to the
+//! Redis outbox (see the scripts); this module drains it: claim due entries,
+//! push each to every connection of every player it still has to tell, then
+//! settle (done, or retry later with the players still untold). Delivery is
 //! at-least-once: a claimed entry that is never settled (the process died)
 //! becomes due again after its lease, so clients dedupe by match id.
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
-use crate::domain::{ConnectionId, Notification, NotificationId, OutboxEntry, ServerMessage};
+use crate::domain::{ConnectionId, NotificationId, NotificationKind, OutboxEntry};
 use crate::error::StoreError;
 use crate::store::{MatchStore, Settlement};
 
@@ -21,37 +22,55 @@ pub enum PushError {
     /// The connection no longer exists (API Gateway `GoneException`, 410).
     #[error("connection is gone")]
     Gone,
-    /// Throttled (429) or the endpoint failed (5xx, network): try again later.
+    /// The message is over API Gateway's limit (413): retrying cannot help.
+    #[error("message too large for the WebSocket")]
+    TooLarge,
+    /// Throttled (429) or the endpoint failed (5xx, network, timeout): try
+    /// again later.
     #[error("push failed, retryable: {0}")]
     Retryable(String),
 }
 
-/// Sends a message to one WebSocket connection (API Gateway's
-/// `PostToConnection`, or the local stack's socket). Small on purpose, so
-/// handlers are tested against a real HTTP stand-in without AWS.
+/// Sends to and closes WebSocket connections (API Gateway's `@connections`
+/// API, or the local stack's sockets). Small on purpose, so handlers are
+/// tested against a real HTTP stand-in without AWS.
 pub trait Pusher: Send + Sync {
+    /// Sends one message (`PostToConnection`).
     fn push(
         &self,
         connection: &ConnectionId,
         payload: &[u8],
     ) -> impl Future<Output = Result<(), PushError>> + Send;
+
+    /// Closes a connection (`DeleteConnection`); `Gone` if it already is.
+    fn close(
+        &self,
+        connection: &ConnectionId,
+    ) -> impl Future<Output = Result<(), PushError>> + Send;
 }
 
 /// How long a claimed entry stays hidden while it is being delivered.
 pub const CLAIM_LEASE: Duration = Duration::from_secs(15);
-/// Entries claimed per drain round.
-pub const DRAIN_BATCH: usize = 500;
+/// Entries claimed per drain round (a match entry pushes to every
+/// participant's connections, so a round is a few hundred pushes).
+pub const DRAIN_BATCH: usize = 200;
+/// A connection registered this recently may answer 410 only because API
+/// Gateway has not finished its `$connect`: such a 410 is retried.
+pub const YOUNG_CONNECTION: Duration = Duration::from_secs(10);
+/// Upper bound of one push on the matcher's path; the outbox retries.
+pub const MATCHER_PUSH_TIMEOUT: Duration = Duration::from_secs(3);
 const MIN_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(15);
 
 /// What one delivery pass did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DeliveryReport {
-    /// Entries pushed to at least one connection.
+    /// Entries that reached every player they had to tell.
     pub delivered: u64,
-    /// Entries scheduled for another attempt.
+    /// Entries scheduled for another attempt (some player not reached yet).
     pub retried: u64,
-    /// Entries dropped undelivered (match record or ticket long gone).
+    /// Entries dropped undelivered (match record or ticket long gone, or a
+    /// message too large to ever deliver).
     pub dropped: u64,
     /// Connections found gone and removed from the registry.
     pub gone_connections: u64,
@@ -83,42 +102,49 @@ pub async fn drain_outbox<P: Pusher>(
     let mut report = DeliveryReport::default();
     loop {
         let entries = store
-            .claim_notifications(CLAIM_LEASE, DRAIN_BATCH, &[])
+            .claim_notifications(CLAIM_LEASE, DRAIN_BATCH, YOUNG_CONNECTION, &[])
             .await?;
         let claimed = entries.len();
-        report.add(deliver(store, pusher, entries).await?);
+        report.add(deliver(store, pusher, entries, MATCHER_PUSH_TIMEOUT).await?);
         if claimed < DRAIN_BATCH {
             return Ok(report);
         }
     }
 }
 
-/// Delivers exactly the entries `ids` right away (e.g. the MATCH_FOUND pushes
-/// of an instant match) if they are still due; the rest is the matcher's job.
+/// Delivers exactly the entries `ids` right away (e.g. the MATCH_FOUND of an
+/// instant match) if they are still due, spending at most `push_timeout` on
+/// any push: what does not get through in time is retried by the matcher.
 pub async fn deliver_now<P: Pusher>(
     store: &MatchStore,
     pusher: &P,
     ids: &[NotificationId],
+    push_timeout: Duration,
 ) -> Result<DeliveryReport, StoreError> {
     if ids.is_empty() {
         return Ok(DeliveryReport::default());
     }
     let entries = store
-        .claim_notifications(CLAIM_LEASE, ids.len(), ids)
+        .claim_notifications(CLAIM_LEASE, ids.len(), YOUNG_CONNECTION, ids)
         .await?;
-    deliver(store, pusher, entries).await
+    deliver(store, pusher, entries, push_timeout).await
 }
 
+/// What became of one entry.
 enum Fate {
+    /// Every target told (or nobody left to tell).
     Delivered,
-    Retry(Duration),
-    Drop,
+    /// Some targets not reached: try again after the delay, for these.
+    Retry(Duration, Vec<u32>),
+    /// Not deliverable now or ever.
+    Drop(&'static str),
 }
 
 async fn deliver<P: Pusher>(
     store: &MatchStore,
     pusher: &P,
     entries: Vec<OutboxEntry>,
+    push_timeout: Duration,
 ) -> Result<DeliveryReport, StoreError> {
     let mut report = DeliveryReport::default();
     if entries.is_empty() {
@@ -127,16 +153,29 @@ async fn deliver<P: Pusher>(
     // How long an undeliverable notification is worth retrying: as long as the
     // match record lives (the player can still learn it from my-status after).
     let give_up_after = u64::try_from(store.settings().match_ttl.as_millis()).unwrap_or(u64::MAX);
-    let outcomes = join_all(entries.iter().map(|entry| deliver_one(pusher, entry))).await;
+    let outcomes = join_all(
+        entries
+            .iter()
+            .map(|entry| deliver_one(pusher, entry, push_timeout)),
+    )
+    .await;
 
     let mut settlements = Vec::with_capacity(entries.len());
-    for (entry, (fate, gone)) in entries.iter().zip(outcomes) {
+    for (
+        entry,
+        Outcome {
+            fate,
+            gone,
+            replay_to,
+        },
+    ) in entries.iter().zip(outcomes)
+    {
         for conn in gone {
             report.gone_connections += 1;
             store.unregister_connection(&conn).await?;
         }
         let fate = match fate {
-            Fate::Retry(_) if entry.age_ms > give_up_after => Fate::Drop,
+            Fate::Retry(..) if entry.age_ms > give_up_after => Fate::Drop("gave up retrying"),
             other => other,
         };
         let settlement = match fate {
@@ -144,61 +183,133 @@ async fn deliver<P: Pusher>(
                 report.delivered += 1;
                 Settlement::Done
             }
-            Fate::Drop => {
+            Fate::Drop(why) => {
                 report.dropped += 1;
-                tracing::warn!(id = %entry.id, attempts = entry.attempts, "dropping undeliverable notification");
+                tracing::warn!(id = %entry.id, attempts = entry.attempts, why, "dropping undeliverable notification");
                 Settlement::Done
             }
-            Fate::Retry(after) => {
+            Fate::Retry(after, pending) => {
                 report.retried += 1;
-                Settlement::RetryAfter(after)
+                Settlement::RetryAfter(after, pending)
             }
         };
-        settlements.push((entry.id.clone(), settlement));
+        settlements.push((entry.id.clone(), settlement, replay_to));
     }
-    store.settle_notifications(&settlements).await?;
+    store.settle_with_replays(&settlements).await?;
     Ok(report)
 }
 
-/// Pushes one entry to every connection of its player. Returns its fate and
-/// the connections found gone.
-async fn deliver_one<P: Pusher>(pusher: &P, entry: &OutboxEntry) -> (Fate, Vec<ConnectionId>) {
-    let message = match &entry.notification {
-        Notification::MatchFound {
-            record: Some(record),
-            ..
-        } => ServerMessage::MatchFound(record.clone()),
+/// What delivering one entry came to.
+struct Outcome {
+    fate: Fate,
+    /// Connections found gone, to forget.
+    gone: Vec<ConnectionId>,
+    /// Young connections that answered 410 while their player was told on
+    /// another one: each gets the match on its own (a MATCH_FOUND entry only).
+    replay_to: Vec<ConnectionId>,
+}
+
+impl Outcome {
+    fn just(fate: Fate) -> Self {
+        Self {
+            fate,
+            gone: Vec::new(),
+            replay_to: Vec::new(),
+        }
+    }
+}
+
+/// Pushes one entry to every connection of every target. Young connections
+/// are never counted as gone (their `$connect` may still be finishing): a
+/// 410 from one is retried.
+async fn deliver_one<P: Pusher>(
+    pusher: &P,
+    entry: &OutboxEntry,
+    push_timeout: Duration,
+) -> Outcome {
+    let Some(message) = entry.message() else {
         // The match record expired before anyone could be told.
-        Notification::MatchFound { record: None, .. } => return (Fate::Drop, Vec::new()),
-        Notification::TicketExpired { world, .. } => ServerMessage::TicketExpired {
-            world_type: world.clone(),
-        },
+        return Outcome::just(Fate::Drop("match record expired"));
     };
-    let payload = message.to_json();
-    let results = join_all(
-        entry
-            .connections
-            .iter()
-            .map(|c| pusher.push(c, payload.as_bytes())),
-    )
-    .await;
-    let mut delivered = false;
+    if entry.targets.is_empty() {
+        return Outcome::just(Fate::Delivered);
+    }
+    let payload = match message.to_bounded_json() {
+        Ok(payload) => payload,
+        Err(e) => {
+            tracing::error!(id = %entry.id, error = %e, "notification too large for API Gateway; dropped, never retried");
+            return Outcome::just(Fate::Drop("message too large"));
+        }
+    };
+    let bytes = payload.as_bytes();
+    let pushes = entry.targets.iter().flat_map(|target| {
+        target.connections.iter().map(move |conn| async move {
+            let result = match tokio::time::timeout(push_timeout, pusher.push(conn, bytes)).await {
+                Ok(result) => result,
+                Err(_) => Err(PushError::Retryable("timed out".into())),
+            };
+            (target, conn, result)
+        })
+    });
+    let results = join_all(pushes).await;
+
+    let mut told = std::collections::BTreeSet::new();
     let mut gone = Vec::new();
-    for (conn, result) in entry.connections.iter().zip(results) {
+    let mut early = Vec::new();
+    let mut too_large = false;
+    for (target, conn, result) in results {
         match result {
-            Ok(()) => delivered = true,
+            Ok(()) => {
+                told.insert(target.index);
+            }
+            Err(PushError::Gone) if target.young.contains(conn) => {
+                tracing::info!(connection = %conn, "410 from a connection registered moments ago; will retry");
+                early.push((target.index, conn.clone()));
+            }
             Err(PushError::Gone) => gone.push(conn.clone()),
+            Err(PushError::TooLarge) => too_large = true,
             Err(PushError::Retryable(reason)) => {
                 tracing::info!(connection = %conn, %reason, attempts = entry.attempts, "push failed; will retry");
             }
         }
     }
-    if delivered {
-        (Fate::Delivered, gone)
+    if too_large {
+        tracing::error!(id = %entry.id, bytes = payload.len(), "API Gateway refused the message as too large; dropped, never retried");
+        return Outcome {
+            fate: Fate::Drop("message too large"),
+            gone,
+            replay_to: Vec::new(),
+        };
+    }
+    // A young connection of a player told elsewhere gets the match on its
+    // own; one of a player not told yet is covered by retrying the player.
+    let replay_to = if matches!(entry.id.kind(), NotificationKind::MatchFound { .. }) {
+        early
+            .into_iter()
+            .filter(|(index, _)| told.contains(index))
+            .map(|(_, conn)| conn)
+            .collect()
     } else {
-        // Nobody reachable now (no connection, all gone, or throttled): the
-        // player may reconnect, so keep trying until the record expires.
-        (Fate::Retry(backoff(entry.attempts)), gone)
+        Vec::new()
+    };
+    let pending: Vec<u32> = entry
+        .targets
+        .iter()
+        .map(|t| t.index)
+        .filter(|i| !told.contains(i))
+        .collect();
+    let fate = if pending.is_empty() {
+        Fate::Delivered
+    } else {
+        // Somebody was not reachable now (no connection, all gone, or
+        // throttled): they may reconnect, so keep trying until the record
+        // expires.
+        Fate::Retry(backoff(entry.attempts), pending)
+    };
+    Outcome {
+        fate,
+        gone,
+        replay_to,
     }
 }
 

@@ -19,10 +19,11 @@
 //! | `match-expiry`               | ZSET   | match id -> expiry (ms)                    |
 //! | `player-match`               | HASH   | player -> latest match id                  |
 //! | `outbox`                     | ZSET   | notification id -> due time (ms)           |
-//! | `outbox-meta`                | HASH   | notification id -> `<attempts>:<first try>` |
-//! | `conns`                      | HASH   | connection id -> player                    |
-//! | `conn-expiry`                | ZSET   | connection id -> expiry (ms)               |
+//! | `outbox-meta`                | HASH   | notification id -> `<attempts>:<first try>:<pending>` |
+//! | `conns`                      | HASH   | connection id -> `<registered ms> <player>` |
+//! | `conn-expiry`                | ZSET   | connection id -> registration lapses (ms)  |
 //! | `player-conns`               | HASH   | player -> space-separated connection ids   |
+//! | `presence`                   | ZSET   | player -> present until (ms)               |
 //! | `matcher-lease`              | STRING | token of the active matcher loop (PX)      |
 
 use crate::config::WorldCatalog;
@@ -108,6 +109,9 @@ impl KeyLayout {
     pub fn player_conns(&self) -> String {
         self.key("player-conns")
     }
+    pub fn presence(&self) -> String {
+        self.key("presence")
+    }
     pub fn matcher_lease(&self) -> String {
         self.key("matcher-lease")
     }
@@ -126,6 +130,7 @@ impl KeyLayout {
             self.conns(),
             self.conn_expiry(),
             self.player_conns(),
+            self.presence(),
             self.matcher_lease(),
         ];
         for w in worlds.iter() {
@@ -148,7 +153,7 @@ mod tests {
         assert_eq!(layout.hash_tag(), "{eu-1}");
         let worlds = WorldCatalog::parse("world1:3,world2:2", Duration::from_secs(60)).unwrap();
         let keys = layout.all(&worlds);
-        assert_eq!(keys.len(), 12 + 3 * 2);
+        assert_eq!(keys.len(), 13 + 3 * 2);
         for k in &keys {
             assert!(k.starts_with("mm:{eu-1}:"), "{k}");
             // The first '{'...'}' decides the slot; nothing else may come first.

@@ -20,9 +20,9 @@ pub mod use_cases;
 pub use config::{Settings, World, WorldCatalog};
 pub use delivery::{DeliveryReport, PushError, Pusher};
 pub use domain::{
-    ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, Notification, NotificationId,
+    ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, NotificationId,
     NotificationKind, OutboxEntry, PlayerId, PlayerStatus, QueuePosition, QueueStatus,
-    ServerMessage, TicketData, WorldName,
+    ServerMessage, Target, TicketData, WorldName,
 };
 pub use error::{ConfigError, StoreError, ValidationError};
 pub use keys::KeyLayout;

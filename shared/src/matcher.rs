@@ -32,7 +32,11 @@ pub struct WorldTick {
     pub world: WorldName,
     /// Matches formed by this tick, oldest tickets first.
     pub formed: Vec<MatchRecord>,
+    /// Tickets removed past their deadline (TICKET_EXPIRED).
     pub expired_tickets: u64,
+    /// Tickets removed because their player had no live connection in a
+    /// world that requires presence (TICKET_REMOVED).
+    pub removed_tickets: u64,
     /// Queue after the tick.
     pub queue_depth: u64,
     pub oldest_wait_ms: u64,
@@ -72,7 +76,8 @@ pub async fn tick<P: Pusher>(store: &MatchStore, pusher: &P) -> Result<TickRepor
         worlds.push(WorldTick {
             world: world.name.clone(),
             formed: batch.matches,
-            expired_tickets: expired.len() as u64,
+            expired_tickets: batch.expired + expired.len() as u64,
+            removed_tickets: batch.removed,
             queue_depth: batch.queue_size,
             oldest_wait_ms: 0,
         });

@@ -3,22 +3,30 @@
 //! request, call exactly one of these and map the typed outcome to a
 //! response.
 
+use std::time::Duration;
+
 use futures_util::future::join_all;
 
 use crate::config::World;
 use crate::delivery::{deliver_now, Pusher};
 use crate::domain::{
-    ConnectionId, JoinOutcome, LeaveOutcome, PlayerId, PlayerStatus, QueuePosition, QueueStatus,
-    ServerMessage, TicketData,
+    ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, PlayerId, PlayerStatus,
+    QueuePosition, QueueStatus, ServerMessage, TicketData,
 };
 use crate::error::StoreError;
-use crate::store::{MatchStore, Registered, Unregistered};
+use crate::store::{Heartbeat, MatchStore, Registered, Unregistered};
+
+/// The most a join waits on any one push before answering: a slow or
+/// failing `@connections` endpoint must not hold the caller's HTTP request.
+/// What does not get through in time stays in the outbox for the matcher.
+pub const JOIN_PUSH_TIMEOUT: Duration = Duration::from_millis(800);
 
 /// Joins `player` to `world` and tells the player's WebSocket connections:
 /// a QUEUED push after a queued join, or MATCH_FOUND to every participant
-/// right away after an instant match. Pushing is best effort and never
-/// fails the join: MATCH_FOUND stays in the outbox for the matcher to retry,
-/// and a player who misses QUEUED can ask `my-status`.
+/// right away after an instant match. Pushing is best effort, bounded by
+/// [`JOIN_PUSH_TIMEOUT`], and never fails the join: MATCH_FOUND stays in the
+/// outbox for the matcher to retry, and a player who misses QUEUED can ask
+/// `my-status`.
 #[tracing::instrument(level = "debug", skip(store, pusher, world, data), fields(world = %world.name))]
 pub async fn join_and_notify<P: Pusher>(
     store: &MatchStore,
@@ -31,7 +39,7 @@ pub async fn join_and_notify<P: Pusher>(
     match &outcome {
         JoinOutcome::Queued(q) => push_queued(store, pusher, player, q).await,
         JoinOutcome::Matched { notifications, .. } => {
-            match deliver_now(store, pusher, notifications).await {
+            match deliver_now(store, pusher, notifications, JOIN_PUSH_TIMEOUT).await {
                 Ok(report) => tracing::debug!(?report, "MATCH_FOUND pushed"),
                 // The notifications stay in the outbox; the matcher retries.
                 Err(e) => {
@@ -39,7 +47,9 @@ pub async fn join_and_notify<P: Pusher>(
                 }
             }
         }
-        JoinOutcome::AlreadyQueued(_) | JoinOutcome::QueueFull { .. } => {}
+        JoinOutcome::AlreadyQueued(_)
+        | JoinOutcome::QueueFull { .. }
+        | JoinOutcome::NotConnected { .. } => {}
     }
     Ok(outcome)
 }
@@ -69,15 +79,15 @@ async fn push_queued<P: Pusher>(
         estimated_wait_seconds: q.estimated_wait_seconds,
     }
     .to_json();
-    let results = join_all(
-        connections
-            .iter()
-            .map(|c| pusher.push(c, payload.as_bytes())),
-    )
+    let results = join_all(connections.iter().map(|c| async {
+        tokio::time::timeout(JOIN_PUSH_TIMEOUT, pusher.push(c, payload.as_bytes())).await
+    }))
     .await;
     for (connection, result) in connections.iter().zip(results) {
-        if let Err(e) = result {
-            tracing::info!(%connection, error = %e, "QUEUED push failed");
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::info!(%connection, error = %e, "QUEUED push failed"),
+            Err(_) => tracing::info!(%connection, "QUEUED push timed out"),
         }
     }
 }
@@ -99,18 +109,72 @@ pub async fn player_status(
     store.player_status(player).await
 }
 
+/// The record of match `id`, for one of its participants only: anyone else
+/// learns nothing, not even that it exists.
+pub async fn match_for_participant(
+    store: &MatchStore,
+    id: &MatchId,
+    player: &PlayerId,
+) -> Result<Option<MatchRecord>, StoreError> {
+    Ok(store
+        .match_record(id)
+        .await?
+        .filter(|record| record.includes(player)))
+}
+
 /// A world's queue as a whole.
 pub async fn queue_status(store: &MatchStore, world: &World) -> Result<QueueStatus, StoreError> {
     store.queue_status(world).await
 }
 
 /// A WebSocket connection of `player` opened (`$connect`, token verified).
-pub async fn connect(
+/// A connection evicted to stay within the per-player cap is closed, so no
+/// open socket is left unregistered (and silent).
+pub async fn connect<P: Pusher>(
     store: &MatchStore,
+    pusher: &P,
     connection: &ConnectionId,
     player: &PlayerId,
 ) -> Result<Registered, StoreError> {
-    store.register_connection(connection, player).await
+    let registered = store.register_connection(connection, player).await?;
+    if let Some(evicted) = &registered.evicted {
+        close(
+            pusher,
+            evicted,
+            "evicted: the player opened too many connections",
+        )
+        .await;
+    }
+    Ok(registered)
+}
+
+/// A client's heartbeat on `connection`. A connection that is not
+/// registered any more (its registration lapsed, or it was evicted) is
+/// closed, so the client reconnects with a token instead of waiting on a
+/// socket that hears nothing.
+pub async fn heartbeat<P: Pusher>(
+    store: &MatchStore,
+    pusher: &P,
+    connection: &ConnectionId,
+) -> Result<Heartbeat, StoreError> {
+    let beat = store.heartbeat(connection).await?;
+    if beat == Heartbeat::Unknown {
+        close(
+            pusher,
+            connection,
+            "heartbeat on an unregistered connection",
+        )
+        .await;
+    }
+    Ok(beat)
+}
+
+async fn close<P: Pusher>(pusher: &P, connection: &ConnectionId, why: &'static str) {
+    match tokio::time::timeout(JOIN_PUSH_TIMEOUT, pusher.close(connection)).await {
+        Ok(Ok(())) => tracing::info!(%connection, why, "connection closed"),
+        Ok(Err(e)) => tracing::info!(%connection, why, error = %e, "closing the connection failed"),
+        Err(_) => tracing::info!(%connection, why, "closing the connection timed out"),
+    }
 }
 
 /// A WebSocket connection closed (`$disconnect`).

@@ -58,6 +58,8 @@ struct Recorded {
     scripted: HashMap<String, VecDeque<u16>>,
     gone: HashSet<String>,
     stalls: HashMap<String, Duration>,
+    /// Connections closed with DELETE, in order.
+    deletes: Vec<String>,
     jwks: Option<Value>,
     jwks_requests: u64,
 }
@@ -145,6 +147,11 @@ impl ConnectionsServer {
     }
 
     /// Every push received, in arrival order.
+    /// Every connection a DELETE was sent for, in order.
+    pub fn deletes(&self) -> Vec<String> {
+        self.shared.lock().deletes.clone()
+    }
+
     pub fn posts(&self) -> Vec<Post> {
         self.shared.lock().posts.clone()
     }
@@ -283,6 +290,7 @@ async fn handle(
                 }
             }
             Method::DELETE => {
+                recorded.deletes.push(connection_id.clone());
                 if gone {
                     410
                 } else {

@@ -472,6 +472,29 @@ pub async fn footprint(store: &shared::MatchStore) -> Footprint {
     }
 }
 
+/// Makes a registered connection look registered `secs` ago (the registry
+/// keeps `<registered_ms> <player>`): a 410 from a connection registered
+/// moments ago is retried as a `$connect` still finishing, one from an
+/// older connection removes it. Tests of the latter age their connections.
+pub async fn age_connection(store: &shared::MatchStore, conn: &str, secs: u64) {
+    let value: Option<String> = store
+        .command(redis::cmd("HGET").arg(store.keys().conns()).arg(conn))
+        .await
+        .expect("HGET conns");
+    let value = value.expect("a registered connection");
+    let (_, player) = value.split_once(' ').expect("<registered_ms> <player>");
+    let (now, _): (u64, u64) = store.command(&redis::cmd("TIME")).await.expect("TIME");
+    let _: () = store
+        .command(
+            redis::cmd("HSET")
+                .arg(store.keys().conns())
+                .arg(conn)
+                .arg(format!("{} {player}", (now - secs) * 1000)),
+        )
+        .await
+        .expect("HSET conns");
+}
+
 /// `used_memory` from `INFO memory`, after `CONFIG RESETSTAT` and `SLOWLOG
 /// RESET`: Redis 7 allocates a latency histogram (~16 KB) for every command
 /// name the first time it runs (`latency-tracking`) and keeps slow commands'
@@ -681,8 +704,12 @@ pub async fn assert_consistent(
     for (p, list) in &player_conns {
         assert!(!list.trim().is_empty(), "{p} has an empty connection list");
         for c in list.split_whitespace() {
+            // conns values are "<registered_ms> <player>".
             assert_eq!(
-                conns.get(c).map(String::as_str),
+                conns
+                    .get(c)
+                    .and_then(|v| v.split_once(' '))
+                    .map(|(_, owner)| owner),
                 Some(p.as_str()),
                 "{p} lists {c}, which the registry gives to someone else"
             );

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use shared::store::{Housekeeping, MatchBatch};
 use shared::{
-    JoinOutcome, LeaveOutcome, MatchRecord, MatchStore, Notification, PlayerId, PlayerStatus,
+    JoinOutcome, LeaveOutcome, MatchRecord, MatchStore, NotificationKind, PlayerId, PlayerStatus,
     Settlement, TicketData, WorldName,
 };
 
@@ -40,6 +40,9 @@ macro_rules! for_each_scenario {
             wait_estimate_follows_match_rate,
             wait_estimate_forgets_old_history,
             scripts_validate_before_writing,
+            presence_decides_who_waits_and_who_is_matched,
+            a_new_connection_gets_a_recent_match_again,
+            nobody_is_matched_or_shown_past_their_deadline,
         );
     };
 }
@@ -68,6 +71,9 @@ impl Env {
         self.store_with(ns, worlds, &[])
     }
 }
+
+/// The "registered moments ago" threshold the scenarios claim with.
+const YOUNG: Duration = shared::delivery::YOUNG_CONNECTION;
 
 pub fn player(s: &str) -> PlayerId {
     PlayerId::parse(s).expect("valid player id")
@@ -283,7 +289,7 @@ pub async fn leave_outcomes(env: &Env) {
 }
 
 /// The matcher forms every complete group, oldest first, records each match
-/// durably with an outbox entry per player, and never takes a partial group.
+/// durably with one outbox entry, and never takes a partial group.
 pub async fn matcher_forms_all_complete_groups(env: &Env) {
     let store = env.store_with("extract", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
     let w1 = world(&store, "world1");
@@ -294,6 +300,7 @@ pub async fn matcher_forms_all_complete_groups(env: &Env) {
     let MatchBatch {
         matches,
         queue_size,
+        ..
     } = store.form_matches(w1, 0).await.unwrap();
     assert_eq!(queue_size, 1);
     let groups: Vec<Vec<PlayerId>> = matches.iter().map(|m| m.participants.clone()).collect();
@@ -310,8 +317,8 @@ pub async fn matcher_forms_all_complete_groups(env: &Env) {
     assert_eq!(hlen(&store, &store.keys().matches()).await, 3);
     assert_eq!(
         zcard(&store, &store.keys().outbox()).await,
-        9,
-        "one notification per matched player"
+        3,
+        "one notification per match (it names every participant)"
     );
     // Nothing more to form: a partial group stays queued.
     let again = store.form_matches(w1, 0).await.unwrap();
@@ -435,17 +442,19 @@ pub async fn tickets_expire_individually(env: &Env) {
         PlayerStatus::Queued(_)
     ));
     let claimed = store
-        .claim_notifications(Duration::from_secs(5), 10, &[])
+        .claim_notifications(Duration::from_secs(5), 10, YOUNG, &[])
         .await
         .unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(
-        claimed[0].notification,
-        Notification::TicketExpired {
+        claimed[0].id.kind(),
+        &NotificationKind::TicketExpired {
             world: world_name("short"),
             player: player("early")
         }
     );
+    assert_eq!(claimed[0].targets.len(), 1);
+    assert_eq!(claimed[0].targets[0].player, player("early"));
 }
 
 /// Match records outlive the queue for the configured time, then go away
@@ -476,10 +485,12 @@ pub async fn match_records_expire(env: &Env) {
     assert_eq!(hlen(&store, &store.keys().player_match()).await, 0);
 }
 
-/// The outbox: claim hides entries for the lease, retry brings them back with
-/// an attempt count, done removes them; explicit ids claim only those.
+/// The outbox: one entry per match, naming every participant with their
+/// connections; claim hides entries for the lease, a retry keeps only the
+/// participants still untold and counts attempts, done removes the entry;
+/// explicit ids claim only those.
 pub async fn outbox_claim_and_settle(env: &Env) {
-    let store = env.store("outbox", "duel:2");
+    let store = env.store("outbox", "duel:2,other:2");
     store
         .register_connection(&shared::ConnectionId::parse("connA").unwrap(), &player("a"))
         .await
@@ -493,49 +504,79 @@ pub async fn outbox_claim_and_settle(env: &Env) {
         } => (record, notifications),
         other => panic!("{other:?}"),
     };
-    let only_a = store
-        .claim_notifications(Duration::from_secs(30), 10, &ids[..1])
-        .await
-        .unwrap();
-    assert_eq!(only_a.len(), 1);
-    assert_eq!(only_a[0].connections, ["connA"]);
-    assert_eq!(only_a[0].attempts, 1);
-    match &only_a[0].notification {
-        Notification::MatchFound {
-            player,
-            record: Some(r),
-            ..
-        } => {
-            assert_eq!(player, "a");
-            assert_eq!(r, &record);
-        }
+    assert_eq!(ids.len(), 1, "one outbox entry per match");
+    join(&store, "other", "c").await;
+    let other = match join(&store, "other", "d").await {
+        JoinOutcome::Matched { record, .. } => record,
         other => panic!("{other:?}"),
-    }
-    let rest = store
-        .claim_notifications(Duration::from_secs(30), 10, &[])
+    };
+    let lease = Duration::from_secs(30);
+    let only_duel = store
+        .claim_notifications(lease, 10, YOUNG, &ids)
         .await
         .unwrap();
-    assert_eq!(rest.len(), 1, "a's entry is leased, only b's is due");
-    assert!(rest[0].connections.is_empty());
+    assert_eq!(only_duel.len(), 1);
+    let entry = &only_duel[0];
+    assert_eq!(entry.attempts, 1);
+    assert_eq!(entry.record.as_ref(), Some(&record));
+    let targets: Vec<(u32, &str, Vec<&str>)> = entry
+        .targets
+        .iter()
+        .map(|t| {
+            (
+                t.index,
+                t.player.as_str(),
+                t.connections.iter().map(|c| c.as_str()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(targets, [(1, "a", vec!["connA"]), (2, "b", vec![])]);
+    assert_eq!(
+        entry.targets[0].young.len(),
+        1,
+        "connA registered moments ago"
+    );
+
+    let rest = store
+        .claim_notifications(lease, 10, YOUNG, &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        rest.len(),
+        1,
+        "the duel entry is leased, only the other is due"
+    );
+    assert_eq!(rest[0].record.as_ref(), Some(&other));
     assert!(store
-        .claim_notifications(Duration::from_secs(30), 10, &[])
+        .claim_notifications(lease, 10, YOUNG, &[])
         .await
         .unwrap()
         .is_empty());
+
+    // a was told, b was not: the retry is for b only.
     store
-        .settle_notifications(&[(rest[0].id.clone(), Settlement::RetryAfter(Duration::ZERO))])
+        .settle_notifications(&[(
+            entry.id.clone(),
+            Settlement::RetryAfter(Duration::ZERO, vec![2]),
+        )])
         .await
         .unwrap();
     let retried = store
-        .claim_notifications(Duration::from_secs(30), 10, &[])
+        .claim_notifications(lease, 10, YOUNG, &[])
         .await
         .unwrap();
     assert_eq!(retried.len(), 1);
     assert_eq!(retried[0].attempts, 2);
+    let left: Vec<(u32, &str)> = retried[0]
+        .targets
+        .iter()
+        .map(|t| (t.index, t.player.as_str()))
+        .collect();
+    assert_eq!(left, [(2, "b")]);
     store
         .settle_notifications(&[
             (retried[0].id.clone(), Settlement::Done),
-            (only_a[0].id.clone(), Settlement::Done),
+            (rest[0].id.clone(), Settlement::Done),
         ])
         .await
         .unwrap();
@@ -630,7 +671,10 @@ pub async fn connection_registry(env: &Env) {
     let short = env.store_with(
         "conns-expire",
         "world1:3",
-        &[("MM_CONNECTION_TTL_SECS", "1")],
+        &[
+            ("MM_PRESENCE_TIMEOUT_SECS", "2"),
+            ("MM_HEARTBEAT_SECS", "1"),
+        ],
     );
     short
         .register_connection(&conn("e1"), &alice)
@@ -744,6 +788,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             k.player_match(),
             k.outbox(),
             k.match_seq(),
+            k.presence(),
         ];
         v.extend([wk.queue.clone(), wk.deadlines.clone(), wk.rate.clone()]);
         v
@@ -758,9 +803,10 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         k.player_match(),
         k.outbox(),
         k.match_seq(),
+        k.presence(),
     ];
     let good_join = [
-        "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "world1",
+        "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "world1",
     ];
     let mut cases: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -774,17 +820,19 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (5, "yes"),
         (6, "-5"),
         (7, "1.5"),
+        (9, "2"),
     ] {
         let mut args = s(&good_join);
         args[i] = bad.to_string();
         cases.push(("join.lua", join_keys.clone(), args));
     }
-    cases.push(("join.lua", join_keys[..9].to_vec(), s(&good_join)));
+    cases.push(("join.lua", join_keys[..10].to_vec(), s(&good_join)));
     for args in [
-        s(&["", "3", "60000", "0", "1000"]),
-        s(&["world1", "1", "60000", "0", "1000"]),
-        s(&["world1", "3", "0", "0", "1000"]),
-        s(&["world1", "3", "60000", "0", "-1"]),
+        s(&["", "3", "60000", "0", "1000", "0"]),
+        s(&["world1", "1", "60000", "0", "1000", "0"]),
+        s(&["world1", "3", "0", "0", "1000", "0"]),
+        s(&["world1", "3", "60000", "0", "-1", "0"]),
+        s(&["world1", "3", "60000", "0", "1000", "yes"]),
     ] {
         cases.push(("form_matches.lua", match_keys.clone(), args));
     }
@@ -808,30 +856,46 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         ],
         s(&["world1", "0"]),
     ));
+    let claim_keys = vec![
+        k.outbox(),
+        k.outbox_meta(),
+        k.matches(),
+        k.player_conns(),
+        k.conns(),
+    ];
+    cases.push(("outbox_claim.lua", claim_keys.clone(), s(&["0", "10", "0"])));
+    cases.push(("outbox_claim.lua", claim_keys, s(&["10", "10", "-1"])));
+    for args in [
+        s(&["id", "-7", "", ""]),
+        s(&["id", "5", ""]),
+        s(&["id", "5", "1;2", ""]),
+        s(&["X|w|p", "-1", "", "conn"]),
+        s(&["M|1-a", "-1", "", "a|b"]),
+    ] {
+        cases.push(("outbox_settle.lua", vec![k.outbox(), k.outbox_meta()], args));
+    }
+    let register_keys = vec![
+        k.conns(),
+        k.conn_expiry(),
+        k.player_conns(),
+        k.presence(),
+        k.player_match(),
+        k.match_expiry(),
+        k.outbox(),
+        k.outbox_meta(),
+        k.matches(),
+    ];
+    for args in [
+        s(&["a b", "p", "1000", "2", "0"]),
+        s(&["c", "p", "0", "2", "0"]),
+        s(&["c", "p", "1000", "2", "-1"]),
+    ] {
+        cases.push(("conn_register.lua", register_keys.clone(), args));
+    }
     cases.push((
-        "outbox_claim.lua",
-        vec![k.outbox(), k.outbox_meta(), k.matches(), k.player_conns()],
-        s(&["0", "10"]),
-    ));
-    cases.push((
-        "outbox_settle.lua",
-        vec![k.outbox(), k.outbox_meta()],
-        s(&["id", "-7"]),
-    ));
-    cases.push((
-        "outbox_settle.lua",
-        vec![k.outbox(), k.outbox_meta()],
-        s(&["id"]),
-    ));
-    cases.push((
-        "conn_register.lua",
-        vec![k.conns(), k.conn_expiry(), k.player_conns()],
-        s(&["a b", "p", "1000", "2"]),
-    ));
-    cases.push((
-        "conn_register.lua",
-        vec![k.conns(), k.conn_expiry(), k.player_conns()],
-        s(&["c", "p", "0", "2"]),
+        "conn_heartbeat.lua",
+        vec![k.conns(), k.conn_expiry(), k.player_conns(), k.presence()],
+        s(&["c", "0"]),
     ));
     cases.push((
         "conn_unregister.lua",
@@ -839,6 +903,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             k.conns(),
             k.conn_expiry(),
             k.player_conns(),
+            k.presence(),
             k.tickets(),
             wk.queue.clone(),
             wk.deadlines.clone(),
@@ -854,9 +919,15 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             k.conns(),
             k.conn_expiry(),
             k.player_conns(),
+            k.presence(),
             k.tickets(),
         ],
         s(&["10", "1", "world1"]),
+    ));
+    cases.push((
+        "match_record.lua",
+        vec![k.matches(), k.match_expiry()],
+        s(&[""]),
     ));
     cases.push((
         "lease_acquire.lua",
@@ -895,6 +966,227 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             before,
             "{name} {args:?} wrote before failing"
         );
+    }
+}
+
+/// Redis's clock, in Unix ms.
+async fn redis_now_ms(store: &MatchStore) -> u64 {
+    let (secs, micros): (u64, u64) = store.command(&redis::cmd("TIME")).await.expect("TIME");
+    secs * 1000 + micros / 1000
+}
+
+/// The outbox's entry ids, oldest due first.
+async fn outbox_ids(store: &MatchStore) -> Vec<String> {
+    store
+        .command(
+            redis::cmd("ZRANGE")
+                .arg(store.keys().outbox())
+                .arg(0)
+                .arg(-1),
+        )
+        .await
+        .expect("ZRANGE outbox")
+}
+
+/// A world that requires presence: joining needs a live connection, and a
+/// player whose registration lapsed (no heartbeat) is removed with
+/// TICKET_REMOVED instead of being matched; heartbeats keep a registration.
+pub async fn presence_decides_who_waits_and_who_is_matched(env: &Env) {
+    let store = env.store_with(
+        "presence",
+        "",
+        &[
+            (
+                "MM_RULES",
+                r#"{"worlds":[{"name":"live","teamSize":2,"requirePresence":true}]}"#,
+            ),
+            ("MM_PRESENCE_TIMEOUT_SECS", "2"),
+            ("MM_HEARTBEAT_SECS", "1"),
+            ("MM_REMOVE_TICKET_ON_DISCONNECT", "false"),
+        ],
+    );
+    let conn = |s: &str| shared::ConnectionId::parse(s).unwrap();
+    let before = snapshot(&store).await;
+    assert_eq!(
+        join(&store, "live", "a").await,
+        JoinOutcome::NotConnected {
+            world_type: world_name("live")
+        }
+    );
+    assert_eq!(
+        snapshot(&store).await,
+        before,
+        "a refused join writes nothing"
+    );
+
+    store
+        .register_connection(&conn("ca"), &player("a"))
+        .await
+        .unwrap();
+    assert_eq!(queued_at(&join(&store, "live", "a").await), (1, 1));
+    let lapse = eventually(
+        "a's registration to lapse",
+        Duration::from_secs(10),
+        || async {
+            let until: Option<f64> = store
+                .command(redis::cmd("ZSCORE").arg(store.keys().presence()).arg("a"))
+                .await
+                .unwrap();
+            let now = redis_now_ms(&store).await;
+            until.is_some_and(|u| (u as u64) <= now).then_some(())
+        },
+    )
+    .await;
+    let () = lapse;
+    store
+        .register_connection(&conn("cb"), &player("b"))
+        .await
+        .unwrap();
+    // b's join would complete a group with a, but a is not present: a's
+    // ticket goes (TICKET_REMOVED) and b waits alone.
+    assert_eq!(queued_at(&join(&store, "live", "b").await), (1, 1));
+    assert_eq!(
+        store.player_status(&player("a")).await.unwrap(),
+        PlayerStatus::Idle
+    );
+    assert!(outbox_ids(&store).await.contains(&"G|live|a".to_owned()));
+
+    match store.heartbeat(&conn("cb")).await.unwrap() {
+        shared::store::Heartbeat::Renewed {
+            player: p,
+            expires_at_ms,
+        } => {
+            assert_eq!(p, player("b"));
+            assert!(expires_at_ms > redis_now_ms(&store).await);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        store.heartbeat(&conn("nobody")).await.unwrap(),
+        shared::store::Heartbeat::Unknown
+    );
+    // A present player completes b's group.
+    store
+        .register_connection(&conn("cc"), &player("c"))
+        .await
+        .unwrap();
+    match join(&store, "live", "c").await {
+        JoinOutcome::Matched { record, .. } => {
+            assert_eq!(record.participants, [player("b"), player("c")])
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A connection that opens just after its player's match formed (it may
+/// have missed the push) gets MATCH_FOUND queued for it alone.
+pub async fn a_new_connection_gets_a_recent_match_again(env: &Env) {
+    let store = env.store("replay", "duel:2");
+    join(&store, "duel", "a").await;
+    let record = match join(&store, "duel", "b").await {
+        JoinOutcome::Matched { record, .. } => record,
+        other => panic!("{other:?}"),
+    };
+    // Before the match's own notification is claimed, it will reach any new
+    // connection by itself: nothing is replayed.
+    let early = store
+        .register_connection(
+            &shared::ConnectionId::parse("early-a").unwrap(),
+            &player("a"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(early.replayed, None);
+    let claimed = store
+        .claim_notifications(Duration::from_secs(30), 10, YOUNG, &[])
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(
+        claimed[0].targets[0].connections.len(),
+        1,
+        "early-a was in the claim"
+    );
+    // In flight: a connection opening now is not in the claim's list.
+    let conn = shared::ConnectionId::parse("late-a").unwrap();
+    let registered = store
+        .register_connection(&conn, &player("a"))
+        .await
+        .unwrap();
+    assert_eq!(registered.replayed.as_ref(), Some(&record.match_id));
+    let replay = format!("C|{}|late-a", record.match_id);
+    assert!(outbox_ids(&store).await.contains(&replay));
+    let id = shared::NotificationId::parse(&replay).unwrap();
+    let claimed = store
+        .claim_notifications(Duration::from_secs(30), 10, YOUNG, &[id])
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].record.as_ref(), Some(&record));
+    assert_eq!(claimed[0].targets.len(), 1);
+    assert_eq!(claimed[0].targets[0].player, player("a"));
+    assert_eq!(claimed[0].targets[0].connections, std::slice::from_ref(&conn));
+    // A player without a recent match gets nothing replayed.
+    let other = store
+        .register_connection(&shared::ConnectionId::parse("c1").unwrap(), &player("c"))
+        .await
+        .unwrap();
+    assert_eq!(other.replayed, None);
+    // Delivered to everyone: a connection opening afterwards gets a copy.
+    store
+        .settle_notifications(&[(claimed[0].id.clone(), Settlement::Done)])
+        .await
+        .unwrap();
+    let after = store
+        .register_connection(
+            &shared::ConnectionId::parse("after-b").unwrap(),
+            &player("b"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(after.replayed.as_ref(), Some(&record.match_id));
+}
+
+/// A ticket past its deadline is gone even before the sweep removes it:
+/// my-status shows IDLE, leave answers NOT_QUEUED and writes nothing, and a
+/// join that would complete a group with it sweeps it instead.
+pub async fn nobody_is_matched_or_shown_past_their_deadline(env: &Env) {
+    let store = env.store("deadline", "quick:2:1");
+    join(&store, "quick", "early").await;
+    let wk = store.keys().world(&world_name("quick"));
+    let deadline: f64 = store
+        .command(redis::cmd("ZSCORE").arg(&wk.deadlines).arg("early"))
+        .await
+        .unwrap();
+    eventually(
+        "Redis time to pass the deadline",
+        Duration::from_secs(10),
+        || async { (redis_now_ms(&store).await > deadline as u64).then_some(()) },
+    )
+    .await;
+    assert_eq!(
+        store.player_status(&player("early")).await.unwrap(),
+        PlayerStatus::Idle
+    );
+    let before = snapshot(&store).await;
+    assert_eq!(
+        store
+            .leave(world(&store, "quick"), &player("early"))
+            .await
+            .unwrap(),
+        LeaveOutcome::NotQueued { queued_in: None }
+    );
+    assert_eq!(snapshot(&store).await, before, "leave wrote nothing");
+    assert_eq!(queued_at(&join(&store, "quick", "late").await), (1, 1));
+    assert!(outbox_ids(&store)
+        .await
+        .contains(&"X|quick|early".to_owned()));
+    // early may join again at once.
+    match join(&store, "quick", "early").await {
+        JoinOutcome::Matched { record, .. } => {
+            assert_eq!(record.participants, [player("late"), player("early")])
+        }
+        other => panic!("{other:?}"),
     }
 }
 
@@ -1007,6 +1299,7 @@ pub async fn concurrency_invariants(
                         }
                         JoinOutcome::AlreadyQueued(q) => assert!(q.position >= 1, "{q:?}"),
                         JoinOutcome::QueueFull { .. } => panic!("no capacity configured"),
+                        JoinOutcome::NotConnected { .. } => panic!("no world requires presence"),
                     },
                     45..70 => match store.leave(wc, &id).await.expect("leave") {
                         LeaveOutcome::Left {

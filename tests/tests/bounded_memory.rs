@@ -24,8 +24,10 @@ use shared::delivery::drain_outbox;
 use shared::{ConnectionId, JoinOutcome, MatchStore, WorldName};
 
 /// Tickets live 1 s in every world; `big` is capped by `MM_QUEUE_CAPACITY`.
-const WORLDS: &str = "world1:3:1,world2:2:1,short:4:1,big:1000:1";
-const CAPACITY: u64 = 100;
+// `big`'s team (the largest a world may have) exceeds its capacity, so it
+// fills up instead of matching.
+const WORLDS: &str = "world1:3:1,world2:2:1,short:4:1,big:100:1";
+const CAPACITY: u64 = 60;
 
 fn world<'a>(store: &'a MatchStore, name: &str) -> &'a shared::World {
     store.settings().worlds.get(name).expect("world")
@@ -126,6 +128,7 @@ async fn burst(store: &MatchStore, server: &ConnectionsServer, round: u64) -> Bu
                     }
                     JoinOutcome::Queued(q) => assert!(q.queue_size <= CAPACITY, "{q:?}"),
                     JoinOutcome::AlreadyQueued(q) => panic!("fresh player already queued: {q:?}"),
+                    JoinOutcome::NotConnected { .. } => panic!("no world requires presence"),
                 }
                 if roll % 10 == 0
                     && matches!(
@@ -165,8 +168,9 @@ async fn a_burst_returns_to_the_key_entry_and_memory_baseline() {
         WORLDS,
         &[
             ("MM_MATCH_TTL_SECS", "1"),
-            ("MM_CONNECTION_TTL_SECS", "1"),
-            ("MM_QUEUE_CAPACITY", "100"),
+            ("MM_PRESENCE_TIMEOUT_SECS", "2"),
+            ("MM_HEARTBEAT_SECS", "1"),
+            ("MM_QUEUE_CAPACITY", "60"),
         ],
     );
     let connections = ConnectionsServer::start().await;

@@ -209,7 +209,39 @@ async fn failed_pushes_never_fail_the_join() {
         !posts.is_empty() && posts.iter().all(|p| !p.delivered()),
         "{posts:?}"
     );
-    assert_eq!(outbox_size(&fx.app.store).await, 3);
+    assert_eq!(outbox_size(&fx.app.store).await, 1, "the match's one entry");
+}
+
+/// A join never waits long on a slow `@connections` endpoint: every push is
+/// bounded (`JOIN_PUSH_TIMEOUT`); what did not get through stays in the
+/// outbox for the matcher.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_push_endpoint_does_not_hold_the_join() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-stalled", &[]).await;
+    for (conn, p) in [
+        ("conn-A1=", "player-1"),
+        ("conn-B1=", "player-2"),
+        ("conn-C1=", "player-3"),
+    ] {
+        register(&fx.app.store, conn, p).await;
+        fx.connections.stall(conn, Duration::from_secs(20));
+    }
+    pre_join(&fx.app.store, "world1", "player-2").await;
+    pre_join(&fx.app.store, "world1", "player-3").await;
+    let started = std::time::Instant::now();
+    let (status, body) = call(&fx, event(|_| {})).await;
+    let took = started.elapsed();
+    assert_eq!(
+        (status, body["data"]["status"].as_str()),
+        (200, Some("MATCHED")),
+        "{body}"
+    );
+    assert!(
+        took < shared::use_cases::JOIN_PUSH_TIMEOUT + Duration::from_secs(2),
+        "the join took {took:?} with every push stalled"
+    );
+    assert_eq!(outbox_size(&fx.app.store).await, 1, "left for the matcher");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

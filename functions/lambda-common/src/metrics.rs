@@ -19,6 +19,8 @@ pub struct WorldTickMetrics {
     /// How long the oldest waiting ticket has waited, in milliseconds.
     pub oldest_wait_ms: u64,
     pub expired_tickets: u64,
+    /// Tickets removed because their player had no live connection.
+    pub removed_tickets: u64,
 }
 
 impl From<&WorldTick> for WorldTickMetrics {
@@ -30,6 +32,7 @@ impl From<&WorldTick> for WorldTickMetrics {
             queue_depth: tick.queue_depth,
             oldest_wait_ms: tick.oldest_wait_ms,
             expired_tickets: tick.expired_tickets,
+            removed_tickets: tick.removed_tickets,
         }
     }
 }
@@ -46,7 +49,7 @@ struct MetricDefinition {
 struct MetricDirective {
     namespace: &'static str,
     dimensions: [[&'static str; 1]; 1],
-    metrics: [MetricDefinition; 5],
+    metrics: [MetricDefinition; 6],
 }
 
 #[derive(Serialize)]
@@ -68,6 +71,7 @@ struct EmfLine<'a> {
     queue_depth: u64,
     oldest_wait_ms: u64,
     expired_tickets: u64,
+    removed_tickets: u64,
 }
 
 /// Renders `metrics` as one EMF JSON line (no trailing newline), stamped
@@ -88,6 +92,7 @@ pub fn emf_line(metrics: &WorldTickMetrics, timestamp_ms: u64) -> String {
                         unit: "Milliseconds",
                     },
                     count("ExpiredTickets"),
+                    count("RemovedTickets"),
                 ],
             }],
         },
@@ -97,6 +102,7 @@ pub fn emf_line(metrics: &WorldTickMetrics, timestamp_ms: u64) -> String {
         queue_depth: metrics.queue_depth,
         oldest_wait_ms: metrics.oldest_wait_ms,
         expired_tickets: metrics.expired_tickets,
+        removed_tickets: metrics.removed_tickets,
     };
     // Plain structs of strings and integers always serialize.
     serde_json::to_string(&line).unwrap_or_default()
@@ -122,6 +128,7 @@ mod tests {
             queue_depth: 1,
             oldest_wait_ms: 1500,
             expired_tickets: 3,
+            removed_tickets: 1,
         };
         let line = emf_line(&metrics, 1_700_000_000_123);
         assert_eq!(
@@ -130,9 +137,10 @@ mod tests {
                 r#"{"_aws":{"Timestamp":1700000000123,"CloudWatchMetrics":[{"Namespace":"Matchmaking","#,
                 r#""Dimensions":[["World"]],"Metrics":[{"Name":"MatchesFormed","Unit":"Count"},"#,
                 r#"{"Name":"PlayersMatched","Unit":"Count"},{"Name":"QueueDepth","Unit":"Count"},"#,
-                r#"{"Name":"OldestWaitMs","Unit":"Milliseconds"},{"Name":"ExpiredTickets","Unit":"Count"}]}]},"#,
+                r#"{"Name":"OldestWaitMs","Unit":"Milliseconds"},{"Name":"ExpiredTickets","Unit":"Count"},"#,
+                r#"{"Name":"RemovedTickets","Unit":"Count"}]}]},"#,
                 r#""World":"world1","MatchesFormed":2,"PlayersMatched":6,"QueueDepth":1,"#,
-                r#""OldestWaitMs":1500,"ExpiredTickets":3}"#
+                r#""OldestWaitMs":1500,"ExpiredTickets":3,"RemovedTickets":1}"#
             )
         );
         assert!(!line.contains('\n'), "one line per world");

@@ -7,6 +7,7 @@ use aws_sdk_apigatewaymanagement::config::retry::RetryConfig;
 use aws_sdk_apigatewaymanagement::config::timeout::TimeoutConfig;
 use aws_sdk_apigatewaymanagement::config::{BehaviorVersion, Builder, Credentials, Region};
 use aws_sdk_apigatewaymanagement::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_apigatewaymanagement::operation::delete_connection::DeleteConnectionError;
 use aws_sdk_apigatewaymanagement::operation::post_to_connection::PostToConnectionError;
 use aws_sdk_apigatewaymanagement::primitives::Blob;
 use aws_sdk_apigatewaymanagement::Client;
@@ -123,6 +124,33 @@ impl Pusher for ApiGatewayPusher {
             .map(|_| ())
             .map_err(|e| classify(connection, &e))
     }
+
+    async fn close(&self, connection: &ConnectionId) -> Result<(), PushError> {
+        match self
+            .client
+            .delete_connection()
+            .connection_id(connection.as_str())
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let status = e.raw_response().map(|r| r.status().as_u16());
+                match &e {
+                    SdkError::ServiceError(service)
+                        if matches!(service.err(), DeleteConnectionError::GoneException(_))
+                            || status == Some(410) =>
+                    {
+                        Err(PushError::Gone)
+                    }
+                    _ => Err(PushError::Retryable(format!(
+                        "DeleteConnection failed ({}): {e}",
+                        status_text(status)
+                    ))),
+                }
+            }
+        }
+    }
 }
 
 /// Maps an SDK failure onto what the outbox does next: forget the connection
@@ -136,6 +164,8 @@ fn classify(connection: &ConnectionId, err: &SdkError<PostToConnectionError>) ->
             match source {
                 PostToConnectionError::GoneException(_) => PushError::Gone,
                 _ if status == Some(410) => PushError::Gone,
+                PostToConnectionError::PayloadTooLargeException(_) => PushError::TooLarge,
+                _ if status == Some(413) => PushError::TooLarge,
                 PostToConnectionError::LimitExceededException(_) => {
                     PushError::Retryable(format!("throttled ({code})"))
                 }
@@ -144,8 +174,8 @@ fn classify(connection: &ConnectionId, err: &SdkError<PostToConnectionError>) ->
                     status_text(status)
                 )),
                 // 403 and other 4xx point at configuration (IAM policy, wrong
-                // endpoint or stage, oversized payload): loud, but retried in
-                // case it is fixed while the match record lives.
+                // endpoint or stage): loud, but retried in case it is fixed
+                // while the match record lives.
                 _ => {
                     tracing::warn!(
                         %connection,

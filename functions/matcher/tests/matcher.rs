@@ -57,7 +57,8 @@ impl Env {
         self.store.settings().worlds.get(name).unwrap().clone()
     }
 
-    /// Registers `conns` for `player` and queues them in `world`.
+    /// Registers `conns` for `player` as long-standing connections (a 410
+    /// from one means it is gone) and queues the player in `world`.
     async fn queue<S: AsRef<str>>(&self, world: &str, player: &str, conns: &[S]) {
         let id = PlayerId::parse(player).unwrap();
         for conn in conns {
@@ -65,6 +66,7 @@ impl Env {
                 .register_connection(&ConnectionId::parse(conn.as_ref()).unwrap(), &id)
                 .await
                 .unwrap();
+            integration_tests::age_connection(&self.store, conn.as_ref(), 60).await;
         }
         self.store
             .join(&self.world(world), &id, None)
@@ -128,10 +130,10 @@ async fn one_tick_pushes_exactly_the_match_found_json_to_every_connection() {
     assert_eq!(formed.len(), 1);
     assert_eq!(formed[0].participants, ["alice", "bob", "carol"]);
     assert_eq!(report.worlds[0].queue_depth, 1, "dave still waits");
-    assert_eq!(report.delivery.delivered, 3);
+    assert_eq!(report.delivery.delivered, 1, "the match's one notification");
     let record = env.matched_record("alice").await;
     assert_eq!(&record, &formed[0]);
-    let expected = json_of(&ServerMessage::MatchFound(record));
+    let expected = json_of(&ServerMessage::match_found(record));
     assert_eq!(expected["type"], "MATCH_FOUND");
     for conn in ["c-alice-1", "c-alice-2", "c-bob", "c-carol"] {
         assert_eq!(
@@ -172,12 +174,15 @@ async fn the_schedule_event_runs_the_loop_and_returns_before_the_deadline() {
     assert_eq!(summary.ticks, 1, "{summary:?}");
     assert_eq!(summary.matches_formed, 1);
     assert_eq!(summary.players_matched, 3);
-    assert_eq!(summary.notifications_delivered, 3);
+    assert_eq!(
+        summary.notifications_delivered, 1,
+        "one notification per match"
+    );
     let record = env.matched_record("p1").await;
     for p in ["p1", "p2", "p3"] {
         assert_eq!(
             env.server.delivered_to(&format!("c-{p}")),
-            [json_of(&ServerMessage::MatchFound(record.clone()))]
+            [json_of(&ServerMessage::match_found(record.clone()))]
         );
     }
     let as_json = serde_json::to_value(summary).unwrap();
@@ -245,7 +250,7 @@ async fn a_gone_connection_is_removed_from_the_registry() {
     assert_eq!(conns("a").await, ["c-a-new"]);
     assert!(conns("c").await.is_empty(), "c's only connection is gone");
     // c could not be told (no connection left): kept for a reconnect.
-    assert_eq!(report.delivery.delivered, 2);
+    assert_eq!(report.delivery.delivered, 0);
     assert_eq!(report.delivery.retried, 1);
 }
 
@@ -259,7 +264,8 @@ async fn throttling_and_server_errors_are_retried_with_backoff_until_delivered()
     env.server.respond("c-c", [429, 500]);
 
     let first = tick(&env.store, &env.pusher).await.unwrap();
-    assert_eq!((first.delivery.delivered, first.delivery.retried), (2, 1));
+    // One notification for the match: a and b told, retried for c only.
+    assert_eq!((first.delivery.delivered, first.delivery.retried), (0, 1));
     assert_eq!(statuses(&env.server, "c-c"), [429, 500]);
 
     let delivered = eventually("delivery to c-c after the backoff", WAIT, || async {
@@ -269,7 +275,7 @@ async fn throttling_and_server_errors_are_retried_with_backoff_until_delivered()
     })
     .await;
     let record = env.matched_record("c").await;
-    assert_eq!(delivered, [json_of(&ServerMessage::MatchFound(record))]);
+    assert_eq!(delivered, [json_of(&ServerMessage::match_found(record))]);
     let posts = env.server.posts_to("c-c");
     assert_eq!(
         posts.iter().map(|p| p.status).collect::<Vec<_>>(),
@@ -323,10 +329,16 @@ async fn a_matcher_that_died_before_pushing_is_completed_by_the_next() {
         .collect();
     let claimed = env
         .store
-        .claim_notifications(Duration::from_millis(300), 10, &ids)
+        .claim_notifications(
+            Duration::from_millis(300),
+            10,
+            shared::delivery::YOUNG_CONNECTION,
+            &ids,
+        )
         .await
         .unwrap();
-    assert_eq!(claimed.len(), 3);
+    assert_eq!(claimed.len(), 1, "one outbox entry per match");
+    assert_eq!(claimed[0].targets.len(), 3);
     assert!(env.server.posts().is_empty());
 
     // A fresh matcher delivers both: the first at once, the second once
@@ -340,7 +352,7 @@ async fn a_matcher_that_died_before_pushing_is_completed_by_the_next() {
         (&first.matches[0], ["a", "b", "c"]),
         (&second.matches[0], ["d", "e", "f"]),
     ] {
-        let expected = json_of(&ServerMessage::MatchFound(record.clone()));
+        let expected = json_of(&ServerMessage::match_found(record.clone()));
         for p in players {
             assert_eq!(
                 env.server.delivered_to(&format!("c-{p}")),

@@ -1,4 +1,5 @@
-//! `GET /v1/matching/queue-status/{worldType}` and `GET /v1/matching/my-status`.
+//! `GET /v1/matching/queue-status/{worldType}`, `GET /v1/matching/my-status`
+//! and `GET /v1/matching/matches/{matchId}`: the read-only routes.
 //! The mapping lives in [`lambda_common::http`]; this crate only wires it to the
 //! Lambda runtime.
 
@@ -16,6 +17,7 @@ pub async fn handle(app: &App, req: Request) -> Result<Response<Body>, Error> {
     match Route::of(&req) {
         Some(Route::QueueStatus) => http::queue_status(&app.store, req).await,
         Some(Route::MyStatus) => http::my_status(&app.store, req).await,
+        Some(Route::Match) => http::match_record(&app.store, req).await,
         _ => Ok(http::not_found(&req)),
     }
 }

@@ -220,3 +220,49 @@ async fn redis_down_answers_503_within_the_timeout() {
         assert_unavailable(call(&app, req), Duration::from_secs(3)).await;
     }
 }
+
+/// `events/match.json`: the full record for a participant; 404 for anyone
+/// else and for unknown ids, 400 for malformed ones, nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_event_returns_the_record_only_to_participants() {
+    const MATCH: &str = include_str!("../../../events/match.json");
+    let server = RedisServer::start();
+    let app = App {
+        store: Env {
+            urls: server.url(),
+            cluster: false,
+        }
+        .store_with("status-match", "duel:2", &[]),
+    };
+    let (_, body) = call(&app, event(MATCH, |_| {})).await;
+    assert_eq!(body["data"]["error"], "MATCH_NOT_FOUND", "{body}");
+    pre_join(&app.store, "duel", "player-2").await;
+    let record = match pre_join(&app.store, "duel", "player-1").await {
+        JoinOutcome::Matched { record, .. } => record,
+        other => panic!("{other:?}"),
+    };
+    let id = record.match_id.to_string();
+    let for_player = |p: &'static str, id: String| {
+        event(MATCH, move |v| {
+            v["pathParameters"]["matchId"] = json!(id);
+            v["rawPath"] = json!(format!("/v1/matching/matches/{id}"));
+            v["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(p);
+        })
+    };
+    let data = ok_data(&app, for_player("player-1", id.clone())).await;
+    assert_eq!(data, serde_json::to_value(&record).unwrap());
+    refused(
+        &app,
+        for_player("player-9", id.clone()),
+        404,
+        "MATCH_NOT_FOUND",
+    )
+    .await;
+    refused(
+        &app,
+        for_player("player-1", "Not An Id".into()),
+        400,
+        "INVALID_REQUEST",
+    )
+    .await;
+}

@@ -1,18 +1,25 @@
-//! Lambda entry point of the WebSocket `$connect` route.
+//! Lambda entry point of the WebSocket `$connect` and `$default` routes.
+// The runtime's service future around the handler is deeply nested.
+#![recursion_limit = "256"]
 
 use lambda_common::auth::{AuthSettings, JwtVerifier};
+use lambda_common::bootstrap::{pusher_from_env, store_from_env};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
+use ws_connect::{handle, App};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     // Built once per execution environment; the verifier's JWKS cache and the
     // Redis connection outlive single invocations.
-    let store = lambda_common::bootstrap::store_from_env()?;
-    let verifier = JwtVerifier::new(AuthSettings::from_env()?)
-        .inspect_err(|e| tracing::error!(error = %e, "invalid token verification settings"))?;
-    let (store, verifier) = (&store, &verifier);
+    let app = App {
+        store: store_from_env()?,
+        verifier: JwtVerifier::new(AuthSettings::from_env()?)
+            .inspect_err(|e| tracing::error!(error = %e, "invalid token verification settings"))?,
+        pusher: pusher_from_env().await?,
+    };
+    let app = &app;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| async move {
-        ws_connect::handle_connect(store, verifier, event).await
+        handle(app, event).await
     }))
     .await
 }

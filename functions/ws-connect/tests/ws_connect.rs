@@ -3,14 +3,16 @@
 use integration_tests::connections_server::{
     now_secs, unsigned_token, ConnectionsServer, TestIssuer,
 };
-use integration_tests::RedisServer;
+use integration_tests::{eventually, RedisServer};
 use lambda_common::auth::AuthSettings;
 use lambda_runtime::Context;
 use serde_json::{json, Value};
 use shared::{PlayerId, Settings};
+use std::time::Duration;
 
 use aws_lambda_events::event::apigw::ApiGatewayWebsocketProxyRequest;
 use lambda_common::auth::JwtVerifier;
+use lambda_common::push::ApiGatewayPusher;
 use lambda_runtime::LambdaEvent;
 use shared::MatchStore;
 use ws_connect::*;
@@ -26,6 +28,8 @@ struct Env {
     issuer: TestIssuer,
     store: MatchStore,
     verifier: JwtVerifier,
+    /// The real SDK pusher aimed at the stand-in `@connections` endpoint.
+    pusher: ApiGatewayPusher,
 }
 
 async fn env(ns: &str) -> Env {
@@ -47,12 +51,16 @@ async fn env(ns: &str) -> Env {
         audience: AUDIENCE.into(),
     })
     .unwrap();
+    let pusher =
+        ApiGatewayPusher::with_static_credentials(&idp.endpoint_with_stage("prod"), "us-east-1")
+            .unwrap();
     Env {
         redis,
         idp,
         issuer,
         store,
         verifier,
+        pusher,
     }
 }
 
@@ -82,10 +90,15 @@ fn connect_event(token: Option<&str>) -> LambdaEvent<ApiGatewayWebsocketProxyReq
 
 impl Env {
     async fn connect(&self, token: Option<&str>) -> i64 {
-        handle_connect(&self.store, &self.verifier, connect_event(token))
-            .await
-            .unwrap()
-            .status_code
+        handle_connect(
+            &self.store,
+            &self.verifier,
+            &self.pusher,
+            connect_event(token),
+        )
+        .await
+        .unwrap()
+        .status_code
     }
 
     async fn connections_of(&self, player: &str) -> Vec<String> {
@@ -157,7 +170,7 @@ async fn an_invalid_connection_id_is_a_bad_request() {
     for id in [json!("has space"), Value::Null] {
         let mut event = connect_event(Some(&token));
         event.payload.request_context.connection_id = serde_json::from_value(id.clone()).unwrap();
-        let status = handle_connect(&env.store, &env.verifier, event)
+        let status = handle_connect(&env.store, &env.verifier, &env.pusher, event)
             .await
             .unwrap()
             .status_code;
@@ -180,9 +193,69 @@ async fn redis_or_jwks_unavailable_refuses_with_503() {
         audience: AUDIENCE.into(),
     })
     .unwrap();
-    let status = handle_connect(&env.store, &cold, connect_event(Some(&token)))
+    let status = handle_connect(&env.store, &cold, &env.pusher, connect_event(Some(&token)))
         .await
         .unwrap()
         .status_code;
     assert_eq!(status, 503);
+}
+
+/// `events/ws-message.json` (a heartbeat on `$default`): answered with a
+/// PONG; an unregistered connection is told so and closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_event_is_a_heartbeat_answered_with_pong() {
+    let env = env("ws-message").await;
+    let message = || {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../events/ws-message.json"
+        ))
+        .unwrap();
+        let event: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(event["requestContext"]["routeKey"], "$default");
+        LambdaEvent::new(
+            serde_json::from_value::<ApiGatewayWebsocketProxyRequest>(event).unwrap(),
+            Context::default(),
+        )
+    };
+    let app = App {
+        store: env.store.clone(),
+        verifier: JwtVerifier::new(AuthSettings {
+            jwks_url: env.idp.jwks_url(),
+            issuer: ISSUER.into(),
+            audience: AUDIENCE.into(),
+        })
+        .unwrap(),
+        pusher: env.pusher.clone(),
+    };
+    let body = |r: aws_lambda_events::event::apigw::ApiGatewayProxyResponse| match r.body {
+        Some(aws_lambda_events::encodings::Body::Text(t)) => {
+            serde_json::from_str::<Value>(&t).unwrap()
+        }
+        other => panic!("{other:?}"),
+    };
+    // Not registered: PONG says so, and the socket is closed.
+    let answer = handle(&app, message()).await.unwrap();
+    assert_eq!(answer.status_code, 200);
+    assert_eq!(body(answer)["registered"], false);
+    eventually(
+        "the unregistered socket to be closed",
+        Duration::from_secs(5),
+        || async {
+            env.idp
+                .deletes()
+                .iter()
+                .any(|c| c == EVENT_CONNECTION)
+                .then_some(())
+        },
+    )
+    .await;
+    // Registered: renewed.
+    let token = env.issuer.token_for("player-1");
+    assert_eq!(env.connect(Some(&token)).await, 200);
+    let answer = handle(&app, message()).await.unwrap();
+    assert_eq!(
+        body(answer),
+        json!({"type": "PONG", "registered": true, "heartbeatSeconds": 60, "presenceTimeoutSeconds": 150})
+    );
 }

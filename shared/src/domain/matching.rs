@@ -57,6 +57,11 @@ pub enum JoinOutcome {
         world_type: WorldName,
         queue_size: u64,
     },
+    /// The world requires presence and the player has no live WebSocket
+    /// connection; nothing changed.
+    NotConnected {
+        world_type: WorldName,
+    },
 }
 
 /// The reply to a leave.

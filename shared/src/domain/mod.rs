@@ -16,6 +16,7 @@ pub use matching::{
     JoinOutcome, LeaveOutcome, MatchRecord, PlayerStatus, QueuePosition, QueueStatus, WaitStats,
 };
 pub use notification::{
-    Notification, NotificationId, NotificationKind, OutboxEntry, ServerMessage,
+    MessageTooLarge, NotificationId, NotificationKind, OutboxEntry, RemovalReason, ServerMessage,
+    Target, MAX_MESSAGE_BYTES,
 };
 pub use ticket::{TicketData, MAX_TICKET_DATA_BYTES, MAX_TICKET_DATA_DEPTH};

@@ -8,11 +8,36 @@ use super::ids::{printable_excerpt, ConnectionId, MatchId, PlayerId, WorldName};
 use super::matching::MatchRecord;
 use crate::error::ValidationError;
 
+/// Why a ticket was removed before it was matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RemovalReason {
+    /// The world requires presence and the player had no live connection.
+    NoConnection,
+}
+
 /// What an outbox entry asks to be told, and to whom.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum NotificationKind {
-    MatchFound { match_id: MatchId, player: PlayerId },
-    TicketExpired { world: WorldName, player: PlayerId },
+    /// MATCH_FOUND to every participant of the match.
+    MatchFound {
+        match_id: MatchId,
+    },
+    /// MATCH_FOUND again, to one connection that opened just after the match
+    /// formed and may have missed the first push.
+    MatchReplay {
+        match_id: MatchId,
+        connection: ConnectionId,
+    },
+    TicketExpired {
+        world: WorldName,
+        player: PlayerId,
+    },
+    TicketRemoved {
+        world: WorldName,
+        player: PlayerId,
+        reason: RemovalReason,
+    },
 }
 
 /// The id of an outbox entry. Only the scripts make these (see `_lib.lua`,
@@ -25,24 +50,35 @@ pub struct NotificationId {
 }
 
 impl NotificationId {
-    /// Parses `M|<match id>|<player>` or `X|<world>|<player>`. Match ids and
-    /// world names never contain `|`, so the player is everything after the
-    /// second one.
+    /// Parses `M|<match>`, `C|<match>|<connection>`, `X|<world>|<player>` or
+    /// `G|<world>|<player>`. Match ids and world names never contain `|`, so
+    /// the last part is everything after the second one.
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
         let bad = || ValidationError::BadNotificationId(printable_excerpt(raw));
         let (tag, rest) = raw.split_once('|').ok_or_else(bad)?;
-        let (reference, player) = rest.split_once('|').ok_or_else(bad)?;
-        let player = PlayerId::parse(player)?;
         let kind = match tag {
             "M" => NotificationKind::MatchFound {
-                match_id: MatchId::parse(reference)?,
-                player,
+                match_id: MatchId::parse(rest)?,
             },
-            "X" => NotificationKind::TicketExpired {
-                world: WorldName::parse(reference)?,
-                player,
-            },
-            _ => return Err(bad()),
+            _ => {
+                let (reference, last) = rest.split_once('|').ok_or_else(bad)?;
+                match tag {
+                    "C" => NotificationKind::MatchReplay {
+                        match_id: MatchId::parse(reference)?,
+                        connection: ConnectionId::parse(last)?,
+                    },
+                    "X" => NotificationKind::TicketExpired {
+                        world: WorldName::parse(reference)?,
+                        player: PlayerId::parse(last)?,
+                    },
+                    "G" => NotificationKind::TicketRemoved {
+                        world: WorldName::parse(reference)?,
+                        player: PlayerId::parse(last)?,
+                        reason: RemovalReason::NoConnection,
+                    },
+                    _ => return Err(bad()),
+                }
+            }
         };
         Ok(Self {
             raw: raw.to_owned(),
@@ -57,13 +93,6 @@ impl NotificationId {
     pub fn kind(&self) -> &NotificationKind {
         &self.kind
     }
-
-    pub fn player(&self) -> &PlayerId {
-        match &self.kind {
-            NotificationKind::MatchFound { player, .. }
-            | NotificationKind::TicketExpired { player, .. } => player,
-        }
-    }
 }
 
 impl fmt::Display for NotificationId {
@@ -72,46 +101,60 @@ impl fmt::Display for NotificationId {
     }
 }
 
-/// A notification waiting in the outbox.
+/// One player an outbox entry still has to tell, with their connections as
+/// the claim found them.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Notification {
-    /// Tell `player` about `record`; `record` is `None` when the match record
-    /// has expired before delivery (the entry is then dropped).
-    MatchFound {
-        match_id: MatchId,
-        player: PlayerId,
-        record: Option<MatchRecord>,
-    },
-    TicketExpired {
-        world: WorldName,
-        player: PlayerId,
-    },
+pub struct Target {
+    /// 1-based position among the entry's targets (what settling names).
+    pub index: u32,
+    pub player: PlayerId,
+    pub connections: Vec<ConnectionId>,
+    /// The connections among them registered moments ago: a 410 from one of
+    /// these may only mean API Gateway has not finished its `$connect` yet.
+    pub young: Vec<ConnectionId>,
 }
 
-impl Notification {
-    pub fn player(&self) -> &PlayerId {
-        match self {
-            Notification::MatchFound { player, .. }
-            | Notification::TicketExpired { player, .. } => player,
-        }
-    }
-}
-
-/// A claimed outbox entry: what to deliver, to which connections, and how
-/// often delivery was tried.
+/// A claimed outbox entry: what to deliver, to whom, and how often delivery
+/// was tried.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxEntry {
     /// The entry's id, to settle it with.
     pub id: NotificationId,
-    pub notification: Notification,
     /// Attempts so far, including the current one.
     pub attempts: u32,
     /// How long ago delivery was first attempted, by Redis's clock;
     /// undeliverable entries are dropped once this exceeds the match lifetime.
     pub age_ms: u64,
-    /// The player's registered WebSocket connections right now.
-    pub connections: Vec<ConnectionId>,
+    /// The match record of a MATCH_FOUND entry; `None` once it has expired
+    /// (the entry is then dropped).
+    pub record: Option<MatchRecord>,
+    /// The players still to tell.
+    pub targets: Vec<Target>,
 }
+
+impl OutboxEntry {
+    /// The message to push, or `None` when there is nothing left to say (the
+    /// match record expired before anyone was told).
+    pub fn message(&self) -> Option<ServerMessage> {
+        match &self.id.kind {
+            NotificationKind::MatchFound { .. } | NotificationKind::MatchReplay { .. } => {
+                self.record.clone().map(ServerMessage::match_found)
+            }
+            NotificationKind::TicketExpired { world, .. } => Some(ServerMessage::TicketExpired {
+                world_type: world.clone(),
+            }),
+            NotificationKind::TicketRemoved { world, reason, .. } => {
+                Some(ServerMessage::TicketRemoved {
+                    world_type: world.clone(),
+                    reason: *reason,
+                })
+            }
+        }
+    }
+}
+
+/// Largest WebSocket message API Gateway delivers (128 KB).
+pub const MAX_MESSAGE_BYTES: usize = 128 * 1024;
 
 /// Messages the server pushes over the WebSocket, as JSON with a `type`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -124,17 +167,73 @@ pub enum ServerMessage {
         queue_size: u64,
         estimated_wait_seconds: Option<u64>,
     },
-    MatchFound(MatchRecord),
     #[serde(rename_all = "camelCase")]
-    TicketExpired {
+    MatchFound {
+        #[serde(flatten)]
+        record: MatchRecord,
+        /// Set when the participants' ticket data did not fit in one
+        /// message: the full record is at `GET /v1/matching/matches/{id}`.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        player_data_omitted: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    TicketExpired { world_type: WorldName },
+    #[serde(rename_all = "camelCase")]
+    TicketRemoved {
         world_type: WorldName,
+        reason: RemovalReason,
+    },
+    /// The answer to a client's heartbeat: whether the connection is (still)
+    /// registered, and the timing the client should keep.
+    #[serde(rename_all = "camelCase")]
+    Pong {
+        registered: bool,
+        heartbeat_seconds: u64,
+        presence_timeout_seconds: u64,
     },
 }
 
+/// A message that does not fit in one WebSocket message even without the
+/// optional parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("message of {bytes} bytes exceeds the {MAX_MESSAGE_BYTES}-byte WebSocket limit")]
+pub struct MessageTooLarge {
+    pub bytes: usize,
+}
+
 impl ServerMessage {
+    pub fn match_found(record: MatchRecord) -> Self {
+        ServerMessage::MatchFound {
+            record,
+            player_data_omitted: false,
+        }
+    }
+
     pub fn to_json(&self) -> String {
         // Serializing these plain structs cannot fail.
         serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+
+    /// The JSON to push, within API Gateway's message limit: a MATCH_FOUND
+    /// whose ticket data does not fit goes without it (and says so).
+    pub fn to_bounded_json(&self) -> Result<String, MessageTooLarge> {
+        let json = self.to_json();
+        if json.len() <= MAX_MESSAGE_BYTES {
+            return Ok(json);
+        }
+        if let ServerMessage::MatchFound { record, .. } = self {
+            if record.player_data.is_some() {
+                let slim = ServerMessage::MatchFound {
+                    record: MatchRecord {
+                        player_data: None,
+                        ..record.clone()
+                    },
+                    player_data_omitted: true,
+                };
+                return slim.to_bounded_json();
+            }
+        }
+        Err(MessageTooLarge { bytes: json.len() })
     }
 }
 
@@ -144,20 +243,75 @@ mod tests {
 
     #[test]
     fn notification_ids_parse_players_with_separators() {
-        let id = NotificationId::parse("M|18f-2a|a|b").unwrap();
-        assert_eq!(id.as_str(), "M|18f-2a|a|b");
+        let id = NotificationId::parse("M|18f-2a").unwrap();
+        assert_eq!(id.as_str(), "M|18f-2a");
         assert_eq!(
             id.kind(),
             &NotificationKind::MatchFound {
                 match_id: MatchId::parse("18f-2a").unwrap(),
-                player: PlayerId::parse("a|b").unwrap(),
             }
         );
-        let expired = NotificationId::parse("X|world2|p:1").unwrap();
-        assert_eq!(expired.player(), "p:1");
-        for bad in ["Q|x|y", "M|no-player", "M|Bad Id|p", "X|World|p", "M|1-a|"] {
+        let expired = NotificationId::parse("X|world2|p:1|x").unwrap();
+        assert!(matches!(
+            expired.kind(),
+            NotificationKind::TicketExpired { player, .. } if player == "p:1|x"
+        ));
+        let replay = NotificationId::parse("C|18f-2a|L0SM9cOFvHcCIhw=").unwrap();
+        assert!(matches!(
+            replay.kind(),
+            NotificationKind::MatchReplay { .. }
+        ));
+        assert!(matches!(
+            NotificationId::parse("G|w|p").unwrap().kind(),
+            NotificationKind::TicketRemoved { .. }
+        ));
+        for bad in [
+            "Q|x|y",
+            "M|1-a|p",
+            "M|Bad Id",
+            "X|World|p",
+            "X|w|",
+            "C|1-a|a b",
+        ] {
             assert!(NotificationId::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn match_found_sheds_ticket_data_to_fit_one_message() {
+        let participants: Vec<PlayerId> = (0..3)
+            .map(|i| PlayerId::parse(&format!("p{i}")).unwrap())
+            .collect();
+        let mut data = serde_json::Map::new();
+        for p in &participants {
+            data.insert(
+                p.to_string(),
+                serde_json::json!({"blob": "x".repeat(50_000)}),
+            );
+        }
+        let record = MatchRecord {
+            match_id: MatchId::parse("1-a").unwrap(),
+            world_type: WorldName::parse("w").unwrap(),
+            participants,
+            matched_at: 1,
+            player_data: Some(data),
+        };
+        let json = ServerMessage::match_found(record.clone())
+            .to_bounded_json()
+            .unwrap();
+        assert!(json.len() <= MAX_MESSAGE_BYTES, "{}", json.len());
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["playerDataOmitted"], true);
+        assert!(v.get("playerData").is_none());
+        assert_eq!(v["participants"].as_array().unwrap().len(), 3);
+        let small = MatchRecord {
+            player_data: None,
+            ..record
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&ServerMessage::match_found(small).to_bounded_json().unwrap())
+                .unwrap();
+        assert!(v.get("playerDataOmitted").is_none());
     }
 
     #[test]
@@ -169,7 +323,7 @@ mod tests {
             msg.to_json(),
             r#"{"type":"TICKET_EXPIRED","worldType":"world1"}"#
         );
-        let found = ServerMessage::MatchFound(MatchRecord {
+        let found = ServerMessage::match_found(MatchRecord {
             match_id: MatchId::parse("m1").unwrap(),
             world_type: WorldName::parse("world1").unwrap(),
             participants: vec![PlayerId::parse("a").unwrap()],

@@ -32,6 +32,7 @@ impl MatchStore {
         inv.key(k.conns())
             .key(k.conn_expiry())
             .key(k.player_conns())
+            .key(k.presence())
             .key(k.tickets());
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);

@@ -2,7 +2,7 @@
 //! complete group of a world's queue, oldest first, in one atomic call.
 
 use super::reply::Reply;
-use super::{millis, MatchStore};
+use super::{flag, millis, MatchStore};
 use crate::config::World;
 use crate::domain::MatchRecord;
 use crate::error::StoreError;
@@ -15,6 +15,11 @@ pub struct MatchBatch {
     /// Tickets left in the queue afterwards (fewer than a full group unless
     /// `max_groups` limited the call).
     pub queue_size: u64,
+    /// Tickets past their deadline removed before matching (TICKET_EXPIRED).
+    pub expired: u64,
+    /// Tickets of players without a live connection removed in a world that
+    /// requires presence (TICKET_REMOVED).
+    pub removed: u64,
 }
 
 impl MatchStore {
@@ -38,13 +43,17 @@ impl MatchStore {
             .key(k.player_match())
             .key(k.outbox())
             .key(k.match_seq())
+            .key(k.presence())
             .arg(world.name.as_str())
             .arg(world.team_size)
             .arg(millis(self.settings().match_ttl))
             .arg(max_groups)
-            .arg(self.window_ms());
+            .arg(self.window_ms())
+            .arg(flag(world.require_presence));
         let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
         let queue_size = reply.uint("queue size")?;
+        let expired = reply.uint("expired removed")?;
+        let removed = reply.uint("absent removed")?;
         let mut matches = Vec::with_capacity(reply.remaining());
         while reply.remaining() > 0 {
             matches.push(reply.json("match record")?);
@@ -53,6 +62,8 @@ impl MatchStore {
         Ok(MatchBatch {
             matches,
             queue_size,
+            expired,
+            removed,
         })
     }
 }

@@ -39,7 +39,8 @@ impl MatchStore {
             .key(k.match_expiry())
             .key(k.player_match())
             .key(k.outbox())
-            .key(k.match_seq());
+            .key(k.match_seq())
+            .key(k.presence());
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
             inv.key(wk.queue).key(wk.deadlines).key(wk.rate);
@@ -52,7 +53,8 @@ impl MatchStore {
             .arg(flag(s.instant_match))
             .arg(millis(s.match_ttl))
             .arg(s.queue_capacity)
-            .arg(self.window_ms());
+            .arg(self.window_ms())
+            .arg(flag(world.require_presence));
         for name in self.world_names() {
             inv.arg(name);
         }
@@ -105,6 +107,7 @@ impl MatchStore {
                 world_type: world,
                 queue_size,
             },
+            "ABSENT" => JoinOutcome::NotConnected { world_type: world },
             "MATCHED" => {
                 let count = reply.uint("match count")?;
                 let formed = (0..count)

@@ -4,6 +4,7 @@
 //! holds what they share: the connection (single endpoint or cluster), the
 //! command timeout and the idle check.
 
+mod conn_heartbeat;
 mod conn_register;
 mod conn_unregister;
 mod drop_stale_ticket;
@@ -13,6 +14,7 @@ mod join;
 mod lease_acquire;
 mod lease_release;
 mod leave;
+mod match_record;
 mod outbox_claim;
 mod outbox_settle;
 mod player_status;
@@ -35,7 +37,8 @@ use crate::domain::{ConnectionId, PlayerId};
 use crate::error::{ConfigError, StoreError};
 use crate::keys::KeyLayout;
 
-pub use conn_register::Registered;
+pub use conn_heartbeat::Heartbeat;
+pub use conn_register::{Registered, MATCH_REPLAY_WINDOW};
 pub use conn_unregister::Unregistered;
 pub use form_matches::MatchBatch;
 pub use housekeeping::Housekeeping;

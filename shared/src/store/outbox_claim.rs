@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use super::reply::Reply;
 use super::{millis, MatchStore};
-use crate::domain::{
-    ConnectionId, MatchRecord, Notification, NotificationId, NotificationKind, OutboxEntry,
-};
+use crate::domain::{ConnectionId, MatchRecord, NotificationId, OutboxEntry, PlayerId, Target};
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
 
@@ -16,10 +14,13 @@ const SCRIPT: &str = "outbox_claim.lua";
 impl MatchStore {
     /// Claims up to `limit` due notifications (or exactly `only`, if given
     /// and due), hiding them for `lease` while they are delivered.
+    /// Connections registered less than `young` ago are flagged in each
+    /// target.
     pub async fn claim_notifications(
         &self,
         lease: Duration,
         limit: usize,
+        young: Duration,
         only: &[NotificationId],
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let k = self.keys();
@@ -28,52 +29,58 @@ impl MatchStore {
             .key(k.outbox_meta())
             .key(k.matches())
             .key(k.player_conns())
+            .key(k.conns())
             .arg(millis(lease).max(1))
-            .arg(limit.max(1));
+            .arg(limit.max(1))
+            .arg(millis(young));
         for id in only {
             inv.arg(id.as_str());
         }
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
-        let mut entries = Vec::with_capacity(reply.remaining() / 5);
+        let mut entries = Vec::new();
         while reply.remaining() > 0 {
             let id = reply.parsed("notification id", NotificationId::parse)?;
             let attempts = u32::try_from(reply.uint("attempts")?).unwrap_or(u32::MAX);
             let age_ms = reply.uint("age")?;
             let payload = reply.bytes("payload")?;
-            let connections = reply
-                .text("connections")?
-                .split_whitespace()
-                .map(ConnectionId::parse)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: {e}")))?;
-            let notification = match id.kind().clone() {
-                NotificationKind::MatchFound { match_id, player } => Notification::MatchFound {
-                    match_id,
-                    player,
-                    // Empty when the match record expired before delivery.
-                    record: if payload.is_empty() {
-                        None
-                    } else {
-                        Some(
-                            serde_json::from_slice::<MatchRecord>(&payload).map_err(|e| {
-                                StoreError::UnexpectedReply(format!("{SCRIPT}: match record: {e}"))
-                            })?,
-                        )
-                    },
-                },
-                NotificationKind::TicketExpired { world, player } => {
-                    Notification::TicketExpired { world, player }
-                }
+            // Empty when the entry is not about a match, or its record expired.
+            let record = if payload.is_empty() {
+                None
+            } else {
+                Some(
+                    serde_json::from_slice::<MatchRecord>(&payload).map_err(|e| {
+                        StoreError::UnexpectedReply(format!("{SCRIPT}: match record: {e}"))
+                    })?,
+                )
             };
+            let count = reply.uint("target count")?;
+            let mut targets = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+            for _ in 0..count {
+                targets.push(Target {
+                    index: u32::try_from(reply.uint("target index")?).unwrap_or(u32::MAX),
+                    player: reply.parsed("target player", PlayerId::parse)?,
+                    connections: connection_list(&mut reply, "connections")?,
+                    young: connection_list(&mut reply, "young connections")?,
+                });
+            }
             entries.push(OutboxEntry {
                 id,
-                notification,
                 attempts,
                 age_ms,
-                connections,
+                record,
+                targets,
             });
         }
         reply.finish()?;
         Ok(entries)
     }
+}
+
+fn connection_list(reply: &mut Reply, what: &str) -> Result<Vec<ConnectionId>, StoreError> {
+    reply
+        .text(what)?
+        .split_whitespace()
+        .map(ConnectionId::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: {e}")))
 }

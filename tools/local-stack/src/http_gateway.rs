@@ -29,6 +29,7 @@ pub enum ApiRoute {
     Leave,
     QueueStatus,
     MyStatus,
+    Match,
 }
 
 impl ApiRoute {
@@ -38,6 +39,7 @@ impl ApiRoute {
             ApiRoute::Leave => "POST /v1/matching/leave",
             ApiRoute::QueueStatus => "GET /v1/matching/queue-status/{worldType}",
             ApiRoute::MyStatus => "GET /v1/matching/my-status",
+            ApiRoute::Match => "GET /v1/matching/matches/{matchId}",
         }
     }
 
@@ -56,6 +58,10 @@ impl ApiRoute {
                     HashMap::from([("worldType".to_owned(), world)]),
                 ))
             }
+            ("GET", ["v1", "matching", "matches", id]) if !id.is_empty() => Some((
+                ApiRoute::Match,
+                HashMap::from([("matchId".to_owned(), percent_decode(id))]),
+            )),
             _ => None,
         }
     }
@@ -177,7 +183,11 @@ async fn dev_config<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>)
         .iter()
         .map(|w| json!({ "worldType": w.name, "teamSize": w.team_size }))
         .collect();
-    Json(json!({ "websocketUrl": gateway.websocket_url, "worlds": worlds }))
+    Json(json!({
+        "websocketUrl": gateway.websocket_url,
+        "worlds": worlds,
+        "heartbeatSeconds": gateway.store.settings().heartbeat_interval.as_secs(),
+    }))
 }
 
 /// Every world's queue and the latest matches, for the demo's overview.
@@ -224,8 +234,23 @@ async fn api<H: HttpHandlers>(
         .and_then(|v| v.to_str().ok())
         .map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim())
         .filter(|t| !t.is_empty());
-    let Some(claims) = token.and_then(|t| gateway.issuer.verify(t).ok()) else {
-        return api_gateway_message(StatusCode::UNAUTHORIZED, "Unauthorized");
+    let claims = match token.map(|t| gateway.issuer.verify(t)) {
+        Some(Ok(claims)) => claims,
+        // API Gateway says why in `www-authenticate`, never in the body.
+        refused => {
+            let challenge = match refused {
+                Some(Err(e)) => format!(
+                    "Bearer scope=\"\" error=\"invalid_token\" error_description=\"{}\"",
+                    e.to_string().replace(['"', '\\'], "'")
+                ),
+                _ => "Bearer".to_owned(),
+            };
+            let mut response = api_gateway_message(StatusCode::UNAUTHORIZED, "Unauthorized");
+            if let Ok(value) = axum::http::HeaderValue::from_str(&challenge) {
+                response.headers_mut().insert("www-authenticate", value);
+            }
+            return response;
+        }
     };
     let event = http_api_event(
         route,

@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 use crate::dev_auth::DevIssuer;
 use crate::embedded_redis::EmbeddedRedis;
 use crate::http_gateway::{ApiRoute, HttpHandlers};
-use crate::websocket_gateway::{ConnectionHub, WebsocketHandlers};
+use crate::websocket_gateway::{ConnectionHub, GatewayTiming, WebsocketHandlers};
 
 /// The demo page, built into the binary (no build step).
 pub const DEMO_PAGE: &str = include_str!("../static/index.html");
@@ -42,6 +42,11 @@ pub struct StackConfig {
     pub external_redis: bool,
     /// Matcher period.
     pub tick: Duration,
+    /// API Gateway's WebSocket timing: the idle timeout
+    /// (`MM_WS_IDLE_TIMEOUT_SECS`, default 10 minutes) and how long a
+    /// connection takes to be established after `$connect` answers
+    /// (`MM_WS_CONNECT_LATENCY_MS`, default 0; pushes meanwhile get 410).
+    pub websocket: GatewayTiming,
 }
 
 impl StackConfig {
@@ -63,6 +68,33 @@ impl StackConfig {
             settings: Settings::from_lookup(&lookup)?,
             external_redis,
             tick: Duration::from_secs(1),
+            websocket: GatewayTiming {
+                idle_timeout: match lookup("MM_WS_IDLE_TIMEOUT_SECS") {
+                    None => websocket_gateway::API_GATEWAY_IDLE_TIMEOUT,
+                    Some(v) => v
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|s| *s > 0)
+                        .map(Duration::from_secs)
+                        .ok_or_else(|| ConfigError {
+                            var: "MM_WS_IDLE_TIMEOUT_SECS",
+                            reason: format!("expected seconds > 0, got {v:?}"),
+                        })?,
+                },
+                connect_latency: match lookup("MM_WS_CONNECT_LATENCY_MS") {
+                    None => Duration::ZERO,
+                    Some(v) => {
+                        v.trim()
+                            .parse::<u64>()
+                            .map(Duration::from_millis)
+                            .map_err(|_| ConfigError {
+                                var: "MM_WS_CONNECT_LATENCY_MS",
+                                reason: format!("expected milliseconds, got {v:?}"),
+                            })?
+                    }
+                },
+            },
         })
     }
 }
@@ -85,8 +117,7 @@ struct LambdaHandlers {
     join: join::App<ApiGatewayPusher>,
     leave: leave::App,
     status: status::App,
-    store: MatchStore,
-    verifier: lambda_common::auth::JwtVerifier,
+    websocket: ws_connect::App<ApiGatewayPusher>,
 }
 
 impl HttpHandlers for Arc<LambdaHandlers> {
@@ -98,7 +129,7 @@ impl HttpHandlers for Arc<LambdaHandlers> {
         match route {
             ApiRoute::Join => join::handle(&self.join, request).await,
             ApiRoute::Leave => leave::handle(&self.leave, request).await,
-            ApiRoute::QueueStatus | ApiRoute::MyStatus => {
+            ApiRoute::QueueStatus | ApiRoute::MyStatus | ApiRoute::Match => {
                 status::handle(&self.status, request).await
             }
         }
@@ -108,13 +139,19 @@ impl HttpHandlers for Arc<LambdaHandlers> {
 impl WebsocketHandlers for Arc<LambdaHandlers> {
     async fn connect(&self, event: ApiGatewayWebsocketProxyRequest) -> ApiGatewayProxyResponse {
         let event = LambdaEvent::new(event, Context::default());
-        let result = ws_connect::handle_connect(&self.store, &self.verifier, event).await;
+        let result = ws_connect::handle(&self.websocket, event).await;
+        result.unwrap_or_else(|e| internal_error(&e.to_string()))
+    }
+
+    async fn message(&self, event: ApiGatewayWebsocketProxyRequest) -> ApiGatewayProxyResponse {
+        let event = LambdaEvent::new(event, Context::default());
+        let result = ws_connect::handle(&self.websocket, event).await;
         result.unwrap_or_else(|e| internal_error(&e.to_string()))
     }
 
     async fn disconnect(&self, event: ApiGatewayWebsocketProxyRequest) -> ApiGatewayProxyResponse {
         let event = LambdaEvent::new(event, Context::default());
-        let result = ws_disconnect::handle_disconnect(&self.store, event).await;
+        let result = ws_disconnect::handle_disconnect(&self.websocket.store, event).await;
         result.unwrap_or_else(|e| internal_error(&e.to_string()))
     }
 }
@@ -198,8 +235,11 @@ impl LocalStack {
             status: status::App {
                 store: store.clone(),
             },
-            store: store.clone(),
-            verifier,
+            websocket: ws_connect::App {
+                store: store.clone(),
+                verifier,
+                pusher: pusher.clone(),
+            },
         });
         let hub = Arc::new(ConnectionHub::default());
 
@@ -214,7 +254,8 @@ impl LocalStack {
             http_addr.to_string(),
         );
         tasks.push(serve(http_listener, http_router, shutdown.subscribe()));
-        let ws_router = websocket_gateway::router(handlers, hub.clone(), ws_addr.to_string());
+        let ws_router =
+            websocket_gateway::router(handlers, hub.clone(), ws_addr.to_string(), config.websocket);
         tasks.push(serve(ws_listener, ws_router, shutdown.subscribe()));
         tasks.push(tokio::spawn(matcher_loop(
             store.clone(),

@@ -1,15 +1,19 @@
 //! API Gateway WebSocket API emulation: a real WebSocket server that turns
-//! each connect and disconnect into the `$connect` / `$disconnect` proxy
-//! events the `ws-connect` / `ws-disconnect` handlers receive in AWS, refuses
-//! the upgrade when `$connect` answers non-2xx, and serves the `@connections`
-//! management API so the real `aws-sdk-apigatewaymanagement` client, pointed
-//! at it, delivers pushes to the open sockets.
+//! each connect, client message and disconnect into the `$connect`,
+//! `$default` and `$disconnect` proxy events the `ws-connect` /
+//! `ws-disconnect` handlers receive in AWS, refuses the upgrade when
+//! `$connect` answers non-2xx, sends `$default`'s answer back as the route
+//! response, closes connections idle longer than API Gateway's idle timeout,
+//! and serves the `@connections` management API so the real
+//! `aws-sdk-apigatewaymanagement` client, pointed at it, delivers pushes to
+//! the open sockets. Like API Gateway, it answers 410 for a connection whose
+//! `$connect` has not completed yet.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
 use axum::body::Bytes;
@@ -23,9 +27,18 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-/// The two Lambda handlers behind the WebSocket API.
+/// API Gateway's idle timeout for WebSocket connections.
+pub const API_GATEWAY_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The Lambda handlers behind the WebSocket API's routes.
 pub trait WebsocketHandlers: Send + Sync + 'static {
     fn connect(
+        &self,
+        event: ApiGatewayWebsocketProxyRequest,
+    ) -> impl Future<Output = ApiGatewayProxyResponse> + Send;
+    /// `$default`: a client message; the answer's body goes back to the
+    /// client (the route response).
+    fn message(
         &self,
         event: ApiGatewayWebsocketProxyRequest,
     ) -> impl Future<Output = ApiGatewayProxyResponse> + Send;
@@ -82,10 +95,21 @@ impl ConnectionHub {
     }
 }
 
+/// Timing of the emulated API Gateway.
+#[derive(Debug, Clone, Copy)]
+pub struct GatewayTiming {
+    /// Close a connection after this long without a client message.
+    pub idle_timeout: Duration,
+    /// How long after `$connect` answers 200 the connection is established
+    /// (API Gateway answers 410 to pushes until then).
+    pub connect_latency: Duration,
+}
+
 struct Gateway<H> {
     handlers: H,
     hub: Arc<ConnectionHub>,
     domain: String,
+    timing: GatewayTiming,
 }
 
 /// Builds the WebSocket + `@connections` router.
@@ -93,11 +117,13 @@ pub fn router<H: WebsocketHandlers>(
     handlers: H,
     hub: Arc<ConnectionHub>,
     domain: String,
+    timing: GatewayTiming,
 ) -> Router {
     let gateway = Arc::new(Gateway {
         handlers,
         hub,
         domain,
+        timing,
     });
     Router::new()
         .route("/", get(upgrade::<H>))
@@ -118,7 +144,9 @@ fn new_connection_id() -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// The proxy event API Gateway sends for `$connect` / `$disconnect`.
+/// The proxy event API Gateway sends for `$connect`, `$default` (with the
+/// message as `body`) or `$disconnect`.
+#[allow(clippy::too_many_arguments)]
 fn websocket_event(
     route: &str,
     connection_id: &str,
@@ -127,6 +155,7 @@ fn websocket_event(
     source_ip: &str,
     headers: &HeaderMap,
     query: Option<&HashMap<String, String>>,
+    body: Option<&str>,
 ) -> Result<ApiGatewayWebsocketProxyRequest, serde_json::Error> {
     let header_map: serde_json::Map<String, Value> = headers
         .iter()
@@ -136,13 +165,16 @@ fn websocket_event(
                 .map(|v| (k.as_str().to_owned(), Value::from(v)))
         })
         .collect();
-    let (event_type, extra) = if route == "$connect" {
-        ("CONNECT", json!({}))
-    } else {
-        (
+    let (event_type, extra) = match route {
+        "$connect" => ("CONNECT", json!({})),
+        "$disconnect" => (
             "DISCONNECT",
             json!({ "disconnectStatusCode": 1005, "disconnectReason": "Client-side close frame" }),
-        )
+        ),
+        _ => (
+            "MESSAGE",
+            json!({ "messageId": format!("{:016x}", rand::random::<u64>()) }),
+        ),
     };
     let now = now_ms();
     let mut context = json!({
@@ -168,6 +200,10 @@ fn websocket_event(
         "isBase64Encoded": false,
         "requestContext": context,
     });
+    if let Some(body) = body {
+        // Message events carry no handshake headers, only the body.
+        event = json!({ "body": body, "isBase64Encoded": false, "requestContext": event["requestContext"].take() });
+    }
     if let Some(q) = query.filter(|q| !q.is_empty()) {
         event["queryStringParameters"] = json!(q);
         event["multiValueQueryStringParameters"] =
@@ -216,6 +252,7 @@ async fn upgrade<H: WebsocketHandlers>(
         &source_ip,
         &headers,
         Some(&query),
+        None,
     ) {
         Ok(event) => event,
         Err(e) => {
@@ -235,6 +272,9 @@ async fn upgrade<H: WebsocketHandlers>(
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return (status, body_text(&answer)).into_response();
     }
+    // The connection is registered but not established yet: pushes to it
+    // answer 410 meanwhile, as on API Gateway.
+    tokio::time::sleep(gateway.timing.connect_latency).await;
     let user_agent = headers
         .get("user-agent")
         .and_then(|v| v.to_str().ok())
@@ -295,18 +335,66 @@ async fn serve_socket<H: WebsocketHandlers>(
             }
         }
     });
-    // No routes besides $connect/$disconnect are configured, so client
-    // messages are read (to notice the close) and otherwise ignored.
-    while let Some(Ok(message)) = stream.next().await {
+    // Client messages go to the `$default` route; its answer is sent back.
+    // A connection without a client message for the idle timeout is closed.
+    loop {
+        let message = match tokio::time::timeout(gateway.timing.idle_timeout, stream.next()).await {
+            Ok(Some(Ok(message))) => message,
+            Ok(_) => break,
+            Err(_) => {
+                if let Ok(open) = gateway.hub.open.lock() {
+                    if let Some(c) = open.get(&connection_id) {
+                        let _ = c.outbound.send(Message::Close(Some(CloseFrame {
+                            code: 1001,
+                            reason: "Going away: idle timeout".into(),
+                        })));
+                    }
+                }
+                break;
+            }
+        };
         if let Ok(mut open) = gateway.hub.open.lock() {
             if let Some(c) = open.get_mut(&connection_id) {
                 c.last_active_ms = now_ms();
             }
         }
-        if matches!(message, Message::Close(_)) {
-            break;
+        let text = match message {
+            Message::Close(_) => break,
+            Message::Text(t) => t.to_string(),
+            Message::Binary(b) => String::from_utf8_lossy(&b).into_owned(),
+            Message::Ping(_) | Message::Pong(_) => continue,
+        };
+        match websocket_event(
+            "$default",
+            &connection_id,
+            connected_at_ms,
+            &gateway.domain,
+            &source_ip,
+            &headers,
+            None,
+            Some(&text),
+        ) {
+            Ok(event) => {
+                let answer = gateway.handlers.message(event).await;
+                let reply = body_text(&answer);
+                if !reply.is_empty() {
+                    if let Ok(open) = gateway.hub.open.lock() {
+                        if let Some(c) = open.get(&connection_id) {
+                            let _ = c.outbound.send(Message::Text(reply.into()));
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "building the $default event"),
         }
     }
+    // Let a close frame queued above go out before the writer stops.
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        while !writer.is_finished() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
     if let Ok(mut open) = gateway.hub.open.lock() {
         open.remove(&connection_id);
     }
@@ -319,6 +407,7 @@ async fn serve_socket<H: WebsocketHandlers>(
         &gateway.domain,
         &source_ip,
         &headers,
+        None,
         None,
     ) {
         Ok(event) => {
@@ -417,6 +506,7 @@ mod tests {
             "127.0.0.1",
             &headers,
             Some(&query),
+            None,
         )
         .unwrap();
         assert_eq!(event.query_string_parameters.first("token"), Some("abc"));

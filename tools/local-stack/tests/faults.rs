@@ -172,7 +172,7 @@ fn match_seq(id: &str) -> u64 {
 
 /// The MATCH_FOUND push of `record`, as JSON.
 fn match_found(record: &MatchRecord) -> Value {
-    serde_json::from_str(&ServerMessage::MatchFound(record.clone()).to_json()).unwrap()
+    serde_json::from_str(&ServerMessage::match_found(record.clone()).to_json()).unwrap()
 }
 
 async fn outbox_len(store: &MatchStore) -> u64 {
@@ -616,9 +616,12 @@ async fn a_player_whose_push_found_a_gone_connection_learns_the_match_on_reconne
         },
     )
     .await;
-    // A $disconnect that never arrived: the registry still lists a socket.
+    // A $disconnect that never arrived: the registry still lists a socket,
+    // registered a minute ago (a 410 from a connection registered moments
+    // ago is retried instead: its $connect may still be finishing).
     let stale = ConnectionId::parse("c3RhbGUtc29ja2V0").unwrap();
     store.register_connection(&stale, &alice_id).await.unwrap();
+    integration_tests::age_connection(&store, stale.as_str(), 60).await;
 
     let bob = Player::connect(&stack, "bob").await;
     let carol = Player::connect(&stack, "carol").await;
@@ -660,16 +663,26 @@ async fn a_player_whose_push_found_a_gone_connection_learns_the_match_on_reconne
         .await;
         assert_eq!(found, [match_found(&record)]);
     }
-    // alice's notification is still pending: nobody could be told.
-    let pending: Option<String> = store
-        .command(
-            redis::cmd("ZSCORE")
-                .arg(store.keys().outbox())
-                .arg(format!("M|{}|alice", record.match_id)),
-        )
-        .await
-        .unwrap();
-    assert!(pending.is_some(), "alice's MATCH_FOUND is kept for a retry");
+    // The match's notification is still pending for alice (target 1):
+    // nobody could tell her.
+    let entry = format!("M|{}", record.match_id);
+    let pending = eventually(
+        "the retry to name only alice",
+        Duration::from_secs(5),
+        || async {
+            let meta: Option<String> = store
+                .command(
+                    redis::cmd("HGET")
+                        .arg(store.keys().outbox_meta())
+                        .arg(&entry),
+                )
+                .await
+                .unwrap();
+            meta.filter(|m| m.ends_with(":1"))
+        },
+    )
+    .await;
+    assert!(pending.ends_with(":1"), "{pending}");
 
     // alice comes back: the outbox retry reaches the new socket.
     let alice = Player::connect(&stack, "alice").await;
@@ -730,6 +743,8 @@ impl TickEnv {
         }
     }
 
+    /// Registers `conn` as a long-standing connection of `player` (a 410
+    /// from it means it is gone, not that its `$connect` is finishing).
     async fn register(&self, player: &str, conn: &str) {
         self.store
             .register_connection(
@@ -738,6 +753,7 @@ impl TickEnv {
             )
             .await
             .unwrap();
+        integration_tests::age_connection(&self.store, conn, 60).await;
     }
 
     async fn queue(&self, world: &str, player: &str, conn: &str) {
@@ -807,7 +823,8 @@ async fn throttled_and_failing_pushes_back_off_and_reach_the_reconnected_player(
 
     let first = env.tick().await;
     assert_eq!(first.worlds[0].formed.len(), 1);
-    assert_eq!((first.delivery.delivered, first.delivery.retried), (2, 1));
+    // One entry for the match: a and b told, retried for c only.
+    assert_eq!((first.delivery.delivered, first.delivery.retried), (0, 1));
     let record = env.record_of("c").await;
     env.tick_until("three failed attempts", Duration::from_secs(15), |env| {
         env.server.posts_to("c-c-old").len() >= 6
@@ -822,7 +839,7 @@ async fn throttled_and_failing_pushes_back_off_and_reach_the_reconnected_player(
         gap2 >= Duration::from_millis(500),
         "second backoff {gap2:?}"
     );
-    let id = format!("M|{}|c", record.match_id);
+    let id = format!("M|{}", record.match_id);
     let meta: String = env
         .store
         .command(
@@ -833,6 +850,10 @@ async fn throttled_and_failing_pushes_back_off_and_reach_the_reconnected_player(
         .await
         .unwrap();
     assert!(meta.starts_with("3:"), "three attempts recorded: {meta}");
+    assert!(
+        meta.ends_with(":3"),
+        "retried for c (target 3) only: {meta}"
+    );
     assert!(env.server.delivered_to("c-c-old").is_empty());
 
     // c reconnects: the old socket is gone, a new one is registered.
@@ -902,7 +923,11 @@ async fn a_tick_cut_off_mid_delivery_is_completed_after_the_claim_lease() {
         (0, 0),
         "claimed entries stay hidden"
     );
-    assert_eq!(outbox_len(&env.store).await, 3, "all three still pending");
+    assert_eq!(
+        outbox_len(&env.store).await,
+        1,
+        "the match's entry is still pending"
+    );
 
     env.tick_until(
         "delivery to c after the claim lease",
@@ -1165,7 +1190,8 @@ async fn a_burst_through_the_stack_returns_to_the_baseline() {
             ("REDIS_URL", url.as_str()),
             ("MM_NAMESPACE", "bounded-stack"),
             ("MM_MATCH_TTL_SECS", "1"),
-            ("MM_CONNECTION_TTL_SECS", "1"),
+            ("MM_PRESENCE_TIMEOUT_SECS", "2"),
+            ("MM_HEARTBEAT_SECS", "1"),
             ("MM_QUEUE_CAPACITY", "40"),
         ],
     )

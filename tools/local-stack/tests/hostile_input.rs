@@ -66,7 +66,7 @@ const MAX_TICKET_DATA_BYTES: usize = 4096;
 const MAX_TICKET_DATA_DEPTH: usize = 16;
 
 /// `data.error` codes of docs/http-api.md with their HTTP status.
-const ERROR_CODES: [(&str, u16); 11] = [
+const ERROR_CODES: [(&str, u16); 13] = [
     ("UNAUTHORIZED", 401),
     ("INVALID_REQUEST", 400),
     ("UNKNOWN_WORLD", 404),
@@ -78,6 +78,8 @@ const ERROR_CODES: [(&str, u16); 11] = [
     ("NOT_FOUND", 404),
     ("QUEUE_FULL", 503),
     ("REDIS_UNAVAILABLE", 503),
+    ("NOT_CONNECTED", 409),
+    ("MATCH_NOT_FOUND", 404),
 ];
 
 const ISSUER: &str = "https://issuer.example.test/hostile";
@@ -578,6 +580,7 @@ enum Route {
     Leave,
     QueueStatus,
     MyStatus,
+    Match,
 }
 
 fn route_of(path: &str) -> Option<Route> {
@@ -585,11 +588,23 @@ fn route_of(path: &str) -> Option<Route> {
         "/v1/matching/join" => Some(Route::Join),
         "/v1/matching/leave" => Some(Route::Leave),
         "/v1/matching/my-status" => Some(Route::MyStatus),
-        _ => path
-            .strip_prefix("/v1/matching/queue-status/")
-            .filter(|w| !w.is_empty() && !w.contains('/'))
-            .map(|_| Route::QueueStatus),
+        _ if segment(path, "/v1/matching/queue-status/").is_some() => Some(Route::QueueStatus),
+        _ if segment(path, "/v1/matching/matches/").is_some() => Some(Route::Match),
+        _ => None,
     }
+}
+
+/// The one non-empty segment of `path` after `prefix`.
+fn segment<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
+    path.strip_prefix(prefix)
+        .filter(|w| !w.is_empty() && !w.contains('/'))
+}
+
+/// A match id as the scripts make them: `[0-9a-z-]{1,64}`.
+fn valid_match_id(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 fn serves(function: Function, route: Route) -> bool {
@@ -597,14 +612,17 @@ fn serves(function: Function, route: Route) -> bool {
         (function, route),
         (Function::Join, Route::Join)
             | (Function::Leave, Route::Leave)
-            | (Function::Status, Route::QueueStatus | Route::MyStatus)
+            | (
+                Function::Status,
+                Route::QueueStatus | Route::MyStatus | Route::Match
+            )
     )
 }
 
 fn route_method(route: Route) -> &'static str {
     match route {
         Route::Join | Route::Leave => "POST",
-        Route::QueueStatus | Route::MyStatus => "GET",
+        Route::QueueStatus | Route::MyStatus | Route::Match => "GET",
     }
 }
 
@@ -674,6 +692,19 @@ fn expected(case: &HttpCase, caller_before: Option<&PlayerStatus>) -> Expected {
                 Refused(404, "UNKNOWN_WORLD", None)
             } else {
                 Expected::Ok
+            };
+        }
+        Route::Match => {
+            let id = case
+                .path_parameters
+                .as_ref()
+                .and_then(|p| p.get("matchId").cloned())
+                .unwrap_or_else(|| case.path["/v1/matching/matches/".len()..].to_owned());
+            // No generated id names one of the caller's matches.
+            return if valid_match_id(&id) {
+                Refused(404, "MATCH_NOT_FOUND", None)
+            } else {
+                Refused(400, "INVALID_REQUEST", Some("matchId"))
             };
         }
         Route::Join | Route::Leave => {}
@@ -944,6 +975,7 @@ async fn check_ws(h: &Harness, case: &WsCase) -> (u16, String) {
     let resp = ws_connect::handle_connect(
         &h.store,
         &h.verifier,
+        &h.join.pusher,
         LambdaEvent::new(request, Context::default()),
     )
     .await
@@ -960,7 +992,12 @@ async fn check_ws(h: &Harness, case: &WsCase) -> (u16, String) {
             .command(redis::cmd("HGET").arg(h.store.keys().conns()).arg(&conn))
             .await
             .expect("HGET");
-        assert_eq!(owner.as_deref(), Some(sub.as_str()), "{context}");
+        // The registry keeps "<registered_ms> <player>".
+        let owner = owner
+            .as_deref()
+            .and_then(|v| v.split_once(' '))
+            .map(|(_, p)| p);
+        assert_eq!(owner, Some(sub.as_str()), "{context}");
         let conns = h.store.connections_of(&player(&sub)).await.expect("conns");
         assert!(conns.iter().any(|c| *c == conn), "{conns:?}: {context}");
     } else {
@@ -1297,6 +1334,11 @@ fn path_strategy() -> BoxedStrategy<(String, Option<BTreeMap<String, String>>)> 
         ])
         .prop_map(|p| (p.to_owned(), None)),
         3 => queue_status,
+        2 => (nasty_string(), prop::bool::weighted(0.9)).prop_map(|(id, params)| {
+            let path = format!("/v1/matching/matches/{}", percent_encode(&id));
+            let params = params.then(|| BTreeMap::from([("matchId".to_owned(), id)]));
+            (path, params)
+        }),
         2 => prop::sample::select(vec![
             "/", "/v1", "/v1/matching", "/v1/matching/", "/v1/matching/join/", "/V1/MATCHING/JOIN",
             "/v1//matching/join", "/v1/matching/queue-status/", "/v1/matching/queue-status/a/b",
@@ -1875,6 +1917,7 @@ fn with_redis_down_only_store_bound_requests_answer_503() {
             let resp = ws_connect::handle_connect(
                 &h.store,
                 &h.verifier,
+                &h.join.pusher,
                 LambdaEvent::new(request, Context::default()),
             )
             .await
@@ -1934,6 +1977,7 @@ async fn connect_events_without_a_context_are_bad_requests() {
         let resp = ws_connect::handle_connect(
             &h.store,
             &h.verifier,
+            &h.join.pusher,
             LambdaEvent::new(request, Context::default()),
         )
         .await

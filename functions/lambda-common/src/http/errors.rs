@@ -24,6 +24,8 @@ pub enum ErrorCode {
     NotFound,
     QueueFull,
     RedisUnavailable,
+    NotConnected,
+    MatchNotFound,
 }
 
 impl ErrorCode {
@@ -40,6 +42,8 @@ impl ErrorCode {
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::QueueFull => "QUEUE_FULL",
             ErrorCode::RedisUnavailable => "REDIS_UNAVAILABLE",
+            ErrorCode::NotConnected => "NOT_CONNECTED",
+            ErrorCode::MatchNotFound => "MATCH_NOT_FOUND",
         }
     }
 
@@ -47,10 +51,11 @@ impl ErrorCode {
         match self {
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
             ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
-            ErrorCode::UnknownWorld | ErrorCode::NotQueued | ErrorCode::NotFound => {
-                StatusCode::NOT_FOUND
-            }
-            ErrorCode::AlreadyQueued => StatusCode::CONFLICT,
+            ErrorCode::UnknownWorld
+            | ErrorCode::NotQueued
+            | ErrorCode::NotFound
+            | ErrorCode::MatchNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::AlreadyQueued | ErrorCode::NotConnected => StatusCode::CONFLICT,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -82,6 +87,12 @@ pub enum ErrorDetails {
     QueueFull {
         world_type: WorldName,
         queue_size: u64,
+    },
+    World {
+        world_type: WorldName,
+    },
+    Match {
+        match_id: String,
     },
     PayloadTooLarge {
         limit_bytes: u64,
@@ -260,6 +271,8 @@ mod tests {
             (ErrorCode::NotFound, 404, "NOT_FOUND"),
             (ErrorCode::QueueFull, 503, "QUEUE_FULL"),
             (ErrorCode::RedisUnavailable, 503, "REDIS_UNAVAILABLE"),
+            (ErrorCode::NotConnected, 409, "NOT_CONNECTED"),
+            (ErrorCode::MatchNotFound, 404, "MATCH_NOT_FOUND"),
         ];
         for (code, status, name) in codes {
             assert_eq!(code.as_str(), name);

@@ -5,7 +5,7 @@ use lambda_http::{Body, Error, Request, RequestExt, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shared::{
-    use_cases, JoinOutcome, LeaveOutcome, MatchRecord, MatchStore, PlayerStatus, Pusher,
+    use_cases, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, MatchStore, PlayerStatus, Pusher,
     QueuePosition, TicketData, WorldName,
 };
 use tracing::field::Empty;
@@ -14,7 +14,7 @@ use super::errors::{
     envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
 };
 use super::request::{caller, check_method, configured_world, invalid_field, json_body};
-use super::{request_path, Route, QUEUE_STATUS_PREFIX};
+use super::{request_path, segment_after, Route, MATCH_PREFIX, QUEUE_STATUS_PREFIX};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -108,6 +108,14 @@ async fn join_inner<P: Pusher>(
         )
         .with(ErrorDetails::Queued(q))
         .into()),
+        JoinOutcome::NotConnected { world_type } => Err(ApiError::new(
+            ErrorCode::NotConnected,
+            format!(
+                "{world_type} requires a live WebSocket connection: connect (and keep sending heartbeats), then join"
+            ),
+        )
+        .with(ErrorDetails::World { world_type })
+        .into()),
         JoinOutcome::QueueFull {
             world_type,
             queue_size,
@@ -169,10 +177,7 @@ fn queue_status_world(req: &Request) -> Option<String> {
     if let Some(world) = req.path_parameters_ref().and_then(|p| p.first("worldType")) {
         return Some(world.to_owned());
     }
-    request_path(req)
-        .strip_prefix(QUEUE_STATUS_PREFIX)
-        .filter(|w| !w.is_empty() && !w.contains('/'))
-        .map(str::to_owned)
+    segment_after(request_path(req), QUEUE_STATUS_PREFIX).map(str::to_owned)
 }
 
 /// `GET /v1/matching/queue-status/{worldType}`: a world's queue depth.
@@ -211,5 +216,40 @@ async fn my_status_inner(store: &MatchStore, req: &Request) -> Result<Response<B
             let msg = format!("matched in {} ({})", record.world_type, record.match_id);
             Ok(ok(&msg, &CallerState::Matched { record: &record }))
         }
+    }
+}
+
+/// `GET /v1/matching/matches/{matchId}`: the full record of a match, for its
+/// participants (a `MATCH_FOUND` that had to leave the ticket data out points
+/// here). Anyone else gets the same 404 as for a match that does not exist.
+#[tracing::instrument(name = "http_match", skip_all, fields(player = Empty))]
+pub async fn match_record(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+    finish(match_record_inner(store, &req).await)
+}
+
+async fn match_record_inner(store: &MatchStore, req: &Request) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::Match)?;
+    let player = caller(req)?;
+    tracing::Span::current().record("player", player.as_str());
+    let raw = req
+        .path_parameters_ref()
+        .and_then(|p| p.first("matchId"))
+        .map(str::to_owned)
+        .or_else(|| segment_after(request_path(req), MATCH_PREFIX).map(str::to_owned))
+        .ok_or_else(|| not_found_error(req))?;
+    let id = MatchId::parse(&raw).map_err(|e| invalid_field("matchId", e))?;
+    match use_cases::match_for_participant(store, &id, &player).await? {
+        Some(record) => Ok(ok(
+            &format!("match {} in {}", record.match_id, record.world_type),
+            &record,
+        )),
+        None => Err(ApiError::new(
+            ErrorCode::MatchNotFound,
+            format!("no match {id} of yours is on record (it may have expired)"),
+        )
+        .with(ErrorDetails::Match {
+            match_id: id.to_string(),
+        })
+        .into()),
     }
 }

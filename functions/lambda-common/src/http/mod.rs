@@ -18,7 +18,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
 pub use errors::{envelope, not_found, ApiError, ErrorCode, ErrorDetails};
-pub use handlers::{join, leave, my_status, queue_status};
+pub use handlers::{join, leave, match_record, my_status, queue_status};
 pub use request::{caller, with_caller, MAX_BODY_BYTES};
 
 pub const JOIN_PATH: &str = "/v1/matching/join";
@@ -26,6 +26,8 @@ pub const LEAVE_PATH: &str = "/v1/matching/leave";
 pub const MY_STATUS_PATH: &str = "/v1/matching/my-status";
 /// Followed by the world name: `/v1/matching/queue-status/{worldType}`.
 pub const QUEUE_STATUS_PREFIX: &str = "/v1/matching/queue-status/";
+/// Followed by the match id: `/v1/matching/matches/{matchId}`.
+pub const MATCH_PREFIX: &str = "/v1/matching/matches/";
 
 /// The routes of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,13 @@ pub enum Route {
     Leave,
     QueueStatus,
     MyStatus,
+    Match,
+}
+
+/// The last segment of `path` after `prefix`, if it is one non-empty segment.
+fn segment_after<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
+    path.strip_prefix(prefix)
+        .filter(|rest| !rest.is_empty() && !rest.contains('/'))
 }
 
 impl Route {
@@ -44,10 +53,9 @@ impl Route {
             JOIN_PATH => Some(Route::Join),
             LEAVE_PATH => Some(Route::Leave),
             MY_STATUS_PATH => Some(Route::MyStatus),
-            _ => path
-                .strip_prefix(QUEUE_STATUS_PREFIX)
-                .filter(|world| !world.is_empty() && !world.contains('/'))
-                .map(|_| Route::QueueStatus),
+            _ if segment_after(path, QUEUE_STATUS_PREFIX).is_some() => Some(Route::QueueStatus),
+            _ if segment_after(path, MATCH_PREFIX).is_some() => Some(Route::Match),
+            _ => None,
         }
     }
 
@@ -55,14 +63,14 @@ impl Route {
     pub fn method(self) -> Method {
         match self {
             Route::Join | Route::Leave => Method::POST,
-            Route::QueueStatus | Route::MyStatus => Method::GET,
+            Route::QueueStatus | Route::MyStatus | Route::Match => Method::GET,
         }
     }
 
     fn method_name(self) -> &'static str {
         match self {
             Route::Join | Route::Leave => "POST",
-            Route::QueueStatus | Route::MyStatus => "GET",
+            Route::QueueStatus | Route::MyStatus | Route::Match => "GET",
         }
     }
 }
@@ -117,6 +125,8 @@ mod tests {
         assert_eq!(at("/v1/matching/queue-status/"), None);
         assert_eq!(at("/v1/matching/queue-status/a/b"), None);
         assert_eq!(at("/v1/matching/joins"), None);
+        assert_eq!(at("/v1/matching/matches/18f-2a"), Some(Route::Match));
+        assert_eq!(at("/v1/matching/matches/"), None);
 
         let mut ctx = ApiGatewayV2httpRequestContext::default();
         ctx.stage = Some("prod".into());

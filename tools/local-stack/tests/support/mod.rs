@@ -17,18 +17,22 @@ use tokio_tungstenite::tungstenite::Message;
 
 /// Starts a stack on free loopback ports with an embedded Redis.
 pub async fn start_stack(worlds: &str, extra: &[(&str, &str)]) -> LocalStack {
-    let mut vars: Vec<(String, String)> = vec![
+    let mut vars = vec![("MM_WORLDS", worlds)];
+    vars.extend_from_slice(extra);
+    start_stack_vars(&vars).await
+}
+
+/// Starts a stack on free loopback ports with an embedded Redis and exactly
+/// these settings (e.g. `MM_RULES` instead of `MM_WORLDS`).
+pub async fn start_stack_vars(vars: &[(&str, &str)]) -> LocalStack {
+    let mut all: Vec<(String, String)> = vec![
         ("MM_HTTP_ADDR".into(), "127.0.0.1:0".into()),
         ("MM_WS_ADDR".into(), "127.0.0.1:0".into()),
-        ("MM_WORLDS".into(), worlds.into()),
     ];
-    vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let config = StackConfig::from_lookup(|k| {
-        vars.iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
-    })
-    .expect("stack config");
+    all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let config =
+        StackConfig::from_lookup(|k| all.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()))
+            .expect("stack config");
     LocalStack::start(config).await.expect("local stack starts")
 }
 
@@ -82,27 +86,59 @@ pub async fn call(
 }
 
 /// A player with a real WebSocket connection; every message it receives is
-/// recorded.
+/// recorded, and so is the close code if the server closes the socket.
 pub struct Player {
     pub id: String,
     pub token: String,
     pub received: Arc<Mutex<Vec<Value>>>,
+    /// The close code the server sent, once it closed the socket.
+    pub closed_by_server: Arc<Mutex<Option<u16>>>,
+    outbound: tokio::sync::mpsc::UnboundedSender<String>,
     reader: JoinHandle<()>,
     closer: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Player {
+    /// Connects a socket that never sends anything (no heartbeats).
     pub async fn connect(stack: &LocalStack, id: &str) -> Self {
+        Self::connect_with(stack, id, None).await
+    }
+
+    /// Connects a socket that sends `{"action":"ping"}` every `interval`,
+    /// like a client that keeps its presence.
+    pub async fn connect_heartbeating(stack: &LocalStack, id: &str, interval: Duration) -> Self {
+        Self::connect_with(stack, id, Some(interval)).await
+    }
+
+    async fn connect_with(stack: &LocalStack, id: &str, heartbeat: Option<Duration>) -> Self {
         let token = token(stack, id).await;
+        Self::connect_token(stack, id, token, heartbeat).await
+    }
+
+    /// Another socket for the same player and token.
+    pub async fn another_socket(&self, stack: &LocalStack) -> Self {
+        Self::connect_token(stack, &self.id, self.token.clone(), None).await
+    }
+
+    async fn connect_token(
+        stack: &LocalStack,
+        id: &str,
+        token: String,
+        heartbeat: Option<Duration>,
+    ) -> Self {
         let url = format!("{}?token={token}", stack.websocket_url);
         let (socket, _) = tokio_tungstenite::connect_async(url)
             .await
             .expect("WebSocket connect");
         let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let closed_by_server: Arc<Mutex<Option<u16>>> = Arc::default();
         let sink = received.clone();
+        let closed = closed_by_server.clone();
         let (closer, mut close_rx) = tokio::sync::oneshot::channel::<()>();
+        let (outbound, mut to_send) = tokio::sync::mpsc::unbounded_channel::<String>();
         let reader = tokio::spawn(async move {
             let (mut write, mut read) = socket.split();
+            let mut beat = heartbeat.map(tokio::time::interval);
             loop {
                 tokio::select! {
                     message = read.next() => match message {
@@ -110,9 +146,29 @@ impl Player {
                             let value = serde_json::from_str(&text).unwrap_or(Value::String(text.to_string()));
                             sink.lock().unwrap().push(value);
                         }
+                        Some(Ok(Message::Close(frame))) => {
+                            *closed.lock().unwrap() = Some(frame.map_or(1005, |f| f.code.into()));
+                            return;
+                        }
                         Some(Ok(_)) => {}
                         _ => return,
                     },
+                    Some(text) = to_send.recv() => {
+                        if write.send(Message::Text(text.into())).await.is_err() {
+                            return;
+                        }
+                    }
+                    _ = async {
+                        match beat.as_mut() {
+                            Some(b) => { b.tick().await; }
+                            None => std::future::pending::<()>().await,
+                        }
+                    } => {
+                        let ping = json!({"action": "ping"}).to_string();
+                        if write.send(Message::Text(ping.into())).await.is_err() {
+                            return;
+                        }
+                    }
                     _ = &mut close_rx => {
                         let _ = write.send(Message::Close(None)).await;
                         // Drain until the server acknowledges the close.
@@ -126,9 +182,21 @@ impl Player {
             id: id.to_owned(),
             token,
             received,
+            closed_by_server,
+            outbound,
             reader,
             closer: Some(closer),
         }
+    }
+
+    /// Sends a text message on the socket.
+    pub fn send(&self, text: &str) {
+        let _ = self.outbound.send(text.to_owned());
+    }
+
+    /// The server's close code, once it has closed this socket.
+    pub fn close_code(&self) -> Option<u16> {
+        *self.closed_by_server.lock().unwrap()
     }
 
     pub fn messages_of_type(&self, kind: &str) -> Vec<Value> {

@@ -1,5 +1,9 @@
-//! Configuration from environment variables. Worlds are configuration, not
-//! code: `MM_WORLDS="world1:3,world2:5:300"` (name:team_size[:ticket_ttl_secs]).
+//! Configuration from environment variables, validated once at cold start.
+//! Worlds are configuration, not code: a JSON rule set (`MM_RULES` or
+//! `MM_RULES_FILE`, see [`rules`]), or the FIFO shorthand
+//! `MM_WORLDS="world1:3,world2:5:300"` (name:team_size[:ticket_ttl_secs]).
+
+pub mod rules;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,6 +19,9 @@ pub struct World {
     pub team_size: u32,
     /// How long a ticket may wait before it expires.
     pub ticket_ttl: Duration,
+    /// Only players with a live WebSocket connection may wait and be
+    /// matched; a ticket whose player lost theirs is removed at match time.
+    pub require_presence: bool,
 }
 
 /// The configured worlds, in configuration order.
@@ -58,9 +65,12 @@ impl WorldCatalog {
                 Some(t) => t
                     .parse::<u32>()
                     .ok()
-                    .filter(|n| (2..=1000).contains(n))
+                    .filter(|n| (2..=rules::MAX_PLAYERS_PER_MATCH).contains(n))
                     .ok_or_else(|| {
-                        err(format!("team size of {name} must be 2..=1000, got {t:?}"))
+                        err(format!(
+                            "team size of {name} must be 2..={}, got {t:?}",
+                            rules::MAX_PLAYERS_PER_MATCH
+                        ))
                     })?,
                 None => 3,
             };
@@ -79,6 +89,7 @@ impl WorldCatalog {
                 name,
                 team_size,
                 ticket_ttl,
+                require_presence: false,
             });
         }
         Self::new(worlds)
@@ -128,8 +139,13 @@ pub struct Settings {
     pub instant_match: bool,
     /// How long match records (and players' pointers to them) are kept.
     pub match_ttl: Duration,
-    /// How long a WebSocket connection stays registered without a $disconnect.
-    pub connection_ttl: Duration,
+    /// How long a WebSocket connection stays registered (and its player
+    /// present) after its last heartbeat: missed heartbeats, not a fixed
+    /// lifetime, end a registration whose `$disconnect` never came.
+    pub presence_timeout: Duration,
+    /// The heartbeat interval clients are told to keep (well below the
+    /// presence timeout and API Gateway's 10-minute idle timeout).
+    pub heartbeat_interval: Duration,
     pub max_connections_per_player: u32,
     /// Remove a player's ticket when their last connection goes away.
     pub remove_ticket_on_disconnect: bool,
@@ -140,9 +156,10 @@ pub struct Settings {
     pub redis: RedisSettings,
 }
 
-/// API Gateway closes WebSocket connections after 2 hours; registry entries
-/// live a little longer so a connection never outlives its entry.
-pub const DEFAULT_CONNECTION_TTL: Duration = Duration::from_secs(2 * 3600 + 300);
+/// Default client heartbeat interval.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(60);
+/// Default presence timeout: two missed heartbeats and a half.
+pub const DEFAULT_PRESENCE_TIMEOUT: Duration = Duration::from_secs(150);
 
 impl Settings {
     /// Reads settings from the process environment.
@@ -212,15 +229,41 @@ impl Settings {
             reason: e.to_string(),
         })?;
         let ticket_ttl = secs("MM_TICKET_TTL_SECS", 600, 1)?;
-        let worlds = WorldCatalog::parse(
-            &get("MM_WORLDS").unwrap_or_else(|| "world1:3,world2:3,world3:3".into()),
-            ticket_ttl,
-        )?;
-        let connection_ttl = secs(
-            "MM_CONNECTION_TTL_SECS",
-            DEFAULT_CONNECTION_TTL.as_secs(),
+        let worlds = match (get("MM_RULES"), get("MM_RULES_FILE"), get("MM_WORLDS")) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
+                return Err(ConfigError {
+                    var: "MM_RULES",
+                    reason: "set only one of MM_RULES, MM_RULES_FILE and MM_WORLDS".into(),
+                })
+            }
+            (Some(text), None, None) => rules::parse("MM_RULES", &text, ticket_ttl)?,
+            (None, Some(path), None) => {
+                let text = std::fs::read_to_string(&path).map_err(|e| ConfigError {
+                    var: "MM_RULES_FILE",
+                    reason: format!("cannot read {path}: {e}"),
+                })?;
+                rules::parse("MM_RULES_FILE", &text, ticket_ttl)?
+            }
+            (None, None, worlds) => WorldCatalog::parse(
+                &worlds.unwrap_or_else(|| "world1:3,world2:3,world3:3".into()),
+                ticket_ttl,
+            )?,
+        };
+        let heartbeat_interval = secs("MM_HEARTBEAT_SECS", DEFAULT_HEARTBEAT.as_secs(), 1)?;
+        let presence_timeout = secs(
+            "MM_PRESENCE_TIMEOUT_SECS",
+            DEFAULT_PRESENCE_TIMEOUT.as_secs(),
             1,
         )?;
+        if presence_timeout <= heartbeat_interval {
+            return Err(ConfigError {
+                var: "MM_PRESENCE_TIMEOUT_SECS",
+                reason: format!(
+                    "must be longer than MM_HEARTBEAT_SECS ({}s), or every registration lapses between heartbeats",
+                    heartbeat_interval.as_secs()
+                ),
+            });
+        }
         let max_connections_per_player = number("MM_MAX_CONNECTIONS_PER_PLAYER", 8)?;
         if !(1..=64).contains(&max_connections_per_player) {
             return Err(ConfigError {
@@ -258,7 +301,8 @@ impl Settings {
             worlds,
             instant_match: flag("MM_INSTANT_MATCH", true)?,
             match_ttl: secs("MM_MATCH_TTL_SECS", 600, 1)?,
-            connection_ttl,
+            presence_timeout,
+            heartbeat_interval,
             max_connections_per_player: max_connections_per_player as u32,
             remove_ticket_on_disconnect: flag("MM_REMOVE_TICKET_ON_DISCONNECT", true)?,
             queue_capacity: number("MM_QUEUE_CAPACITY", 1_000_000)?,
@@ -302,7 +346,8 @@ mod tests {
         assert!(s.worlds.iter().all(|w| w.team_size == 3));
         assert!(s.instant_match);
         assert_eq!(s.match_ttl, Duration::from_secs(600));
-        assert!(s.connection_ttl >= Duration::from_secs(7200));
+        assert_eq!(s.presence_timeout, Duration::from_secs(150));
+        assert_eq!(s.heartbeat_interval, Duration::from_secs(60));
         assert!(!s.redis.cluster);
     }
 
@@ -335,6 +380,10 @@ mod tests {
             ("REDIS_URL", "http://x"),
             ("REDIS_URL", "redis://a,redis://b"),
             ("MM_MAX_CONNECTIONS_PER_PLAYER", "0"),
+            ("MM_WORLDS", "w:101"),
+            ("MM_PRESENCE_TIMEOUT_SECS", "60"),
+            ("MM_RULES", "{}"),
+            ("MM_RULES_FILE", "/nonexistent/rules.json"),
         ] {
             let mut vars = vec![(var, value)];
             if var == "REDIS_URL" && value.contains(',') {

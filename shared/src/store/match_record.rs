@@ -1,0 +1,24 @@
+//! `lua/match_record.lua`: a match record while it lives.
+
+use super::reply::Reply;
+use super::MatchStore;
+use crate::domain::{MatchId, MatchRecord};
+use crate::error::StoreError;
+use crate::scripts::SCRIPTS;
+
+impl MatchStore {
+    /// The record of match `id`, unless it never existed or has expired.
+    pub async fn match_record(&self, id: &MatchId) -> Result<Option<MatchRecord>, StoreError> {
+        let k = self.keys();
+        let mut inv = SCRIPTS.match_record.prepare_invoke();
+        inv.key(k.matches()).key(k.match_expiry()).arg(id.as_str());
+        let mut reply = Reply::new("match_record.lua", self.invoke(&inv, true).await?)?;
+        let record = if reply.remaining() > 0 {
+            Some(reply.json("match record")?)
+        } else {
+            None
+        };
+        reply.finish()?;
+        Ok(record)
+    }
+}
