@@ -60,6 +60,34 @@ local function decode_ticket(s)
   return world, tonumber(seq), tonumber(joined), tonumber(deadline), data
 end
 
+-- Rated worlds keep two more ZSETs next to the queue: `ratings` holds
+-- "<seq, 12 digits>:<ticket>" -> rating (the zero-padded sequence makes
+-- equally rated tickets sort oldest first), and `due` holds ticket -> when it
+-- is next tried as an anchor (ms). FIFO worlds leave both empty.
+local SEQ_DIGITS = 12
+
+local function rating_member(seq, ticket)
+  return string.format('%012d', seq) .. ':' .. ticket
+end
+
+local function member_ticket(member)
+  return string.sub(member, SEQ_DIGITS + 2)
+end
+
+-- Removes `tickets` (ticket ids) from a rated world's ratings and due ZSETs.
+-- The ratings member needs each ticket's sequence, read from the queue.
+local function drop_rated(k, tickets)
+  if not k.ratings or #tickets == 0 then return end
+  if redis.call('EXISTS', k.due) == 0 then return end
+  local members = {}
+  for i, t in ipairs(tickets) do
+    local seq = tonumber(redis.call('ZSCORE', k.queue, t))
+    if seq then members[#members + 1] = rating_member(seq, t) end
+  end
+  chunked('ZREM', k.due, tickets, 1)
+  if #members > 0 then chunked('ZREM', k.ratings, members, 1) end
+end
+
 -- Match-rate statistics of one world, for wait estimates, in O(1): a HASH
 -- with a two-bucket sliding window (as rate limiters use) of `window` ms.
 -- Fields: start (ms the current bucket began), cur and prev (players matched
@@ -154,8 +182,9 @@ local function is_present(presence_key, player, now)
 end
 
 -- Removes a player's ticket from whichever configured world it waits in.
--- `world_keys(i)` gives that world's (queue, deadlines); `worlds` the names.
--- Returns the world the ticket was in, or '' when there was none.
+-- `world_keys(i)` gives that world's (queue, deadlines, ratings, due);
+-- `worlds` the names. Returns the world the ticket was in, or '' when there
+-- was none.
 local function drop_ticket(tickets, player, worlds, world_keys)
   local ticket = redis.call('HGET', tickets, player)
   if not ticket then
@@ -164,7 +193,8 @@ local function drop_ticket(tickets, player, worlds, world_keys)
   local world = decode_ticket(ticket)
   for i, name in ipairs(worlds) do
     if name == world then
-      local queue, deadlines = world_keys(i)
+      local queue, deadlines, ratings, due = world_keys(i)
+      drop_rated({ queue = queue, ratings = ratings, due = due }, { player })
       redis.call('ZREM', queue, player)
       redis.call('ZREM', deadlines, player)
     end
@@ -214,6 +244,7 @@ local function sweep_expired(k, world, limit, now)
   if n == 0 then
     return expired, false
   end
+  drop_rated(k, expired)
   chunked('ZREM', k.queue, expired, 1)
   chunked('ZREM', k.deadlines, expired, 1)
   chunked('HDEL', k.tickets, expired, 1)
@@ -270,16 +301,27 @@ local function pick_fifo(k, world, team, groups, now, presence, scan_limit)
   return chosen, removed
 end
 
+-- A number as Redis and JSON should see it: integers without a fraction,
+-- others with enough digits to round-trip.
+local function num(x)
+  if x == math.floor(x) and math.abs(x) < 1e15 then
+    return string.format('%d', x)
+  end
+  return string.format('%.17g', x)
+end
+
 -- Records `groups` matches of `team` players each from `players` (queue
--- order) durably before anyone is told: removes their tickets, writes each
--- match record, every player's pointer to it, its expiry, ONE outbox entry
--- per match and the world's recent-match statistics. Returns the records as
--- JSON strings and the outbox ids.
+-- order within each group) durably before anyone is told: removes their
+-- tickets, writes each match record, every player's pointer to it, its
+-- expiry, ONE outbox entry per match and the world's recent-match
+-- statistics. With `ratings` (player -> rating, rated worlds), each record
+-- also carries the participants' ratings and the match's spread (max - min).
+-- Returns the records as JSON strings and the outbox ids.
 --
 -- This runs for every instant match and for up to tens of thousands of
 -- players per matcher tick, so it avoids per-player Redis calls and pattern
 -- matching, and fills arrays with explicit indexes (# is O(log n) in Lua 5.1).
-local function record_matches(k, world, team, players, groups, match_ttl, now, window)
+local function record_matches(k, world, team, players, groups, match_ttl, now, window, ratings)
   local taken = groups * team
   local data = {}
   local i = 1
@@ -309,7 +351,7 @@ local function record_matches(k, world, team, players, groups, match_ttl, now, w
   local prefix = '","worldType":"' .. world .. '","participants":['
   -- Reused for every group: allocating two tables per match shows up at
   -- tens of thousands of matches per call.
-  local names, extras = {}, {}
+  local names, extras, rated = {}, {}, {}
   for g = 0, groups - 1 do
     local id = id_prefix .. string.format('%x', first_seq + g)
     -- Built by hand so ticket data (already valid JSON) is embedded verbatim
@@ -335,10 +377,22 @@ local function record_matches(k, world, team, players, groups, match_ttl, now, w
       end
       pointer_args[2 * idx - 1] = p
       pointer_args[2 * idx] = id
+      if ratings then
+        rated[m] = quoted .. ':' .. num(ratings[p])
+      end
     end
     local record = '{"matchId":"' .. id .. prefix .. table.concat(names, ',', 1, team) .. '],"matchedAt":' .. matched_at
     if n_extras > 0 then
       record = record .. ',"playerData":{' .. table.concat(extras, ',', 1, n_extras) .. '}'
+    end
+    if ratings then
+      local lo, hi = math.huge, -math.huge
+      for m = 1, team do
+        local r = ratings[players[base + m]]
+        if r < lo then lo = r end
+        if r > hi then hi = r end
+      end
+      record = record .. ',"ratings":{' .. table.concat(rated, ',', 1, team) .. '},"spread":' .. num(hi - lo)
     end
     record = record .. '}'
     records[g + 1] = record
@@ -390,4 +444,192 @@ local function form_matches(k, world, team, max_groups, match_ttl, now, window, 
   end
   local records, ids = record_matches(k, world, team, players, groups, match_ttl, now, window)
   return records, ids, #expired, removed
+end
+
+-- ---------------------------------------------------------------- rated ---
+-- Rated worlds (see docs/rules.md): a match is formed around an anchor
+-- ticket; every member's rating lies within the anchor's window
+-- min(base + per_sec * wait, max) of the anchor's rating, where wait is the
+-- anchor's own wait (so the window never resets when others join); past
+-- `relax_ms` the anchor takes the nearest players, whatever their rating.
+-- rules: { base, per_sec, max, relax_ms, retry_ms } (numbers).
+
+-- Parses a rated world's rules from five ARGV strings; nil when malformed.
+local function rated_rules(base, per_sec, max, relax_ms, retry_ms)
+  local r = {
+    base = tonumber(base), per_sec = tonumber(per_sec), max = tonumber(max),
+    relax_ms = int_arg(relax_ms), retry_ms = int_arg(retry_ms),
+  }
+  if not r.base or r.base < 0 or not r.per_sec or r.per_sec < 0 or not r.max
+      or r.max < r.base or not r.relax_ms or not r.retry_ms or r.retry_ms == 0 then
+    return nil
+  end
+  return r
+end
+
+-- The anchor's window after waiting `wait_ms`; nil means no limit (relaxed).
+local function rated_window(rules, wait_ms)
+  if wait_ms >= rules.relax_ms then return nil end
+  local w = rules.base + rules.per_sec * wait_ms / 1000
+  if w > rules.max then w = rules.max end
+  return w
+end
+
+-- Up to `fetch` tickets on each side of rating `r` within `w` (nil = no
+-- limit), merged nearest first; equally near ones oldest first. Returns an
+-- array of { member, rating, distance }.
+local function nearest(ratings_key, r, w, fetch)
+  local lo = w and num(r - w) or '-inf'
+  local hi = w and num(r + w) or '+inf'
+  local below = redis.call('ZREVRANGEBYSCORE', ratings_key, '(' .. num(r), lo, 'WITHSCORES', 'LIMIT', 0, fetch)
+  local above = redis.call('ZRANGEBYSCORE', ratings_key, num(r), hi, 'WITHSCORES', 'LIMIT', 0, fetch)
+  local out, n = {}, 0
+  local function add(list, reversed_ties)
+    local first = n + 1
+    for i = 1, #list, 2 do
+      local rating = tonumber(list[i + 1])
+      n = n + 1
+      out[n] = { list[i], rating, math.abs(rating - r) }
+    end
+    if reversed_ties and #list == 2 * fetch then
+      -- The farthest group of equal ratings may be cut short, and a reverse
+      -- range lists ties newest first: read that group again oldest first.
+      local edge = out[n][2]
+      while n >= first and out[n][2] == edge do
+        out[n] = nil
+        n = n - 1
+      end
+      local group = redis.call('ZRANGEBYSCORE', ratings_key, num(edge), num(edge), 'WITHSCORES', 'LIMIT', 0, fetch)
+      for i = 1, #group, 2 do
+        n = n + 1
+        out[n] = { group[i], edge, math.abs(edge - r) }
+      end
+    end
+  end
+  add(below, true)
+  add(above, false)
+  -- Members start with the zero-padded sequence: comparing them compares age.
+  table.sort(out, function(a, b)
+    if a[3] ~= b[3] then return a[3] < b[3] end
+    return a[1] < b[1]
+  end)
+  return out
+end
+
+-- Removes tickets from a rated world (all its structures) and queues a
+-- notification id `prefix .. ticket` for each when `prefix` is given.
+local function remove_rated(k, members, tickets, world, prefix, now)
+  if #tickets == 0 then return end
+  chunked('ZREM', k.ratings, members, 1)
+  chunked('ZREM', k.due, tickets, 1)
+  chunked('ZREM', k.queue, tickets, 1)
+  chunked('ZREM', k.deadlines, tickets, 1)
+  chunked('HDEL', k.tickets, tickets, 1)
+  if prefix then
+    local ids = {}
+    for i, t in ipairs(tickets) do ids[i] = prefix .. world .. '|' .. t end
+    outbox_add(k.outbox, ids, #ids, now)
+  end
+end
+
+-- One attempt to form a match around `anchor` (a ticket id). Returns the
+-- group (ticket ids, oldest first) and their ratings, after taking them out
+-- of the ratings and due ZSETs, or nil when not enough players are within
+-- the anchor's window (the anchor is then due again after retry_ms). With
+-- `presence`, players without a live connection met on the way are removed
+-- (TICKET_REMOVED); the count is added to `stats.removed`.
+local function rated_attempt(k, world, team, rules, anchor, now, presence, stats)
+  local seq = tonumber(redis.call('ZSCORE', k.queue, anchor))
+  local ticket = redis.call('HGET', k.tickets, anchor)
+  if not seq or not ticket then
+    redis.call('ZREM', k.due, anchor)
+    return nil
+  end
+  local anchor_member = rating_member(seq, anchor)
+  local r = tonumber(redis.call('ZSCORE', k.ratings, anchor_member))
+  if not r then
+    redis.call('ZREM', k.due, anchor)
+    return nil
+  end
+  if presence and not is_present(k.presence, anchor, now) then
+    remove_rated(k, { anchor_member }, { anchor }, world, 'G|', now)
+    stats.removed = stats.removed + 1
+    return nil
+  end
+  local _, _, joined = decode_ticket(ticket)
+  local w = rated_window(rules, now - (joined or now))
+  local need = team - 1
+  local candidates = nearest(k.ratings, r, w, need + 8)
+  local group, members, ratings = { anchor }, { anchor_member }, { [anchor] = r }
+  local gone_m, gone_t = {}, {}
+  for _, c in ipairs(candidates) do
+    if #group > need then break end
+    local member = c[1]
+    if member ~= anchor_member then
+      local t = member_ticket(member)
+      if presence and not is_present(k.presence, t, now) then
+        gone_m[#gone_m + 1] = member
+        gone_t[#gone_t + 1] = t
+      else
+        group[#group + 1] = t
+        members[#members + 1] = member
+        ratings[t] = c[2]
+      end
+    end
+  end
+  if #gone_t > 0 then
+    remove_rated(k, gone_m, gone_t, world, 'G|', now)
+    stats.removed = stats.removed + #gone_t
+  end
+  if #group < team then
+    redis.call('ZADD', k.due, now + rules.retry_ms, anchor)
+    return nil
+  end
+  redis.call('ZREM', k.ratings, unpack(members))
+  redis.call('ZREM', k.due, unpack(group))
+  -- Participants in queue order: members sort by their padded sequence.
+  table.sort(members)
+  for i, m in ipairs(members) do group[i] = member_ticket(m) end
+  return group, ratings
+end
+
+-- The matcher's step for a rated world: removes expired tickets first, then
+-- tries up to `max_anchors` due anchors (oldest first) and records every
+-- match formed. Returns the records (JSON), their outbox ids, expired and
+-- absent counts, and whether more anchors are due right now.
+--
+-- k: as form_matches, plus ratings and due.
+local function form_rated(k, world, team, rules, max_anchors, match_ttl, now, window, presence)
+  local expired, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
+  if more_expired then
+    return {}, {}, #expired, 0, true
+  end
+  local due = redis.call('ZRANGEBYSCORE', k.due, '-inf', now, 'LIMIT', 0, max_anchors)
+  local order = {}
+  for i, t in ipairs(due) do
+    order[i] = { tonumber(redis.call('ZSCORE', k.queue, t)) or 0, t }
+  end
+  table.sort(order, function(a, b) return a[1] < b[1] end)
+  local players, ratings, groups = {}, {}, 0
+  local stats = { removed = 0 }
+  for _, entry in ipairs(order) do
+    local anchor = entry[2]
+    -- An anchor may already have been taken into an earlier group.
+    if redis.call('ZSCORE', k.due, anchor) then
+      local group, group_ratings = rated_attempt(k, world, team, rules, anchor, now, presence, stats)
+      if group then
+        for _, t in ipairs(group) do
+          players[#players + 1] = t
+          ratings[t] = group_ratings[t]
+        end
+        groups = groups + 1
+      end
+    end
+  end
+  local more = #due == max_anchors
+  if groups == 0 then
+    return {}, {}, #expired, stats.removed, more
+  end
+  local records, ids = record_matches(k, world, team, players, groups, match_ttl, now, window, ratings)
+  return records, ids, #expired, stats.removed, more
 end

@@ -7,7 +7,8 @@
 -- KEYS[3]  player_conns   HASH player -> space-separated conn ids
 -- KEYS[4]  presence       ZSET player -> latest expiry among their connections
 -- KEYS[5]  tickets        HASH player -> ticket
--- KEYS[6..] for every configured world, in ARGV order: queue and deadlines
+-- KEYS[6..] for every configured world, in ARGV order: queue, deadlines,
+--           ratings and due (four keys per world)
 --
 -- ARGV[1]  connection id
 -- ARGV[2]  remove the ticket on the last disconnect: "1" or "0"
@@ -20,10 +21,11 @@ local worlds = {}
 for i = 3, #ARGV do worlds[#worlds + 1] = ARGV[i] end
 if conn_id == nil or conn_id == '' then return fail('connection id is empty') end
 if remove_ticket ~= '0' and remove_ticket ~= '1' then return fail('remove_ticket must be 0 or 1') end
-if #KEYS ~= 5 + 2 * #worlds then return fail('world keys do not match world names') end
+if #KEYS ~= 5 + 4 * #worlds then return fail('world keys do not match world names') end
 
 local function world_keys(i)
-  return KEYS[5 + 2 * i - 1], KEYS[5 + 2 * i]
+  local base = 5 + 4 * (i - 1)
+  return KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4]
 end
 local player, remaining, removed = drop_connection({
   conns = KEYS[1], conn_expiry = KEYS[2], player_conns = KEYS[3], presence = KEYS[4],

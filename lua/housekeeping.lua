@@ -11,7 +11,8 @@
 -- KEYS[6]  player_conns   HASH player -> space-separated conn ids
 -- KEYS[7]  presence       ZSET player -> latest expiry among their connections
 -- KEYS[8]  tickets        HASH player -> ticket
--- KEYS[9..] for every configured world, in ARGV order: queue and deadlines
+-- KEYS[9..] for every configured world, in ARGV order: queue, deadlines,
+--           ratings and due (four keys per world)
 --
 -- ARGV[1]  most records of each kind to remove in this call (> 0)
 -- ARGV[2]  remove the ticket of a player whose last connection expired: "1"/"0"
@@ -25,7 +26,7 @@ local worlds = {}
 for i = 3, #ARGV do worlds[#worlds + 1] = ARGV[i] end
 if limit == nil or limit == 0 then return fail('limit must be an integer > 0') end
 if remove_ticket ~= '0' and remove_ticket ~= '1' then return fail('remove_ticket must be 0 or 1') end
-if #KEYS ~= 8 + 2 * #worlds then return fail('world keys do not match world names') end
+if #KEYS ~= 8 + 4 * #worlds then return fail('world keys do not match world names') end
 
 local now = now_ms()
 local matches = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
@@ -49,7 +50,8 @@ if #matches > 0 then
 end
 
 local function world_keys(i)
-  return KEYS[8 + 2 * i - 1], KEYS[8 + 2 * i]
+  local base = 8 + 4 * (i - 1)
+  return KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4]
 end
 local k = {
   conns = KEYS[4], conn_expiry = KEYS[5], player_conns = KEYS[6], presence = KEYS[7],

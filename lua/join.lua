@@ -10,9 +10,12 @@
 -- KEYS[6]  outbox         ZSET notification id -> due ms
 -- KEYS[7]  match_seq      STRING counter for match ids
 -- KEYS[8]  presence       ZSET player -> until when they have a live connection (ms)
--- KEYS[9..] for every configured world, in ARGV order: queue (ZSET player ->
+-- KEYS[9]  player_ratings HASH "<world>|<player>" or "*|<player>" -> rating (the
+--                         trusted ratings store, written by PUT /v1/ratings)
+-- KEYS[10..] for every configured world, in ARGV order: queue (ZSET player ->
 --           seq), deadlines (ZSET player -> deadline ms), rate (HASH of match
---           rate statistics, see _lib.lua): three keys per world.
+--           rate statistics, see _lib.lua), ratings and due (rated worlds,
+--           see _lib.lua): five keys per world.
 --
 -- ARGV[1]  player id
 -- ARGV[2]  index (1-based) of the world to join among the configured worlds
@@ -25,10 +28,20 @@
 -- ARGV[9]  statistics window ms
 -- ARGV[10] the world requires presence: "1" (only players with a live
 --          WebSocket connection may wait and be matched) or "0"
--- ARGV[11..] configured world names, one per world key triple
+-- ARGV[11] matching mode: "fifo" or "rating"
+-- ARGV[12..16] rated worlds: base window, widening per second, maximum
+--          window, relax after ms, retry an anchor after ms ("" for fifo)
+-- ARGV[17] the rating from the caller's verified token claim, "" for none
+-- ARGV[18] the default rating for players without one, "" for none
+-- ARGV[19], ARGV[20] the lowest and highest rating accepted
+-- ARGV[21..] configured world names, one per world key group
 --
--- Reply: { status, world, position, queue_size, window_players, window_span_ms }
---        and, for MATCHED only, { match_count, match_json..., notification_id... }
+-- A rated world's rating is, in this order: the ratings store's entry for
+-- this world, its entry for every world ("*"), the token claim, the default.
+--
+-- Reply: { status, world, position, queue_size, window_players, window_span_ms,
+--          rating } and, for MATCHED only, { match_count, match_json...,
+--          notification_id... }
 --   status "QUEUED"  : the ticket waits at `position` (1-based from the front)
 --   status "MATCHED" : the join formed matches: the reply goes on with
 --                      { match_count, match_json..., notification_id... },
@@ -41,6 +54,11 @@
 --   status "FULL"    : the queue is at capacity; nothing was written
 --   status "ABSENT"  : the world requires presence and the player has no live
 --                      connection; nothing was written
+--   status "NO_RATING": a rated world and no rating from any source; nothing
+--                      was written
+--   status "BAD_RATING": the rating found is outside [min, max]; nothing was
+--                      written (the 7th value is the rating)
+-- The 7th value of every reply is the ticket's rating ("" in FIFO worlds).
 -- window_* are the world's wait statistics (see _lib.lua wait_stats). A
 -- ticket past its deadline counts as gone: it is swept (TICKET_EXPIRED) and
 -- the join goes ahead.
@@ -55,11 +73,14 @@ local match_ttl = int_arg(ARGV[7])
 local capacity = int_arg(ARGV[8])
 local window = int_arg(ARGV[9])
 local presence = ARGV[10]
-local FIXED_KEYS, FIXED_ARGS = 8, 10
+local mode = ARGV[11]
+local claimed, default_rating = ARGV[17], ARGV[18]
+local min_rating, max_rating = tonumber(ARGV[19]), tonumber(ARGV[20])
+local FIXED_KEYS, FIXED_ARGS, PER_WORLD = 9, 20, 5
 local worlds = #ARGV - FIXED_ARGS
 
 if player == nil or player == '' then return fail('player id is empty') end
-if worlds < 1 or #KEYS ~= FIXED_KEYS + 3 * worlds then return fail('world keys do not match world names') end
+if worlds < 1 or #KEYS ~= FIXED_KEYS + PER_WORLD * worlds then return fail('world keys do not match world names') end
 if world_index == nil or world_index < 1 or world_index > worlds then return fail('world index out of range') end
 if team == nil or team < 2 then return fail('team size must be an integer >= 2') end
 if ticket_ttl == nil or ticket_ttl == 0 then return fail('ticket lifetime must be > 0') end
@@ -68,14 +89,23 @@ if capacity == nil then return fail('capacity must be an integer >= 0') end
 if window == nil then return fail('window must be an integer >= 0') end
 if instant ~= '0' and instant ~= '1' then return fail('instant must be 0 or 1') end
 if presence ~= '0' and presence ~= '1' then return fail('presence must be 0 or 1') end
+if mode ~= 'fifo' and mode ~= 'rating' then return fail('mode must be fifo or rating') end
+local rules = nil
+if mode == 'rating' then
+  rules = rated_rules(ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16])
+  if not rules then return fail('bad rating rules') end
+  if not min_rating or not max_rating or min_rating > max_rating then return fail('bad rating range') end
+  if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
+  if default_rating ~= '' and not tonumber(default_rating) then return fail('default rating is not a number') end
+end
 
 local tickets = KEYS[1]
 local function world_keys(i)
-  local base = FIXED_KEYS + 3 * (i - 1)
-  return KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
+  local base = FIXED_KEYS + PER_WORLD * (i - 1)
+  return KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4], KEYS[base + 5]
 end
 local world = ARGV[FIXED_ARGS + world_index]
-local queue, deadlines, rate = world_keys(world_index)
+local queue, deadlines, rate, ratings, due = world_keys(world_index)
 local now = now_ms()
 
 -- One ticket per player in the whole namespace.
@@ -88,7 +118,7 @@ if existing then
       if other_deadline and other_deadline > now then
         local rank = redis.call('ZRANK', q, player)
         local wp, ws = wait_stats(r, now, window)
-        return { 'ALREADY', other, (rank or -1) + 1, redis.call('ZCARD', q), wp, ws }
+        return { 'ALREADY', other, (rank or -1) + 1, redis.call('ZCARD', q), wp, ws, '' }
       end
       existing = nil
     end
@@ -96,19 +126,31 @@ if existing then
   if existing then
     -- The ticket belongs to a world that is no longer configured: its keys are
     -- not in KEYS, so the caller removes it with a script that declares them.
-    return { 'STALE', other or '', 0, 0, 0, 0 }
+    return { 'STALE', other or '', 0, 0, 0, 0, '' }
   end
 end
 
 local size = redis.call('ZCARD', queue)
 if capacity > 0 and size >= capacity then
   local wp, ws = wait_stats(rate, now, window)
-  return { 'FULL', world, 0, size, wp, ws }
+  return { 'FULL', world, 0, size, wp, ws, '' }
 end
 if presence == '1' and not is_present(KEYS[8], player, now) then
   local wp, ws = wait_stats(rate, now, window)
-  return { 'ABSENT', world, 0, size, wp, ws }
+  return { 'ABSENT', world, 0, size, wp, ws, '' }
 end
+local rating = nil
+if rules then
+  local stored = redis.call('HMGET', KEYS[9], world .. '|' .. player, '*|' .. player)
+  rating = tonumber(stored[1]) or tonumber(stored[2]) or tonumber(claimed) or tonumber(default_rating)
+  if not rating then
+    return { 'NO_RATING', world, 0, size, 0, 0, '' }
+  end
+  if rating < min_rating or rating > max_rating then
+    return { 'BAD_RATING', world, 0, size, 0, 0, num(rating) }
+  end
+end
+local shown_rating = rating and num(rating) or ''
 
 -- All checks passed: from here on the script only writes.
 local other_ticket = redis.call('HGET', tickets, player)
@@ -117,7 +159,8 @@ if other_ticket then
   local other = decode_ticket(other_ticket)
   for i = 1, worlds do
     if ARGV[FIXED_ARGS + i] == other then
-      local q, d = world_keys(i)
+      local q, d, _, rt, du = world_keys(i)
+      drop_rated({ queue = q, ratings = rt, due = du }, { player })
       redis.call('ZREM', q, player)
       redis.call('ZREM', d, player)
     end
@@ -131,19 +174,37 @@ local deadline = now + ticket_ttl
 redis.call('ZADD', queue, seq, player)
 redis.call('ZADD', deadlines, deadline, player)
 redis.call('HSET', tickets, player, encode_ticket(world, seq, now, deadline, data))
+if rules then
+  redis.call('ZADD', ratings, rating, rating_member(seq, player))
+  redis.call('ZADD', due, now + rules.retry_ms, player)
+end
 
 -- The new ticket has the highest sequence, so it is last: rank `size`. The
 -- reply is computed rather than read back, to keep the hot path short.
 if instant == '1' and size + 1 >= team then
-  local records, ids = form_matches({
+  local k = {
     queue = queue, deadlines = deadlines, tickets = tickets, matches = KEYS[3],
     match_expiry = KEYS[4], player_match = KEYS[5], outbox = KEYS[6],
-    rate = rate, match_seq = KEYS[7], presence = KEYS[8],
-  }, world, team, 0, match_ttl, now, window, presence == '1')
+    rate = rate, match_seq = KEYS[7], presence = KEYS[8], ratings = ratings, due = due,
+  }
+  local records, ids
+  if rules then
+    -- One attempt with the joiner as the anchor (window: the base).
+    local _, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
+    records, ids = {}, {}
+    if not more_expired then
+      local group, group_ratings = rated_attempt(k, world, team, rules, player, now, presence == '1', { removed = 0 })
+      if group then
+        records, ids = record_matches(k, world, team, group, 1, match_ttl, now, window, group_ratings)
+      end
+    end
+  else
+    records, ids = form_matches(k, world, team, 0, match_ttl, now, window, presence == '1')
+  end
   if redis.call('HEXISTS', tickets, player) == 0 then
     -- A player's match carries its own wait; no statistics needed.
-    local reply = { 'MATCHED', world, 0, redis.call('ZCARD', queue), 0, 0, #records }
-    local n = 7
+    local reply = { 'MATCHED', world, 0, redis.call('ZCARD', queue), 0, 0, shown_rating, #records }
+    local n = 8
     for _, r in ipairs(records) do
       n = n + 1
       reply[n] = r
@@ -157,8 +218,8 @@ if instant == '1' and size + 1 >= team then
   if #records > 0 or size + 1 ~= redis.call('ZCARD', queue) then
     -- Others were matched (or removed) ahead of the player: read back.
     local wp, ws = wait_stats(rate, now, window)
-    return { 'QUEUED', world, redis.call('ZRANK', queue, player) + 1, redis.call('ZCARD', queue), wp, ws }
+    return { 'QUEUED', world, redis.call('ZRANK', queue, player) + 1, redis.call('ZCARD', queue), wp, ws, shown_rating }
   end
 end
 local wp, ws = wait_stats(rate, now, window)
-return { 'QUEUED', world, size + 1, size + 1, wp, ws }
+return { 'QUEUED', world, size + 1, size + 1, wp, ws, shown_rating }

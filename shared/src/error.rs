@@ -19,6 +19,8 @@ pub enum ValidationError {
     BadMatchId(String),
     #[error("invalid notification id \"{0}\"")]
     BadNotificationId(String),
+    #[error("invalid rating \"{0}\": expected a finite number")]
+    BadRating(String),
 }
 
 /// A configuration value that cannot be used.

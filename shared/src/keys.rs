@@ -13,6 +13,9 @@
 //! | `queue:<world>`              | ZSET   | player -> ticket sequence (FIFO order)     |
 //! | `deadlines:<world>`          | ZSET   | player -> ticket deadline (ms)             |
 //! | `rate:<world>`               | HASH   | match-rate statistics (wait estimates)     |
+//! | `ratings:<world>`            | ZSET   | `<seq>:<player>` -> rating (rated worlds)  |
+//! | `due:<world>`                | ZSET   | player -> next try as an anchor (ms)       |
+//! | `player-ratings`             | HASH   | `<world>\|<player>`, `*\|<player>` -> rating (trusted store) |
 //! | `tickets`                    | HASH   | player -> `<world> <seq> <joined> <deadline> <data>` |
 //! | `ticket-seq`, `match-seq`    | STRING | counters                                   |
 //! | `matches`                    | HASH   | match id -> match record JSON              |
@@ -35,12 +38,15 @@ pub struct KeyLayout {
     prefix: String,
 }
 
-/// The three keys that belong to one world.
+/// The keys that belong to one world (`ratings` and `due` stay empty in
+/// FIFO worlds).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorldKeys {
     pub queue: String,
     pub deadlines: String,
     pub rate: String,
+    pub ratings: String,
+    pub due: String,
 }
 
 impl KeyLayout {
@@ -73,6 +79,8 @@ impl KeyLayout {
             queue: self.key(&format!("queue:{world}")),
             deadlines: self.key(&format!("deadlines:{world}")),
             rate: self.key(&format!("rate:{world}")),
+            ratings: self.key(&format!("ratings:{world}")),
+            due: self.key(&format!("due:{world}")),
         }
     }
 
@@ -109,6 +117,9 @@ impl KeyLayout {
     pub fn player_conns(&self) -> String {
         self.key("player-conns")
     }
+    pub fn player_ratings(&self) -> String {
+        self.key("player-ratings")
+    }
     pub fn presence(&self) -> String {
         self.key("presence")
     }
@@ -131,11 +142,12 @@ impl KeyLayout {
             self.conn_expiry(),
             self.player_conns(),
             self.presence(),
+            self.player_ratings(),
             self.matcher_lease(),
         ];
         for w in worlds.iter() {
             let k = self.world(&w.name);
-            keys.extend([k.queue, k.deadlines, k.rate]);
+            keys.extend([k.queue, k.deadlines, k.rate, k.ratings, k.due]);
         }
         keys
     }
@@ -153,7 +165,7 @@ mod tests {
         assert_eq!(layout.hash_tag(), "{eu-1}");
         let worlds = WorldCatalog::parse("world1:3,world2:2", Duration::from_secs(60)).unwrap();
         let keys = layout.all(&worlds);
-        assert_eq!(keys.len(), 13 + 3 * 2);
+        assert_eq!(keys.len(), 14 + 5 * 2);
         for k in &keys {
             assert!(k.starts_with("mm:{eu-1}:"), "{k}");
             // The first '{'...'}' decides the slot; nothing else may come first.

@@ -17,11 +17,11 @@ pub mod scripts;
 pub mod store;
 pub mod use_cases;
 
-pub use config::{Settings, World, WorldCatalog};
+pub use config::{MatchMode, RatingRules, RatingSettings, Settings, World, WorldCatalog};
 pub use delivery::{DeliveryReport, PushError, Pusher};
 pub use domain::{
     ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, NotificationId,
-    NotificationKind, OutboxEntry, PlayerId, PlayerStatus, QueuePosition, QueueStatus,
+    NotificationKind, OutboxEntry, PlayerId, PlayerStatus, QueuePosition, QueueStatus, Rating,
     ServerMessage, Target, TicketData, WorldName,
 };
 pub use error::{ConfigError, StoreError, ValidationError};

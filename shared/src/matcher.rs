@@ -25,6 +25,9 @@ pub const LEASE_TTL: Duration = Duration::from_secs(5);
 const SWEEP_LIMIT: u64 = 1000;
 /// Expired records removed per tick.
 const HOUSEKEEPING_LIMIT: u64 = 1000;
+/// How long one tick keeps calling a rated world's matcher step while
+/// anchors are due (each call is bounded; this bounds the tick).
+const RATED_BUDGET: Duration = Duration::from_millis(500);
 
 /// What one tick did in one world.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +46,13 @@ pub struct WorldTick {
 }
 
 impl WorldTick {
+    /// Rated worlds: the mean spread (highest minus lowest rating) of the
+    /// matches this tick formed; `None` without rated matches.
+    pub fn mean_spread(&self) -> Option<f64> {
+        let spreads: Vec<f64> = self.formed.iter().filter_map(|m| m.spread).collect();
+        (!spreads.is_empty()).then(|| spreads.iter().sum::<f64>() / spreads.len() as f64)
+    }
+
     pub fn matches_formed(&self) -> u64 {
         self.formed.len() as u64
     }
@@ -70,8 +80,19 @@ pub struct TickReport {
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn tick<P: Pusher>(store: &MatchStore, pusher: &P) -> Result<TickReport, StoreError> {
     let mut worlds = Vec::with_capacity(store.settings().worlds.len());
+    let started = Instant::now();
     for world in store.settings().worlds.iter() {
-        let batch = store.form_matches(world, 0).await?;
+        let mut batch = store.form_matches(world, 0).await?;
+        // A rated world tries a bounded number of anchors per call: call
+        // again while more are due, within the tick's budget.
+        while batch.more_due && started.elapsed() < RATED_BUDGET {
+            let next = store.form_matches(world, 0).await?;
+            batch.matches.extend(next.matches);
+            batch.expired += next.expired;
+            batch.removed += next.removed;
+            batch.queue_size = next.queue_size;
+            batch.more_due = next.more_due;
+        }
         let expired = store.sweep_expired_tickets(world, SWEEP_LIMIT).await?;
         worlds.push(WorldTick {
             world: world.name.clone(),

@@ -11,7 +11,7 @@ use crate::config::World;
 use crate::delivery::{deliver_now, Pusher};
 use crate::domain::{
     ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, PlayerId, PlayerStatus,
-    QueuePosition, QueueStatus, ServerMessage, TicketData,
+    QueuePosition, QueueStatus, Rating, ServerMessage, TicketData, WorldName,
 };
 use crate::error::StoreError;
 use crate::store::{Heartbeat, MatchStore, Registered, Unregistered};
@@ -34,8 +34,9 @@ pub async fn join_and_notify<P: Pusher>(
     world: &World,
     player: &PlayerId,
     data: Option<&TicketData>,
+    claimed: Option<Rating>,
 ) -> Result<JoinOutcome, StoreError> {
-    let outcome = store.join(world, player, data).await?;
+    let outcome = store.join(world, player, data, claimed).await?;
     match &outcome {
         JoinOutcome::Queued(q) => push_queued(store, pusher, player, q).await,
         JoinOutcome::Matched { notifications, .. } => {
@@ -49,7 +50,9 @@ pub async fn join_and_notify<P: Pusher>(
         }
         JoinOutcome::AlreadyQueued(_)
         | JoinOutcome::QueueFull { .. }
-        | JoinOutcome::NotConnected { .. } => {}
+        | JoinOutcome::NotConnected { .. }
+        | JoinOutcome::RatingRequired { .. }
+        | JoinOutcome::InvalidRating { .. } => {}
     }
     Ok(outcome)
 }
@@ -183,4 +186,44 @@ pub async fn disconnect(
     connection: &ConnectionId,
 ) -> Result<Unregistered, StoreError> {
     store.unregister_connection(connection).await
+}
+
+/// What writing a rating came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RatingWrite {
+    /// Stored; the rating it replaced, if any.
+    Stored { previous: Option<Rating> },
+    /// The caller's token does not carry the configured writer scope (or no
+    /// writer scope is configured); nothing changed.
+    Forbidden,
+    /// Outside the configured range; nothing changed.
+    OutOfRange { min: f64, max: f64 },
+}
+
+/// Writes `player`'s rating to the trusted ratings store, for `world` or
+/// (`None`) every world, if the caller's token carries the configured writer
+/// scope. `caller_scopes` are the verified token's scopes.
+pub async fn set_rating(
+    store: &MatchStore,
+    caller_scopes: &[&str],
+    player: &PlayerId,
+    world: Option<&WorldName>,
+    rating: Rating,
+) -> Result<RatingWrite, StoreError> {
+    let settings = &store.settings().ratings;
+    let allowed = settings
+        .writer_scope
+        .as_deref()
+        .is_some_and(|scope| caller_scopes.contains(&scope));
+    if !allowed {
+        return Ok(RatingWrite::Forbidden);
+    }
+    if !(settings.min..=settings.max).contains(&rating.value()) {
+        return Ok(RatingWrite::OutOfRange {
+            min: settings.min,
+            max: settings.max,
+        });
+    }
+    let previous = store.set_rating(player, world, rating).await?;
+    Ok(RatingWrite::Stored { previous })
 }

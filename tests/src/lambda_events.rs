@@ -58,7 +58,10 @@ pub async fn pre_join(store: &MatchStore, world: &str, p: &str) -> JoinOutcome {
         .worlds
         .get(world)
         .expect("configured world");
-    store.join(world, &player(p), None).await.expect("join")
+    store
+        .join(world, &player(p), None, None)
+        .await
+        .expect("join")
 }
 
 /// Runs `call` against a Redis that is down and asserts the documented 503:

@@ -43,6 +43,11 @@ macro_rules! for_each_scenario {
             presence_decides_who_waits_and_who_is_matched,
             a_new_connection_gets_a_recent_match_again,
             nobody_is_matched_or_shown_past_their_deadline,
+            rated_matches_form_within_the_anchors_window,
+            a_rated_window_widens_with_wait_and_relaxes,
+            equally_rated_players_are_taken_oldest_first,
+            ratings_come_from_the_store_then_the_claim_then_the_default,
+            rated_tickets_leave_expire_and_disconnect_cleanly,
         );
     };
 }
@@ -89,7 +94,7 @@ fn world<'a>(store: &'a MatchStore, name: &str) -> &'a shared::World {
 
 async fn join(store: &MatchStore, w: &str, p: &str) -> JoinOutcome {
     store
-        .join(world(store, w), &player(p), None)
+        .join(world(store, w), &player(p), None, None)
         .await
         .expect("join")
 }
@@ -346,8 +351,11 @@ pub async fn ticket_data_reaches_the_match(env: &Env) {
         &serde_json::json!({"mmr": 1234567890123456789u64, "tags": [], "o": {}}),
     )
     .unwrap();
-    store.join(duel, &player("a"), Some(&data)).await.unwrap();
-    let record = match store.join(duel, &player("b"), None).await.unwrap() {
+    store
+        .join(duel, &player("a"), Some(&data), None)
+        .await
+        .unwrap();
+    let record = match store.join(duel, &player("b"), None, None).await.unwrap() {
         JoinOutcome::Matched { record, .. } => record,
         other => panic!("{other:?}"),
     };
@@ -789,8 +797,15 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             k.outbox(),
             k.match_seq(),
             k.presence(),
+            k.player_ratings(),
         ];
-        v.extend([wk.queue.clone(), wk.deadlines.clone(), wk.rate.clone()]);
+        v.extend([
+            wk.queue.clone(),
+            wk.deadlines.clone(),
+            wk.rate.clone(),
+            wk.ratings.clone(),
+            wk.due.clone(),
+        ]);
         v
     };
     let match_keys = vec![
@@ -804,9 +819,16 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         k.outbox(),
         k.match_seq(),
         k.presence(),
+        wk.ratings.clone(),
+        wk.due.clone(),
     ];
     let good_join = [
-        "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "world1",
+        "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "fifo", "", "", "", "", "", "",
+        "", "0", "10", "world1",
+    ];
+    let good_rated = [
+        "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "rating", "50", "10", "400",
+        "60000", "1000", "1500", "", "0", "3000", "world1",
     ];
     let mut cases: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -821,29 +843,68 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (6, "-5"),
         (7, "1.5"),
         (9, "2"),
+        (10, "elo"),
     ] {
         let mut args = s(&good_join);
         args[i] = bad.to_string();
         cases.push(("join.lua", join_keys.clone(), args));
     }
-    cases.push(("join.lua", join_keys[..10].to_vec(), s(&good_join)));
+    for (i, bad) in [
+        (11, "-1"),
+        (12, "x"),
+        (13, "10"),
+        (15, "0"),
+        (16, "high"),
+        (17, "1.5e"),
+        (18, "5000"),
+    ] {
+        let mut args = s(&good_rated);
+        args[i] = bad.to_string();
+        cases.push(("join.lua", join_keys.clone(), args));
+    }
+    cases.push(("join.lua", join_keys[..12].to_vec(), s(&good_join)));
+    let fifo_tail = ["fifo", "", "", "", "", ""];
+    for head in [
+        ["", "3", "60000", "0", "1000", "0"],
+        ["world1", "1", "60000", "0", "1000", "0"],
+        ["world1", "3", "0", "0", "1000", "0"],
+        ["world1", "3", "60000", "0", "-1", "0"],
+        ["world1", "3", "60000", "0", "1000", "yes"],
+    ] {
+        let mut args = s(&head);
+        args.extend(s(&fifo_tail));
+        cases.push(("form_matches.lua", match_keys.clone(), args));
+    }
     for args in [
-        s(&["", "3", "60000", "0", "1000", "0"]),
-        s(&["world1", "1", "60000", "0", "1000", "0"]),
-        s(&["world1", "3", "0", "0", "1000", "0"]),
-        s(&["world1", "3", "60000", "0", "-1", "0"]),
-        s(&["world1", "3", "60000", "0", "1000", "yes"]),
+        s(&[
+            "world1", "3", "60000", "0", "1000", "0", "rating", "50", "10", "400", "60000", "1000",
+        ]),
+        s(&[
+            "world1", "3", "60000", "5", "1000", "0", "rating", "50", "10", "40", "60000", "1000",
+        ]),
+        s(&[
+            "world1", "3", "60000", "5", "1000", "0", "elo", "", "", "", "", "",
+        ]),
     ] {
         cases.push(("form_matches.lua", match_keys.clone(), args));
     }
-    cases.push((
-        "leave.lua",
-        vec![wk.queue.clone(), wk.deadlines.clone(), k.tickets()],
-        s(&["", "world1"]),
-    ));
+    let leave_keys = vec![
+        wk.queue.clone(),
+        wk.deadlines.clone(),
+        k.tickets(),
+        wk.ratings.clone(),
+        wk.due.clone(),
+    ];
+    cases.push(("leave.lua", leave_keys, s(&["", "world1"])));
     cases.push((
         "drop_stale_ticket.lua",
-        vec![k.tickets(), wk.queue.clone(), wk.deadlines.clone()],
+        vec![
+            k.tickets(),
+            wk.queue.clone(),
+            wk.deadlines.clone(),
+            wk.ratings.clone(),
+            wk.due.clone(),
+        ],
         s(&["", "world1"]),
     ));
     cases.push((
@@ -853,9 +914,20 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             wk.deadlines.clone(),
             k.tickets(),
             k.outbox(),
+            wk.ratings.clone(),
+            wk.due.clone(),
         ],
         s(&["world1", "0"]),
     ));
+    for args in [
+        s(&["*", "p", "5000", "0", "3000"]),
+        s(&["*", "p", "x", "0", "3000"]),
+        s(&["w|x", "p", "1", "0", "3000"]),
+        s(&["*", "", "1", "0", "3000"]),
+        s(&["*", "p", "1", "10", "3"]),
+    ] {
+        cases.push(("rating_set.lua", vec![k.player_ratings()], args));
+    }
     let claim_keys = vec![
         k.outbox(),
         k.outbox_meta(),
@@ -907,6 +979,8 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             k.tickets(),
             wk.queue.clone(),
             wk.deadlines.clone(),
+            wk.ratings.clone(),
+            wk.due.clone(),
         ],
         s(&["c", "maybe", "world1"]),
     ));
@@ -934,11 +1008,18 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         vec![k.matcher_lease()],
         s(&["", "1000"]),
     ));
-    cases.push((
-        "queue_status.lua",
-        vec![wk.queue.clone(), wk.rate.clone(), k.tickets()],
-        s(&["-1"]),
-    ));
+    for args in [s(&["-1", "5"]), s(&["1000", "0"])] {
+        cases.push((
+            "queue_status.lua",
+            vec![
+                wk.queue.clone(),
+                wk.rate.clone(),
+                k.tickets(),
+                wk.ratings.clone(),
+            ],
+            args,
+        ));
+    }
 
     let before = snapshot(&store).await;
     for (name, keys, args) in cases {
@@ -1125,7 +1206,10 @@ pub async fn a_new_connection_gets_a_recent_match_again(env: &Env) {
     assert_eq!(claimed[0].record.as_ref(), Some(&record));
     assert_eq!(claimed[0].targets.len(), 1);
     assert_eq!(claimed[0].targets[0].player, player("a"));
-    assert_eq!(claimed[0].targets[0].connections, std::slice::from_ref(&conn));
+    assert_eq!(
+        claimed[0].targets[0].connections,
+        std::slice::from_ref(&conn)
+    );
     // A player without a recent match gets nothing replayed.
     let other = store
         .register_connection(&shared::ConnectionId::parse("c1").unwrap(), &player("c"))
@@ -1190,6 +1274,330 @@ pub async fn nobody_is_matched_or_shown_past_their_deadline(env: &Env) {
     }
 }
 
+/// A rated world's rule set: `team` players, window `base` widening
+/// `per_sec` up to `max`, no limit after `relax` seconds.
+fn rated_rules(team: u32, base: f64, per_sec: f64, max: f64, relax: f64, extra: &str) -> String {
+    format!(
+        r#"{{{extra}"worlds": [{{"name": "ranked", "teamSize": {team}, "mode": "rating",
+            "rating": {{"baseWindow": {base}, "widenPerSecond": {per_sec},
+                        "maxWindow": {max}, "relaxAfterSeconds": {relax}}}}}]}}"#
+    )
+}
+
+fn rating(r: f64) -> shared::Rating {
+    shared::Rating::new(r).expect("finite")
+}
+
+async fn join_rated(store: &MatchStore, p: &str, r: f64) -> JoinOutcome {
+    store
+        .join(world(store, "ranked"), &player(p), None, Some(rating(r)))
+        .await
+        .expect("join")
+}
+
+async fn zcard_of(store: &MatchStore, key: String) -> u64 {
+    zcard(store, &key).await
+}
+
+/// A rated join is matched only with players inside its window (the base
+/// window, for a new ticket), nearest first; the record carries everyone's
+/// rating and the spread; a waiting rated ticket shows its rating and window.
+pub async fn rated_matches_form_within_the_anchors_window(env: &Env) {
+    let store = env.store_with(
+        "rated-window",
+        "",
+        &[("MM_RULES", &rated_rules(2, 50.0, 100.0, 400.0, 60.0, ""))],
+    );
+    assert_eq!(queued_at(&join_rated(&store, "a", 1500.0).await), (1, 1));
+    // b is 200 away from a: outside b's base window of 50.
+    assert_eq!(queued_at(&join_rated(&store, "b", 1700.0).await), (2, 2));
+    // c is 20 away from a (and 180 from b): matched with a.
+    let record = match join_rated(&store, "c", 1520.0).await {
+        JoinOutcome::Matched { record, .. } => record,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(record.participants, [player("a"), player("c")]);
+    assert_eq!(record.spread, Some(20.0));
+    let ratings = record.ratings.expect("ratings");
+    assert_eq!(
+        (ratings["a"], ratings["c"]),
+        (rating(1500.0), rating(1520.0))
+    );
+    match store.player_status(&player("b")).await.unwrap() {
+        PlayerStatus::Queued(q) => {
+            let rated = q.rated.expect("a rated ticket shows its rating");
+            assert_eq!(rated.rating, rating(1700.0));
+            let window = rated.rating_window.expect("not relaxed");
+            assert!((50.0..=400.0).contains(&window), "{window}");
+            assert!(rated.relaxes_in_seconds <= 60);
+            assert_eq!((q.position, q.queue_size), (1, 1));
+        }
+        other => panic!("{other:?}"),
+    }
+    let status = store.queue_status(world(&store, "ranked")).await.unwrap();
+    let dist = status.ratings.expect("a rated world shows its ratings");
+    assert_eq!(
+        (dist.lowest, dist.highest),
+        (rating(1700.0), rating(1700.0))
+    );
+    assert_eq!(dist.buckets.iter().map(|b| b.count).sum::<u64>(), 1);
+}
+
+/// An anchor's window widens with its own wait; past the relax time it takes
+/// the nearest players whatever their rating. Matches form on the matcher's
+/// step, oldest anchor first.
+pub async fn a_rated_window_widens_with_wait_and_relaxes(env: &Env) {
+    let store = env.store_with(
+        "rated-relax",
+        "",
+        &[
+            ("MM_RULES", &rated_rules(2, 10.0, 100.0, 300.0, 3.0, "")),
+            ("MM_INSTANT_MATCH", "false"),
+        ],
+    );
+    let ranked = world(&store, "ranked");
+    join_rated(&store, "low", 1000.0).await;
+    join_rated(&store, "high", 2000.0).await;
+    let joined = redis_now_ms(&store).await;
+    // 1000 apart: no window reaches before the relax time (max 300).
+    let formed = eventually(
+        "a match after the relax time",
+        Duration::from_secs(20),
+        || async {
+            let batch = store.form_matches(ranked, 0).await.unwrap();
+            let now = redis_now_ms(&store).await;
+            if batch.matches.is_empty() {
+                return None;
+            }
+            Some((batch, now))
+        },
+    )
+    .await;
+    let (batch, at) = formed;
+    assert!(
+        at >= joined + 2_500,
+        "matched only {} ms after joining",
+        at - joined
+    );
+    let m = &batch.matches[0];
+    assert_eq!(m.participants, [player("low"), player("high")]);
+    assert_eq!(m.spread, Some(1000.0));
+
+    // A window that widened enough matches before the relax time: 150
+    // apart, the base is 10 and it widens 100/s.
+    join_rated(&store, "p", 1500.0).await;
+    join_rated(&store, "q", 1650.0).await;
+    let batch = eventually("the widened window", Duration::from_secs(20), || async {
+        let b = store.form_matches(ranked, 0).await.unwrap();
+        (!b.matches.is_empty()).then_some(b)
+    })
+    .await;
+    assert_eq!(batch.matches[0].participants, [player("p"), player("q")]);
+    assert_eq!(
+        zcard_of(&store, store.keys().world(&ranked.name).ratings).await,
+        0
+    );
+    assert_eq!(
+        zcard_of(&store, store.keys().world(&ranked.name).due).await,
+        0
+    );
+}
+
+/// Among equally rated players (everyone on the default rating), the oldest
+/// are taken first, whatever their ids.
+pub async fn equally_rated_players_are_taken_oldest_first(env: &Env) {
+    let store = env.store_with(
+        "rated-ties",
+        "",
+        &[
+            (
+                "MM_RULES",
+                &rated_rules(3, 0.0, 0.0, 0.0, 60.0, r#""ratings": {"default": 1500},"#),
+            ),
+            ("MM_INSTANT_MATCH", "false"),
+        ],
+    );
+    let ranked = world(&store, "ranked");
+    // Ids in reverse alphabetical order of joining.
+    for p in ["z1", "y2", "x3", "w4", "v5"] {
+        store
+            .join(ranked, &player(p), None, None)
+            .await
+            .expect("join");
+    }
+    let batch = eventually(
+        "the first anchors to be due",
+        Duration::from_secs(10),
+        || async {
+            let b = store.form_matches(ranked, 0).await.unwrap();
+            (!b.matches.is_empty()).then_some(b)
+        },
+    )
+    .await;
+    assert_eq!(batch.matches.len(), 1);
+    assert_eq!(
+        batch.matches[0].participants,
+        [player("z1"), player("y2"), player("x3")]
+    );
+    assert_eq!(batch.matches[0].spread, Some(0.0));
+    assert_eq!(batch.queue_size, 2);
+}
+
+/// A rated world's rating is the ratings store's entry for the world, else
+/// its entry for every world, else the verified claim, else the default;
+/// without any, or out of range, the join is refused and writes nothing.
+pub async fn ratings_come_from_the_store_then_the_claim_then_the_default(env: &Env) {
+    let rules = rated_rules(
+        2,
+        0.0,
+        0.0,
+        0.0,
+        60.0,
+        r#""ratings": {"min": 0, "max": 3000, "writerScope": "ratings.write"},"#,
+    );
+    let store = env.store_with("rated-sources", "", &[("MM_RULES", &rules)]);
+    let ranked = world(&store, "ranked");
+    let shown = |outcome: JoinOutcome| match outcome {
+        JoinOutcome::Queued(q) => q.rated.expect("rated").rating,
+        other => panic!("{other:?}"),
+    };
+    // No store entry, no claim, no default: refused.
+    let before = snapshot(&store).await;
+    assert_eq!(
+        store.join(ranked, &player("n"), None, None).await.unwrap(),
+        JoinOutcome::RatingRequired {
+            world_type: world_name("ranked")
+        }
+    );
+    assert_eq!(snapshot(&store).await, before);
+    // The claim is used when the store has nothing.
+    assert_eq!(
+        shown(
+            store
+                .join(ranked, &player("c"), None, Some(rating(1234.0)))
+                .await
+                .unwrap()
+        ),
+        rating(1234.0)
+    );
+    store.leave(ranked, &player("c")).await.unwrap();
+    // The store wins over the claim; the world's own entry over "every world".
+    store
+        .set_rating(&player("c"), None, rating(1800.0))
+        .await
+        .unwrap();
+    assert_eq!(
+        shown(
+            store
+                .join(ranked, &player("c"), None, Some(rating(1234.0)))
+                .await
+                .unwrap()
+        ),
+        rating(1800.0)
+    );
+    store.leave(ranked, &player("c")).await.unwrap();
+    let previous = store
+        .set_rating(&player("c"), Some(&world_name("ranked")), rating(2100.5))
+        .await
+        .unwrap();
+    assert_eq!(previous, None);
+    assert_eq!(
+        shown(
+            store
+                .join(ranked, &player("c"), None, Some(rating(1234.0)))
+                .await
+                .unwrap()
+        ),
+        rating(2100.5)
+    );
+    // A stored rating outside today's range (the range changed) is refused.
+    let narrow = env.store_with(
+        "rated-sources",
+        "",
+        &[(
+            "MM_RULES",
+            &rated_rules(
+                2,
+                0.0,
+                0.0,
+                0.0,
+                60.0,
+                r#""ratings": {"min": 0, "max": 2000},"#,
+            ),
+        )],
+    );
+    let before = snapshot(&narrow).await;
+    assert_eq!(
+        narrow
+            .join(world(&narrow, "ranked"), &player("c2"), None, None)
+            .await
+            .unwrap(),
+        JoinOutcome::RatingRequired {
+            world_type: world_name("ranked")
+        }
+    );
+    narrow
+        .set_rating(&player("d"), None, rating(1999.0))
+        .await
+        .unwrap();
+    store
+        .set_rating(&player("d"), None, rating(2500.0))
+        .await
+        .unwrap();
+    let before_d = snapshot(&narrow).await;
+    assert_eq!(
+        narrow
+            .join(world(&narrow, "ranked"), &player("d"), None, None)
+            .await
+            .unwrap(),
+        JoinOutcome::InvalidRating {
+            world_type: world_name("ranked"),
+            rating: rating(2500.0)
+        }
+    );
+    assert_eq!(snapshot(&narrow).await, before_d);
+    let _ = before;
+}
+
+/// Leaving, expiring and the last disconnect take a rated ticket out of the
+/// world's ratings and due sets too.
+pub async fn rated_tickets_leave_expire_and_disconnect_cleanly(env: &Env) {
+    let rules = r#"{"worlds": [{"name": "ranked", "teamSize": 5, "mode": "rating", "ticketTtlSeconds": 1,
+        "rating": {"baseWindow": 10, "widenPerSecond": 1, "maxWindow": 20, "relaxAfterSeconds": 60}}]}"#;
+    let store = env.store_with("rated-cleanup", "", &[("MM_RULES", rules)]);
+    let ranked = world(&store, "ranked");
+    let wk = store.keys().world(&ranked.name);
+    for (p, r) in [("l", 1000.0), ("e", 1100.0), ("d", 1200.0)] {
+        join_rated(&store, p, r).await;
+    }
+    store
+        .register_connection(
+            &shared::ConnectionId::parse("conn-d").unwrap(),
+            &player("d"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(zcard(&store, &wk.ratings).await, 3);
+    assert!(matches!(
+        store.leave(ranked, &player("l")).await.unwrap(),
+        LeaveOutcome::Left { .. }
+    ));
+    store
+        .unregister_connection(&shared::ConnectionId::parse("conn-d").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(zcard(&store, &wk.ratings).await, 1, "only e is left");
+    assert_eq!(zcard(&store, &wk.due).await, 1);
+    eventually("e to expire", Duration::from_secs(10), || async {
+        let swept = store.sweep_expired_tickets(ranked, 10).await.unwrap();
+        (!swept.is_empty()).then_some(())
+    })
+    .await;
+    assert_eq!(zcard(&store, &wk.ratings).await, 0);
+    assert_eq!(zcard(&store, &wk.due).await, 0);
+    assert_eq!(zcard(&store, &wk.queue).await, 0);
+}
+
 /// Keys of a namespace all carry its hash tag (checked on the raw key space).
 pub async fn keys_stay_in_the_namespace(store: &MatchStore, all_keys: &[String]) {
     let prefix = store.keys().prefix();
@@ -1218,11 +1626,32 @@ struct PlayerLedger {
     left: u64,
 }
 
+/// The worlds of the concurrency invariant: three FIFO worlds and a rated
+/// one (window from 100, widening 50/s, no limit after 2 s, so its groups
+/// keep forming while clients churn).
+pub const INVARIANT_RULES: &str = r#"{"worlds": [
+    {"name": "world1", "teamSize": 3},
+    {"name": "world2", "teamSize": 2},
+    {"name": "world3", "teamSize": 5},
+    {"name": "ranked", "teamSize": 4, "mode": "rating",
+     "rating": {"baseWindow": 100, "widenPerSecond": 50, "maxWindow": 400, "relaxAfterSeconds": 2}}
+]}"#;
+
+/// A player's fixed rating in the invariant run (1000..=2000).
+fn invariant_rating(p: &str) -> shared::Rating {
+    let hash = p
+        .bytes()
+        .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    shared::Rating::new(1000.0 + (hash % 1001) as f64).expect("finite")
+}
+
 /// The concurrency invariant: `clients` tasks join, leave and ask for status
 /// at random while `matchers` tasks form matches, for `operations` client
-/// operations in total. Afterwards, every ticket is accounted for exactly
-/// once (matched, left, expired or still queued), every match has exactly N
-/// distinct players of its world, and positions are exactly 1..n.
+/// operations in total, in FIFO and rated worlds. Afterwards, every ticket is
+/// accounted for exactly once (matched, left, expired or still queued), every
+/// match has exactly N distinct players of its world (rated ones with every
+/// participant's rating and the right spread), and positions are exactly
+/// 1..n.
 pub async fn concurrency_invariants(
     env: &Env,
     ns: &str,
@@ -1230,8 +1659,7 @@ pub async fn concurrency_invariants(
     matchers: usize,
     operations: u64,
 ) -> InvariantReport {
-    let worlds = "world1:3,world2:2,world3:5";
-    let store = env.store(ns, worlds);
+    let store = env.store_with(ns, "", &[("MM_RULES", INVARIANT_RULES)]);
     let world_names: Vec<String> = store
         .settings()
         .worlds
@@ -1283,7 +1711,11 @@ pub async fn concurrency_invariants(
                 let w = &world_names[rng.random_range(0..world_names.len())];
                 let wc = store.settings().worlds.get(w).expect("world");
                 match rng.random_range(0..100) {
-                    0..45 => match store.join(wc, &id, None).await.expect("join") {
+                    0..45 => match store
+                        .join(wc, &id, None, Some(invariant_rating(p)))
+                        .await
+                        .expect("join")
+                    {
                         JoinOutcome::Queued(q) => {
                             assert!(q.position >= 1 && q.position <= q.queue_size, "{q:?}");
                             ledger.lock().unwrap().entry(p.clone()).or_default().tickets += 1;
@@ -1300,6 +1732,10 @@ pub async fn concurrency_invariants(
                         JoinOutcome::AlreadyQueued(q) => assert!(q.position >= 1, "{q:?}"),
                         JoinOutcome::QueueFull { .. } => panic!("no capacity configured"),
                         JoinOutcome::NotConnected { .. } => panic!("no world requires presence"),
+                        other @ (JoinOutcome::RatingRequired { .. }
+                        | JoinOutcome::InvalidRating { .. }) => {
+                            panic!("every player has a rating: {other:?}")
+                        }
                     },
                     45..70 => match store.leave(wc, &id).await.expect("leave") {
                         LeaveOutcome::Left {
@@ -1333,6 +1769,26 @@ pub async fn concurrency_invariants(
     done.store(true, Ordering::Relaxed);
     for t in matcher_tasks {
         t.await.expect("matcher task");
+    }
+    // A rated world may hold a full group whose players are outside each
+    // other's windows; once the oldest anchor relaxes (2 s), it is matched.
+    for w in store
+        .settings()
+        .worlds
+        .iter()
+        .filter(|w| w.rating().is_some())
+    {
+        let wk = store.keys().world(&w.name);
+        eventually(
+            "the rated world to hold less than a group",
+            Duration::from_secs(30),
+            || async {
+                let batch = store.form_matches(w, 0).await.expect("form matches");
+                formed.lock().unwrap().extend(batch.matches);
+                (zcard(&store, &wk.queue).await < u64::from(w.team_size)).then_some(())
+            },
+        )
+        .await;
     }
     // Nothing expires in this run (10-minute tickets), but account for it anyway.
     let mut expired: HashMap<String, u64> = HashMap::new();
@@ -1382,6 +1838,27 @@ pub async fn concurrency_invariants(
         for p in &m.participants {
             *per_player_matches.entry(p.as_str()).or_default() += 1;
         }
+        match w.rating() {
+            None => assert!(m.ratings.is_none() && m.spread.is_none(), "{m:?}"),
+            Some(_) => {
+                // Every participant with the rating they joined with, and
+                // the spread of exactly those ratings.
+                let ratings = m.ratings.as_ref().expect("a rated match has ratings");
+                assert_eq!(ratings.len(), w.team_size as usize, "{m:?}");
+                let values: Vec<f64> = m
+                    .participants
+                    .iter()
+                    .map(|p| {
+                        let r = ratings[p.as_str()];
+                        assert_eq!(r, invariant_rating(p), "{p} in {m:?}");
+                        r.value()
+                    })
+                    .collect();
+                let spread = values.iter().cloned().fold(f64::MIN, f64::max)
+                    - values.iter().cloned().fold(f64::MAX, f64::min);
+                assert_eq!(m.spread, Some(spread), "{m:?}");
+            }
+        }
     }
 
     // Queue state is consistent across the queue, deadline and ticket structures.
@@ -1395,6 +1872,27 @@ pub async fn concurrency_invariants(
             .unwrap();
         let deadlines: u64 = zcard(&store, &wk.deadlines).await;
         assert_eq!(deadlines, members.len() as u64, "deadlines of {}", w.name);
+        // Rated worlds: every waiting ticket has exactly one rating entry
+        // (under its sequence) and one due time; FIFO worlds have neither.
+        let rated: Vec<String> = store
+            .command(redis::cmd("ZRANGE").arg(&wk.ratings).arg(0).arg(-1))
+            .await
+            .unwrap();
+        let due: Vec<String> = store
+            .command(redis::cmd("ZRANGE").arg(&wk.due).arg(0).arg(-1))
+            .await
+            .unwrap();
+        if w.rating().is_some() {
+            let mut from_ratings: Vec<String> = rated.iter().map(|m| m[13..].to_owned()).collect();
+            let (mut expected, mut due) = (members.clone(), due);
+            from_ratings.sort();
+            expected.sort();
+            due.sort();
+            assert_eq!(from_ratings, expected, "ratings of {}", w.name);
+            assert_eq!(due, expected, "due of {}", w.name);
+        } else {
+            assert!(rated.is_empty() && due.is_empty(), "{} is FIFO", w.name);
+        }
         for (i, p) in members.iter().enumerate() {
             assert!(
                 queued.insert(p.clone(), w.name.to_string()).is_none(),

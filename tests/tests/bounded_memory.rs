@@ -115,7 +115,7 @@ async fn burst(store: &MatchStore, server: &ConnectionsServer, round: u64) -> Bu
                     store.register_connection(&conn, &id).await.unwrap();
                 }
                 let w = world(&store, worlds[roll as usize % worlds.len()]);
-                match store.join(w, &id, None).await.unwrap() {
+                match store.join(w, &id, None, None).await.unwrap() {
                     JoinOutcome::Matched { .. } => {
                         matched.fetch_add(1, Ordering::Relaxed);
                     }
@@ -128,7 +128,7 @@ async fn burst(store: &MatchStore, server: &ConnectionsServer, round: u64) -> Bu
                     }
                     JoinOutcome::Queued(q) => assert!(q.queue_size <= CAPACITY, "{q:?}"),
                     JoinOutcome::AlreadyQueued(q) => panic!("fresh player already queued: {q:?}"),
-                    JoinOutcome::NotConnected { .. } => panic!("no world requires presence"),
+                    other => panic!("unexpected join outcome: {other:?}"),
                 }
                 if roll % 10 == 0
                     && matches!(
@@ -206,13 +206,13 @@ async fn a_burst_returns_to_the_key_entry_and_memory_baseline() {
                 .await
                 .unwrap();
             store
-                .join(world(&store, world_name), &player(&p), None)
+                .join(world(&store, world_name), &player(&p), None, None)
                 .await
                 .unwrap();
         }
     }
     store
-        .join(world(&store, "big"), &player("warm-big"), None)
+        .join(world(&store, "big"), &player("warm-big"), None, None)
         .await
         .unwrap();
     store
@@ -303,7 +303,7 @@ async fn a_ticket_of_a_world_removed_from_the_configuration_does_not_strand_the_
     let before = env.store("removed-world", "world1:3,old:3:1");
     let stranded = player("stranded");
     let queued = before
-        .join(world(&before, "old"), &stranded, None)
+        .join(world(&before, "old"), &stranded, None, None)
         .await
         .unwrap();
     assert!(matches!(queued, JoinOutcome::Queued(_)), "{queued:?}");
@@ -321,7 +321,7 @@ async fn a_ticket_of_a_world_removed_from_the_configuration_does_not_strand_the_
     let outcome = loop {
         tick(&after, &pusher).await;
         let outcome = after
-            .join(world(&after, "world1"), &stranded, None)
+            .join(world(&after, "world1"), &stranded, None, None)
             .await
             .unwrap();
         if matches!(outcome, JoinOutcome::Queued(_)) || Instant::now() >= until {

@@ -129,7 +129,7 @@ async fn redis_killed_and_restarted_with_aof_while_64_clients_churn() {
                 let started = Instant::now();
                 let (kind, error) = match rng.random_range(0..100) {
                     0..45 => {
-                        let r = store.join(w, &id, None).await;
+                        let r = store.join(w, &id, None, None).await;
                         if let Ok(JoinOutcome::Matched { record, formed, .. }) = &r {
                             let mut log = log.lock().unwrap();
                             log.tell(&name, record);
@@ -399,7 +399,7 @@ async fn a_frozen_redis_fails_calls_at_the_timeout_and_recovers() {
     let store = store_on(&server, "frozen");
     let world = store.settings().worlds.get("world1").unwrap().clone();
     for p in ["a", "b"] {
-        store.join(&world, &player(p), None).await.unwrap();
+        store.join(&world, &player(p), None, None).await.unwrap();
     }
 
     let heartbeat = Heartbeat::start();
@@ -414,7 +414,7 @@ async fn a_frozen_redis_fails_calls_at_the_timeout_and_recovers() {
                 let started = Instant::now();
                 let id = player(&format!("f{round}-{i}"));
                 let result = match i % 3 {
-                    0 => store.join(&world, &id, None).await.map(|_| ()),
+                    0 => store.join(&world, &id, None, None).await.map(|_| ()),
                     1 => store.leave(&world, &id).await.map(|_| ()),
                     _ => store.player_status(&id).await.map(|_| ()),
                 };
@@ -461,7 +461,7 @@ async fn a_frozen_redis_fails_calls_at_the_timeout_and_recovers() {
         );
     }
     eprintln!("frozen joins applied after the thaw although answered as unavailable: {applied:?}");
-    let c = store.join(&world, &player("c"), None).await.unwrap();
+    let c = store.join(&world, &player("c"), None, None).await.unwrap();
     assert!(
         matches!(c, JoinOutcome::Queued(_) | JoinOutcome::Matched { .. }),
         "{c:?}"
@@ -496,7 +496,7 @@ async fn a_cold_start_during_an_outage_recovers_without_a_restart() {
     for _ in 0..3 {
         let started = Instant::now();
         let err = store
-            .join(&world, &player("early"), None)
+            .join(&world, &player("early"), None, None)
             .await
             .expect_err("Redis is down");
         assert!(err.is_unavailable(), "{err:?}");
@@ -518,7 +518,7 @@ async fn a_cold_start_during_an_outage_recovers_without_a_restart() {
     .unwrap();
     let back = Instant::now();
     let outcome = loop {
-        match store.join(&world, &player("early"), None).await {
+        match store.join(&world, &player("early"), None, None).await {
             Ok(outcome) => break outcome,
             Err(e) => assert!(e.is_unavailable(), "{e:?}"),
         }

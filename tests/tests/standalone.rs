@@ -59,7 +59,7 @@ async fn redis_down_is_reported_as_unavailable() {
     let world = store.settings().worlds.get("world1").unwrap().clone();
     let started = std::time::Instant::now();
     let err = store
-        .join(&world, &scenarios::player("a"), None)
+        .join(&world, &scenarios::player("a"), None, None)
         .await
         .expect_err("Redis is down");
     assert!(err.is_unavailable(), "{err:?}");
@@ -77,7 +77,7 @@ async fn a_connection_dropped_while_idle_is_replaced_transparently() {
     let store = env(&server).store_with("idle", "world1:3", &[("REDIS_IDLE_CHECK_MS", "50")]);
     let world = store.settings().worlds.get("world1").unwrap().clone();
     store
-        .join(&world, &scenarios::player("a"), None)
+        .join(&world, &scenarios::player("a"), None, None)
         .await
         .unwrap();
     for round in 0..3 {
@@ -96,7 +96,7 @@ async fn a_connection_dropped_while_idle_is_replaced_transparently() {
         // Let the connection sit idle past the check threshold.
         tokio::time::sleep(Duration::from_millis(80)).await;
         let outcome = store
-            .join(&world, &scenarios::player(&format!("p{round}")), None)
+            .join(&world, &scenarios::player(&format!("p{round}")), None, None)
             .await;
         assert!(outcome.is_ok(), "round {round}: {outcome:?}");
     }
@@ -116,7 +116,7 @@ async fn script_flush_mid_run_is_survived() {
                 .unwrap();
         }
         store
-            .join(&world, &scenarios::player(&format!("p{i}")), None)
+            .join(&world, &scenarios::player(&format!("p{i}")), None, None)
             .await
             .unwrap();
         store
@@ -150,11 +150,11 @@ async fn tls_connections_verify_the_server_certificate() {
     let store = shared::MatchStore::new(trusted).unwrap();
     let duel = store.settings().worlds.get("duel").unwrap().clone();
     store
-        .join(&duel, &scenarios::player("a"), None)
+        .join(&duel, &scenarios::player("a"), None, None)
         .await
         .unwrap();
     match store
-        .join(&duel, &scenarios::player("b"), None)
+        .join(&duel, &scenarios::player("b"), None, None)
         .await
         .unwrap()
     {

@@ -39,7 +39,16 @@ async fn fixture(server: &RedisServer, ns: &str, overrides: &[(&str, &str)]) -> 
     .expect("pusher");
     Fixture {
         app: App {
-            store: env.store_with(ns, WORLDS, overrides),
+            // A rule set replaces the MM_WORLDS shorthand.
+            store: env.store_with(
+                ns,
+                if overrides.iter().any(|(k, _)| *k == "MM_RULES") {
+                    ""
+                } else {
+                    WORLDS
+                },
+                overrides,
+            ),
             pusher,
         },
         connections,
@@ -442,4 +451,59 @@ async fn redis_down_answers_503_within_the_timeout() {
     server.kill();
     assert_unavailable(call(&fx, event(|_| {})), Duration::from_secs(3)).await;
     assert!(fx.pushes().is_empty());
+}
+
+/// A rated world for the rating-source tests: ratings from the `mmr` claim,
+/// in [0, 5000], no default.
+const RATED_RULES: &str = r#"{"ratings": {"claim": "mmr", "min": 0, "max": 5000},
+    "worlds": [{"name": "ranked", "teamSize": 2, "mode": "rating",
+                "rating": {"baseWindow": 50, "widenPerSecond": 5, "maxWindow": 300, "relaxAfterSeconds": 60}}]}"#;
+
+fn rated_join(sub: &str, mmr: Option<&str>, body: &str) -> Request {
+    let (sub, mmr, body) = (sub.to_owned(), mmr.map(str::to_owned), body.to_owned());
+    event(move |v| {
+        let claims = &mut v["requestContext"]["authorizer"]["jwt"]["claims"];
+        claims["sub"] = json!(sub);
+        if let Some(m) = mmr {
+            claims["mmr"] = json!(m);
+        }
+        v["body"] = json!(body);
+    })
+}
+
+/// In a rated world the rating comes from the verified claim (never from the
+/// body: ticket data stays opaque); a missing or unusable claim is refused
+/// with its own code and writes nothing; a rated match carries ratings and
+/// its spread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rated_joins_take_the_rating_from_the_verified_claim() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-rated", &[("MM_RULES", RATED_RULES)]).await;
+    let world = r#"{"worldType":"ranked","data":{"mmr":9999}}"#;
+    let (status, body) = call(&fx, rated_join("p1", Some("1500"), world)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"]["rating"], 1500.0,
+        "the claim, not the ticket data"
+    );
+    assert_eq!(body["data"]["ratingWindow"], 50.0);
+    assert_eq!(body["data"]["relaxesInSeconds"], 60);
+    let body = refused(&fx, rated_join("p2", None, world), 409, "RATING_REQUIRED").await;
+    assert_eq!(body["data"]["worldType"], "ranked");
+    for bad in ["high", "9000", "-3", "NaN"] {
+        let body = refused(
+            &fx,
+            rated_join("p3", Some(bad), world),
+            400,
+            "INVALID_RATING",
+        )
+        .await;
+        assert_eq!(body["data"]["source"], "claim", "{bad}");
+    }
+    let (status, body) = call(&fx, rated_join("p4", Some("1530"), world)).await;
+    assert_eq!(status, 200, "{body}");
+    let record = &body["data"]["match"];
+    assert_eq!(record["participants"], json!(["p1", "p4"]));
+    assert_eq!(record["ratings"], json!({"p1": 1500.0, "p4": 1530.0}));
+    assert_eq!(record["spread"], 30.0);
 }

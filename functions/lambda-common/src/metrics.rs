@@ -9,7 +9,7 @@ use shared::matcher::WorldTick;
 pub const NAMESPACE: &str = "Matchmaking";
 
 /// What one matcher tick saw and did in one world.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct WorldTickMetrics {
     pub world: String,
     pub matches_formed: u64,
@@ -21,6 +21,8 @@ pub struct WorldTickMetrics {
     pub expired_tickets: u64,
     /// Tickets removed because their player had no live connection.
     pub removed_tickets: u64,
+    /// Rated worlds: mean spread of the matches formed (none without).
+    pub mean_spread: Option<f64>,
 }
 
 impl From<&WorldTick> for WorldTickMetrics {
@@ -33,6 +35,7 @@ impl From<&WorldTick> for WorldTickMetrics {
             oldest_wait_ms: tick.oldest_wait_ms,
             expired_tickets: tick.expired_tickets,
             removed_tickets: tick.removed_tickets,
+            mean_spread: tick.mean_spread(),
         }
     }
 }
@@ -49,7 +52,7 @@ struct MetricDefinition {
 struct MetricDirective {
     namespace: &'static str,
     dimensions: [[&'static str; 1]; 1],
-    metrics: [MetricDefinition; 6],
+    metrics: Vec<MetricDefinition>,
 }
 
 #[derive(Serialize)]
@@ -72,28 +75,38 @@ struct EmfLine<'a> {
     oldest_wait_ms: u64,
     expired_tickets: u64,
     removed_tickets: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mean_spread: Option<f64>,
 }
 
 /// Renders `metrics` as one EMF JSON line (no trailing newline), stamped
 /// with `timestamp_ms` (Unix milliseconds).
 pub fn emf_line(metrics: &WorldTickMetrics, timestamp_ms: u64) -> String {
+    let mut definitions = vec![
+        count("MatchesFormed"),
+        count("PlayersMatched"),
+        count("QueueDepth"),
+        MetricDefinition {
+            name: "OldestWaitMs",
+            unit: "Milliseconds",
+        },
+        count("ExpiredTickets"),
+        count("RemovedTickets"),
+    ];
+    // Declared only when there is a value (a tick that formed rated matches).
+    if metrics.mean_spread.is_some() {
+        definitions.push(MetricDefinition {
+            name: "MeanSpread",
+            unit: "None",
+        });
+    }
     let line = EmfLine {
         aws: Metadata {
             timestamp: timestamp_ms,
             cloudwatch_metrics: [MetricDirective {
                 namespace: NAMESPACE,
                 dimensions: [["World"]],
-                metrics: [
-                    count("MatchesFormed"),
-                    count("PlayersMatched"),
-                    count("QueueDepth"),
-                    MetricDefinition {
-                        name: "OldestWaitMs",
-                        unit: "Milliseconds",
-                    },
-                    count("ExpiredTickets"),
-                    count("RemovedTickets"),
-                ],
+                metrics: definitions,
             }],
         },
         world: &metrics.world,
@@ -103,8 +116,9 @@ pub fn emf_line(metrics: &WorldTickMetrics, timestamp_ms: u64) -> String {
         oldest_wait_ms: metrics.oldest_wait_ms,
         expired_tickets: metrics.expired_tickets,
         removed_tickets: metrics.removed_tickets,
+        mean_spread: metrics.mean_spread,
     };
-    // Plain structs of strings and integers always serialize.
+    // Plain structs of strings and numbers always serialize.
     serde_json::to_string(&line).unwrap_or_default()
 }
 
@@ -129,6 +143,7 @@ mod tests {
             oldest_wait_ms: 1500,
             expired_tickets: 3,
             removed_tickets: 1,
+            mean_spread: None,
         };
         let line = emf_line(&metrics, 1_700_000_000_123);
         assert_eq!(
@@ -144,6 +159,25 @@ mod tests {
             )
         );
         assert!(!line.contains('\n'), "one line per world");
+    }
+
+    #[test]
+    fn mean_spread_is_declared_only_with_a_value() {
+        let rated = WorldTickMetrics {
+            mean_spread: Some(42.5),
+            ..WorldTickMetrics::default()
+        };
+        let value: serde_json::Value = serde_json::from_str(&emf_line(&rated, 1)).unwrap();
+        assert_eq!(value["MeanSpread"], 42.5);
+        let names: Vec<_> = value["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["Name"].as_str().unwrap().to_owned())
+            .collect();
+        assert!(names.contains(&"MeanSpread".to_owned()));
+        let fifo = emf_line(&WorldTickMetrics::default(), 1);
+        assert!(!fifo.contains("MeanSpread"));
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl Env {
             integration_tests::age_connection(&self.store, conn.as_ref(), 60).await;
         }
         self.store
-            .join(&self.world(world), &id, None)
+            .join(&self.world(world), &id, None, None)
             .await
             .unwrap();
     }

@@ -1,5 +1,6 @@
-//! `GET /v1/matching/queue-status/{worldType}`, `GET /v1/matching/my-status`
-//! and `GET /v1/matching/matches/{matchId}`: the read-only routes.
+//! The player-record routes: `GET /v1/matching/queue-status/{worldType}`,
+//! `GET /v1/matching/my-status`, `GET /v1/matching/matches/{matchId}` (reads)
+//! and the privileged `PUT /v1/ratings/{playerId}`. None of them pushes.
 //! The mapping lives in [`lambda_common::http`]; this crate only wires it to the
 //! Lambda runtime.
 
@@ -18,6 +19,7 @@ pub async fn handle(app: &App, req: Request) -> Result<Response<Body>, Error> {
         Some(Route::QueueStatus) => http::queue_status(&app.store, req).await,
         Some(Route::MyStatus) => http::my_status(&app.store, req).await,
         Some(Route::Match) => http::match_record(&app.store, req).await,
+        Some(Route::Rating) => http::put_rating(&app.store, req).await,
         _ => Ok(http::not_found(&req)),
     }
 }

@@ -266,3 +266,98 @@ async fn match_event_returns_the_record_only_to_participants() {
     )
     .await;
 }
+
+/// The rule set of the ratings tests: a rated world, ratings written only
+/// with the `matchmaking/ratings.write` scope.
+const RATED_RULES: &str = r#"{"ratings": {"min": 0, "max": 5000, "writerScope": "matchmaking/ratings.write"},
+    "worlds": [{"name": "ranked", "teamSize": 2, "mode": "rating",
+                "rating": {"baseWindow": 50, "widenPerSecond": 5, "maxWindow": 300, "relaxAfterSeconds": 60}}]}"#;
+
+/// `events/rating.json` (`PUT /v1/ratings/{playerId}`): stored with the
+/// writer scope, then used by a join; 403 without the scope; bad ratings,
+/// ids and worlds are 4xx; nothing is written by a refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rating_event_writes_the_trusted_rating_only_with_the_writer_scope() {
+    const RATING: &str = include_str!("../../../events/rating.json");
+    let server = RedisServer::start();
+    let app = App {
+        store: Env {
+            urls: server.url(),
+            cluster: false,
+        }
+        .store_with("status-rating", "", &[("MM_RULES", RATED_RULES)]),
+    };
+    let data = ok_data(&app, event(RATING, |_| {})).await;
+    assert_eq!(
+        data,
+        json!({"playerId": "player-7", "worldType": "ranked", "rating": 1712.5, "previousRating": null})
+    );
+    let again = ok_data(
+        &app,
+        event(RATING, |v| v["body"] = json!(r#"{"rating": 1800}"#)),
+    )
+    .await;
+    assert_eq!(
+        again["previousRating"],
+        json!(null),
+        "the every-world entry is separate"
+    );
+    // The join uses the stored rating (the world's own entry).
+    let ranked = app.store.settings().worlds.get("ranked").unwrap().clone();
+    match app
+        .store
+        .join(
+            &ranked,
+            &shared::PlayerId::parse("player-7").unwrap(),
+            None,
+            None,
+        )
+        .await
+        .unwrap()
+    {
+        JoinOutcome::Queued(q) => assert_eq!(q.rated.unwrap().rating.value(), 1712.5),
+        other => panic!("{other:?}"),
+    }
+
+    let without_scope = |v: &mut Value| {
+        let jwt = &mut v["requestContext"]["authorizer"]["jwt"];
+        jwt["scopes"] = json!(["matchmaking/play"]);
+        jwt["claims"]["scope"] = json!("matchmaking/play");
+    };
+    let body = refused(&app, event(RATING, without_scope), 403, "FORBIDDEN").await;
+    assert_eq!(body["data"]["required"], "matchmaking/ratings.write");
+    for (body, code, status) in [
+        (r#"{"rating": 9000}"#, "INVALID_RATING", 400),
+        (
+            r#"{"rating": -1, "worldType": "ranked"}"#,
+            "INVALID_RATING",
+            400,
+        ),
+        (r#"{"rating": "high"}"#, "INVALID_REQUEST", 400),
+        (r#"{"rating": 10, "player": "x"}"#, "INVALID_REQUEST", 400),
+        (
+            r#"{"rating": 10, "worldType": "nope"}"#,
+            "UNKNOWN_WORLD",
+            404,
+        ),
+        (r#"{"worldType": "ranked"}"#, "INVALID_REQUEST", 400),
+    ] {
+        let b = body.to_owned();
+        refused(
+            &app,
+            event(RATING, move |v| v["body"] = json!(b)),
+            status,
+            code,
+        )
+        .await;
+    }
+    refused(
+        &app,
+        event(RATING, |v| {
+            v["pathParameters"]["playerId"] = json!("bad\nid");
+        }),
+        400,
+        "INVALID_REQUEST",
+    )
+    .await;
+}

@@ -68,7 +68,7 @@ async fn the_last_connection_closing_unregisters_it_and_removes_the_ticket() {
     let world = store.settings().worlds.get("world1").unwrap().clone();
     let player = PlayerId::parse("player-1").unwrap();
     register(&store, EVENT_CONNECTION, "player-1").await;
-    store.join(&world, &player, None).await.unwrap();
+    store.join(&world, &player, None, None).await.unwrap();
     assert!(matches!(
         status(&store, "player-1").await,
         PlayerStatus::Queued(_)
@@ -89,7 +89,7 @@ async fn another_open_connection_keeps_the_ticket() {
     let player = PlayerId::parse("player-1").unwrap();
     register(&store, EVENT_CONNECTION, "player-1").await;
     register(&store, "second-tab", "player-1").await;
-    store.join(&world, &player, None).await.unwrap();
+    store.join(&world, &player, None, None).await.unwrap();
 
     assert_eq!(disconnect(&store, Some(EVENT_CONNECTION)).await, 200);
 

@@ -12,7 +12,7 @@ use crate::domain::{check_name, WorldName};
 use crate::error::ConfigError;
 
 /// One configured world.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct World {
     pub name: WorldName,
     /// Players per match (N >= 2).
@@ -22,10 +22,83 @@ pub struct World {
     /// Only players with a live WebSocket connection may wait and be
     /// matched; a ticket whose player lost theirs is removed at match time.
     pub require_presence: bool,
+    /// How the world forms matches.
+    pub mode: MatchMode,
+}
+
+impl World {
+    /// The rated world's rules, if it is rated.
+    pub fn rating(&self) -> Option<&RatingRules> {
+        match &self.mode {
+            MatchMode::Rating(rules) => Some(rules),
+            MatchMode::Fifo => None,
+        }
+    }
+}
+
+/// How a world forms matches.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MatchMode {
+    /// The oldest tickets play together, whatever their skill.
+    Fifo,
+    /// Around an anchor, oldest first, within a rating window that widens
+    /// with the anchor's wait.
+    Rating(RatingRules),
+}
+
+/// A rated world's window: `min(base + per_second * wait, max)` around the
+/// anchor's rating, no limit at all from `relax_after` on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatingRules {
+    pub base_window: f64,
+    pub widen_per_second: f64,
+    pub max_window: f64,
+    pub relax_after: Duration,
+    /// An anchor that found no match is tried again after this long.
+    pub retry: Duration,
+    /// Anchors one matcher call tries (bounds the call's time).
+    pub anchors_per_call: u32,
+}
+
+impl RatingRules {
+    /// The window of an anchor that has waited `wait`; `None` = no limit.
+    pub fn window_after(&self, wait: Duration) -> Option<f64> {
+        if wait >= self.relax_after {
+            return None;
+        }
+        Some((self.base_window + self.widen_per_second * wait.as_secs_f64()).min(self.max_window))
+    }
+}
+
+/// Where players' ratings come from (the rule set's `ratings` section).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatingSettings {
+    /// The verified JWT claim carrying a rating (e.g. `mmr`), if any.
+    pub claim: Option<String>,
+    /// The rating of a player no source knows; `None` refuses their join.
+    pub default: Option<f64>,
+    /// The accepted range of ratings.
+    pub min: f64,
+    pub max: f64,
+    /// The scope (or claim) a caller's token must carry to write ratings;
+    /// `None`: nobody may.
+    pub writer_scope: Option<String>,
+}
+
+impl Default for RatingSettings {
+    fn default() -> Self {
+        Self {
+            claim: None,
+            default: None,
+            min: 0.0,
+            max: 1_000_000.0,
+            writer_scope: None,
+        }
+    }
 }
 
 /// The configured worlds, in configuration order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WorldCatalog {
     worlds: Vec<World>,
 }
@@ -90,6 +163,7 @@ impl WorldCatalog {
                 team_size,
                 ticket_ttl,
                 require_presence: false,
+                mode: MatchMode::Fifo,
             });
         }
         Self::new(worlds)
@@ -130,11 +204,13 @@ pub struct RedisSettings {
 }
 
 /// Everything the core needs to know.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// Key namespace; all keys of one namespace share one hash slot.
     pub namespace: String,
     pub worlds: WorldCatalog,
+    /// Where ratings come from (rated worlds).
+    pub ratings: RatingSettings,
     /// Form the match inside the join that completes a group.
     pub instant_match: bool,
     /// How long match records (and players' pointers to them) are kept.
@@ -229,7 +305,7 @@ impl Settings {
             reason: e.to_string(),
         })?;
         let ticket_ttl = secs("MM_TICKET_TTL_SECS", 600, 1)?;
-        let worlds = match (get("MM_RULES"), get("MM_RULES_FILE"), get("MM_WORLDS")) {
+        let (worlds, ratings) = match (get("MM_RULES"), get("MM_RULES_FILE"), get("MM_WORLDS")) {
             (Some(_), Some(_), _) | (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
                 return Err(ConfigError {
                     var: "MM_RULES",
@@ -244,10 +320,13 @@ impl Settings {
                 })?;
                 rules::parse("MM_RULES_FILE", &text, ticket_ttl)?
             }
-            (None, None, worlds) => WorldCatalog::parse(
-                &worlds.unwrap_or_else(|| "world1:3,world2:3,world3:3".into()),
-                ticket_ttl,
-            )?,
+            (None, None, worlds) => (
+                WorldCatalog::parse(
+                    &worlds.unwrap_or_else(|| "world1:3,world2:3,world3:3".into()),
+                    ticket_ttl,
+                )?,
+                RatingSettings::default(),
+            ),
         };
         let heartbeat_interval = secs("MM_HEARTBEAT_SECS", DEFAULT_HEARTBEAT.as_secs(), 1)?;
         let presence_timeout = secs(
@@ -299,6 +378,7 @@ impl Settings {
         Ok(Self {
             namespace,
             worlds,
+            ratings,
             instant_match: flag("MM_INSTANT_MATCH", true)?,
             match_ttl: secs("MM_MATCH_TTL_SECS", 600, 1)?,
             presence_timeout,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{World, WorldCatalog};
+use super::{MatchMode, RatingRules, RatingSettings, World, WorldCatalog};
 use crate::domain::WorldName;
 use crate::error::ConfigError;
 
@@ -17,10 +17,43 @@ use crate::error::ConfigError;
 /// 4 bytes each): 100 players leave room for the record around them.
 pub const MAX_PLAYERS_PER_MATCH: u32 = 100;
 
+/// An anchor that found no match is tried again after this long (one tick).
+pub const ANCHOR_RETRY: Duration = Duration::from_secs(1);
+/// Anchors one matcher call tries in a rated world: bounds the call's time.
+pub const ANCHORS_PER_CALL: u32 = 200;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Document {
+    #[serde(default)]
+    ratings: Option<Value>,
     worlds: Vec<Value>,
+}
+
+/// Where ratings come from, as written in the document.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RatingsSection {
+    #[serde(default)]
+    claim: Option<String>,
+    #[serde(default)]
+    default: Option<f64>,
+    #[serde(default)]
+    min: Option<f64>,
+    #[serde(default)]
+    max: Option<f64>,
+    #[serde(default)]
+    writer_scope: Option<String>,
+}
+
+/// A rated world's window, as written in the document.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RatingSection {
+    base_window: f64,
+    widen_per_second: f64,
+    max_window: f64,
+    relax_after_seconds: f64,
 }
 
 /// One world as written in the document.
@@ -35,6 +68,8 @@ struct WorldRules {
     mode: Mode,
     #[serde(default)]
     require_presence: bool,
+    #[serde(default)]
+    rating: Option<RatingSection>,
 }
 
 #[derive(Deserialize, Default, PartialEq, Eq)]
@@ -42,6 +77,71 @@ struct WorldRules {
 enum Mode {
     #[default]
     Fifo,
+    Rating,
+}
+
+fn finite_at_least(field: &str, value: f64, min: f64) -> Result<f64, String> {
+    if value.is_finite() && value >= min {
+        Ok(value)
+    } else {
+        Err(format!("{field}: must be a number >= {min}, got {value}"))
+    }
+}
+
+impl RatingSection {
+    fn validate(&self) -> Result<RatingRules, String> {
+        let base_window = finite_at_least("rating.baseWindow", self.base_window, 0.0)?;
+        let widen_per_second =
+            finite_at_least("rating.widenPerSecond", self.widen_per_second, 0.0)?;
+        let max_window = finite_at_least("rating.maxWindow", self.max_window, base_window)?;
+        let relax = finite_at_least("rating.relaxAfterSeconds", self.relax_after_seconds, 0.0)?;
+        if relax == 0.0 {
+            return Err("rating.relaxAfterSeconds: must be > 0".into());
+        }
+        Ok(RatingRules {
+            base_window,
+            widen_per_second,
+            max_window,
+            relax_after: Duration::from_secs_f64(relax),
+            retry: ANCHOR_RETRY,
+            anchors_per_call: ANCHORS_PER_CALL,
+        })
+    }
+}
+
+impl RatingsSection {
+    fn validate(self) -> Result<RatingSettings, String> {
+        let defaults = RatingSettings::default();
+        let min = self.min.unwrap_or(defaults.min);
+        let max = self.max.unwrap_or(defaults.max);
+        if !min.is_finite() || !max.is_finite() || min > max {
+            return Err(format!(
+                "ratings.min/max: must be finite with min <= max, got {min} and {max}"
+            ));
+        }
+        if let Some(d) = self.default {
+            if !(min..=max).contains(&d) {
+                return Err(format!("ratings.default: {d} is outside [{min}, {max}]"));
+            }
+        }
+        if let Some(claim) = &self.claim {
+            if claim.is_empty() || claim == "sub" {
+                return Err(format!(
+                    "ratings.claim: must name a claim other than sub, got {claim:?}"
+                ));
+            }
+        }
+        if self.writer_scope.as_deref().is_some_and(str::is_empty) {
+            return Err("ratings.writerScope: must not be empty".into());
+        }
+        Ok(RatingSettings {
+            claim: self.claim,
+            default: self.default,
+            min,
+            max,
+            writer_scope: self.writer_scope,
+        })
+    }
 }
 
 /// Parses and validates a rule set. `source` names where it came from
@@ -50,13 +150,20 @@ pub fn parse(
     source: &'static str,
     text: &str,
     default_ttl: Duration,
-) -> Result<WorldCatalog, ConfigError> {
+) -> Result<(WorldCatalog, RatingSettings), ConfigError> {
     let err = |reason: String| ConfigError {
         var: source,
         reason,
     };
     let doc: Document =
         serde_json::from_str(text).map_err(|e| err(format!("not a rule set: {e}")))?;
+    let ratings = match doc.ratings {
+        None => RatingSettings::default(),
+        Some(value) => serde_json::from_value::<RatingsSection>(value)
+            .map_err(|e| e.to_string())
+            .and_then(RatingsSection::validate)
+            .map_err(|e| err(format!("ratings: {e}")))?,
+    };
     let mut worlds = Vec::with_capacity(doc.worlds.len());
     for (i, value) in doc.worlds.into_iter().enumerate() {
         // Name the world in every message, even when the rest is wrong.
@@ -78,15 +185,26 @@ pub fn parse(
             Some(0) => return Err(at("ticketTtlSeconds: must be > 0".into())),
             Some(secs) => Duration::from_secs(secs),
         };
-        let Mode::Fifo = rules.mode;
+        let mode = match (rules.mode, &rules.rating) {
+            (Mode::Fifo, None) => MatchMode::Fifo,
+            (Mode::Fifo, Some(_)) => {
+                return Err(at("rating: only for \"mode\": \"rating\"".into()))
+            }
+            (Mode::Rating, None) => {
+                return Err(at("rating: required for \"mode\": \"rating\"".into()))
+            }
+            (Mode::Rating, Some(section)) => MatchMode::Rating(section.validate().map_err(at)?),
+        };
         worlds.push(World {
             name,
             team_size: rules.team_size,
             ticket_ttl,
             require_presence: rules.require_presence,
+            mode,
         });
     }
-    WorldCatalog::new(worlds).map_err(|e| err(e.reason))
+    let catalog = WorldCatalog::new(worlds).map_err(|e| err(e.reason))?;
+    Ok((catalog, ratings))
 }
 
 #[cfg(test)]
@@ -97,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_rule_set_configures_each_world() {
-        let catalog = parse(
+        let (catalog, ratings) = parse(
             "MM_RULES",
             r#"{"worlds": [
                 {"name": "duel", "teamSize": 2, "ticketTtlSeconds": 30, "requirePresence": true},
@@ -106,6 +224,7 @@ mod tests {
             TTL,
         )
         .unwrap();
+        assert_eq!(ratings, RatingSettings::default());
         let duel = catalog.get("duel").unwrap();
         assert_eq!(
             (duel.team_size, duel.ticket_ttl, duel.require_presence),
@@ -115,6 +234,39 @@ mod tests {
         assert_eq!((squad.ticket_ttl, squad.require_presence), (TTL, false));
         let names: Vec<&str> = catalog.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(names, ["duel", "squad"], "document order is kept");
+    }
+
+    #[test]
+    fn rated_worlds_and_rating_sources_are_read() {
+        let (catalog, ratings) = parse(
+            "MM_RULES",
+            r#"{"ratings": {"claim": "mmr", "default": 1500, "min": 0, "max": 5000,
+                            "writerScope": "matchmaking/ratings.write"},
+                "worlds": [{"name": "ranked", "teamSize": 10, "mode": "rating",
+                            "rating": {"baseWindow": 50, "widenPerSecond": 10,
+                                       "maxWindow": 400, "relaxAfterSeconds": 60}}]}"#,
+            TTL,
+        )
+        .unwrap();
+        assert_eq!(ratings.claim.as_deref(), Some("mmr"));
+        assert_eq!(
+            (ratings.default, ratings.min, ratings.max),
+            (Some(1500.0), 0.0, 5000.0)
+        );
+        match &catalog.get("ranked").unwrap().mode {
+            MatchMode::Rating(r) => {
+                assert_eq!(
+                    (r.base_window, r.widen_per_second, r.max_window),
+                    (50.0, 10.0, 400.0)
+                );
+                assert_eq!(r.relax_after, Duration::from_secs(60));
+                assert_eq!(r.window_after(Duration::from_secs(0)), Some(50.0));
+                assert_eq!(r.window_after(Duration::from_secs(10)), Some(150.0));
+                assert_eq!(r.window_after(Duration::from_secs(59)), Some(400.0));
+                assert_eq!(r.window_after(Duration::from_secs(60)), None);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -154,6 +306,42 @@ mod tests {
             (
                 r#"{"worlds": [{"name": "a", "teamSize": 2}, {"name": "a", "teamSize": 3}]}"#,
                 "listed twice",
+            ),
+            (
+                r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating"}]}"#,
+                "world \"r\": rating: required",
+            ),
+            (
+                r#"{"worlds": [{"name": "f", "teamSize": 2, "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 1, "relaxAfterSeconds": 1}}]}"#,
+                "world \"f\": rating: only for",
+            ),
+            (
+                r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating", "rating": {"baseWindow": 100, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 1}}]}"#,
+                "world \"r\": rating.maxWindow",
+            ),
+            (
+                r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": -1, "maxWindow": 50, "relaxAfterSeconds": 1}}]}"#,
+                "world \"r\": rating.widenPerSecond",
+            ),
+            (
+                r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 0}}]}"#,
+                "world \"r\": rating.relaxAfterSeconds",
+            ),
+            (
+                r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 5, "window": 3}}]}"#,
+                "world \"r\": unknown field `window`",
+            ),
+            (
+                r#"{"ratings": {"default": 9000, "max": 5000}, "worlds": [{"name": "a", "teamSize": 2}]}"#,
+                "ratings: ratings.default",
+            ),
+            (
+                r#"{"ratings": {"claim": "sub"}, "worlds": [{"name": "a", "teamSize": 2}]}"#,
+                "ratings: ratings.claim",
+            ),
+            (
+                r#"{"ratings": {"clam": "mmr"}, "worlds": [{"name": "a", "teamSize": 2}]}"#,
+                "ratings: unknown field `clam`",
             ),
         ] {
             let err = parse("MM_RULES", doc, TTL).expect_err(doc);

@@ -174,6 +174,40 @@ impl MatchId {
 }
 string_id!(MatchId);
 
+/// A player's rating (skill), from a trusted source only: the ratings store,
+/// a verified token claim, or the configured default. Finite.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Rating(f64);
+
+impl Rating {
+    pub fn new(value: f64) -> Result<Self, ValidationError> {
+        if value.is_finite() {
+            Ok(Self(value))
+        } else {
+            Err(ValidationError::BadRating(value.to_string()))
+        }
+    }
+
+    /// Parses a rating written as a number (a claim value, a reply).
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        s.trim()
+            .parse::<f64>()
+            .map_err(|_| ValidationError::BadRating(printable_excerpt(s)))
+            .and_then(Self::new)
+    }
+
+    pub fn value(self) -> f64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Rating {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +257,14 @@ mod tests {
         assert!(MatchId::parse("18f3a2b4c5d-2a").is_ok());
         for bad in ["", "a|b", "A-1", "x y", &"1".repeat(65)] {
             assert!(MatchId::parse(bad).is_err(), "{bad:?} must be rejected");
+        }
+    }
+
+    #[test]
+    fn ratings_are_finite_numbers() {
+        assert_eq!(Rating::parse(" 1500.5 ").unwrap().value(), 1500.5);
+        for bad in ["", "x", "NaN", "inf", "1e400"] {
+            assert!(Rating::parse(bad).is_err(), "{bad:?}");
         }
     }
 

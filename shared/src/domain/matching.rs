@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ids::{MatchId, PlayerId, WorldName};
+use super::ids::{MatchId, PlayerId, Rating, WorldName};
 use super::notification::NotificationId;
 
 /// A formed match, exactly as it is stored in Redis and sent to players.
@@ -18,6 +18,12 @@ pub struct MatchRecord {
     /// Ticket data of the participants that attached some, by player id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub player_data: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Rated worlds: every participant's rating, by player id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratings: Option<std::collections::BTreeMap<String, Rating>>,
+    /// Rated worlds: the highest rating minus the lowest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<f64>,
 }
 
 impl MatchRecord {
@@ -27,7 +33,7 @@ impl MatchRecord {
 }
 
 /// Where a ticket stands in its queue.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueuePosition {
     pub world_type: WorldName,
@@ -36,6 +42,22 @@ pub struct QueuePosition {
     pub queue_size: u64,
     /// `None` while there is no recent match history to estimate from.
     pub estimated_wait_seconds: Option<u64>,
+    /// Rated worlds: the ticket's rating and its current window.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub rated: Option<RatedTicket>,
+}
+
+/// A waiting ticket of a rated world: its rating, and the window its
+/// matches may come from right now.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RatedTicket {
+    pub rating: Rating,
+    /// How far from `rating` its match may be now; `None` once relaxed (no
+    /// limit).
+    pub rating_window: Option<f64>,
+    /// Seconds until the limit is dropped (0 once relaxed).
+    pub relaxes_in_seconds: u64,
 }
 
 /// The reply to a join.
@@ -62,6 +84,16 @@ pub enum JoinOutcome {
     NotConnected {
         world_type: WorldName,
     },
+    /// A rated world, and no source has a rating for the player (no store
+    /// entry, no claim, no default); nothing changed.
+    RatingRequired {
+        world_type: WorldName,
+    },
+    /// The player's rating is outside the configured range; nothing changed.
+    InvalidRating {
+        world_type: WorldName,
+        rating: Rating,
+    },
 }
 
 /// The reply to a leave.
@@ -77,7 +109,7 @@ pub enum LeaveOutcome {
 }
 
 /// A world's queue as seen by `queue-status`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueStatus {
     pub world_type: WorldName,
@@ -87,6 +119,27 @@ pub struct QueueStatus {
     pub estimated_wait_seconds: Option<u64>,
     /// How long the ticket at the front has waited, in milliseconds.
     pub oldest_wait_ms: u64,
+    /// Rated worlds with waiting tickets: how their ratings are spread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratings: Option<RatingDistribution>,
+}
+
+/// The waiting tickets' ratings in equal-width buckets from the lowest to
+/// the highest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RatingDistribution {
+    pub lowest: Rating,
+    pub highest: Rating,
+    pub buckets: Vec<RatingBucket>,
+}
+
+/// Tickets rated in `[from, to]` (`from` excluded but for the first bucket).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RatingBucket {
+    pub from: f64,
+    pub to: f64,
+    pub count: u64,
 }
 
 /// A player's state as seen by `my-status`.
@@ -152,7 +205,7 @@ mod tests {
 
     #[test]
     fn match_records_refuse_invalid_ids() {
-        let ok = r#"{"matchId":"1-a","worldType":"w","participants":["a"],"matchedAt":1}"#;
+        let ok = r#"{"matchId":"1-a","worldType":"w","participants":["a"],"matchedAt":1,"ratings":{"a":1500.5},"spread":0}"#;
         assert!(serde_json::from_str::<MatchRecord>(ok).is_ok());
         let bad = r#"{"matchId":"1-a","worldType":"W","participants":["a"],"matchedAt":1}"#;
         assert!(serde_json::from_str::<MatchRecord>(bad).is_err());

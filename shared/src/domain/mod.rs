@@ -9,11 +9,12 @@ mod ticket;
 
 pub(crate) use ids::check_name;
 pub use ids::{
-    ConnectionId, MatchId, PlayerId, WorldName, MAX_CONNECTION_ID_CHARS, MAX_MATCH_ID_CHARS,
-    MAX_NAME_CHARS, MAX_PLAYER_ID_CHARS,
+    ConnectionId, MatchId, PlayerId, Rating, WorldName, MAX_CONNECTION_ID_CHARS,
+    MAX_MATCH_ID_CHARS, MAX_NAME_CHARS, MAX_PLAYER_ID_CHARS,
 };
 pub use matching::{
-    JoinOutcome, LeaveOutcome, MatchRecord, PlayerStatus, QueuePosition, QueueStatus, WaitStats,
+    JoinOutcome, LeaveOutcome, MatchRecord, PlayerStatus, QueuePosition, QueueStatus, RatedTicket,
+    RatingBucket, RatingDistribution, WaitStats,
 };
 pub use notification::{
     MessageTooLarge, NotificationId, NotificationKind, OutboxEntry, RemovalReason, ServerMessage,

@@ -295,6 +295,8 @@ mod tests {
             participants,
             matched_at: 1,
             player_data: Some(data),
+            ratings: None,
+            spread: None,
         };
         let json = ServerMessage::match_found(record.clone())
             .to_bounded_json()
@@ -329,6 +331,8 @@ mod tests {
             participants: vec![PlayerId::parse("a").unwrap()],
             matched_at: 5,
             player_data: None,
+            ratings: None,
+            spread: None,
         });
         assert_eq!(
             found.to_json(),

@@ -20,6 +20,8 @@ impl MatchStore {
         inv.key(k.tickets())
             .key(wk.queue)
             .key(wk.deadlines)
+            .key(wk.ratings)
+            .key(wk.due)
             .arg(player.as_str())
             .arg(retired.as_str());
         let removed = Reply::integer("drop_stale_ticket.lua", self.invoke(&inv, false).await?)?;

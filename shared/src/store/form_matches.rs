@@ -2,7 +2,7 @@
 //! complete group of a world's queue, oldest first, in one atomic call.
 
 use super::reply::Reply;
-use super::{flag, millis, MatchStore};
+use super::{flag, millis, rated_args, MatchStore};
 use crate::config::World;
 use crate::domain::MatchRecord;
 use crate::error::StoreError;
@@ -20,11 +20,15 @@ pub struct MatchBatch {
     /// Tickets of players without a live connection removed in a world that
     /// requires presence (TICKET_REMOVED).
     pub removed: u64,
+    /// A rated world has more anchors due right now: call again.
+    pub more_due: bool,
 }
 
 impl MatchStore {
-    /// Forms every complete group `world`'s queue allows (at most
-    /// `max_groups`, 0 = no limit), oldest first, in one atomic call.
+    /// FIFO: forms every complete group `world`'s queue allows (at most
+    /// `max_groups`, 0 = no limit), oldest first. Rated: tries up to the
+    /// world's `anchors_per_call` due anchors, oldest first (`max_groups` is
+    /// not used). One atomic call either way.
     #[tracing::instrument(level = "debug", skip(self, world), fields(world = %world.name))]
     pub async fn form_matches(
         &self,
@@ -44,16 +48,24 @@ impl MatchStore {
             .key(k.outbox())
             .key(k.match_seq())
             .key(k.presence())
+            .key(wk.ratings)
+            .key(wk.due)
             .arg(world.name.as_str())
             .arg(world.team_size)
             .arg(millis(self.settings().match_ttl))
-            .arg(max_groups)
+            .arg(
+                world
+                    .rating()
+                    .map_or(max_groups, |r| u64::from(r.anchors_per_call)),
+            )
             .arg(self.window_ms())
             .arg(flag(world.require_presence));
+        rated_args(&mut inv, world);
         let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
         let queue_size = reply.uint("queue size")?;
         let expired = reply.uint("expired removed")?;
         let removed = reply.uint("absent removed")?;
+        let more_due = reply.uint("more due")? == 1;
         let mut matches = Vec::with_capacity(reply.remaining());
         while reply.remaining() > 0 {
             matches.push(reply.json("match record")?);
@@ -64,6 +76,7 @@ impl MatchStore {
             queue_size,
             expired,
             removed,
+            more_due,
         })
     }
 }

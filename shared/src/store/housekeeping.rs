@@ -30,7 +30,10 @@ impl MatchStore {
             .key(k.tickets());
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
-            inv.key(wk.queue).key(wk.deadlines);
+            inv.key(wk.queue)
+                .key(wk.deadlines)
+                .key(wk.ratings)
+                .key(wk.due);
         }
         inv.arg(limit.max(1))
             .arg(flag(s.remove_ticket_on_disconnect));

@@ -1,12 +1,14 @@
 //! `lua/join.lua`: put a player in a world's queue, matching at once when
 //! the join completes a group (instant match).
 
+use std::time::Duration;
+
 use super::reply::Reply;
-use super::{flag, millis, MatchStore};
+use super::{flag, millis, rated_args, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    JoinOutcome, MatchRecord, NotificationId, PlayerId, QueuePosition, TicketData, WaitStats,
-    WorldName,
+    JoinOutcome, MatchRecord, NotificationId, PlayerId, QueuePosition, RatedTicket, Rating,
+    TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -14,13 +16,16 @@ use crate::scripts::SCRIPTS;
 const SCRIPT: &str = "join.lua";
 
 impl MatchStore {
-    /// Puts `player` in `world`'s queue; see [`JoinOutcome`].
+    /// Puts `player` in `world`'s queue; see [`JoinOutcome`]. In a rated
+    /// world the player's rating is the ratings store's entry, else
+    /// `claimed` (a verified token claim), else the configured default.
     #[tracing::instrument(level = "debug", skip(self, world, data), fields(world = %world.name))]
     pub async fn join(
         &self,
         world: &World,
         player: &PlayerId,
         data: Option<&TicketData>,
+        claimed: Option<Rating>,
     ) -> Result<JoinOutcome, StoreError> {
         let s = self.settings();
         let k = self.keys();
@@ -40,10 +45,15 @@ impl MatchStore {
             .key(k.player_match())
             .key(k.outbox())
             .key(k.match_seq())
-            .key(k.presence());
+            .key(k.presence())
+            .key(k.player_ratings());
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
-            inv.key(wk.queue).key(wk.deadlines).key(wk.rate);
+            inv.key(wk.queue)
+                .key(wk.deadlines)
+                .key(wk.rate)
+                .key(wk.ratings)
+                .key(wk.due);
         }
         inv.arg(player.as_str())
             .arg(index + 1)
@@ -55,6 +65,12 @@ impl MatchStore {
             .arg(s.queue_capacity)
             .arg(self.window_ms())
             .arg(flag(world.require_presence));
+        rated_args(&mut inv, world);
+        let r = &s.ratings;
+        inv.arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
+            .arg(r.default.map(|d| d.to_string()).unwrap_or_default())
+            .arg(r.min)
+            .arg(r.max);
         for name in self.world_names() {
             inv.arg(name);
         }
@@ -84,6 +100,7 @@ impl MatchStore {
             for what in ["position", "queue size", "window players", "window span"] {
                 reply.uint(what)?;
             }
+            reply.text("rating")?;
             reply.finish()?;
             return Ok(Decoded::Stale(world));
         }
@@ -94,9 +111,23 @@ impl MatchStore {
             players_matched: reply.uint("window players")?,
             span_ms: reply.uint("window span")?,
         };
+        let rating = reply
+            .optional_text("rating")?
+            .map(|r| Rating::parse(&r))
+            .transpose()
+            .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: {e}")))?;
         let outcome = match status.as_str() {
+            "NO_RATING" => JoinOutcome::RatingRequired { world_type: world },
+            "BAD_RATING" => JoinOutcome::InvalidRating {
+                world_type: world,
+                rating: rating.ok_or_else(|| {
+                    StoreError::UnexpectedReply(format!("{SCRIPT}: BAD_RATING without a rating"))
+                })?,
+            },
             "QUEUED" | "ALREADY" => {
-                let q = self.queue_position(world, position, queue_size, stats);
+                // A new ticket has waited no time at all.
+                let q =
+                    self.queue_position(world, position, queue_size, stats, rating, Duration::ZERO);
                 if status == "QUEUED" {
                     JoinOutcome::Queued(q)
                 } else {
@@ -142,19 +173,27 @@ impl MatchStore {
         Ok(Decoded::Outcome(outcome))
     }
 
-    /// A queue position with its wait estimate from the world's statistics.
+    /// A queue position with its wait estimate from the world's statistics
+    /// and, in a rated world, the ticket's current window after `waited`.
     pub(super) fn queue_position(
         &self,
         world: WorldName,
         position: u64,
         queue_size: u64,
         stats: WaitStats,
+        rating: Option<Rating>,
+        waited: Duration,
     ) -> QueuePosition {
-        let team = self
-            .settings()
-            .worlds
-            .get(world.as_str())
-            .map_or(0, |w| w.team_size);
+        let configured = self.settings().worlds.get(world.as_str());
+        let team = configured.map_or(0, |w| w.team_size);
+        let rated = configured
+            .and_then(World::rating)
+            .zip(rating)
+            .map(|(rules, rating)| RatedTicket {
+                rating,
+                rating_window: rules.window_after(waited),
+                relaxes_in_seconds: rules.relax_after.saturating_sub(waited).as_secs(),
+            });
         QueuePosition {
             estimated_wait_seconds: if team == 0 {
                 None
@@ -164,6 +203,7 @@ impl MatchStore {
             world_type: world,
             position,
             queue_size,
+            rated,
         }
     }
 }

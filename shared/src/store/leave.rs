@@ -23,6 +23,8 @@ impl MatchStore {
         inv.key(wk.queue)
             .key(wk.deadlines)
             .key(k.tickets())
+            .key(wk.ratings)
+            .key(wk.due)
             .arg(player.as_str())
             .arg(world.name.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;

@@ -19,6 +19,7 @@ mod outbox_claim;
 mod outbox_settle;
 mod player_status;
 mod queue_status;
+mod rating_set;
 mod reply;
 mod sweep_tickets;
 
@@ -287,6 +288,24 @@ impl MatchStore {
     /// The rate statistics window, in ms.
     fn window_ms(&self) -> u64 {
         millis(self.inner.settings.wait_window)
+    }
+}
+
+/// The mode and window arguments every script that matches takes: `"fifo"`
+/// and five empty strings, or `"rating"` and the world's rules.
+fn rated_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
+    match world.rating() {
+        None => {
+            inv.arg("fifo").arg("").arg("").arg("").arg("").arg("");
+        }
+        Some(r) => {
+            inv.arg("rating")
+                .arg(r.base_window)
+                .arg(r.widen_per_second)
+                .arg(r.max_window)
+                .arg(millis(r.relax_after))
+                .arg(millis(r.retry));
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 
 use super::reply::Reply;
 use super::MatchStore;
-use crate::domain::{PlayerId, PlayerStatus, WaitStats, WorldName};
+use std::time::Duration;
+
+use crate::domain::{PlayerId, PlayerStatus, Rating, WaitStats, WorldName};
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
 
@@ -19,7 +21,7 @@ impl MatchStore {
             .key(k.match_expiry());
         for w in self.settings().worlds.iter() {
             let wk = k.world(&w.name);
-            inv.key(wk.queue).key(wk.rate);
+            inv.key(wk.queue).key(wk.rate).key(wk.ratings);
         }
         inv.arg(player.as_str()).arg(self.window_ms());
         for name in self.world_names() {
@@ -37,7 +39,15 @@ impl MatchStore {
                     players_matched: reply.uint("window players")?,
                     span_ms: reply.uint("window span")?,
                 };
-                PlayerStatus::Queued(self.queue_position(world, position, queue_size, stats))
+                let rating = reply
+                    .optional_text("rating")?
+                    .map(|r| Rating::parse(&r))
+                    .transpose()
+                    .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: {e}")))?;
+                let waited = Duration::from_millis(reply.uint("wait")?);
+                PlayerStatus::Queued(
+                    self.queue_position(world, position, queue_size, stats, rating, waited),
+                )
             }
             other => {
                 return Err(StoreError::UnexpectedReply(format!(

@@ -1,12 +1,17 @@
-//! `lua/queue_status.lua`: a world's queue depth, oldest wait and wait
-//! statistics.
+//! `lua/queue_status.lua`: a world's queue depth, oldest wait, wait
+//! statistics and, for rated worlds, the waiting tickets' ratings.
 
 use super::reply::Reply;
 use super::MatchStore;
 use crate::config::World;
-use crate::domain::{QueueStatus, WaitStats};
+use crate::domain::{QueueStatus, Rating, RatingBucket, RatingDistribution, WaitStats};
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
+
+const SCRIPT: &str = "queue_status.lua";
+
+/// Buckets `queue-status` splits a rated world's waiting ratings into.
+pub const RATING_BUCKETS: u64 = 5;
 
 impl MatchStore {
     /// A world's queue depth and wait estimate.
@@ -17,14 +22,50 @@ impl MatchStore {
         inv.key(wk.queue)
             .key(wk.rate)
             .key(k.tickets())
-            .arg(self.window_ms());
-        let mut reply = Reply::new("queue_status.lua", self.invoke(&inv, true).await?)?;
+            .key(wk.ratings)
+            .arg(self.window_ms())
+            .arg(RATING_BUCKETS);
+        let mut reply = Reply::new(SCRIPT, self.invoke(&inv, true).await?)?;
         let waiting = reply.uint("waiting")?;
         let stats = WaitStats {
             players_matched: reply.uint("window players")?,
             span_ms: reply.uint("window span")?,
         };
         let oldest_wait_ms = reply.uint("oldest wait")?;
+        let rating = |reply: &mut Reply, what: &str| -> Result<Option<Rating>, StoreError> {
+            reply
+                .optional_text(what)?
+                .map(|r| Rating::parse(&r))
+                .transpose()
+                .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: {e}")))
+        };
+        let lowest = rating(&mut reply, "lowest rating")?;
+        let highest = rating(&mut reply, "highest rating")?;
+        let ratings = match lowest.zip(highest) {
+            None => None,
+            Some((lowest, highest)) => {
+                let width = (highest.value() - lowest.value()) / RATING_BUCKETS as f64;
+                let mut buckets = Vec::new();
+                for b in 0..RATING_BUCKETS {
+                    let from = lowest.value() + b as f64 * width;
+                    let to = if b + 1 == RATING_BUCKETS {
+                        highest.value()
+                    } else {
+                        lowest.value() + (b + 1) as f64 * width
+                    };
+                    buckets.push(RatingBucket {
+                        from,
+                        to,
+                        count: reply.uint("bucket count")?,
+                    });
+                }
+                Some(RatingDistribution {
+                    lowest,
+                    highest,
+                    buckets,
+                })
+            }
+        };
         reply.finish()?;
         Ok(QueueStatus {
             world_type: world.name.clone(),
@@ -32,6 +73,7 @@ impl MatchStore {
             team_size: world.team_size,
             estimated_wait_seconds: stats.estimate(waiting + 1, world.team_size),
             oldest_wait_ms,
+            ratings,
         })
     }
 }

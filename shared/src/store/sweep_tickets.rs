@@ -23,6 +23,8 @@ impl MatchStore {
             .key(wk.deadlines)
             .key(k.tickets())
             .key(k.outbox())
+            .key(wk.ratings)
+            .key(wk.due)
             .arg(world.name.as_str())
             .arg(limit.max(1));
         let mut reply = Reply::new("sweep_tickets.lua", self.invoke(&inv, false).await?)?;

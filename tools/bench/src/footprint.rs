@@ -254,7 +254,7 @@ async fn join_many(store: &MatchStore, world: &str, prefix: &str, players: usize
                 let mut i = task;
                 while i < players {
                     let p = PlayerId::parse(&format!("{prefix}{i}")).ctx("player id")?;
-                    match store.join(&world, &p, None).await.ctx("join")? {
+                    match store.join(&world, &p, None, None).await.ctx("join")? {
                         JoinOutcome::Queued(_) => {}
                         other => return Err(format!("join: {other:?}")),
                     }

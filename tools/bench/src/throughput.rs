@@ -251,7 +251,7 @@ async fn run_joins(
             let mut done = 0u64;
             while Instant::now() < deadline {
                 let p = PlayerId::parse(&format!("{prefix}{done}")).ctx("player id")?;
-                match store.join(&world, &p, None).await.ctx("join")? {
+                match store.join(&world, &p, None, None).await.ctx("join")? {
                     JoinOutcome::Queued(_) | JoinOutcome::Matched { .. } => done += 1,
                     other => return Err(format!("unexpected join outcome {other:?}")),
                 }

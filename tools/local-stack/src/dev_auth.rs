@@ -65,16 +65,32 @@ impl DevIssuer {
 
     /// Signs a token for `sub`, valid for `ttl`.
     pub fn mint(&self, sub: &str, ttl: Duration) -> Result<String, DevAuthError> {
+        self.mint_with(sub, ttl, &Map::new())
+    }
+
+    /// Mints a token with `extra` claims too (e.g. a rating claim `mmr`, or
+    /// `scope` for the ratings writer); the registered claims cannot be
+    /// overridden.
+    pub fn mint_with(
+        &self,
+        sub: &str,
+        ttl: Duration,
+        extra: &Map<String, Value>,
+    ) -> Result<String, DevAuthError> {
         let now = unix_now();
-        let claims = json!({
-            "sub": sub,
-            "iss": self.issuer,
-            "aud": self.audience,
-            "iat": now,
-            "exp": now + ttl.as_secs(),
-            "scope": "matchmaking",
-        });
-        self.sign(&claims)
+        let mut claims = Map::new();
+        claims.insert("scope".into(), json!("matchmaking"));
+        for (k, v) in extra {
+            if !matches!(k.as_str(), "sub" | "iss" | "aud" | "iat" | "exp" | "nbf") {
+                claims.insert(k.clone(), v.clone());
+            }
+        }
+        claims.insert("sub".into(), json!(sub));
+        claims.insert("iss".into(), json!(self.issuer));
+        claims.insert("aud".into(), json!(self.audience));
+        claims.insert("iat".into(), json!(now));
+        claims.insert("exp".into(), json!(now + ttl.as_secs()));
+        self.sign(&Value::Object(claims))
     }
 
     /// Signs arbitrary claims with the development key (tests use it for

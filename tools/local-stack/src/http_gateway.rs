@@ -30,6 +30,7 @@ pub enum ApiRoute {
     QueueStatus,
     MyStatus,
     Match,
+    Rating,
 }
 
 impl ApiRoute {
@@ -40,6 +41,7 @@ impl ApiRoute {
             ApiRoute::QueueStatus => "GET /v1/matching/queue-status/{worldType}",
             ApiRoute::MyStatus => "GET /v1/matching/my-status",
             ApiRoute::Match => "GET /v1/matching/matches/{matchId}",
+            ApiRoute::Rating => "PUT /v1/ratings/{playerId}",
         }
     }
 
@@ -61,6 +63,10 @@ impl ApiRoute {
             ("GET", ["v1", "matching", "matches", id]) if !id.is_empty() => Some((
                 ApiRoute::Match,
                 HashMap::from([("matchId".to_owned(), percent_decode(id))]),
+            )),
+            ("PUT", ["v1", "ratings", player]) if !player.is_empty() => Some((
+                ApiRoute::Rating,
+                HashMap::from([("playerId".to_owned(), percent_decode(player))]),
             )),
             _ => None,
         }
@@ -146,8 +152,15 @@ async fn dev_token<H: HttpHandlers>(
     State(gateway): State<Arc<HttpGateway<H>>>,
     body: Bytes,
 ) -> Response {
-    let sub = serde_json::from_slice::<Value>(&body)
-        .ok()
+    let request = serde_json::from_slice::<Value>(&body).ok();
+    let extra = request
+        .as_ref()
+        .and_then(|v| v.get("claims"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let sub = request
+        .as_ref()
         .and_then(|v| v.get("sub").and_then(Value::as_str).map(str::to_owned));
     let Some(sub) = sub else {
         return (
@@ -163,7 +176,7 @@ async fn dev_token<H: HttpHandlers>(
         )
             .into_response();
     }
-    match gateway.issuer.mint(&sub, DEV_TOKEN_TTL) {
+    match gateway.issuer.mint_with(&sub, DEV_TOKEN_TTL, &extra) {
         Ok(token) => {
             Json(json!({ "token": token, "expiresIn": DEV_TOKEN_TTL.as_secs() })).into_response()
         }

@@ -129,7 +129,7 @@ impl HttpHandlers for Arc<LambdaHandlers> {
         match route {
             ApiRoute::Join => join::handle(&self.join, request).await,
             ApiRoute::Leave => leave::handle(&self.leave, request).await,
-            ApiRoute::QueueStatus | ApiRoute::MyStatus | ApiRoute::Match => {
+            ApiRoute::QueueStatus | ApiRoute::MyStatus | ApiRoute::Match | ApiRoute::Rating => {
                 status::handle(&self.status, request).await
             }
         }

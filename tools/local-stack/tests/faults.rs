@@ -760,7 +760,7 @@ impl TickEnv {
         self.register(player, conn).await;
         let world = self.store.settings().worlds.get(world).unwrap();
         self.store
-            .join(world, &PlayerId::parse(player).unwrap(), None)
+            .join(world, &PlayerId::parse(player).unwrap(), None, None)
             .await
             .unwrap();
     }

@@ -66,7 +66,7 @@ const MAX_TICKET_DATA_BYTES: usize = 4096;
 const MAX_TICKET_DATA_DEPTH: usize = 16;
 
 /// `data.error` codes of docs/http-api.md with their HTTP status.
-const ERROR_CODES: [(&str, u16); 13] = [
+const ERROR_CODES: [(&str, u16); 16] = [
     ("UNAUTHORIZED", 401),
     ("INVALID_REQUEST", 400),
     ("UNKNOWN_WORLD", 404),
@@ -80,6 +80,9 @@ const ERROR_CODES: [(&str, u16); 13] = [
     ("REDIS_UNAVAILABLE", 503),
     ("NOT_CONNECTED", 409),
     ("MATCH_NOT_FOUND", 404),
+    ("FORBIDDEN", 403),
+    ("RATING_REQUIRED", 409),
+    ("INVALID_RATING", 400),
 ];
 
 const ISSUER: &str = "https://issuer.example.test/hostile";
@@ -581,6 +584,7 @@ enum Route {
     QueueStatus,
     MyStatus,
     Match,
+    Rating,
 }
 
 fn route_of(path: &str) -> Option<Route> {
@@ -590,6 +594,7 @@ fn route_of(path: &str) -> Option<Route> {
         "/v1/matching/my-status" => Some(Route::MyStatus),
         _ if segment(path, "/v1/matching/queue-status/").is_some() => Some(Route::QueueStatus),
         _ if segment(path, "/v1/matching/matches/").is_some() => Some(Route::Match),
+        _ if segment(path, "/v1/ratings/").is_some() => Some(Route::Rating),
         _ => None,
     }
 }
@@ -614,7 +619,7 @@ fn serves(function: Function, route: Route) -> bool {
             | (Function::Leave, Route::Leave)
             | (
                 Function::Status,
-                Route::QueueStatus | Route::MyStatus | Route::Match
+                Route::QueueStatus | Route::MyStatus | Route::Match | Route::Rating
             )
     )
 }
@@ -623,6 +628,7 @@ fn route_method(route: Route) -> &'static str {
     match route {
         Route::Join | Route::Leave => "POST",
         Route::QueueStatus | Route::MyStatus | Route::Match => "GET",
+        Route::Rating => "PUT",
     }
 }
 
@@ -707,6 +713,16 @@ fn expected(case: &HttpCase, caller_before: Option<&PlayerStatus>) -> Expected {
                 Refused(400, "INVALID_REQUEST", Some("matchId"))
             };
         }
+        Route::Rating => {
+            let id = case
+                .path_parameters
+                .as_ref()
+                .and_then(|p| p.get("playerId").cloned())
+                .unwrap_or_else(|| case.path["/v1/ratings/".len()..].to_owned());
+            if !valid_player_id(&id) {
+                return Refused(400, "INVALID_REQUEST", Some("playerId"));
+            }
+        }
         Route::Join | Route::Leave => {}
     }
     let content_type = case
@@ -726,13 +742,31 @@ fn expected(case: &HttpCase, caller_before: Option<&PlayerStatus>) -> Expected {
     let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(&bytes) else {
         return invalid;
     };
-    let allowed: &[&str] = if route == Route::Join {
-        &["worldType", "data"]
-    } else {
-        &["worldType"]
+    let allowed: &[&str] = match route {
+        Route::Join => &["worldType", "data"],
+        Route::Rating => &["rating", "worldType"],
+        _ => &["worldType"],
     };
     if body.keys().any(|k| !allowed.contains(&k.as_str())) {
         return invalid;
+    }
+    if route == Route::Rating {
+        // A number is required; the world is optional. The harness configures
+        // no writer scope, so every well-formed write is forbidden.
+        if !body.get("rating").is_some_and(Value::is_number) {
+            return invalid;
+        }
+        return match body.get("worldType") {
+            None | Some(Value::Null) => Refused(403, "FORBIDDEN", None),
+            Some(Value::String(w)) if !valid_world_name(w) => {
+                Refused(400, "INVALID_REQUEST", Some("worldType"))
+            }
+            Some(Value::String(w)) if !CONFIGURED.contains(&w.as_str()) => {
+                Refused(404, "UNKNOWN_WORLD", None)
+            }
+            Some(Value::String(_)) => Refused(403, "FORBIDDEN", None),
+            Some(_) => invalid,
+        };
     }
     let Some(Value::String(world)) = body.get("worldType") else {
         return invalid;
@@ -770,7 +804,10 @@ fn expected(case: &HttpCase, caller_before: Option<&PlayerStatus>) -> Expected {
 fn check_envelope(resp: &Response<Body>, context: &str) -> Value {
     let status = resp.status().as_u16();
     assert!(
-        matches!(status, 200 | 400 | 401 | 404 | 405 | 409 | 413 | 415 | 503),
+        matches!(
+            status,
+            200 | 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 503
+        ),
         "undocumented status {status}: {context}"
     );
     assert_eq!(
@@ -1192,18 +1229,25 @@ fn body_object() -> BoxedStrategy<Value> {
             prop_oneof![8 => world_strategy().prop_map(Value::from), 1 => json_value()],
         ),
         prop::option::weighted(0.4, data_strategy()),
+        prop::option::weighted(
+            0.2,
+            prop_oneof![4 => any::<f64>().prop_map(Value::from), 1 => json_value()],
+        ),
         prop_oneof![
             4 => Just(Vec::new()),
             1 => prop::collection::vec((extra_field(), json_value()), 1..3),
         ],
     )
-        .prop_map(|(world, data, extra)| {
+        .prop_map(|(world, data, rating, extra)| {
             let mut m = Map::new();
             if let Some(w) = world {
                 m.insert("worldType".into(), w);
             }
             if let Some(d) = data {
                 m.insert("data".into(), d);
+            }
+            if let Some(r) = rating {
+                m.insert("rating".into(), r);
             }
             for (k, v) in extra {
                 m.insert(k, v);
@@ -1334,6 +1378,11 @@ fn path_strategy() -> BoxedStrategy<(String, Option<BTreeMap<String, String>>)> 
         ])
         .prop_map(|p| (p.to_owned(), None)),
         3 => queue_status,
+        2 => (sub_strategy(), prop::bool::weighted(0.9)).prop_map(|(id, params)| {
+            let path = format!("/v1/ratings/{}", percent_encode(&id));
+            let params = params.then(|| BTreeMap::from([("playerId".to_owned(), id)]));
+            (path, params)
+        }),
         2 => (nasty_string(), prop::bool::weighted(0.9)).prop_map(|(id, params)| {
             let path = format!("/v1/matching/matches/{}", percent_encode(&id));
             let params = params.then(|| BTreeMap::from([("matchId".to_owned(), id)]));

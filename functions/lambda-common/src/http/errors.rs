@@ -26,6 +26,9 @@ pub enum ErrorCode {
     RedisUnavailable,
     NotConnected,
     MatchNotFound,
+    Forbidden,
+    RatingRequired,
+    InvalidRating,
 }
 
 impl ErrorCode {
@@ -44,18 +47,24 @@ impl ErrorCode {
             ErrorCode::RedisUnavailable => "REDIS_UNAVAILABLE",
             ErrorCode::NotConnected => "NOT_CONNECTED",
             ErrorCode::MatchNotFound => "MATCH_NOT_FOUND",
+            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::RatingRequired => "RATING_REQUIRED",
+            ErrorCode::InvalidRating => "INVALID_RATING",
         }
     }
 
     pub fn status(self) -> StatusCode {
         match self {
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
-            ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidRequest | ErrorCode::InvalidRating => StatusCode::BAD_REQUEST,
+            ErrorCode::Forbidden => StatusCode::FORBIDDEN,
             ErrorCode::UnknownWorld
             | ErrorCode::NotQueued
             | ErrorCode::NotFound
             | ErrorCode::MatchNotFound => StatusCode::NOT_FOUND,
-            ErrorCode::AlreadyQueued | ErrorCode::NotConnected => StatusCode::CONFLICT,
+            ErrorCode::AlreadyQueued | ErrorCode::NotConnected | ErrorCode::RatingRequired => {
+                StatusCode::CONFLICT
+            }
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -93,6 +102,19 @@ pub enum ErrorDetails {
     },
     Match {
         match_id: String,
+    },
+    /// A rating that cannot be used, and where it came from.
+    Rating {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        world_type: Option<WorldName>,
+        rating: String,
+        source: &'static str,
+        min: f64,
+        max: f64,
+    },
+    /// What the caller's token lacks.
+    Scope {
+        required: Option<String>,
     },
     PayloadTooLarge {
         limit_bytes: u64,
@@ -273,6 +295,9 @@ mod tests {
             (ErrorCode::RedisUnavailable, 503, "REDIS_UNAVAILABLE"),
             (ErrorCode::NotConnected, 409, "NOT_CONNECTED"),
             (ErrorCode::MatchNotFound, 404, "MATCH_NOT_FOUND"),
+            (ErrorCode::Forbidden, 403, "FORBIDDEN"),
+            (ErrorCode::RatingRequired, 409, "RATING_REQUIRED"),
+            (ErrorCode::InvalidRating, 400, "INVALID_RATING"),
         ];
         for (code, status, name) in codes {
             assert_eq!(code.as_str(), name);

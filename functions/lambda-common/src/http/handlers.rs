@@ -4,17 +4,22 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, RequestExt, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use shared::use_cases::RatingWrite;
 use shared::{
-    use_cases, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, MatchStore, PlayerStatus, Pusher,
-    QueuePosition, TicketData, WorldName,
+    use_cases, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, MatchStore, PlayerId, PlayerStatus,
+    Pusher, QueuePosition, Rating, TicketData, WorldName,
 };
 use tracing::field::Empty;
 
 use super::errors::{
     envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
 };
-use super::request::{caller, check_method, configured_world, invalid_field, json_body};
-use super::{request_path, segment_after, Route, MATCH_PREFIX, QUEUE_STATUS_PREFIX};
+use super::request::{
+    caller, check_method, claim, configured_world, invalid_field, json_body, scopes,
+};
+use super::{
+    request_path, segment_after, Route, MATCH_PREFIX, QUEUE_STATUS_PREFIX, RATINGS_PREFIX,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -29,6 +34,26 @@ struct JoinBody {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct LeaveBody {
     world_type: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RatingBody {
+    rating: f64,
+    /// The world the rating is for; absent: every world.
+    #[serde(default)]
+    world_type: Option<String>,
+}
+
+/// `data` of a rating write.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RatingStored<'a> {
+    player_id: &'a PlayerId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    world_type: Option<&'a WorldName>,
+    rating: Rating,
+    previous_rating: Option<Rating>,
 }
 
 /// `data` of a join or my-status answer: the caller's state.
@@ -92,8 +117,12 @@ async fn join_inner<P: Pusher>(
         .map(TicketData::from_value)
         .transpose()
         .map_err(|e| invalid_field("data", e))?;
+    let claimed = match (world.rating(), &store.settings().ratings.claim) {
+        (Some(_), Some(name)) => claimed_rating(store, world, claim(req, name))?,
+        _ => None,
+    };
 
-    match use_cases::join_and_notify(store, pusher, world, &player, data.as_ref()).await? {
+    match use_cases::join_and_notify(store, pusher, world, &player, data.as_ref(), claimed).await? {
         JoinOutcome::Queued(q) => Ok(ok(&queued_message(&q), &CallerState::Queued(&q))),
         JoinOutcome::Matched { record, .. } => {
             let msg = format!("match {} found in {}", record.match_id, record.world_type);
@@ -116,6 +145,15 @@ async fn join_inner<P: Pusher>(
         )
         .with(ErrorDetails::World { world_type })
         .into()),
+        JoinOutcome::RatingRequired { world_type } => Err(ApiError::new(
+            ErrorCode::RatingRequired,
+            format!("{world_type} matches by rating and no rating is known for you"),
+        )
+        .with(ErrorDetails::World { world_type })
+        .into()),
+        JoinOutcome::InvalidRating { world_type, rating } => {
+            Err(invalid_rating(store, Some(world_type), &rating.to_string(), "store"))
+        }
         JoinOutcome::QueueFull {
             world_type,
             queue_size,
@@ -129,6 +167,52 @@ async fn join_inner<P: Pusher>(
         })
         .into()),
     }
+}
+
+/// The rating in the caller's verified token claim, checked against the
+/// configured range (an unusable claim is the token's fault: 400).
+fn claimed_rating(
+    store: &MatchStore,
+    world: &shared::World,
+    value: Option<&str>,
+) -> Result<Option<Rating>, Failure> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let r = &store.settings().ratings;
+    match Rating::parse(value) {
+        Ok(rating) if (r.min..=r.max).contains(&rating.value()) => Ok(Some(rating)),
+        _ => Err(invalid_rating(
+            store,
+            Some(world.name.clone()),
+            value,
+            "claim",
+        )),
+    }
+}
+
+fn invalid_rating(
+    store: &MatchStore,
+    world_type: Option<WorldName>,
+    rating: &str,
+    source: &'static str,
+) -> Failure {
+    let r = &store.settings().ratings;
+    ApiError::new(
+        ErrorCode::InvalidRating,
+        format!(
+            "the rating {rating:?} (from the {source}) is not a number in [{}, {}]",
+            r.min, r.max
+        ),
+    )
+    .with(ErrorDetails::Rating {
+        world_type,
+        rating: rating.chars().take(40).collect(),
+        source,
+        min: r.min,
+        max: r.max,
+    })
+    .into()
 }
 
 /// `POST /v1/matching/leave`: remove the caller's ticket from a world.
@@ -251,5 +335,55 @@ async fn match_record_inner(store: &MatchStore, req: &Request) -> Result<Respons
             match_id: id.to_string(),
         })
         .into()),
+    }
+}
+
+/// `PUT /v1/ratings/{playerId}`: writes a player's rating to the trusted
+/// ratings store. Only callers whose verified token carries the configured
+/// writer scope (a game server, an admin tool) may; everyone else gets 403.
+#[tracing::instrument(name = "http_put_rating", skip_all, fields(caller = Empty))]
+pub async fn put_rating(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+    finish(put_rating_inner(store, &req).await)
+}
+
+async fn put_rating_inner(store: &MatchStore, req: &Request) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::Rating)?;
+    let caller = caller(req)?;
+    tracing::Span::current().record("caller", caller.as_str());
+    let raw = req
+        .path_parameters_ref()
+        .and_then(|p| p.first("playerId"))
+        .map(str::to_owned)
+        .or_else(|| segment_after(request_path(req), RATINGS_PREFIX).map(str::to_owned))
+        .ok_or_else(|| not_found_error(req))?;
+    let player = PlayerId::parse(&raw).map_err(|e| invalid_field("playerId", e))?;
+    let body: RatingBody = json_body(req)?;
+    let world = body
+        .world_type
+        .as_deref()
+        .map(|name| configured_world(store, name).map(|w| w.name.clone()))
+        .transpose()?;
+    let rating = Rating::new(body.rating).map_err(|e| invalid_field("rating", e))?;
+    match use_cases::set_rating(store, &scopes(req), &player, world.as_ref(), rating).await? {
+        RatingWrite::Stored { previous } => Ok(ok(
+            &format!("rating of {player} set to {rating}"),
+            &RatingStored {
+                player_id: &player,
+                world_type: world.as_ref(),
+                rating,
+                previous_rating: previous,
+            },
+        )),
+        RatingWrite::Forbidden => Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "writing ratings needs a token with the configured writer scope",
+        )
+        .with(ErrorDetails::Scope {
+            required: store.settings().ratings.writer_scope.clone(),
+        })
+        .into()),
+        RatingWrite::OutOfRange { .. } => {
+            Err(invalid_rating(store, world, &rating.to_string(), "request"))
+        }
     }
 }

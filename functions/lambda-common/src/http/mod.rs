@@ -18,7 +18,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
 pub use errors::{envelope, not_found, ApiError, ErrorCode, ErrorDetails};
-pub use handlers::{join, leave, match_record, my_status, queue_status};
+pub use handlers::{join, leave, match_record, my_status, put_rating, queue_status};
 pub use request::{caller, with_caller, MAX_BODY_BYTES};
 
 pub const JOIN_PATH: &str = "/v1/matching/join";
@@ -28,6 +28,8 @@ pub const MY_STATUS_PATH: &str = "/v1/matching/my-status";
 pub const QUEUE_STATUS_PREFIX: &str = "/v1/matching/queue-status/";
 /// Followed by the match id: `/v1/matching/matches/{matchId}`.
 pub const MATCH_PREFIX: &str = "/v1/matching/matches/";
+/// Followed by the player id: `PUT /v1/ratings/{playerId}`.
+pub const RATINGS_PREFIX: &str = "/v1/ratings/";
 
 /// The routes of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +39,7 @@ pub enum Route {
     QueueStatus,
     MyStatus,
     Match,
+    Rating,
 }
 
 /// The last segment of `path` after `prefix`, if it is one non-empty segment.
@@ -55,6 +58,7 @@ impl Route {
             MY_STATUS_PATH => Some(Route::MyStatus),
             _ if segment_after(path, QUEUE_STATUS_PREFIX).is_some() => Some(Route::QueueStatus),
             _ if segment_after(path, MATCH_PREFIX).is_some() => Some(Route::Match),
+            _ if segment_after(path, RATINGS_PREFIX).is_some() => Some(Route::Rating),
             _ => None,
         }
     }
@@ -64,6 +68,7 @@ impl Route {
         match self {
             Route::Join | Route::Leave => Method::POST,
             Route::QueueStatus | Route::MyStatus | Route::Match => Method::GET,
+            Route::Rating => Method::PUT,
         }
     }
 
@@ -71,6 +76,7 @@ impl Route {
         match self {
             Route::Join | Route::Leave => "POST",
             Route::QueueStatus | Route::MyStatus | Route::Match => "GET",
+            Route::Rating => "PUT",
         }
     }
 }
@@ -127,6 +133,7 @@ mod tests {
         assert_eq!(at("/v1/matching/joins"), None);
         assert_eq!(at("/v1/matching/matches/18f-2a"), Some(Route::Match));
         assert_eq!(at("/v1/matching/matches/"), None);
+        assert_eq!(at("/v1/ratings/alice"), Some(Route::Rating));
 
         let mut ctx = ApiGatewayV2httpRequestContext::default();
         ctx.stage = Some("prod".into());

@@ -47,6 +47,46 @@ pub fn caller(req: &Request) -> Result<PlayerId, ApiError> {
     }
 }
 
+/// A claim of the caller's verified token, as the JWT authorizer passes it
+/// (every claim is a string; numbers and lists arrive as their text).
+pub fn claim<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx
+            .authorizer
+            .as_ref()
+            .and_then(|a| a.jwt.as_ref())
+            .and_then(|jwt| jwt.claims.get(name))
+            .map(String::as_str),
+        _ => None,
+    }
+}
+
+/// The caller's OAuth scopes: what the JWT authorizer parsed into
+/// `jwt.scopes`, plus the `scope` claim (space-separated, Cognito access
+/// tokens) and `scp` (a list arrives as `[a b]`).
+pub fn scopes(req: &Request) -> Vec<&str> {
+    let parsed = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx
+            .authorizer
+            .as_ref()
+            .and_then(|a| a.jwt.as_ref())
+            .map(|jwt| jwt.scopes.iter().flatten().map(String::as_str).collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let from_claims = ["scope", "scp"]
+        .into_iter()
+        .filter_map(|name| claim(req, name))
+        .flat_map(|value| {
+            value
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split([' ', ','])
+                .filter(|s| !s.is_empty())
+        });
+    parsed.into_iter().chain(from_claims).collect()
+}
+
 /// Attaches the identity a JWT authorizer would: `sub` = `player`. For the
 /// local stack (which verifies tokens itself) and tests.
 pub fn with_caller(mut req: Request, player: &str) -> Request {

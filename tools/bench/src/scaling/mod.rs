@@ -318,7 +318,7 @@ async fn check_fill_matches_join(b: &mut Bench) -> Res<()> {
     let s = &b.sizes[0];
     let probe = player("probe")?;
     s.store
-        .join(&s.world, &probe, None)
+        .join(&s.world, &probe, None, None)
         .await
         .ctx("probe join")?;
     let real: String = redis::cmd("HGET")

@@ -15,7 +15,7 @@ pub(super) async fn ours_sample(b: &mut Bench, i: usize, op: Op, k: usize) -> Re
         Op::Join | Op::LeaveBack => {
             let p = player(&format!("j{k}"))?;
             let t = Instant::now();
-            let joined = store.join(&world, &p, None).await.ctx("join")?;
+            let joined = store.join(&world, &p, None, None).await.ctx("join")?;
             let join_us = micros_since(t);
             match joined {
                 JoinOutcome::Queued(pos) if pos.position == n as u64 + 1 => {}

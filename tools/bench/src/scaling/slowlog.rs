@@ -28,7 +28,7 @@ pub(super) async fn learn_our_shas(b: &mut Bench) -> Res<()> {
             .ctx("SLOWLOG RESET")?;
         let p = player("sha-probe")?;
         match op {
-            Op::Join => drop(s.store.join(&s.world, &p, None).await.ctx("join")?),
+            Op::Join => drop(s.store.join(&s.world, &p, None, None).await.ctx("join")?),
             Op::LeaveBack => drop(s.store.leave(&s.world, &p).await.ctx("leave")?),
             _ => drop(s.store.player_status(&p).await.ctx("player_status")?),
         }

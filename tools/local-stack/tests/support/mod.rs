@@ -55,6 +55,19 @@ pub async fn token(stack: &LocalStack, sub: &str) -> String {
     body["token"].as_str().expect("token").to_owned()
 }
 
+/// A development token for `sub` with extra claims (e.g. `{"mmr": 1700}`).
+pub async fn token_with(stack: &LocalStack, sub: &str, claims: Value) -> String {
+    let res = http()
+        .post(format!("{}/dev/token", stack.http_url))
+        .body(json!({ "sub": sub, "claims": claims }).to_string())
+        .send()
+        .await
+        .expect("POST /dev/token");
+    assert_eq!(res.status(), 200);
+    let body: Value = res.json().await.expect("token json");
+    body["token"].as_str().expect("token").to_owned()
+}
+
 /// Calls an API route; returns status and JSON body.
 pub async fn call(
     stack: &LocalStack,
@@ -66,6 +79,7 @@ pub async fn call(
     let url = format!("{}{path}", stack.http_url);
     let mut req = match method {
         "GET" => http().get(url),
+        "PUT" => http().put(url),
         _ => http().post(url),
     };
     if let Some(t) = token {
