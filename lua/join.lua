@@ -110,6 +110,8 @@ local now = now_ms()
 
 -- One ticket per player in the whole namespace.
 local existing = redis.call('HGET', tickets, player)
+-- A ticket past its deadline that the sweep has not removed yet.
+local expired_ticket = nil
 if existing then
   local other, _, _, other_deadline = decode_ticket(existing)
   for i = 1, worlds do
@@ -120,7 +122,7 @@ if existing then
         local wp, ws = wait_stats(r, now, window)
         return { 'ALREADY', other, (rank or -1) + 1, redis.call('ZCARD', q), wp, ws, '' }
       end
-      existing = nil
+      expired_ticket, existing = existing, nil
     end
   end
   if existing then
@@ -153,10 +155,9 @@ end
 local shown_rating = rating and num(rating) or ''
 
 -- All checks passed: from here on the script only writes.
-local other_ticket = redis.call('HGET', tickets, player)
-if other_ticket then
+if expired_ticket then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
-  local other = decode_ticket(other_ticket)
+  local other = decode_ticket(expired_ticket)
   for i = 1, worlds do
     if ARGV[FIXED_ARGS + i] == other then
       local q, d, _, rt, du = world_keys(i)
