@@ -28,7 +28,7 @@ pub struct Config {
     pub quick: bool,
     /// Repetitions of every timed run (`BENCH_REPS`, default 5).
     pub reps: usize,
-    /// Which rows to run (`BENCH_ROWS=1,3`; default all).
+    /// Which rows to run (`BENCH_ROWS=1,3,6`; default all).
     pub rows: Vec<u8>,
     /// Offered-load duration of one end-to-end run (`BENCH_E2E_SECS`).
     pub e2e_secs: u64,
@@ -58,11 +58,11 @@ impl Config {
                     s.trim()
                         .parse::<u8>()
                         .ok()
-                        .filter(|n| (1..=5).contains(n))
-                        .ok_or_else(|| format!("BENCH_ROWS takes numbers 1..=5, got {s:?}"))
+                        .filter(|n| (1..=6).contains(n))
+                        .ok_or_else(|| format!("BENCH_ROWS takes numbers 1..=6, got {s:?}"))
                 })
                 .collect::<Res<Vec<u8>>>()?,
-            None => vec![1, 2, 3, 4, 5],
+            None => vec![1, 2, 3, 4, 5, 6],
         };
         let e2e_secs = match var("BENCH_E2E_SECS") {
             Some(v) => v
@@ -99,11 +99,15 @@ impl Config {
     }
 }
 
-/// A raw connection for filling and inspecting state.
+/// A raw connection for filling and inspecting state. Its replies may be
+/// large (SLOWLOG, big pipelines), so it waits up to a minute for one
+/// instead of the redis crate's default 500 ms.
 pub async fn raw_connection(url: &str) -> Res<MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_response_timeout(Some(std::time::Duration::from_secs(60)));
     redis::Client::open(url)
         .ctx("Redis URL")?
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .ctx("connect to the benchmark redis-server")
 }

@@ -6,8 +6,10 @@
 
 mod common;
 mod e2e;
+mod floor;
 mod footprint;
 mod matcher;
+mod rated;
 mod report;
 mod scaling;
 mod stats;
@@ -64,12 +66,13 @@ async fn run(cfg: Config) -> Res<bool> {
         ..Default::default()
     };
     type Row = (u8, &'static str);
-    let rows: [Row; 5] = [
+    let rows: [Row; 6] = [
         (1, "scaling"),
         (2, "throughput"),
         (3, "matcher"),
         (4, "end to end"),
         (5, "footprint"),
+        (6, "rated"),
     ];
     for (n, name) in rows {
         if !cfg.runs(n) {
@@ -82,7 +85,8 @@ async fn run(cfg: Config) -> Res<bool> {
             2 => throughput::run(&cfg, &mut report).await,
             3 => matcher::run(&cfg, &mut report).await,
             4 => e2e::run(&cfg, &mut report).await,
-            _ => footprint::run(&cfg, &mut report).await,
+            5 => footprint::run(&cfg, &mut report).await,
+            _ => rated::run(&cfg, &mut report).await,
         };
         match result {
             Ok(()) => eprintln!("[{n}] {name} done in {:.1} s", t.elapsed().as_secs_f64()),

@@ -1,6 +1,8 @@
 //! Row 2: joins per second through the shared crate at 1, 16 and 64
 //! concurrent clients (tokio tasks sharing one `MatchStore`), next to
-//! EVALSHA of `return 1` through the same redis crate client in the same run.
+//! EVALSHA of `return 1` and a write floor (a script writing only what a
+//! queued join writes, `floor.rs`) through the same redis crate client in the
+//! same run.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -8,21 +10,30 @@ use std::time::{Duration, Instant};
 use integration_tests::{settings_for, RedisServer};
 use redis::aio::ConnectionManager;
 use redis::Script;
-use shared::{JoinOutcome, MatchStore, PlayerId, World};
+use shared::{JoinOutcome, MatchStore, PlayerId, Rating, World};
 
 use crate::common::{
     calls_between, commandstats, cpu_micros, raw_connection, redis_pid, script_breakdown, Config,
     Ctx, Res,
 };
+use crate::floor::{run_floor, Floor, RatingFn};
 use crate::report::{count, dur, Report, Table, Verdict};
 use crate::stats::summarize;
 
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
+const MODES: [Mode; 4] = [
+    Mode::Raw,
+    Mode::WriteFloor,
+    Mode::JoinInstant,
+    Mode::JoinQueued,
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Mode {
     /// EVALSHA of `return 1`: the client + server floor for one script call.
     Raw,
+    /// A script writing only what a queued FIFO join writes (`floor.rs`).
+    WriteFloor,
     /// `MatchStore::join`, instant match on (N = 3: every third join forms a match).
     JoinInstant,
     /// `MatchStore::join`, instant match off (the queue only grows).
@@ -33,6 +44,9 @@ impl Mode {
     fn label(self) -> &'static str {
         match self {
             Mode::Raw => "EVALSHA `return 1` (raw floor)",
+            Mode::WriteFloor => {
+                "write floor: INCR, ZADD queue, ZADD deadlines, HSET ticket (one EVALSHA)"
+            }
             Mode::JoinInstant => "join, instant match on (N=3, forms matches)",
             Mode::JoinQueued => "join, instant match off (queue grows)",
         }
@@ -82,6 +96,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         .ctx("connect the raw client")?;
     let mut admin = raw_connection(&url).await?;
     let floor = Script::new("return 1");
+    let writes = Floor::fifo(instant.keys(), "world1", 600_000)?;
     let redis_pid = redis_pid(&mut admin).await?;
     let own_pid = std::process::id();
 
@@ -93,17 +108,21 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let reps = if cfg.quick { cfg.reps.min(2) } else { cfg.reps };
     let mut results: BTreeMap<(Mode, usize), Sample> = BTreeMap::new();
     let mut ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    // Per (mode, C): each repetition's ops/s ÷ the write floor's.
+    let mut write_ratios: BTreeMap<(Mode, usize), Vec<f64>> = BTreeMap::new();
     let mut breakdowns = Vec::new();
     // Warm-up: load the scripts, open the connections.
-    run_joins(&instant, &world, "warm-a", 4, Duration::from_millis(100)).await?;
-    run_joins(&queued, &world, "warm-b", 4, Duration::from_millis(100)).await?;
-    run_raw(&raw, &floor, 4, Duration::from_millis(100)).await?;
+    let warm = Duration::from_millis(100);
+    run_joins(&instant, &world, "warm-a", 4, warm, None).await?;
+    run_joins(&queued, &world, "warm-b", 4, warm, None).await?;
+    run_raw(&raw, &floor, 4, warm).await?;
+    run_floor(&raw, &writes, "warm-c", 4, warm).await?;
 
     for rep in 0..reps {
         eprintln!("  [2] repetition {}/{reps}", rep + 1);
         for &c in &CONCURRENCY {
-            let mut raw_rate = f64::NAN;
-            for mode in [Mode::Raw, Mode::JoinInstant, Mode::JoinQueued] {
+            let (mut raw_rate, mut write_rate) = (f64::NAN, f64::NAN);
+            for mode in MODES {
                 redis::cmd("FLUSHALL")
                     .query_async::<()>(&mut admin)
                     .await
@@ -113,13 +132,18 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 let prefix = format!("r{rep}c{c}{mode:?}");
                 let (ops, elapsed) = match mode {
                     Mode::Raw => run_raw(&raw, &floor, c, window).await?,
-                    Mode::JoinInstant => run_joins(&instant, &world, &prefix, c, window).await?,
-                    Mode::JoinQueued => run_joins(&queued, &world, &prefix, c, window).await?,
+                    Mode::WriteFloor => run_floor(&raw, &writes, &prefix, c, window).await?,
+                    Mode::JoinInstant => {
+                        run_joins(&instant, &world, &prefix, c, window, None).await?
+                    }
+                    Mode::JoinQueued => {
+                        run_joins(&queued, &world, &prefix, c, window, None).await?
+                    }
                 };
                 let (srv1, cli1) = (cpu_micros(redis_pid)?, cpu_micros(own_pid)?);
                 let after = commandstats(&mut admin).await?;
                 let (calls, usec) = calls_between(&before, &after, &["evalsha"]);
-                if rep == 0 && c == 16 && mode != Mode::Raw {
+                if rep == 0 && c == 16 && matches!(mode, Mode::JoinInstant | Mode::JoinQueued) {
                     let (text, _, _) = script_breakdown(&before, &after, calls as f64);
                     breakdowns.push(format!("{}: {text}", mode.label()));
                 }
@@ -135,8 +159,15 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 s.client_cpu.push((cli1 - cli0) / ops.max(1) as f64);
                 match mode {
                     Mode::Raw => raw_rate = rate,
+                    Mode::WriteFloor => write_rate = rate,
                     Mode::JoinInstant => ratios.entry(c).or_default().push(rate / raw_rate),
                     Mode::JoinQueued => {}
+                }
+                if matches!(mode, Mode::JoinInstant | Mode::JoinQueued) {
+                    write_ratios
+                        .entry((mode, c))
+                        .or_default()
+                        .push(rate / write_rate);
                 }
             }
         }
@@ -146,8 +177,10 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         "2. Throughput: operations per second",
         &format!(
             "Median (min–max) over {reps} repetitions of a {:.1} s run each; C tokio tasks share one client \
-             (`MatchStore`, or one redis `ConnectionManager` for the floor), every join a distinct player; the \
-             three modes alternate within each repetition. \"script µs/call\": time inside EVALSHA \
+             (`MatchStore`, or one redis `ConnectionManager` for the floors), every join a distinct player; the \
+             four modes alternate within each repetition. \"÷ write floor\" (info): joins/s ÷ a script that \
+             writes only the entries a queued join writes (INCR ticket-seq, ZADD queue, ZADD deadlines, HSET \
+             ticket, with TIME), median of the per-repetition ratios. \"script µs/call\": time inside EVALSHA \
              (`INFO commandstats`); \"redis CPU\": the redis-server process's CPU (user + system, \
              /proc) per operation and as a share of one core, its single-thread limit; \"client CPU\": \
              this process's CPU per operation (the machine has 2 cores for both).",
@@ -158,6 +191,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             "C",
             "ops/s",
             "÷ raw floor",
+            "÷ write floor",
             "script µs/call",
             "redis CPU µs/op",
             "redis CPU",
@@ -167,7 +201,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         ],
     );
     for &c in &CONCURRENCY {
-        for mode in [Mode::Raw, Mode::JoinInstant, Mode::JoinQueued] {
+        for mode in MODES {
             let s = &results[&(mode, c)];
             let rate = summarize(&s.rate);
             let us = summarize(&s.server_us);
@@ -175,8 +209,21 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             let share = summarize(&s.server_cpu_share);
             let client = summarize(&s.client_cpu);
             let raw_median = summarize(&results[&(Mode::Raw, c)].rate).median;
+            let write_cell = match mode {
+                Mode::Raw => String::new(),
+                Mode::WriteFloor => "1.00".into(),
+                _ => {
+                    let r = summarize(&write_ratios[&(mode, c)]);
+                    format!("{:.2} ({:.2}–{:.2})", r.median, r.min, r.max)
+                }
+            };
             let (ratio_cell, target, verdict) = match mode {
                 Mode::Raw => ("1.00".to_owned(), "".to_owned(), "".to_owned()),
+                Mode::WriteFloor => (
+                    format!("{:.2}", rate.median / raw_median),
+                    "".into(),
+                    "".into(),
+                ),
                 Mode::JoinInstant => {
                     let r = summarize(&ratios[&c]);
                     let v = Verdict::of(r.median >= 0.7);
@@ -213,6 +260,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                     count(rate.max)
                 ),
                 ratio_cell,
+                write_cell,
                 dur(us.median),
                 dur(cpu.median),
                 format!("{:.0}%", share.median * 100.0),
@@ -232,13 +280,16 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     Ok(())
 }
 
-/// `c` tasks joining distinct players through one store for `window`.
-async fn run_joins(
+/// `c` tasks joining distinct players (`<prefix>t<task>-<i>`) through one
+/// store for `window`; in a rated world each with the rating `rating` gives
+/// it (passed as the trusted claim).
+pub async fn run_joins(
     store: &MatchStore,
     world: &World,
     prefix: &str,
     c: usize,
     window: Duration,
+    rating: Option<RatingFn>,
 ) -> Res<(u64, Duration)> {
     let start = Instant::now();
     let deadline = start + window;
@@ -251,7 +302,11 @@ async fn run_joins(
             let mut done = 0u64;
             while Instant::now() < deadline {
                 let p = PlayerId::parse(&format!("{prefix}{done}")).ctx("player id")?;
-                match store.join(&world, &p, None, None).await.ctx("join")? {
+                let claimed = match rating {
+                    Some(r) => Some(Rating::new(r(t, done)).ctx("rating")?),
+                    None => None,
+                };
+                match store.join(&world, &p, None, claimed).await.ctx("join")? {
                     JoinOutcome::Queued(_) | JoinOutcome::Matched { .. } => done += 1,
                     other => return Err(format!("unexpected join outcome {other:?}")),
                 }

@@ -10,7 +10,7 @@
 
 mod samples;
 mod seed;
-mod slowlog;
+pub(crate) mod slowlog;
 
 use std::collections::BTreeMap;
 

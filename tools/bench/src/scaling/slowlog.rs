@@ -57,13 +57,16 @@ pub(super) async fn learn_our_shas(b: &mut Bench) -> Res<()> {
         .ctx("FLUSHALL")
 }
 
-struct SlowEntry {
-    micros: u64,
-    args: Vec<String>,
-    client: String,
+/// One SLOWLOG entry: execution time, the command's arguments (Redis keeps
+/// the first 32) and the client's address (`?:0` for a script's commands).
+pub(crate) struct SlowEntry {
+    pub micros: u64,
+    pub args: Vec<String>,
+    pub client: String,
 }
 
-async fn slowlog(conn: &mut MultiplexedConnection) -> Res<Vec<SlowEntry>> {
+/// Every SLOWLOG entry so far (newest first), and resets the log.
+pub(crate) async fn slowlog(conn: &mut MultiplexedConnection) -> Res<Vec<SlowEntry>> {
     let v: Value = redis::cmd("SLOWLOG")
         .arg("GET")
         .arg(-1)
