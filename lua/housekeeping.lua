@@ -1,7 +1,9 @@
 -- housekeeping.lua: delete expired match records (and the players' pointers
--- to them) and WebSocket connections whose registration lapsed (no heartbeat
--- within the presence timeout: treated as a disconnect). Hashes cannot expire field by
--- field on every Redis we support, so expiry is a ZSET swept in batches.
+-- to them), WebSocket connections whose registration lapsed (no heartbeat
+-- within the presence timeout: treated as a disconnect) and parties whose
+-- assembly ran out of time (PARTY_CANCELLED, reason EXPIRED). Hashes cannot
+-- expire field by field on every Redis we support, so expiry is a ZSET swept
+-- in batches.
 --
 -- KEYS[1]  matches        HASH match id -> match record JSON
 -- KEYS[2]  match_expiry   ZSET match id -> expiry ms
@@ -10,15 +12,18 @@
 -- KEYS[5]  conn_expiry    ZSET conn id -> when the registration lapses (ms)
 -- KEYS[6]  player_conns   HASH player -> space-separated conn ids
 -- KEYS[7]  presence       ZSET player -> latest expiry among their connections
--- KEYS[8]  tickets        HASH player -> ticket
--- KEYS[9..] for every configured world, in ARGV order: queue, deadlines,
+-- KEYS[8]  tickets        HASH ticket -> ticket
+-- KEYS[9]  outbox         ZSET notification id -> due ms
+-- KEYS[10..14] the party block: parties, party_expiry, player_party, notes,
+--          counters (see _tickets.lua)
+-- KEYS[15..] for every configured world, in ARGV order: queue, deadlines,
 --           ratings and due (four keys per world)
 --
 -- ARGV[1]  most records of each kind to remove in this call (> 0)
 -- ARGV[2]  remove the ticket of a player whose last connection expired: "1"/"0"
 -- ARGV[3..] configured world names
 --
--- Reply: { matches_removed, connections_removed, tickets_removed }
+-- Reply: { matches_removed, connections_removed, tickets_removed, parties_expired }
 
 local limit = int_arg(ARGV[1])
 local remove_ticket = ARGV[2]
@@ -26,7 +31,8 @@ local worlds = {}
 for i = 3, #ARGV do worlds[#worlds + 1] = ARGV[i] end
 if limit == nil or limit == 0 then return fail('limit must be an integer > 0') end
 if remove_ticket ~= '0' and remove_ticket ~= '1' then return fail('remove_ticket must be 0 or 1') end
-if #KEYS ~= 8 + 4 * #worlds then return fail('world keys do not match world names') end
+local FIXED_KEYS = 14
+if #KEYS ~= FIXED_KEYS + 4 * #worlds then return fail('world keys do not match world names') end
 
 local now = now_ms()
 local matches = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
@@ -49,18 +55,20 @@ if #matches > 0 then
   chunked('ZREM', KEYS[2], matches, 1)
 end
 
-local function world_keys(i)
-  local base = 8 + 4 * (i - 1)
-  return KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4]
-end
 local k = {
   conns = KEYS[4], conn_expiry = KEYS[5], player_conns = KEYS[6], presence = KEYS[7],
-  tickets = KEYS[8],
+  tickets = KEYS[8], outbox = KEYS[9], parties = KEYS[10], party_expiry = KEYS[11],
+  player_party = KEYS[12], notes = KEYS[13], counters = KEYS[14],
 }
+local world_of = world_lookup(worlds, function(i)
+  local base = FIXED_KEYS + 4 * (i - 1)
+  return { queue = KEYS[base + 1], deadlines = KEYS[base + 2], ratings = KEYS[base + 3], due = KEYS[base + 4] }
+end)
 local conns = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, limit)
 local tickets_removed = 0
 for _, id in ipairs(conns) do
-  local _, _, removed = drop_connection(k, id, remove_ticket == '1', worlds, world_keys)
+  local _, _, removed = drop_connection(k, id, remove_ticket == '1', world_of, now)
   if removed ~= '' then tickets_removed = tickets_removed + 1 end
 end
-return { #matches, #conns, tickets_removed }
+local parties_expired = sweep_parties(k, limit, now, world_of)
+return { #matches, #conns, tickets_removed, parties_expired }

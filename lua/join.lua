@@ -12,14 +12,17 @@
 -- KEYS[8]  presence       ZSET player -> until when they have a live connection (ms)
 -- KEYS[9]  player_ratings HASH "<world>|<player>" or "*|<player>" -> rating (the
 --                         trusted ratings store, written by PUT /v1/ratings)
--- KEYS[10..] for every configured world, in ARGV order: queue (ZSET player ->
---           seq), deadlines (ZSET player -> deadline ms), rate (HASH of match
---           rate statistics, see _lib.lua), ratings and due (rated worlds,
---           see _lib.lua): five keys per world.
+-- KEYS[10..14] the party block: parties (HASH party id -> party JSON),
+--           party_expiry (ZSET), player_party (HASH player -> party id),
+--           notes (HASH), counters (HASH); see _tickets.lua and _lib.lua
+-- KEYS[15..] for every configured world, in ARGV order: queue (ZSET ticket
+--           -> seq), deadlines (ZSET ticket -> deadline ms), rate (HASH of
+--           match rate statistics, see _lib.lua), ratings and due (rated
+--           worlds, see _rated.lua): five keys per world.
 --
 -- ARGV[1]  player id
 -- ARGV[2]  index (1-based) of the world to join among the configured worlds
--- ARGV[3]  team size N (>= 2)
+-- ARGV[3]  seats per match N (>= 2): teams x team size
 -- ARGV[4]  ticket lifetime ms (> 0)
 -- ARGV[5]  ticket data JSON, "" for none (already validated and size-capped)
 -- ARGV[6]  instant match: "1" on, "0" off
@@ -34,7 +37,10 @@
 -- ARGV[17] the rating from the caller's verified token claim, "" for none
 -- ARGV[18] the default rating for players without one, "" for none
 -- ARGV[19], ARGV[20] the lowest and highest rating accepted
--- ARGV[21..] configured world names, one per world key group
+-- ARGV[21] teams per match (>= 1, divides N)
+-- ARGV[22..24] rated worlds with teams: balance window base, widening per
+--          second and maximum ("" otherwise)
+-- ARGV[25..] configured world names, one per world key group
 --
 -- A rated world's rating is, in this order: the ratings store's entry for
 -- this world, its entry for every world ("*"), the token claim, the default.
@@ -51,6 +57,8 @@
 --   status "STALE"   : the player holds a ticket of `world`, which is no longer
 --                      configured; nothing was written (the caller drops that
 --                      ticket with drop_stale_ticket.lua and joins again)
+--   status "IN_PARTY": the player belongs to a party (assembling or queued) of
+--                      `world`; nothing was written
 --   status "FULL"    : the queue is at capacity; nothing was written
 --   status "ABSENT"  : the world requires presence and the player has no live
 --                      connection; nothing was written
@@ -65,7 +73,7 @@
 
 local player = ARGV[1]
 local world_index = int_arg(ARGV[2])
-local team = int_arg(ARGV[3])
+local seats = int_arg(ARGV[3])
 local ticket_ttl = int_arg(ARGV[4])
 local data = ARGV[5]
 local instant = ARGV[6]
@@ -76,13 +84,15 @@ local presence = ARGV[10]
 local mode = ARGV[11]
 local claimed, default_rating = ARGV[17], ARGV[18]
 local min_rating, max_rating = tonumber(ARGV[19]), tonumber(ARGV[20])
-local FIXED_KEYS, FIXED_ARGS, PER_WORLD = 9, 20, 5
+local teams = int_arg(ARGV[21])
+local FIXED_KEYS, FIXED_ARGS, PER_WORLD = 14, 24, 5
 local worlds = #ARGV - FIXED_ARGS
 
 if player == nil or player == '' then return fail('player id is empty') end
 if worlds < 1 or #KEYS ~= FIXED_KEYS + PER_WORLD * worlds then return fail('world keys do not match world names') end
 if world_index == nil or world_index < 1 or world_index > worlds then return fail('world index out of range') end
-if team == nil or team < 2 then return fail('team size must be an integer >= 2') end
+if seats == nil or seats < 2 then return fail('seats must be an integer >= 2') end
+if teams == nil or teams < 1 or seats % teams ~= 0 then return fail('teams must divide the seats') end
 if ticket_ttl == nil or ticket_ttl == 0 then return fail('ticket lifetime must be > 0') end
 if match_ttl == nil or match_ttl == 0 then return fail('match lifetime must be > 0') end
 if capacity == nil then return fail('capacity must be an integer >= 0') end
@@ -92,7 +102,7 @@ if presence ~= '0' and presence ~= '1' then return fail('presence must be 0 or 1
 if mode ~= 'fifo' and mode ~= 'rating' then return fail('mode must be fifo or rating') end
 local rules = nil
 if mode == 'rating' then
-  rules = rated_rules(ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16])
+  rules = rated_rules(ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[22], ARGV[23], ARGV[24])
   if not rules then return fail('bad rating rules') end
   if not min_rating or not max_rating or min_rating > max_rating then return fail('bad rating range') end
   if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
@@ -107,6 +117,13 @@ end
 local world = ARGV[FIXED_ARGS + world_index]
 local queue, deadlines, rate, ratings, due = world_keys(world_index)
 local now = now_ms()
+local k = {
+  queue = queue, deadlines = deadlines, tickets = tickets, matches = KEYS[3],
+  match_expiry = KEYS[4], player_match = KEYS[5], outbox = KEYS[6],
+  rate = rate, match_seq = KEYS[7], presence = KEYS[8], ratings = ratings, due = due,
+  parties = KEYS[10], party_expiry = KEYS[11], player_party = KEYS[12], notes = KEYS[13],
+  counters = KEYS[14],
+}
 
 -- One ticket per player in the whole namespace.
 local existing = redis.call('HGET', tickets, player)
@@ -130,6 +147,12 @@ if existing then
     -- not in KEYS, so the caller removes it with a script that declares them.
     return { 'STALE', other or '', 0, 0, 0, 0, '' }
   end
+end
+-- A party member waits with the party (one ticket per player).
+local party_id = redis.call('HGET', k.player_party, player)
+if party_id then
+  local party = load_party(k, party_id)
+  return { 'IN_PARTY', party and party.world or '', 0, 0, 0, 0, '' }
 end
 
 local size = redis.call('ZCARD', queue)
@@ -161,13 +184,11 @@ if expired_ticket then
   for i = 1, worlds do
     if ARGV[FIXED_ARGS + i] == other then
       local q, d, _, rt, du = world_keys(i)
-      drop_rated({ queue = q, ratings = rt, due = du }, { player })
-      redis.call('ZREM', q, player)
-      redis.call('ZREM', d, player)
+      remove_tickets({
+        queue = q, deadlines = d, ratings = rt, due = du, tickets = tickets, outbox = KEYS[6],
+      }, other, { player }, 'X', now)
     end
   end
-  redis.call('HDEL', tickets, player)
-  outbox_add(KEYS[6], { 'X|' .. other .. '|' .. player }, 1, now)
   size = redis.call('ZCARD', queue)
 end
 local seq = redis.call('INCR', KEYS[2])
@@ -182,25 +203,22 @@ end
 
 -- The new ticket has the highest sequence, so it is last: rank `size`. The
 -- reply is computed rather than read back, to keep the hot path short.
-if instant == '1' and size + 1 >= team then
-  local k = {
-    queue = queue, deadlines = deadlines, tickets = tickets, matches = KEYS[3],
-    match_expiry = KEYS[4], player_match = KEYS[5], outbox = KEYS[6],
-    rate = rate, match_seq = KEYS[7], presence = KEYS[8], ratings = ratings, due = due,
-  }
+-- Parties (tickets of several seats) and teams need the general matching.
+local general = teams > 1 or queued_parties(k, world) > 0
+if instant == '1' and (general or size + 1 >= seats) then
   local records, ids
   if rules then
     -- One attempt with the joiner as the anchor (window: the base).
     local _, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
     records, ids = {}, {}
     if not more_expired then
-      local group, group_ratings = rated_attempt(k, world, team, rules, player, now, presence == '1', { removed = 0 })
-      if group then
-        records, ids = record_matches(k, world, team, group, 1, match_ttl, now, window, group_ratings)
+      local items = rated_attempt(k, world, seats, teams, rules, player, now, presence == '1', { removed = 0 })
+      if items then
+        records, ids = record_rated(k, world, seats, teams, { items }, match_ttl, now, window)
       end
     end
   else
-    records, ids = form_matches(k, world, team, 0, match_ttl, now, window, presence == '1')
+    records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, presence == '1', INSTANT_SCAN * seats)
   end
   if redis.call('HEXISTS', tickets, player) == 0 then
     -- A player's match carries its own wait; no statistics needed.

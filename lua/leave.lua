@@ -1,38 +1,57 @@
--- leave.lua: remove a player's ticket from a world's queue.
+-- leave.lua: remove a player's ticket from a world's queue. A party member
+-- leaving cancels the whole party, assembling or queued, and the other
+-- members are told (PARTY_CANCELLED, reason LEFT).
 --
--- KEYS[1]  queue          ZSET player -> seq (this world)
--- KEYS[2]  deadlines      ZSET player -> ticket deadline ms (this world)
--- KEYS[3]  tickets        HASH player -> ticket
--- KEYS[4]  ratings        ZSET "<seq>:<player>" -> rating (rated worlds; this world)
--- KEYS[5]  due            ZSET player -> next attempt as an anchor (rated worlds)
+-- KEYS[1]  queue          ZSET ticket -> seq (this world)
+-- KEYS[2]  deadlines      ZSET ticket -> ticket deadline ms (this world)
+-- KEYS[3]  tickets        HASH ticket -> ticket
+-- KEYS[4]  ratings        ZSET "<seq>:<ticket>" -> rating (rated worlds; this world)
+-- KEYS[5]  due            ZSET ticket -> next attempt as an anchor (rated worlds)
+-- KEYS[6]  outbox         ZSET notification id -> due ms
+-- KEYS[7..11] the party block: parties, party_expiry, player_party, notes,
+--          counters (see _tickets.lua)
 --
 -- ARGV[1]  player id
 -- ARGV[2]  world name
 --
--- Reply: { "LEFT", previous_position, remaining_queue_size }
+-- Reply: { "LEFT", previous_position (0 for an assembling party), remaining_queue_size }
 --      | { "NOT_QUEUED", world_the_player_waits_in_or_empty, 0 }
 -- A ticket past its deadline is not queued any more (the sweep removes it
 -- and tells the player); leaving it answers NOT_QUEUED and writes nothing.
-
-if #KEYS ~= 5 then return fail('expected 5 keys') end
+if #KEYS ~= 11 then return fail('expected 11 keys') end
 local player, world = ARGV[1], ARGV[2]
 if player == nil or player == '' then return fail('player id is empty') end
 if world == nil or world == '' then return fail('world is empty') end
-
+local k = {
+  queue = KEYS[1], deadlines = KEYS[2], tickets = KEYS[3], ratings = KEYS[4], due = KEYS[5],
+  outbox = KEYS[6], parties = KEYS[7], party_expiry = KEYS[8], player_party = KEYS[9],
+  notes = KEYS[10], counters = KEYS[11],
+}
+local now = now_ms()
 local ticket = redis.call('HGET', KEYS[3], player)
 if not ticket then
-  return { 'NOT_QUEUED', '', 0 }
+  local party_id = redis.call('HGET', k.player_party, player)
+  local party = party_id and load_party(k, party_id)
+  if not party then
+    return { 'NOT_QUEUED', '', 0 }
+  end
+  if party.world ~= world then
+    return { 'NOT_QUEUED', party.world, 0 }
+  end
+  local rank = redis.call('ZRANK', k.queue, PARTY_MARK .. party_id)
+  cancel_party(k, party_id, 'LEFT', player, now, function(name)
+    if name == world then return k end
+    return nil
+  end)
+  return { 'LEFT', rank and rank + 1 or 0, redis.call('ZCARD', k.queue) }
 end
 local ticket_world, _, _, deadline = decode_ticket(ticket)
-if deadline == nil or deadline <= now_ms() then
+if deadline == nil or deadline <= now then
   return { 'NOT_QUEUED', '', 0 }
 end
 if ticket_world ~= world then
   return { 'NOT_QUEUED', ticket_world or '', 0 }
 end
-local rank = redis.call('ZRANK', KEYS[1], player)
-drop_rated({ queue = KEYS[1], ratings = KEYS[4], due = KEYS[5] }, { player })
-redis.call('ZREM', KEYS[1], player)
-redis.call('ZREM', KEYS[2], player)
-redis.call('HDEL', KEYS[3], player)
-return { 'LEFT', (rank or 0) + 1, redis.call('ZCARD', KEYS[1]) }
+local rank = redis.call('ZRANK', k.queue, player)
+remove_tickets(k, world, { player }, nil, now)
+return { 'LEFT', (rank or 0) + 1, redis.call('ZCARD', k.queue) }

@@ -9,6 +9,7 @@
 -- KEYS[3]  matches        HASH match id -> match record JSON
 -- KEYS[4]  player_conns   HASH player -> space-separated conn ids
 -- KEYS[5]  conns          HASH conn id -> "<registered_ms> <player>"
+-- KEYS[6]  notes          HASH note id -> "<message JSON>\n<player>\n..." (see _lib.lua)
 --
 -- ARGV[1]  lease ms (> 0)
 -- ARGV[2]  most entries to claim (> 0)
@@ -22,13 +23,14 @@
 --   age_ms: how long ago the first attempt was, by this server's clock (so
 --   callers never compare their own clock with a Redis timestamp).
 --   payload: the match record JSON for "M|" and "C|" entries ("" when the
---   record has expired), "" otherwise.
+--   record has expired), the message JSON for "N|" entries ("" when the note
+--   is gone), "" otherwise.
 --   targets: the players still to tell (1-based index among the entry's
 --   targets, for settling), each with their space-separated connection ids
 --   and the young ones among them. A "C|" entry targets exactly its one
 --   connection (none once that connection is gone).
 
-if #KEYS ~= 5 then return fail('expected 5 keys') end
+if #KEYS ~= 6 then return fail('expected 6 keys') end
 local lease = int_arg(ARGV[1])
 local limit = int_arg(ARGV[2])
 local young = int_arg(ARGV[3])
@@ -98,6 +100,19 @@ for _, id in ipairs(ids) do
     if player then targets[1] = { 1, player, rest } end
   elseif (kind == 'X' or kind == 'G') and rest ~= '' then
     targets[1] = { 1, rest }
+  elseif kind == 'N' then
+    local note = redis.call('HGET', KEYS[6], ref)
+    if note then
+      local i = 0
+      for line in string.gmatch(note, '[^\n]+') do
+        if i == 0 then
+          payload = line
+        elseif wanted == nil or wanted[i] then
+          targets[#targets + 1] = { i, line }
+        end
+        i = i + 1
+      end
+    end
   end
 
   put(id)

@@ -6,6 +6,7 @@
 --
 -- KEYS[1]  outbox         ZSET notification id -> due ms
 -- KEYS[2]  outbox_meta    HASH notification id -> "<attempts>:<first_attempt_ms>:<in_flight>:<pending>"
+-- KEYS[3]  notes          HASH note id -> note ("N|<id>" entries; deleted with them)
 --
 -- ARGV     quadruples: id, delay ms ("-1" = done: remove; otherwise retry
 --          after delay), pending (comma-separated 1-based targets still to
@@ -16,7 +17,7 @@
 --
 -- Reply: { removed, rescheduled }
 
-if #KEYS ~= 2 then return fail('expected 2 keys') end
+if #KEYS ~= 3 then return fail('expected 3 keys') end
 if #ARGV % 4 ~= 0 then return fail('arguments must be id/delay/pending/replay quadruples') end
 for i = 1, #ARGV, 4 do
   local d = tonumber(ARGV[i + 1])
@@ -47,6 +48,8 @@ for i = 1, #ARGV, 4 do
   if delay == -1 then
     removed = removed + redis.call('ZREM', KEYS[1], id)
     redis.call('HDEL', KEYS[2], id)
+    local note = string.match(id, '^N|(%d+)$')
+    if note then redis.call('HDEL', KEYS[3], note) end
   elseif redis.call('ZSCORE', KEYS[1], id) then
     redis.call('ZADD', KEYS[1], now + delay, id)
     rescheduled = rescheduled + 1

@@ -21,6 +21,8 @@ pub enum ValidationError {
     BadNotificationId(String),
     #[error("invalid rating \"{0}\": expected a finite number")]
     BadRating(String),
+    #[error("invalid party id \"{0}\"")]
+    BadPartyId(String),
 }
 
 /// A configuration value that cannot be used.

@@ -7,16 +7,22 @@
 //! (regions, games, tenants) hash to different slots and spread over shards.
 //! Keys are built only from the validated namespace and world names; player
 //! and connection ids are hash fields or set members, never part of a key.
+//! A ticket is a player id (a solo ticket) or `\x01<party id>` (a party's).
 //!
 //! | key                          | type   | contents                                   |
 //! |------------------------------|--------|--------------------------------------------|
-//! | `queue:<world>`              | ZSET   | player -> ticket sequence (FIFO order)     |
-//! | `deadlines:<world>`          | ZSET   | player -> ticket deadline (ms)             |
+//! | `queue:<world>`              | ZSET   | ticket -> ticket sequence (FIFO order)     |
+//! | `deadlines:<world>`          | ZSET   | ticket -> ticket deadline (ms)             |
 //! | `rate:<world>`               | HASH   | match-rate statistics (wait estimates)     |
-//! | `ratings:<world>`            | ZSET   | `<seq>:<player>` -> rating (rated worlds)  |
-//! | `due:<world>`                | ZSET   | player -> next try as an anchor (ms)       |
+//! | `ratings:<world>`            | ZSET   | `<seq>:<ticket>` -> rating (rated worlds)  |
+//! | `due:<world>`                | ZSET   | ticket -> next try as an anchor (ms)       |
 //! | `player-ratings`             | HASH   | `<world>\|<player>`, `*\|<player>` -> rating (trusted store) |
-//! | `tickets`                    | HASH   | player -> `<world> <seq> <joined> <deadline> <data>` |
+//! | `tickets`                    | HASH   | ticket -> `<world> <seq> <joined> <deadline> <data>` |
+//! | `parties`                    | HASH   | party id -> party JSON (members, state)    |
+//! | `party-expiry`               | ZSET   | assembling party id -> assembly deadline (ms) |
+//! | `player-party`               | HASH   | player -> party id (members who joined)    |
+//! | `notes`                      | HASH   | note id -> message and recipients          |
+//! | `counters`                   | HASH   | party and note ids; queued parties per world |
 //! | `ticket-seq`, `match-seq`    | STRING | counters                                   |
 //! | `matches`                    | HASH   | match id -> match record JSON              |
 //! | `match-expiry`               | ZSET   | match id -> expiry (ms)                    |
@@ -126,6 +132,33 @@ impl KeyLayout {
     pub fn matcher_lease(&self) -> String {
         self.key("matcher-lease")
     }
+    pub fn parties(&self) -> String {
+        self.key("parties")
+    }
+    pub fn party_expiry(&self) -> String {
+        self.key("party-expiry")
+    }
+    pub fn player_party(&self) -> String {
+        self.key("player-party")
+    }
+    pub fn notes(&self) -> String {
+        self.key("notes")
+    }
+    pub fn counters(&self) -> String {
+        self.key("counters")
+    }
+
+    /// The party block, in the order every script that may touch a party
+    /// takes it: parties, party_expiry, player_party, notes, counters.
+    pub fn party_block(&self) -> [String; 5] {
+        [
+            self.parties(),
+            self.party_expiry(),
+            self.player_party(),
+            self.notes(),
+            self.counters(),
+        ]
+    }
 
     /// Every key the namespace can hold for `worlds` (for tests and tooling).
     pub fn all(&self, worlds: &WorldCatalog) -> Vec<String> {
@@ -145,6 +178,7 @@ impl KeyLayout {
             self.player_ratings(),
             self.matcher_lease(),
         ];
+        keys.extend(self.party_block());
         for w in worlds.iter() {
             let k = self.world(&w.name);
             keys.extend([k.queue, k.deadlines, k.rate, k.ratings, k.due]);
@@ -165,7 +199,7 @@ mod tests {
         assert_eq!(layout.hash_tag(), "{eu-1}");
         let worlds = WorldCatalog::parse("world1:3,world2:2", Duration::from_secs(60)).unwrap();
         let keys = layout.all(&worlds);
-        assert_eq!(keys.len(), 14 + 5 * 2);
+        assert_eq!(keys.len(), 19 + 5 * 2);
         for k in &keys {
             assert!(k.starts_with("mm:{eu-1}:"), "{k}");
             // The first '{'...'}' decides the slot; nothing else may come first.

@@ -17,12 +17,16 @@ pub mod scripts;
 pub mod store;
 pub mod use_cases;
 
-pub use config::{MatchMode, RatingRules, RatingSettings, Settings, World, WorldCatalog};
+pub use config::{
+    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, Settings, World,
+    WorldCatalog,
+};
 pub use delivery::{DeliveryReport, PushError, Pusher};
 pub use domain::{
     ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, NotificationId,
-    NotificationKind, OutboxEntry, PlayerId, PlayerStatus, QueuePosition, QueueStatus, Rating,
-    ServerMessage, Target, TicketData, WorldName,
+    NotificationKind, OutboxEntry, PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome,
+    PartyId, PartyJoinOutcome, PartyMember, PartyState, PartyView, PlayerId, PlayerStatus,
+    QueuePosition, QueueStatus, Rating, ServerMessage, Target, TicketData, TicketId, WorldName,
 };
 pub use error::{ConfigError, StoreError, ValidationError};
 pub use keys::KeyLayout;

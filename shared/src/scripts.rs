@@ -1,20 +1,40 @@
 //! The Lua scripts, embedded at compile time. Each operation script is
-//! prefixed with `lua/_lib.lua`, the helpers they share, so every operation
-//! is one self-contained EVALSHA (the redis crate reloads it on NOSCRIPT).
+//! prefixed with the library files (`lua/_*.lua`, in the order `_lib.lua`
+//! lists), the helpers they share, so every operation is one self-contained
+//! EVALSHA (the redis crate reloads it on NOSCRIPT).
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
-macro_rules! lua {
-    ($file:literal) => {
+macro_rules! library {
+    () => {
         concat!(
             include_str!("../../lua/_lib.lua"),
             "\n",
-            include_str!(concat!("../../lua/", $file))
+            include_str!("../../lua/_tickets.lua"),
+            "\n",
+            include_str!("../../lua/_presence.lua"),
+            "\n",
+            include_str!("../../lua/_teams.lua"),
+            "\n",
+            include_str!("../../lua/_matching.lua"),
+            "\n",
+            include_str!("../../lua/_rated.lua"),
+            "\n",
         )
     };
 }
+
+macro_rules! lua {
+    ($file:literal) => {
+        concat!(library!(), include_str!(concat!("../../lua/", $file)))
+    };
+}
+
+/// The shared helpers every script starts with (tests drive single helpers,
+/// such as the team packer, through a script of their own on top of this).
+pub const LIBRARY: &str = library!();
 
 /// Source of every operation script, by file name (for tests and tooling).
 pub const SOURCES: &[(&str, &str)] = &[
@@ -35,6 +55,9 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("conn_heartbeat.lua", lua!("conn_heartbeat.lua")),
     ("lease_acquire.lua", lua!("lease_acquire.lua")),
     ("lease_release.lua", lua!("lease_release.lua")),
+    ("party_create.lua", lua!("party_create.lua")),
+    ("party_join.lua", lua!("party_join.lua")),
+    ("party_cancel.lua", lua!("party_cancel.lua")),
 ];
 
 pub(crate) struct Scripts {
@@ -55,6 +78,9 @@ pub(crate) struct Scripts {
     pub conn_heartbeat: Script,
     pub lease_acquire: Script,
     pub lease_release: Script,
+    pub party_create: Script,
+    pub party_join: Script,
+    pub party_cancel: Script,
 }
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -75,6 +101,9 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     conn_heartbeat: Script::new(lua!("conn_heartbeat.lua")),
     lease_acquire: Script::new(lua!("lease_acquire.lua")),
     lease_release: Script::new(lua!("lease_release.lua")),
+    party_create: Script::new(lua!("party_create.lua")),
+    party_join: Script::new(lua!("party_join.lua")),
+    party_cancel: Script::new(lua!("party_cancel.lua")),
 });
 
 #[cfg(test)]

@@ -1736,6 +1736,7 @@ pub async fn concurrency_invariants(
                         | JoinOutcome::InvalidRating { .. }) => {
                             panic!("every player has a rating: {other:?}")
                         }
+                        JoinOutcome::InParty { .. } => {}
                     },
                     45..70 => match store.leave(wc, &id).await.expect("leave") {
                         LeaveOutcome::Left {
@@ -1755,7 +1756,7 @@ pub async fn concurrency_invariants(
                             assert!(q.position >= 1 && q.position <= q.queue_size, "{q:?}")
                         }
                         PlayerStatus::Matched(m) => assert!(m.includes(&id)),
-                        PlayerStatus::Idle => {}
+                        PlayerStatus::Idle | PlayerStatus::Party(_) => {}
                     },
                 }
             }

@@ -270,7 +270,9 @@ async fn redis_killed_and_restarted_with_aof_while_64_clients_churn() {
                     m.match_id
                 );
             }
-            PlayerStatus::Idle => panic!("{p} was told MATCHED ({ids:?}) but is IDLE now"),
+            other @ (PlayerStatus::Idle | PlayerStatus::Party(_)) => {
+                panic!("{p} was told MATCHED ({ids:?}) but is {other:?} now")
+            }
         }
     }
     let failed = log.ops.iter().filter(|o| o.error.is_some()).count();

@@ -1,4 +1,5 @@
-//! `POST /v1/matching/join`. The mapping lives in [`lambda_common::http`]; this
+//! `POST /v1/matching/join` and the party routes that may put a party in
+//! the queue: `POST /v1/parties`, `POST /v1/parties/{partyId}/join`. The mapping lives in [`lambda_common::http`]; this
 //! crate only wires it to the Lambda runtime.
 
 use lambda_common::http::{self, Route};
@@ -15,6 +16,8 @@ pub struct App<P> {
 pub async fn handle<P: Pusher>(app: &App<P>, req: Request) -> Result<Response<Body>, Error> {
     match Route::of(&req) {
         Some(Route::Join) => http::join(&app.store, &app.pusher, req).await,
+        Some(Route::CreateParty) => http::create_party(&app.store, req).await,
+        Some(Route::JoinParty) => http::join_party(&app.store, &app.pusher, req).await,
         _ => Ok(http::not_found(&req)),
     }
 }

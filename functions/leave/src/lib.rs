@@ -1,4 +1,5 @@
-//! `POST /v1/matching/leave`. The mapping lives in [`lambda_common::http`]; this
+//! `POST /v1/matching/leave` and `DELETE /v1/parties/{partyId}` (a member
+//! cancels a party, or an invited player declines). The mapping lives in [`lambda_common::http`]; this
 //! crate only wires it to the Lambda runtime.
 
 use lambda_common::http::{self, Route};
@@ -14,6 +15,7 @@ pub struct App {
 pub async fn handle(app: &App, req: Request) -> Result<Response<Body>, Error> {
     match Route::of(&req) {
         Some(Route::Leave) => http::leave(&app.store, req).await,
+        Some(Route::CancelParty) => http::cancel_party(&app.store, req).await,
         _ => Ok(http::not_found(&req)),
     }
 }

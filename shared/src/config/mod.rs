@@ -15,8 +15,14 @@ use crate::error::ConfigError;
 #[derive(Debug, Clone, PartialEq)]
 pub struct World {
     pub name: WorldName,
-    /// Players per match (N >= 2).
+    /// Players per team; with one team, players per match.
     pub team_size: u32,
+    /// Teams per match (1: everyone plays together).
+    pub teams: u32,
+    /// Most players in one party (2..=team_size; below 2, no parties).
+    pub max_party_size: u32,
+    /// How a rated party's rating derives from its members'.
+    pub party_rating: PartyRating,
     /// How long a ticket may wait before it expires.
     pub ticket_ttl: Duration,
     /// Only players with a live WebSocket connection may wait and be
@@ -27,11 +33,50 @@ pub struct World {
 }
 
 impl World {
+    /// A FIFO world of one team of `team_size`, without parties' limits
+    /// beyond the team (the `MM_WORLDS` shorthand).
+    pub fn fifo(name: WorldName, team_size: u32, ticket_ttl: Duration) -> Self {
+        Self {
+            name,
+            team_size,
+            teams: 1,
+            max_party_size: team_size,
+            party_rating: PartyRating::Average,
+            ticket_ttl,
+            require_presence: false,
+            mode: MatchMode::Fifo,
+        }
+    }
+
+    /// Players per match: teams x team size.
+    pub fn seats(&self) -> u32 {
+        self.teams * self.team_size
+    }
+
     /// The rated world's rules, if it is rated.
     pub fn rating(&self) -> Option<&RatingRules> {
         match &self.mode {
             MatchMode::Rating(rules) => Some(rules),
             MatchMode::Fifo => None,
+        }
+    }
+}
+
+/// A rated party's rating: the average of its members' (default) or the
+/// highest, so a strong player cannot be carried into easy matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PartyRating {
+    #[default]
+    Average,
+    Max,
+}
+
+impl PartyRating {
+    /// As the scripts take it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartyRating::Average => "average",
+            PartyRating::Max => "max",
         }
     }
 }
@@ -58,6 +103,17 @@ pub struct RatingRules {
     pub retry: Duration,
     /// Anchors one matcher call tries (bounds the call's time).
     pub anchors_per_call: u32,
+    /// With teams: how far the team averages may differ, widening with the
+    /// anchor's wait like the window (and lifted at `relax_after` too).
+    pub balance: Option<BalanceRules>,
+}
+
+/// A rated team world's balance window: `min(base + per_second * wait, max)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BalanceRules {
+    pub base_window: f64,
+    pub widen_per_second: f64,
+    pub max_window: f64,
 }
 
 impl RatingRules {
@@ -158,13 +214,7 @@ impl WorldCatalog {
             if parts.next().is_some() {
                 return Err(err(format!("{item:?} has more than three fields")));
             }
-            worlds.push(World {
-                name,
-                team_size,
-                ticket_ttl,
-                require_presence: false,
-                mode: MatchMode::Fifo,
-            });
+            worlds.push(World::fifo(name, team_size, ticket_ttl));
         }
         Self::new(worlds)
     }
@@ -222,6 +272,9 @@ pub struct Settings {
     /// The heartbeat interval clients are told to keep (well below the
     /// presence timeout and API Gateway's 10-minute idle timeout).
     pub heartbeat_interval: Duration,
+    /// How long a party may take to assemble (every invited player joined)
+    /// before it is cancelled.
+    pub party_ttl: Duration,
     pub max_connections_per_player: u32,
     /// Remove a player's ticket when their last connection goes away.
     pub remove_ticket_on_disconnect: bool,
@@ -383,6 +436,7 @@ impl Settings {
             match_ttl: secs("MM_MATCH_TTL_SECS", 600, 1)?,
             presence_timeout,
             heartbeat_interval,
+            party_ttl: secs("MM_PARTY_TTL_SECS", 120, 1)?,
             max_connections_per_player: max_connections_per_player as u32,
             remove_ticket_on_disconnect: flag("MM_REMOVE_TICKET_ON_DISCONNECT", true)?,
             queue_capacity: number("MM_QUEUE_CAPACITY", 1_000_000)?,

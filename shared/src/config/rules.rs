@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{MatchMode, RatingRules, RatingSettings, World, WorldCatalog};
+use super::{
+    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, World, WorldCatalog,
+};
 use crate::domain::WorldName;
 use crate::error::ConfigError;
 
@@ -56,12 +58,37 @@ struct RatingSection {
     relax_after_seconds: f64,
 }
 
+/// A rated team world's balance window, as written in the document.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BalanceSection {
+    base_window: f64,
+    widen_per_second: f64,
+    max_window: f64,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum PartyRatingSection {
+    #[default]
+    Average,
+    Max,
+}
+
 /// One world as written in the document.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct WorldRules {
     name: String,
     team_size: u32,
+    #[serde(default)]
+    teams: Option<u32>,
+    #[serde(default)]
+    max_party_size: Option<u32>,
+    #[serde(default)]
+    party_rating: Option<PartyRatingSection>,
+    #[serde(default)]
+    balance: Option<BalanceSection>,
     #[serde(default)]
     ticket_ttl_seconds: Option<u64>,
     #[serde(default)]
@@ -88,6 +115,20 @@ fn finite_at_least(field: &str, value: f64, min: f64) -> Result<f64, String> {
     }
 }
 
+impl BalanceSection {
+    fn validate(&self) -> Result<BalanceRules, String> {
+        let base_window = finite_at_least("balance.baseWindow", self.base_window, 0.0)?;
+        let widen_per_second =
+            finite_at_least("balance.widenPerSecond", self.widen_per_second, 0.0)?;
+        let max_window = finite_at_least("balance.maxWindow", self.max_window, base_window)?;
+        Ok(BalanceRules {
+            base_window,
+            widen_per_second,
+            max_window,
+        })
+    }
+}
+
 impl RatingSection {
     fn validate(&self) -> Result<RatingRules, String> {
         let base_window = finite_at_least("rating.baseWindow", self.base_window, 0.0)?;
@@ -105,6 +146,7 @@ impl RatingSection {
             relax_after: Duration::from_secs_f64(relax),
             retry: ANCHOR_RETRY,
             anchors_per_call: ANCHORS_PER_CALL,
+            balance: None,
         })
     }
 }
@@ -174,9 +216,21 @@ pub fn parse(
         let at = |reason: String| err(format!("world {label}: {reason}"));
         let rules: WorldRules = serde_json::from_value(value).map_err(|e| at(e.to_string()))?;
         let name = WorldName::parse(&rules.name).map_err(|e| at(format!("name: {e}")))?;
-        if !(2..=MAX_PLAYERS_PER_MATCH).contains(&rules.team_size) {
+        let teams = rules.teams.unwrap_or(1);
+        if teams == 0 {
+            return Err(at("teams: must be >= 1".into()));
+        }
+        let seats = u64::from(teams) * u64::from(rules.team_size);
+        if rules.team_size == 0 || !(2..=u64::from(MAX_PLAYERS_PER_MATCH)).contains(&seats) {
             return Err(at(format!(
-                "teamSize: must be 2..={MAX_PLAYERS_PER_MATCH}, got {}",
+                "teamSize: teams x teamSize must be 2..={MAX_PLAYERS_PER_MATCH} players, got {teams} x {}",
+                rules.team_size
+            )));
+        }
+        let max_party_size = rules.max_party_size.unwrap_or(rules.team_size);
+        if max_party_size > rules.team_size {
+            return Err(at(format!(
+                "maxPartySize: a party plays in one team, so at most teamSize ({}), got {max_party_size}",
                 rules.team_size
             )));
         }
@@ -193,11 +247,39 @@ pub fn parse(
             (Mode::Rating, None) => {
                 return Err(at("rating: required for \"mode\": \"rating\"".into()))
             }
-            (Mode::Rating, Some(section)) => MatchMode::Rating(section.validate().map_err(at)?),
+            (Mode::Rating, Some(section)) => {
+                let mut rated = section.validate().map_err(at)?;
+                if teams > 1 {
+                    // Unless told otherwise, the team averages may differ
+                    // as much as the ratings in the anchor's window.
+                    rated.balance = Some(match &rules.balance {
+                        Some(b) => b.validate().map_err(at)?,
+                        None => BalanceRules {
+                            base_window: rated.base_window,
+                            widen_per_second: rated.widen_per_second,
+                            max_window: rated.max_window,
+                        },
+                    });
+                }
+                MatchMode::Rating(rated)
+            }
+        };
+        if rules.balance.is_some() && !(teams > 1 && matches!(mode, MatchMode::Rating(_))) {
+            return Err(at("balance: only for rated worlds with teams > 1".into()));
+        }
+        if rules.party_rating.is_some() && !matches!(mode, MatchMode::Rating(_)) {
+            return Err(at("partyRating: only for \"mode\": \"rating\"".into()));
+        }
+        let party_rating = match rules.party_rating.unwrap_or_default() {
+            PartyRatingSection::Average => PartyRating::Average,
+            PartyRatingSection::Max => PartyRating::Max,
         };
         worlds.push(World {
             name,
             team_size: rules.team_size,
+            teams,
+            max_party_size,
+            party_rating,
             ticket_ttl,
             require_presence: rules.require_presence,
             mode,
@@ -270,6 +352,43 @@ mod tests {
     }
 
     #[test]
+    fn team_worlds_take_parties_and_a_balance_window() {
+        let (catalog, _) = parse(
+            "MM_RULES",
+            r#"{"worlds": [
+                {"name": "arena", "teamSize": 5, "teams": 2, "maxPartySize": 3},
+                {"name": "ranked", "teamSize": 5, "teams": 2, "mode": "rating", "partyRating": "max",
+                 "rating": {"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400, "relaxAfterSeconds": 60}},
+                {"name": "balanced", "teamSize": 1, "teams": 2, "mode": "rating",
+                 "rating": {"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400, "relaxAfterSeconds": 60},
+                 "balance": {"baseWindow": 10, "widenPerSecond": 2, "maxWindow": 40}}
+            ]}"#,
+            TTL,
+        )
+        .unwrap();
+        let arena = catalog.get("arena").unwrap();
+        assert_eq!((arena.teams, arena.team_size, arena.seats()), (2, 5, 10));
+        assert_eq!(arena.max_party_size, 3);
+        let ranked = catalog.get("ranked").unwrap();
+        assert_eq!(ranked.party_rating, PartyRating::Max);
+        assert_eq!(ranked.max_party_size, 5, "defaults to the team size");
+        let balance = ranked.rating().unwrap().balance.clone().unwrap();
+        assert_eq!(
+            (
+                balance.base_window,
+                balance.widen_per_second,
+                balance.max_window
+            ),
+            (50.0, 10.0, 400.0),
+            "defaults to the rating window"
+        );
+        let duel = catalog.get("balanced").unwrap();
+        assert_eq!(duel.seats(), 2);
+        let balance = duel.rating().unwrap().balance.clone().unwrap();
+        assert_eq!(balance.max_window, 40.0);
+    }
+
+    #[test]
     fn bad_rule_sets_name_the_world_and_the_field() {
         for (doc, says) in [
             ("[]", "not a rule set"),
@@ -306,6 +425,30 @@ mod tests {
             (
                 r#"{"worlds": [{"name": "a", "teamSize": 2}, {"name": "a", "teamSize": 3}]}"#,
                 "listed twice",
+            ),
+            (
+                r#"{"worlds": [{"name": "a", "teamSize": 60, "teams": 2}]}"#,
+                "world \"a\": teamSize: teams x teamSize must be 2..=100",
+            ),
+            (
+                r#"{"worlds": [{"name": "a", "teamSize": 5, "teams": 0}]}"#,
+                "world \"a\": teams",
+            ),
+            (
+                r#"{"worlds": [{"name": "a", "teamSize": 5, "teams": 2, "maxPartySize": 6}]}"#,
+                "world \"a\": maxPartySize",
+            ),
+            (
+                r#"{"worlds": [{"name": "a", "teamSize": 5, "teams": 2, "balance": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 5}}]}"#,
+                "world \"a\": balance: only for rated",
+            ),
+            (
+                r#"{"worlds": [{"name": "a", "teamSize": 5, "partyRating": "max"}]}"#,
+                "world \"a\": partyRating",
+            ),
+            (
+                r#"{"worlds": [{"name": "r", "teamSize": 5, "teams": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 5}, "balance": {"baseWindow": 10, "widenPerSecond": 1, "maxWindow": 5}}]}"#,
+                "world \"r\": balance.maxWindow",
             ),
             (
                 r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating"}]}"#,

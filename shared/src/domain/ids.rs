@@ -174,6 +174,37 @@ impl MatchId {
 }
 string_id!(MatchId);
 
+/// A party id, made by the scripts: `<world>.<hex ms>-<hex seq>`, so the
+/// world (and with it the keys to touch) is known from the id alone.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct PartyId(String);
+
+impl PartyId {
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        let bad = || ValidationError::BadPartyId(printable_excerpt(s));
+        let (world, rest) = s.split_once('.').ok_or_else(bad)?;
+        check_name("world", world).map_err(|_| bad())?;
+        let ok = !rest.is_empty()
+            && rest.len() <= MAX_MATCH_ID_CHARS
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !ok {
+            return Err(bad());
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    /// The world the party plays in.
+    pub fn world(&self) -> WorldName {
+        // Checked by `parse`.
+        let world = self.0.split_once('.').map_or("", |(w, _)| w);
+        WorldName(world.to_owned())
+    }
+}
+string_id!(PartyId);
+
 /// A player's rating (skill), from a trusted source only: the ratings store,
 /// a verified token claim, or the configured default. Finite.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]

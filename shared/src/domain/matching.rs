@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ids::{MatchId, PlayerId, Rating, WorldName};
 use super::notification::NotificationId;
+use super::party::PartyView;
 
 /// A formed match, exactly as it is stored in Redis and sent to players.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -11,7 +12,8 @@ use super::notification::NotificationId;
 pub struct MatchRecord {
     pub match_id: MatchId,
     pub world_type: WorldName,
-    /// Players in queue order (oldest ticket first).
+    /// Players in queue order (oldest ticket first); with teams, team by
+    /// team (each in queue order).
     pub participants: Vec<PlayerId>,
     /// Redis server time when the match was formed, in Unix milliseconds.
     pub matched_at: u64,
@@ -24,6 +26,16 @@ pub struct MatchRecord {
     /// Rated worlds: the highest rating minus the lowest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<f64>,
+    /// Worlds with teams: who plays in which team (participants lists them
+    /// team by team).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teams: Option<Vec<Vec<PlayerId>>>,
+    /// Rated worlds with teams: the highest team average minus the lowest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_difference: Option<f64>,
+    /// The parties among the participants (each always in one team).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parties: Option<Vec<Vec<PlayerId>>>,
 }
 
 impl MatchRecord {
@@ -45,6 +57,9 @@ pub struct QueuePosition {
     /// Rated worlds: the ticket's rating and its current window.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub rated: Option<RatedTicket>,
+    /// The party the ticket belongs to, if it is a party's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub party: Option<PartyView>,
 }
 
 /// A waiting ticket of a rated world: its rating, and the window its
@@ -94,6 +109,11 @@ pub enum JoinOutcome {
         world_type: WorldName,
         rating: Rating,
     },
+    /// The player belongs to a party (of `world_type`), which queues for
+    /// them; nothing changed.
+    InParty {
+        world_type: WorldName,
+    },
 }
 
 /// The reply to a leave.
@@ -115,6 +135,7 @@ pub struct QueueStatus {
     pub world_type: WorldName,
     pub waiting: u64,
     pub team_size: u32,
+    pub teams: u32,
     /// Estimated wait of a player joining now; `None` without recent history.
     pub estimated_wait_seconds: Option<u64>,
     /// How long the ticket at the front has waited, in milliseconds.
@@ -146,7 +167,10 @@ pub struct RatingBucket {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlayerStatus {
     Idle,
+    /// Waiting, alone or with a party (`QueuePosition::party`).
     Queued(QueuePosition),
+    /// In a party that is still assembling.
+    Party(PartyView),
     Matched(MatchRecord),
 }
 

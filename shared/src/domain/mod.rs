@@ -5,11 +5,12 @@
 mod ids;
 mod matching;
 mod notification;
+mod party;
 mod ticket;
 
 pub(crate) use ids::check_name;
 pub use ids::{
-    ConnectionId, MatchId, PlayerId, Rating, WorldName, MAX_CONNECTION_ID_CHARS,
+    ConnectionId, MatchId, PartyId, PlayerId, Rating, WorldName, MAX_CONNECTION_ID_CHARS,
     MAX_MATCH_ID_CHARS, MAX_NAME_CHARS, MAX_PLAYER_ID_CHARS,
 };
 pub use matching::{
@@ -19,5 +20,9 @@ pub use matching::{
 pub use notification::{
     MessageTooLarge, NotificationId, NotificationKind, OutboxEntry, RemovalReason, ServerMessage,
     Target, MAX_MESSAGE_BYTES,
+};
+pub use party::{
+    PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome, PartyJoinOutcome, PartyMember,
+    PartyState, PartyView, TicketId,
 };
 pub use ticket::{TicketData, MAX_TICKET_DATA_BYTES, MAX_TICKET_DATA_DEPTH};

@@ -2,14 +2,15 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::ids::{printable_excerpt, ConnectionId, MatchId, PlayerId, WorldName};
+use super::ids::{printable_excerpt, ConnectionId, MatchId, PartyId, PlayerId, WorldName};
 use super::matching::MatchRecord;
+use super::party::{PartyCancelReason, PartyView};
 use crate::error::ValidationError;
 
 /// Why a ticket was removed before it was matched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RemovalReason {
     /// The world requires presence and the player had no live connection.
@@ -38,6 +39,11 @@ pub enum NotificationKind {
         player: PlayerId,
         reason: RemovalReason,
     },
+    /// A message stored with its recipients (a note): party updates and
+    /// cancellations, a party ticket's expiry or removal.
+    Note {
+        note: u64,
+    },
 }
 
 /// The id of an outbox entry. Only the scripts make these (see `_lib.lua`,
@@ -50,15 +56,22 @@ pub struct NotificationId {
 }
 
 impl NotificationId {
-    /// Parses `M|<match>`, `C|<match>|<connection>`, `X|<world>|<player>` or
-    /// `G|<world>|<player>`. Match ids and world names never contain `|`, so
-    /// the last part is everything after the second one.
+    /// Parses `M|<match>`, `C|<match>|<connection>`, `X|<world>|<player>`,
+    /// `G|<world>|<player>` or `N|<note>`. Match ids and world names never
+    /// contain `|`, so the last part is everything after the second one.
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
         let bad = || ValidationError::BadNotificationId(printable_excerpt(raw));
         let (tag, rest) = raw.split_once('|').ok_or_else(bad)?;
         let kind = match tag {
             "M" => NotificationKind::MatchFound {
                 match_id: MatchId::parse(rest)?,
+            },
+            "N" => NotificationKind::Note {
+                note: rest
+                    .parse()
+                    .ok()
+                    .filter(|_| rest.bytes().all(|b| b.is_ascii_digit()))
+                    .ok_or_else(bad)?,
             },
             _ => {
                 let (reference, last) = rest.split_once('|').ok_or_else(bad)?;
@@ -128,6 +141,8 @@ pub struct OutboxEntry {
     /// The match record of a MATCH_FOUND entry; `None` once it has expired
     /// (the entry is then dropped).
     pub record: Option<MatchRecord>,
+    /// The message of a note entry; `None` once the note is gone.
+    pub note: Option<ServerMessage>,
     /// The players still to tell.
     pub targets: Vec<Target>,
 }
@@ -149,7 +164,61 @@ impl OutboxEntry {
                     reason: *reason,
                 })
             }
+            NotificationKind::Note { .. } => self.note.clone(),
         }
+    }
+}
+
+/// The messages a note may hold, as the scripts write them (`_tickets.lua`):
+/// read strictly, so a malformed note is an error, not a garbled push.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE", deny_unknown_fields)]
+enum NoteMessage {
+    #[serde(rename_all = "camelCase")]
+    TicketExpired {
+        world_type: WorldName,
+    },
+    #[serde(rename_all = "camelCase")]
+    TicketRemoved {
+        world_type: WorldName,
+        reason: RemovalReason,
+    },
+    PartyUpdate {
+        party: PartyView,
+    },
+    #[serde(rename_all = "camelCase")]
+    PartyCancelled {
+        party_id: PartyId,
+        world_type: WorldName,
+        reason: PartyCancelReason,
+        #[serde(default)]
+        by: Option<PlayerId>,
+    },
+}
+
+impl ServerMessage {
+    /// Reads a note's message (JSON made by the scripts).
+    pub fn from_note(json: &str) -> Result<Self, serde_json::Error> {
+        Ok(match serde_json::from_str::<NoteMessage>(json)? {
+            NoteMessage::TicketExpired { world_type } => {
+                ServerMessage::TicketExpired { world_type }
+            }
+            NoteMessage::TicketRemoved { world_type, reason } => {
+                ServerMessage::TicketRemoved { world_type, reason }
+            }
+            NoteMessage::PartyUpdate { party } => ServerMessage::PartyUpdate { party },
+            NoteMessage::PartyCancelled {
+                party_id,
+                world_type,
+                reason,
+                by,
+            } => ServerMessage::PartyCancelled {
+                party_id,
+                world_type,
+                reason,
+                by,
+            },
+        })
     }
 }
 
@@ -182,6 +251,17 @@ pub enum ServerMessage {
     TicketRemoved {
         world_type: WorldName,
         reason: RemovalReason,
+    },
+    /// A party changed (invitation, a member joined, it entered the queue).
+    PartyUpdate { party: PartyView },
+    /// A party was cancelled; `by` is the member who caused it, if any.
+    #[serde(rename_all = "camelCase")]
+    PartyCancelled {
+        party_id: PartyId,
+        world_type: WorldName,
+        reason: PartyCancelReason,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        by: Option<PlayerId>,
     },
     /// The answer to a client's heartbeat: whether the connection is (still)
     /// registered, and the timing the client should keep.
@@ -265,6 +345,10 @@ mod tests {
             NotificationId::parse("G|w|p").unwrap().kind(),
             NotificationKind::TicketRemoved { .. }
         ));
+        assert_eq!(
+            NotificationId::parse("N|42").unwrap().kind(),
+            &NotificationKind::Note { note: 42 }
+        );
         for bad in [
             "Q|x|y",
             "M|1-a|p",
@@ -272,6 +356,9 @@ mod tests {
             "X|World|p",
             "X|w|",
             "C|1-a|a b",
+            "N|",
+            "N|+4",
+            "N|4|x",
         ] {
             assert!(NotificationId::parse(bad).is_err(), "{bad:?}");
         }
@@ -297,6 +384,9 @@ mod tests {
             player_data: Some(data),
             ratings: None,
             spread: None,
+            teams: None,
+            team_difference: None,
+            parties: None,
         };
         let json = ServerMessage::match_found(record.clone())
             .to_bounded_json()
@@ -317,6 +407,32 @@ mod tests {
     }
 
     #[test]
+    fn notes_read_the_messages_the_scripts_write() {
+        let cancelled = ServerMessage::from_note(
+            r#"{"type":"PARTY_CANCELLED","partyId":"w.1-2","worldType":"w","reason":"DISCONNECTED","by":"b"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            cancelled.to_json(),
+            r#"{"type":"PARTY_CANCELLED","partyId":"w.1-2","worldType":"w","reason":"DISCONNECTED","by":"b"}"#
+        );
+        let expired =
+            ServerMessage::from_note(r#"{"type":"TICKET_EXPIRED","worldType":"w"}"#).unwrap();
+        assert_eq!(
+            expired.to_json(),
+            r#"{"type":"TICKET_EXPIRED","worldType":"w"}"#
+        );
+        for bad in [
+            r#"{"type":"MATCH_FOUND","worldType":"w"}"#,
+            r#"{"type":"TICKET_EXPIRED","worldType":"W"}"#,
+            r#"{"type":"TICKET_EXPIRED","worldType":"w","extra":1}"#,
+            "not json",
+        ] {
+            assert!(ServerMessage::from_note(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn server_messages_have_a_type_tag() {
         let msg = ServerMessage::TicketExpired {
             world_type: WorldName::parse("world1").unwrap(),
@@ -333,6 +449,9 @@ mod tests {
             player_data: None,
             ratings: None,
             spread: None,
+            teams: None,
+            team_difference: None,
+            parties: None,
         });
         assert_eq!(
             found.to_json(),

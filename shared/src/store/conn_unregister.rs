@@ -33,7 +33,11 @@ impl MatchStore {
             .key(k.conn_expiry())
             .key(k.player_conns())
             .key(k.presence())
-            .key(k.tickets());
+            .key(k.tickets())
+            .key(k.outbox());
+        for key in k.party_block() {
+            inv.key(key);
+        }
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
             inv.key(wk.queue)

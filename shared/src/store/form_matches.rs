@@ -2,7 +2,7 @@
 //! complete group of a world's queue, oldest first, in one atomic call.
 
 use super::reply::Reply;
-use super::{flag, millis, rated_args, MatchStore};
+use super::{flag, millis, rated_args, team_args, MatchStore};
 use crate::config::World;
 use crate::domain::MatchRecord;
 use crate::error::StoreError;
@@ -20,7 +20,8 @@ pub struct MatchBatch {
     /// Tickets of players without a live connection removed in a world that
     /// requires presence (TICKET_REMOVED).
     pub removed: u64,
-    /// A rated world has more anchors due right now: call again.
+    /// More may be matched right now (a rated world has more anchors due,
+    /// or a scan or sweep was cut short): call again.
     pub more_due: bool,
 }
 
@@ -49,9 +50,12 @@ impl MatchStore {
             .key(k.match_seq())
             .key(k.presence())
             .key(wk.ratings)
-            .key(wk.due)
-            .arg(world.name.as_str())
-            .arg(world.team_size)
+            .key(wk.due);
+        for key in k.party_block() {
+            inv.key(key);
+        }
+        inv.arg(world.name.as_str())
+            .arg(world.seats())
             .arg(millis(self.settings().match_ttl))
             .arg(
                 world
@@ -61,6 +65,7 @@ impl MatchStore {
             .arg(self.window_ms())
             .arg(flag(world.require_presence));
         rated_args(&mut inv, world);
+        team_args(&mut inv, world);
         let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
         let queue_size = reply.uint("queue size")?;
         let expired = reply.uint("expired removed")?;

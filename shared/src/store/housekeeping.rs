@@ -12,10 +12,13 @@ pub struct Housekeeping {
     pub matches_removed: u64,
     pub connections_removed: u64,
     pub tickets_removed: u64,
+    /// Parties cancelled because their assembly ran out of time.
+    pub parties_expired: u64,
 }
 
 impl MatchStore {
-    /// Deletes up to `limit` expired match records and expired connections.
+    /// Deletes up to `limit` expired match records and expired connections,
+    /// and cancels up to `limit` parties whose assembly ran out of time.
     pub async fn housekeeping(&self, limit: u64) -> Result<Housekeeping, StoreError> {
         let s = self.settings();
         let k = self.keys();
@@ -27,7 +30,11 @@ impl MatchStore {
             .key(k.conn_expiry())
             .key(k.player_conns())
             .key(k.presence())
-            .key(k.tickets());
+            .key(k.tickets())
+            .key(k.outbox());
+        for key in k.party_block() {
+            inv.key(key);
+        }
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
             inv.key(wk.queue)
@@ -45,6 +52,7 @@ impl MatchStore {
             matches_removed: reply.uint("matches removed")?,
             connections_removed: reply.uint("connections removed")?,
             tickets_removed: reply.uint("tickets removed")?,
+            parties_expired: reply.uint("parties expired")?,
         };
         reply.finish()?;
         Ok(removed)

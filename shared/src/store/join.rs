@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::reply::Reply;
-use super::{flag, millis, rated_args, MatchStore};
+use super::{flag, millis, rated_args, team_args, MatchStore};
 use crate::config::World;
 use crate::domain::{
     JoinOutcome, MatchRecord, NotificationId, PlayerId, QueuePosition, RatedTicket, Rating,
@@ -47,6 +47,9 @@ impl MatchStore {
             .key(k.match_seq())
             .key(k.presence())
             .key(k.player_ratings());
+        for key in k.party_block() {
+            inv.key(key);
+        }
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
             inv.key(wk.queue)
@@ -57,7 +60,7 @@ impl MatchStore {
         }
         inv.arg(player.as_str())
             .arg(index + 1)
-            .arg(world.team_size)
+            .arg(world.seats())
             .arg(millis(world.ticket_ttl))
             .arg(data.map_or("", TicketData::as_json))
             .arg(flag(s.instant_match))
@@ -71,6 +74,7 @@ impl MatchStore {
             .arg(r.default.map(|d| d.to_string()).unwrap_or_default())
             .arg(r.min)
             .arg(r.max);
+        team_args(&mut inv, world);
         for name in self.world_names() {
             inv.arg(name);
         }
@@ -139,6 +143,7 @@ impl MatchStore {
                 queue_size,
             },
             "ABSENT" => JoinOutcome::NotConnected { world_type: world },
+            "IN_PARTY" => JoinOutcome::InParty { world_type: world },
             "MATCHED" => {
                 let count = reply.uint("match count")?;
                 let formed = (0..count)
@@ -185,7 +190,7 @@ impl MatchStore {
         waited: Duration,
     ) -> QueuePosition {
         let configured = self.settings().worlds.get(world.as_str());
-        let team = configured.map_or(0, |w| w.team_size);
+        let team = configured.map_or(0, World::seats);
         let rated = configured
             .and_then(World::rating)
             .zip(rating)
@@ -204,6 +209,7 @@ impl MatchStore {
             position,
             queue_size,
             rated,
+            party: None,
         }
     }
 }

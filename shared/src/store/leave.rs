@@ -10,7 +10,8 @@ use crate::scripts::SCRIPTS;
 const SCRIPT: &str = "leave.lua";
 
 impl MatchStore {
-    /// Removes `player`'s ticket from `world`'s queue.
+    /// Removes `player`'s ticket from `world`'s queue; a party member's
+    /// leave cancels the party (the others are told).
     #[tracing::instrument(level = "debug", skip(self, world), fields(world = %world.name))]
     pub async fn leave(
         &self,
@@ -25,8 +26,11 @@ impl MatchStore {
             .key(k.tickets())
             .key(wk.ratings)
             .key(wk.due)
-            .arg(player.as_str())
-            .arg(world.name.as_str());
+            .key(k.outbox());
+        for key in k.party_block() {
+            inv.key(key);
+        }
+        inv.arg(player.as_str()).arg(world.name.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {
             "LEFT" => LeaveOutcome::Left {

@@ -17,6 +17,9 @@ mod leave;
 mod match_record;
 mod outbox_claim;
 mod outbox_settle;
+mod party_cancel;
+mod party_create;
+mod party_join;
 mod player_status;
 mod queue_status;
 mod rating_set;
@@ -305,6 +308,22 @@ fn rated_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
                 .arg(r.max_window)
                 .arg(millis(r.relax_after))
                 .arg(millis(r.retry));
+        }
+    }
+}
+
+/// The team arguments every script that matches takes: teams per match and
+/// the balance window (base, widening, maximum; empty without one).
+fn team_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
+    inv.arg(world.teams);
+    match world.rating().and_then(|r| r.balance.as_ref()) {
+        None => {
+            inv.arg("").arg("").arg("");
+        }
+        Some(b) => {
+            inv.arg(b.base_window)
+                .arg(b.widen_per_second)
+                .arg(b.max_window);
         }
     }
 }

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use super::reply::Reply;
 use super::{millis, MatchStore};
-use crate::domain::{ConnectionId, MatchRecord, NotificationId, OutboxEntry, PlayerId, Target};
+use crate::domain::{
+    ConnectionId, MatchRecord, NotificationId, NotificationKind, OutboxEntry, PlayerId,
+    ServerMessage, Target,
+};
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
 
@@ -30,6 +33,7 @@ impl MatchStore {
             .key(k.matches())
             .key(k.player_conns())
             .key(k.conns())
+            .key(k.notes())
             .arg(millis(lease).max(1))
             .arg(limit.max(1))
             .arg(millis(young));
@@ -43,16 +47,22 @@ impl MatchStore {
             let attempts = u32::try_from(reply.uint("attempts")?).unwrap_or(u32::MAX);
             let age_ms = reply.uint("age")?;
             let payload = reply.bytes("payload")?;
-            // Empty when the entry is not about a match, or its record expired.
-            let record = if payload.is_empty() {
-                None
-            } else {
-                Some(
-                    serde_json::from_slice::<MatchRecord>(&payload).map_err(|e| {
-                        StoreError::UnexpectedReply(format!("{SCRIPT}: match record: {e}"))
-                    })?,
-                )
-            };
+            // Empty when the entry carries no payload, or its record or note
+            // is gone.
+            let (mut record, mut note) = (None, None);
+            if !payload.is_empty() {
+                if matches!(id.kind(), NotificationKind::Note { .. }) {
+                    let json = std::str::from_utf8(&payload)
+                        .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: note: {e}")))?;
+                    note = Some(ServerMessage::from_note(json).map_err(|e| {
+                        StoreError::UnexpectedReply(format!("{SCRIPT}: note: {e}"))
+                    })?);
+                } else {
+                    record = Some(serde_json::from_slice::<MatchRecord>(&payload).map_err(
+                        |e| StoreError::UnexpectedReply(format!("{SCRIPT}: match record: {e}")),
+                    )?);
+                }
+            }
             let count = reply.uint("target count")?;
             let mut targets = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
             for _ in 0..count {
@@ -68,6 +78,7 @@ impl MatchStore {
                 attempts,
                 age_ms,
                 record,
+                note,
                 targets,
             });
         }

@@ -45,7 +45,7 @@ impl MatchStore {
         }
         let k = self.keys();
         let mut inv = SCRIPTS.outbox_settle.prepare_invoke();
-        inv.key(k.outbox()).key(k.outbox_meta());
+        inv.key(k.outbox()).key(k.outbox_meta()).key(k.notes());
         for (id, settlement, replay_to) in settlements {
             let (delay, pending): (i64, String) = match settlement {
                 Settlement::Done => (-1, String::new()),

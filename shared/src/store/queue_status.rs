@@ -71,7 +71,8 @@ impl MatchStore {
             world_type: world.name.clone(),
             waiting,
             team_size: world.team_size,
-            estimated_wait_seconds: stats.estimate(waiting + 1, world.team_size),
+            teams: world.teams,
+            estimated_wait_seconds: stats.estimate(waiting + 1, world.seats()),
             oldest_wait_ms,
             ratings,
         })

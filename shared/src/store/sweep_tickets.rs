@@ -4,18 +4,18 @@
 use super::reply::Reply;
 use super::MatchStore;
 use crate::config::World;
-use crate::domain::PlayerId;
+use crate::domain::TicketId;
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
 
 impl MatchStore {
-    /// Removes up to `limit` of `world`'s expired tickets; returns whose. Each
-    /// also gets a TICKET_EXPIRED notification in the outbox.
+    /// Removes up to `limit` of `world`'s expired tickets; returns which.
+    /// Each player (every member of a party) gets a TICKET_EXPIRED.
     pub async fn sweep_expired_tickets(
         &self,
         world: &World,
         limit: u64,
-    ) -> Result<Vec<PlayerId>, StoreError> {
+    ) -> Result<Vec<TicketId>, StoreError> {
         let k = self.keys();
         let wk = k.world(&world.name);
         let mut inv = SCRIPTS.sweep_tickets.prepare_invoke();
@@ -24,13 +24,15 @@ impl MatchStore {
             .key(k.tickets())
             .key(k.outbox())
             .key(wk.ratings)
-            .key(wk.due)
-            .arg(world.name.as_str())
-            .arg(limit.max(1));
+            .key(wk.due);
+        for key in k.party_block() {
+            inv.key(key);
+        }
+        inv.arg(world.name.as_str()).arg(limit.max(1));
         let mut reply = Reply::new("sweep_tickets.lua", self.invoke(&inv, false).await?)?;
         let mut expired = Vec::with_capacity(reply.remaining());
         while reply.remaining() > 0 {
-            expired.push(reply.parsed("expired player", PlayerId::parse)?);
+            expired.push(reply.parsed("expired ticket", TicketId::parse)?);
         }
         reply.finish()?;
         Ok(expired)

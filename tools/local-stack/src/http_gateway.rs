@@ -31,6 +31,9 @@ pub enum ApiRoute {
     MyStatus,
     Match,
     Rating,
+    CreateParty,
+    JoinParty,
+    CancelParty,
 }
 
 impl ApiRoute {
@@ -42,6 +45,9 @@ impl ApiRoute {
             ApiRoute::MyStatus => "GET /v1/matching/my-status",
             ApiRoute::Match => "GET /v1/matching/matches/{matchId}",
             ApiRoute::Rating => "PUT /v1/ratings/{playerId}",
+            ApiRoute::CreateParty => "POST /v1/parties",
+            ApiRoute::JoinParty => "POST /v1/parties/{partyId}/join",
+            ApiRoute::CancelParty => "DELETE /v1/parties/{partyId}",
         }
     }
 
@@ -67,6 +73,15 @@ impl ApiRoute {
             ("PUT", ["v1", "ratings", player]) if !player.is_empty() => Some((
                 ApiRoute::Rating,
                 HashMap::from([("playerId".to_owned(), percent_decode(player))]),
+            )),
+            ("POST", ["v1", "parties"]) => Some((ApiRoute::CreateParty, HashMap::new())),
+            ("POST", ["v1", "parties", id, "join"]) if !id.is_empty() => Some((
+                ApiRoute::JoinParty,
+                HashMap::from([("partyId".to_owned(), percent_decode(id))]),
+            )),
+            ("DELETE", ["v1", "parties", id]) if !id.is_empty() => Some((
+                ApiRoute::CancelParty,
+                HashMap::from([("partyId".to_owned(), percent_decode(id))]),
             )),
             _ => None,
         }
@@ -194,7 +209,14 @@ async fn dev_config<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>)
         .settings()
         .worlds
         .iter()
-        .map(|w| json!({ "worldType": w.name, "teamSize": w.team_size }))
+        .map(|w| {
+            json!({
+                "worldType": w.name,
+                "teamSize": w.team_size,
+                "teams": w.teams,
+                "maxPartySize": w.max_party_size,
+            })
+        })
         .collect();
     Json(json!({
         "websocketUrl": gateway.websocket_url,

@@ -127,8 +127,10 @@ impl HttpHandlers for Arc<LambdaHandlers> {
         request: lambda_http::Request,
     ) -> Result<lambda_http::Response<lambda_http::Body>, lambda_http::Error> {
         match route {
-            ApiRoute::Join => join::handle(&self.join, request).await,
-            ApiRoute::Leave => leave::handle(&self.leave, request).await,
+            ApiRoute::Join | ApiRoute::CreateParty | ApiRoute::JoinParty => {
+                join::handle(&self.join, request).await
+            }
+            ApiRoute::Leave | ApiRoute::CancelParty => leave::handle(&self.leave, request).await,
             ApiRoute::QueueStatus | ApiRoute::MyStatus | ApiRoute::Match | ApiRoute::Rating => {
                 status::handle(&self.status, request).await
             }

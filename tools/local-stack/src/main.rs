@@ -33,7 +33,10 @@ fn print_banner(stack: &LocalStack, external_redis: bool) {
     let worlds: Vec<String> = settings
         .worlds
         .iter()
-        .map(|w| format!("{} (teams of {})", w.name, w.team_size))
+        .map(|w| match w.teams {
+            1 => format!("{} (matches of {})", w.name, w.team_size),
+            teams => format!("{} ({teams} teams of {})", w.name, w.team_size),
+        })
         .collect();
     let http = &stack.http_url;
     let ws = &stack.websocket_url;

@@ -5,7 +5,7 @@ use lambda_http::http::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE}
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Error, Request, Response};
 use serde::Serialize;
-use shared::{QueuePosition, StoreError, WorldName};
+use shared::{PlayerId, QueuePosition, StoreError, WorldName};
 
 use super::{request_path, Route};
 
@@ -29,6 +29,10 @@ pub enum ErrorCode {
     Forbidden,
     RatingRequired,
     InvalidRating,
+    InParty,
+    MemberBusy,
+    PartyNotFound,
+    InvalidParty,
 }
 
 impl ErrorCode {
@@ -50,21 +54,30 @@ impl ErrorCode {
             ErrorCode::Forbidden => "FORBIDDEN",
             ErrorCode::RatingRequired => "RATING_REQUIRED",
             ErrorCode::InvalidRating => "INVALID_RATING",
+            ErrorCode::InParty => "IN_PARTY",
+            ErrorCode::MemberBusy => "MEMBER_BUSY",
+            ErrorCode::PartyNotFound => "PARTY_NOT_FOUND",
+            ErrorCode::InvalidParty => "INVALID_PARTY",
         }
     }
 
     pub fn status(self) -> StatusCode {
         match self {
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
-            ErrorCode::InvalidRequest | ErrorCode::InvalidRating => StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidRequest | ErrorCode::InvalidRating | ErrorCode::InvalidParty => {
+                StatusCode::BAD_REQUEST
+            }
             ErrorCode::Forbidden => StatusCode::FORBIDDEN,
             ErrorCode::UnknownWorld
             | ErrorCode::NotQueued
             | ErrorCode::NotFound
-            | ErrorCode::MatchNotFound => StatusCode::NOT_FOUND,
-            ErrorCode::AlreadyQueued | ErrorCode::NotConnected | ErrorCode::RatingRequired => {
-                StatusCode::CONFLICT
-            }
+            | ErrorCode::MatchNotFound
+            | ErrorCode::PartyNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::AlreadyQueued
+            | ErrorCode::NotConnected
+            | ErrorCode::RatingRequired
+            | ErrorCode::InParty
+            | ErrorCode::MemberBusy => StatusCode::CONFLICT,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -102,6 +115,20 @@ pub enum ErrorDetails {
     },
     Match {
         match_id: String,
+    },
+    /// The party at issue (PARTY_NOT_FOUND, IN_PARTY).
+    Party {
+        party_id: String,
+    },
+    /// The member at issue (MEMBER_BUSY).
+    Member {
+        player_id: PlayerId,
+    },
+    /// A party too large for its world (INVALID_PARTY).
+    PartyLimit {
+        world_type: WorldName,
+        size: usize,
+        max_party_size: u32,
     },
     /// A rating that cannot be used, and where it came from.
     Rating {

@@ -1,4 +1,5 @@
-//! The four routes: parse, call one use case, map its outcome.
+//! The queue, status, match and rating routes: parse, call one use case,
+//! map its outcome. The party routes are in `parties.rs`.
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, RequestExt, Response};
@@ -6,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shared::use_cases::RatingWrite;
 use shared::{
-    use_cases, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, MatchStore, PlayerId, PlayerStatus,
-    Pusher, QueuePosition, Rating, TicketData, WorldName,
+    use_cases, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, MatchStore, PartyView, PlayerId,
+    PlayerStatus, Pusher, QueuePosition, Rating, TicketData, WorldName,
 };
 use tracing::field::Empty;
 
@@ -56,12 +57,16 @@ struct RatingStored<'a> {
     previous_rating: Option<Rating>,
 }
 
-/// `data` of a join or my-status answer: the caller's state.
+/// `data` of a join, party or my-status answer: the caller's state.
 #[derive(Serialize)]
 #[serde(tag = "status", rename_all = "SCREAMING_SNAKE_CASE")]
-enum CallerState<'a> {
+pub(super) enum CallerState<'a> {
     Idle {},
     Queued(&'a QueuePosition),
+    /// In a party that is still assembling.
+    Party {
+        party: &'a PartyView,
+    },
     Matched {
         #[serde(rename = "match")]
         record: &'a MatchRecord,
@@ -77,11 +82,11 @@ struct Left<'a> {
     remaining_queue_size: u64,
 }
 
-fn ok<T: Serialize>(msg: &str, data: &T) -> Response<Body> {
+pub(super) fn ok<T: Serialize>(msg: &str, data: &T) -> Response<Body> {
     envelope(StatusCode::OK, msg, data)
 }
 
-fn queued_message(q: &QueuePosition) -> String {
+pub(super) fn queued_message(q: &QueuePosition) -> String {
     format!(
         "queued in {} at position {} of {}",
         q.world_type, q.position, q.queue_size
@@ -157,21 +162,33 @@ async fn join_inner<P: Pusher>(
         JoinOutcome::QueueFull {
             world_type,
             queue_size,
-        } => Err(ApiError::new(
-            ErrorCode::QueueFull,
-            format!("the {world_type} queue is full ({queue_size} waiting); try again later"),
+        } => Err(queue_full(world_type, queue_size)),
+        JoinOutcome::InParty { world_type } => Err(ApiError::new(
+            ErrorCode::InParty,
+            format!(
+                "you are in a party of {world_type}, which queues for you; leave or cancel the party first"
+            ),
         )
-        .with(ErrorDetails::QueueFull {
-            world_type,
-            queue_size,
-        })
+        .with(ErrorDetails::World { world_type })
         .into()),
     }
 }
 
+pub(super) fn queue_full(world_type: WorldName, queue_size: u64) -> Failure {
+    ApiError::new(
+        ErrorCode::QueueFull,
+        format!("the {world_type} queue is full ({queue_size} waiting); try again later"),
+    )
+    .with(ErrorDetails::QueueFull {
+        world_type,
+        queue_size,
+    })
+    .into()
+}
+
 /// The rating in the caller's verified token claim, checked against the
 /// configured range (an unusable claim is the token's fault: 400).
-fn claimed_rating(
+pub(super) fn claimed_rating(
     store: &MatchStore,
     world: &shared::World,
     value: Option<&str>,
@@ -191,7 +208,7 @@ fn claimed_rating(
     }
 }
 
-fn invalid_rating(
+pub(super) fn invalid_rating(
     store: &MatchStore,
     world_type: Option<WorldName>,
     rating: &str,
@@ -296,6 +313,13 @@ async fn my_status_inner(store: &MatchStore, req: &Request) -> Result<Response<B
     match use_cases::player_status(store, &player).await? {
         PlayerStatus::Idle => Ok(ok("not queued", &CallerState::Idle {})),
         PlayerStatus::Queued(q) => Ok(ok(&queued_message(&q), &CallerState::Queued(&q))),
+        PlayerStatus::Party(party) => Ok(ok(
+            &format!(
+                "in party {} of {}, assembling",
+                party.party_id, party.world_type
+            ),
+            &CallerState::Party { party: &party },
+        )),
         PlayerStatus::Matched(record) => {
             let msg = format!("matched in {} ({})", record.world_type, record.match_id);
             Ok(ok(&msg, &CallerState::Matched { record: &record }))

@@ -11,6 +11,7 @@
 
 mod errors;
 mod handlers;
+mod parties;
 mod request;
 
 use lambda_http::http::Method;
@@ -19,6 +20,7 @@ use lambda_http::{Request, RequestExt};
 
 pub use errors::{envelope, not_found, ApiError, ErrorCode, ErrorDetails};
 pub use handlers::{join, leave, match_record, my_status, put_rating, queue_status};
+pub use parties::{cancel_party, create_party, join_party};
 pub use request::{caller, with_caller, MAX_BODY_BYTES};
 
 pub const JOIN_PATH: &str = "/v1/matching/join";
@@ -30,6 +32,11 @@ pub const QUEUE_STATUS_PREFIX: &str = "/v1/matching/queue-status/";
 pub const MATCH_PREFIX: &str = "/v1/matching/matches/";
 /// Followed by the player id: `PUT /v1/ratings/{playerId}`.
 pub const RATINGS_PREFIX: &str = "/v1/ratings/";
+/// `POST /v1/parties`; followed by `{partyId}` (`DELETE`) or
+/// `{partyId}/join` (`POST`).
+pub const PARTIES_PATH: &str = "/v1/parties";
+pub const PARTIES_PREFIX: &str = "/v1/parties/";
+const PARTY_JOIN_SUFFIX: &str = "/join";
 
 /// The routes of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +47,22 @@ pub enum Route {
     MyStatus,
     Match,
     Rating,
+    /// `POST /v1/parties`
+    CreateParty,
+    /// `POST /v1/parties/{partyId}/join`
+    JoinParty,
+    /// `DELETE /v1/parties/{partyId}`
+    CancelParty,
+}
+
+/// The `{partyId}` of a party route path, and whether it is the join route.
+fn party_path(path: &str) -> Option<(&str, bool)> {
+    let rest = path.strip_prefix(PARTIES_PREFIX)?;
+    let (id, join) = match rest.strip_suffix(PARTY_JOIN_SUFFIX) {
+        Some(id) => (id, true),
+        None => (rest, false),
+    };
+    (!id.is_empty() && !id.contains('/')).then_some((id, join))
 }
 
 /// The last segment of `path` after `prefix`, if it is one non-empty segment.
@@ -59,24 +82,31 @@ impl Route {
             _ if segment_after(path, QUEUE_STATUS_PREFIX).is_some() => Some(Route::QueueStatus),
             _ if segment_after(path, MATCH_PREFIX).is_some() => Some(Route::Match),
             _ if segment_after(path, RATINGS_PREFIX).is_some() => Some(Route::Rating),
-            _ => None,
+            PARTIES_PATH => Some(Route::CreateParty),
+            _ => match party_path(path) {
+                Some((_, true)) => Some(Route::JoinParty),
+                Some((_, false)) => Some(Route::CancelParty),
+                None => None,
+            },
         }
     }
 
     /// The one method the route answers.
     pub fn method(self) -> Method {
         match self {
-            Route::Join | Route::Leave => Method::POST,
+            Route::Join | Route::Leave | Route::CreateParty | Route::JoinParty => Method::POST,
             Route::QueueStatus | Route::MyStatus | Route::Match => Method::GET,
             Route::Rating => Method::PUT,
+            Route::CancelParty => Method::DELETE,
         }
     }
 
     fn method_name(self) -> &'static str {
         match self {
-            Route::Join | Route::Leave => "POST",
+            Route::Join | Route::Leave | Route::CreateParty | Route::JoinParty => "POST",
             Route::QueueStatus | Route::MyStatus | Route::Match => "GET",
             Route::Rating => "PUT",
+            Route::CancelParty => "DELETE",
         }
     }
 }
@@ -134,6 +164,12 @@ mod tests {
         assert_eq!(at("/v1/matching/matches/18f-2a"), Some(Route::Match));
         assert_eq!(at("/v1/matching/matches/"), None);
         assert_eq!(at("/v1/ratings/alice"), Some(Route::Rating));
+        assert_eq!(at("/v1/parties"), Some(Route::CreateParty));
+        assert_eq!(at("/v1/parties/arena.1-a/join"), Some(Route::JoinParty));
+        assert_eq!(at("/v1/parties/arena.1-a"), Some(Route::CancelParty));
+        assert_eq!(at("/v1/parties/"), None);
+        assert_eq!(at("/v1/parties//join"), None);
+        assert_eq!(at("/v1/parties/a/b/join"), None);
 
         let mut ctx = ApiGatewayV2httpRequestContext::default();
         ctx.stage = Some("prod".into());

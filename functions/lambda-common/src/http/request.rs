@@ -180,6 +180,18 @@ pub(super) fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiErro
     serde_json::from_value(value).map_err(invalid)
 }
 
+/// Like [`json_body`], but an empty body means `T::default()`.
+pub(super) fn optional_json_body<T: DeserializeOwned + Default>(
+    req: &Request,
+) -> Result<T, ApiError> {
+    let bytes: &[u8] = req.body().as_ref();
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        check_content_type(req)?;
+        return Ok(T::default());
+    }
+    json_body(req)
+}
+
 pub(super) fn invalid_field(field: &'static str, msg: impl std::fmt::Display) -> ApiError {
     ApiError::new(ErrorCode::InvalidRequest, msg.to_string()).with(ErrorDetails::Field { field })
 }

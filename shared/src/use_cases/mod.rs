@@ -3,9 +3,13 @@
 //! request, call exactly one of these and map the typed outcome to a
 //! response.
 
+mod parties;
+
 use std::time::Duration;
 
 use futures_util::future::join_all;
+
+pub use parties::{cancel_party, create_party, join_party, PartyRejection};
 
 use crate::config::World;
 use crate::delivery::{deliver_now, Pusher};
@@ -40,21 +44,30 @@ pub async fn join_and_notify<P: Pusher>(
     match &outcome {
         JoinOutcome::Queued(q) => push_queued(store, pusher, player, q).await,
         JoinOutcome::Matched { notifications, .. } => {
-            match deliver_now(store, pusher, notifications, JOIN_PUSH_TIMEOUT).await {
-                Ok(report) => tracing::debug!(?report, "MATCH_FOUND pushed"),
-                // The notifications stay in the outbox; the matcher retries.
-                Err(e) => {
-                    tracing::warn!(error = %e, "MATCH_FOUND push failed; left to the matcher")
-                }
-            }
+            push_match_found(store, pusher, notifications).await
         }
         JoinOutcome::AlreadyQueued(_)
         | JoinOutcome::QueueFull { .. }
         | JoinOutcome::NotConnected { .. }
         | JoinOutcome::RatingRequired { .. }
-        | JoinOutcome::InvalidRating { .. } => {}
+        | JoinOutcome::InvalidRating { .. }
+        | JoinOutcome::InParty { .. } => {}
     }
     Ok(outcome)
+}
+
+/// Delivers the MATCH_FOUND notifications a call formed right away, bounded
+/// by [`JOIN_PUSH_TIMEOUT`]; what does not get through stays in the outbox
+/// for the matcher.
+async fn push_match_found<P: Pusher>(
+    store: &MatchStore,
+    pusher: &P,
+    notifications: &[crate::domain::NotificationId],
+) {
+    match deliver_now(store, pusher, notifications, JOIN_PUSH_TIMEOUT).await {
+        Ok(report) => tracing::debug!(?report, "MATCH_FOUND pushed"),
+        Err(e) => tracing::warn!(error = %e, "MATCH_FOUND push failed; left to the matcher"),
+    }
 }
 
 /// Tells the player's connections they are queued. Failures are only logged:

@@ -1,0 +1,305 @@
+//! The party routes: `POST /v1/parties` (create), `POST
+//! /v1/parties/{partyId}/join` and `DELETE /v1/parties/{partyId}` (cancel,
+//! or decline an invitation).
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Error, Request, RequestExt, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use shared::use_cases::{self, PartyRejection};
+use shared::{
+    MatchStore, PartyCancelOutcome, PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyView,
+    PlayerId, Pusher, Rating, TicketData, World,
+};
+use tracing::field::Empty;
+
+use super::errors::{
+    envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
+};
+use super::handlers::{
+    claimed_rating, invalid_rating, ok, queue_full, queued_message, CallerState,
+};
+use super::request::{
+    caller, check_method, claim, configured_world, invalid_field, json_body, optional_json_body,
+};
+use super::{party_path, request_path, Route};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CreatePartyBody {
+    world_type: String,
+    /// The players to invite (the caller, the leader, may be listed too).
+    members: Vec<String>,
+    /// The leader's optional ticket data.
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct JoinPartyBody {
+    /// The joining player's optional ticket data.
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+/// `data` of a cancelled party.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Cancelled<'a> {
+    cancelled: bool,
+    party: &'a PartyView,
+}
+
+fn ticket_data(data: Option<&Value>) -> Result<Option<TicketData>, Failure> {
+    Ok(data
+        .map(TicketData::from_value)
+        .transpose()
+        .map_err(|e| invalid_field("data", e))?)
+}
+
+/// The caller's verified rating claim, for a rated world.
+fn rating_claim(
+    store: &MatchStore,
+    world: &World,
+    req: &Request,
+) -> Result<Option<Rating>, Failure> {
+    match (world.rating(), &store.settings().ratings.claim) {
+        (Some(_), Some(name)) => claimed_rating(store, world, claim(req, name)),
+        _ => Ok(None),
+    }
+}
+
+/// The `{partyId}` of the request: the path parameter, else from the path.
+fn party_id(req: &Request) -> Result<PartyId, Failure> {
+    let raw = req
+        .path_parameters_ref()
+        .and_then(|p| p.first("partyId"))
+        .map(str::to_owned)
+        .or_else(|| party_path(request_path(req)).map(|(id, _)| id.to_owned()))
+        .ok_or_else(|| not_found_error(req))?;
+    Ok(PartyId::parse(&raw).map_err(|e| invalid_field("partyId", e))?)
+}
+
+fn party_not_found(id: &PartyId) -> Failure {
+    ApiError::new(
+        ErrorCode::PartyNotFound,
+        format!("no party {id} you are a member of (it may have been cancelled or matched)"),
+    )
+    .with(ErrorDetails::Party {
+        party_id: id.to_string(),
+    })
+    .into()
+}
+
+/// The configured world of a party id; a party of any other world is not
+/// found.
+fn party_world<'a>(store: &'a MatchStore, id: &PartyId) -> Result<&'a World, Failure> {
+    store
+        .settings()
+        .worlds
+        .get(id.world().as_str())
+        .ok_or_else(|| party_not_found(id))
+}
+
+fn not_connected(world: &World) -> Failure {
+    ApiError::new(
+        ErrorCode::NotConnected,
+        format!(
+            "{} requires a live WebSocket connection: connect (and keep sending heartbeats) first",
+            world.name
+        ),
+    )
+    .with(ErrorDetails::World {
+        world_type: world.name.clone(),
+    })
+    .into()
+}
+
+fn rating_required(world: &World) -> Failure {
+    ApiError::new(
+        ErrorCode::RatingRequired,
+        format!(
+            "{} matches by rating and no rating is known for you",
+            world.name
+        ),
+    )
+    .with(ErrorDetails::World {
+        world_type: world.name.clone(),
+    })
+    .into()
+}
+
+fn in_party(id: &PartyId, who: &str) -> Failure {
+    ApiError::new(
+        ErrorCode::InParty,
+        format!("{who} already in party {id}; leave or cancel it first"),
+    )
+    .with(ErrorDetails::Party {
+        party_id: id.to_string(),
+    })
+    .into()
+}
+
+/// `POST /v1/parties`: the caller creates a party and invites `members`.
+#[tracing::instrument(name = "http_create_party", skip_all, fields(player = Empty, world = Empty))]
+pub async fn create_party(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+    finish(create_party_inner(store, &req).await)
+}
+
+async fn create_party_inner(store: &MatchStore, req: &Request) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::CreateParty)?;
+    let leader = caller(req)?;
+    tracing::Span::current().record("player", leader.as_str());
+    let body: CreatePartyBody = json_body(req)?;
+    let world = configured_world(store, &body.world_type)?;
+    tracing::Span::current().record("world", world.name.as_str());
+    let members = body
+        .members
+        .iter()
+        .map(|m| PlayerId::parse(m))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid_field("members", e))?;
+    let data = ticket_data(body.data.as_ref())?;
+    let claimed = rating_claim(store, world, req)?;
+    let outcome =
+        match use_cases::create_party(store, world, &leader, &members, data.as_ref(), claimed)
+            .await?
+        {
+            Ok(outcome) => outcome,
+            Err(rejection) => {
+                let details = match &rejection {
+                    PartyRejection::NoOtherMembers => ErrorDetails::Field { field: "members" },
+                    PartyRejection::TooLarge { world, size, max } => ErrorDetails::PartyLimit {
+                        world_type: world.clone(),
+                        size: *size,
+                        max_party_size: *max,
+                    },
+                };
+                return Err(
+                    ApiError::new(ErrorCode::InvalidParty, rejection.to_string())
+                        .with(details)
+                        .into(),
+                );
+            }
+        };
+    match outcome {
+        PartyCreateOutcome::Created(party) => Ok(envelope(
+            StatusCode::CREATED,
+            &format!(
+                "party {} created; waiting for {} invited player(s) to join",
+                party.party_id,
+                party.members.iter().filter(|m| !m.joined).count()
+            ),
+            &CallerState::Party { party: &party },
+        )),
+        PartyCreateOutcome::LeaderQueued { world_type } => Err(ApiError::new(
+            ErrorCode::AlreadyQueued,
+            format!("you are queued in {world_type}; leave that queue first"),
+        )
+        .with(ErrorDetails::World { world_type })
+        .into()),
+        PartyCreateOutcome::LeaderInParty { party_id } => Err(in_party(&party_id, "you are")),
+        PartyCreateOutcome::MemberBusy { player } => Err(ApiError::new(
+            ErrorCode::MemberBusy,
+            format!("{player} is queued or in another party"),
+        )
+        .with(ErrorDetails::Member { player_id: player })
+        .into()),
+        PartyCreateOutcome::NotConnected { .. } => Err(not_connected(world)),
+        PartyCreateOutcome::RatingRequired { .. } => Err(rating_required(world)),
+        PartyCreateOutcome::InvalidRating { world_type, rating } => Err(invalid_rating(
+            store,
+            Some(world_type),
+            &rating.to_string(),
+            "store",
+        )),
+    }
+}
+
+/// `POST /v1/parties/{partyId}/join`: an invited caller joins; the last one
+/// puts the party in the queue (and it may be matched at once).
+#[tracing::instrument(name = "http_join_party", skip_all, fields(player = Empty, party = Empty))]
+pub async fn join_party<P: Pusher>(
+    store: &MatchStore,
+    pusher: &P,
+    req: Request,
+) -> Result<Response<Body>, Error> {
+    finish(join_party_inner(store, pusher, &req).await)
+}
+
+async fn join_party_inner<P: Pusher>(
+    store: &MatchStore,
+    pusher: &P,
+    req: &Request,
+) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::JoinParty)?;
+    let player = caller(req)?;
+    tracing::Span::current().record("player", player.as_str());
+    let id = party_id(req)?;
+    tracing::Span::current().record("party", id.as_str());
+    let body: JoinPartyBody = optional_json_body(req)?;
+    let world = party_world(store, &id)?;
+    let data = ticket_data(body.data.as_ref())?;
+    let claimed = rating_claim(store, world, req)?;
+    match use_cases::join_party(store, pusher, world, &id, &player, data.as_ref(), claimed).await? {
+        PartyJoinOutcome::Joined(party) | PartyJoinOutcome::AlreadyJoined(party) => Ok(ok(
+            &format!(
+                "in party {}; waiting for {} more",
+                party.party_id,
+                party.members.iter().filter(|m| !m.joined).count()
+            ),
+            &CallerState::Party { party: &party },
+        )),
+        PartyJoinOutcome::Queued(q) => Ok(ok(&queued_message(&q), &CallerState::Queued(&q))),
+        PartyJoinOutcome::Matched { record, .. } => Ok(ok(
+            &format!("match {} found in {}", record.match_id, record.world_type),
+            &CallerState::Matched { record: &record },
+        )),
+        PartyJoinOutcome::NotFound => Err(party_not_found(&id)),
+        PartyJoinOutcome::Busy { world_type } => Err(ApiError::new(
+            ErrorCode::AlreadyQueued,
+            format!("you are queued in {world_type}; leave that queue first"),
+        )
+        .with(ErrorDetails::World { world_type })
+        .into()),
+        PartyJoinOutcome::InParty { party_id } => Err(in_party(&party_id, "you are")),
+        PartyJoinOutcome::NotConnected { .. } => Err(not_connected(world)),
+        PartyJoinOutcome::RatingRequired { .. } => Err(rating_required(world)),
+        PartyJoinOutcome::InvalidRating { world_type, rating } => Err(invalid_rating(
+            store,
+            Some(world_type),
+            &rating.to_string(),
+            "store",
+        )),
+        PartyJoinOutcome::QueueFull {
+            world_type,
+            queue_size,
+        } => Err(queue_full(world_type, queue_size)),
+    }
+}
+
+/// `DELETE /v1/parties/{partyId}`: a member cancels the party, or an
+/// invited player declines; the others are told.
+#[tracing::instrument(name = "http_cancel_party", skip_all, fields(player = Empty, party = Empty))]
+pub async fn cancel_party(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+    finish(cancel_party_inner(store, &req).await)
+}
+
+async fn cancel_party_inner(store: &MatchStore, req: &Request) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::CancelParty)?;
+    let player = caller(req)?;
+    tracing::Span::current().record("player", player.as_str());
+    let id = party_id(req)?;
+    tracing::Span::current().record("party", id.as_str());
+    match use_cases::cancel_party(store, &id, &player).await? {
+        PartyCancelOutcome::Cancelled(party) => Ok(ok(
+            &format!("party {id} cancelled"),
+            &Cancelled {
+                cancelled: true,
+                party: &party,
+            },
+        )),
+        PartyCancelOutcome::NotFound => Err(party_not_found(&id)),
+    }
+}

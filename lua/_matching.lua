@@ -1,0 +1,361 @@
+-- _matching.lua: recording matches, and FIFO matching.
+--
+-- k: queue, deadlines, rate, tickets, matches, match_expiry, player_match,
+--    outbox, match_seq, presence, ratings, due and the party keys.
+
+-- Expired tickets a match-forming call removes first, at most.
+local MATCH_SWEEP_LIMIT = 1000
+-- Tickets one call examines in the general FIFO path (parties or teams).
+local FIFO_SCAN = 2000
+-- A join's instant match in the general FIFO path examines this many
+-- tickets per seat of a match (the matcher's next tick does the rest).
+local INSTANT_SCAN = 4
+-- Incomplete matches the general FIFO path fills at once.
+local OPEN_MATCHES = 8
+
+-- A waiting ticket's players: { ticket, size, players, data (ticket data JSON
+-- per player, '' for none), ratings (per player; nil when unrated), sum (of
+-- the ratings, 0 unrated), party (the party id or nil) }. `rating` is a solo
+-- ticket's rating (rated worlds). nil when the ticket is gone.
+local function ticket_info(k, t, rating)
+  if is_party_ticket(t) then
+    local id = string.sub(t, 2)
+    local party = load_party(k, id)
+    if not party then return nil end
+    local info = { ticket = t, size = #party.members, players = {}, data = {}, sum = 0, party = id }
+    local ratings = {}
+    for i, m in ipairs(party.members) do
+      info.players[i] = m.p
+      info.data[i] = m.d or ''
+      local r = tonumber(m.r)
+      if r then
+        ratings[i] = r
+        info.sum = info.sum + r
+      end
+    end
+    if #ratings == #party.members then info.ratings = ratings end
+    return info
+  end
+  local raw = redis.call('HGET', k.tickets, t)
+  if not raw then return nil end
+  local _, _, _, _, data = decode_ticket(raw)
+  return {
+    ticket = t, size = 1, players = { t }, data = { data or '' },
+    ratings = rating and { rating } or nil, sum = rating or 0,
+  }
+end
+
+local function all_present(presence_key, players, now)
+  for _, p in ipairs(players) do
+    if not is_present(presence_key, p, now) then return false end
+  end
+  return true
+end
+
+-- Picks up to `groups` groups of `team` players from the front of a FIFO
+-- queue of solo tickets (oldest first). Without a presence requirement that
+-- is simply the first groups * team members. With one, players without a
+-- live connection are removed on the way (ticket dropped, TICKET_REMOVED
+-- queued) and the next ones take their seats; the scan is bounded by
+-- `scan_limit` removals. Returns the chosen players, in queue order, and how
+-- many were removed.
+local function pick_fifo(k, world, team, groups, now, presence, scan_limit)
+  local taken = groups * team
+  if not presence then
+    return redis.call('ZRANGE', k.queue, 0, taken - 1), 0
+  end
+  local chosen, n, removed, gone = {}, 0, 0, {}
+  local offset = 0
+  while n < taken do
+    local batch = redis.call('ZRANGE', k.queue, offset, offset + (taken - n) - 1)
+    if #batch == 0 then break end
+    offset = offset + #batch
+    for _, p in ipairs(batch) do
+      if is_present(k.presence, p, now) then
+        n = n + 1
+        chosen[n] = p
+      elseif removed < scan_limit then
+        removed = removed + 1
+        gone[removed] = p
+      end
+    end
+    if removed >= scan_limit then break end
+  end
+  remove_tickets(k, world, gone, 'G', now)
+  -- Only whole groups are matched; the rest keep waiting.
+  local whole = math.floor(n / team) * team
+  for i = whole + 1, n do chosen[i] = nil end
+  return chosen, removed
+end
+
+-- Records `groups` matches of `team` players each from `players` durably
+-- before anyone is told: writes each match record, every player's pointer
+-- to it, its expiry, ONE outbox entry per match and the world's
+-- recent-match statistics. With `ratings` (player -> rating, rated worlds),
+-- each record also carries the participants' ratings and the match's spread
+-- (max - min).
+--
+-- Without `extra` (the fast path: solo tickets, one team) the players are
+-- the tickets: their data is read and the tickets are removed here, and each
+-- group is in queue order. With `extra` the caller has removed the tickets
+-- and gives extra.data (ticket data per player position, '' for none) and
+-- extra.layouts[g] for each group: { teams = { {position...}... } or nil,
+-- parties = { {position...}... } } (positions 1..team within the group).
+-- Returns the records as JSON strings and the outbox ids.
+--
+-- This runs for every instant match and for up to tens of thousands of
+-- players per matcher tick, so it avoids per-player Redis calls and pattern
+-- matching, and fills arrays with explicit indexes (# is O(log n) in Lua 5.1).
+local function record_matches(k, world, team, players, groups, match_ttl, now, window, ratings, extra)
+  local taken = groups * team
+  local data
+  if extra then
+    data = extra.data
+  else
+    data = {}
+    local i = 1
+    while i <= taken do
+      local last = math.min(i + CHUNK - 1, taken)
+      local part = redis.call('HMGET', k.tickets, unpack(players, i, last))
+      for j = 1, last - i + 1 do
+        local t = part[j]
+        -- A ticket without data ends with the space before its (empty) data.
+        if t and string.byte(t, -1) ~= 32 then
+          local _, _, _, _, td = decode_ticket(t)
+          data[i + j - 1] = td
+        end
+      end
+      i = last + 1
+    end
+    chunked('ZREM', k.queue, players, 1)
+    chunked('ZREM', k.deadlines, players, 1)
+    chunked('HDEL', k.tickets, players, 1)
+  end
+
+  local last_seq = redis.call('INCRBY', k.match_seq, groups)
+  local first_seq = last_seq - groups + 1
+  local records, ids, match_fields, expiry_args, pointer_args, outbox_args = {}, {}, {}, {}, {}, {}
+  local expires = now + match_ttl
+  local matched_at = string.format('%d', now)
+  local id_prefix = string.format('%x-', now)
+  local prefix = '","worldType":"' .. world .. '","participants":['
+  -- Reused for every group: allocating two tables per match shows up at
+  -- tens of thousands of matches per call.
+  local names, extras, rated = {}, {}, {}
+  for g = 0, groups - 1 do
+    local id = id_prefix .. string.format('%x', first_seq + g)
+    -- Built by hand so ticket data (already valid JSON) is embedded verbatim
+    -- instead of round-tripping through cjson, which would lose precision of
+    -- large numbers and turn empty arrays into objects.
+    local n_extras = 0
+    local base = g * team
+    for m = 1, team do
+      local idx = base + m
+      local p = players[idx]
+      local quoted = quote(p)
+      names[m] = quoted
+      local d = data[idx]
+      if d and d ~= '' then
+        n_extras = n_extras + 1
+        extras[n_extras] = quoted .. ':' .. d
+      end
+      pointer_args[2 * idx - 1] = p
+      pointer_args[2 * idx] = id
+      if ratings then
+        rated[m] = quoted .. ':' .. num(ratings[p])
+      end
+    end
+    local record = '{"matchId":"' .. id .. prefix .. table.concat(names, ',', 1, team) .. '],"matchedAt":' .. matched_at
+    if n_extras > 0 then
+      record = record .. ',"playerData":{' .. table.concat(extras, ',', 1, n_extras) .. '}'
+    end
+    if ratings then
+      local lo, hi = math.huge, -math.huge
+      for m = 1, team do
+        local r = ratings[players[base + m]]
+        if r < lo then lo = r end
+        if r > hi then hi = r end
+      end
+      record = record .. ',"ratings":{' .. table.concat(rated, ',', 1, team) .. '},"spread":' .. num(hi - lo)
+    end
+    local layout = extra and extra.layouts[g + 1]
+    if layout and layout.teams then
+      local parts, lo, hi = {}, math.huge, -math.huge
+      for t, members in ipairs(layout.teams) do
+        local quoted, sum = {}, 0
+        for i, pos in ipairs(members) do
+          quoted[i] = names[pos]
+          if ratings then sum = sum + ratings[players[base + pos]] end
+        end
+        parts[t] = '[' .. table.concat(quoted, ',') .. ']'
+        local avg = sum / #members
+        if avg < lo then lo = avg end
+        if avg > hi then hi = avg end
+      end
+      record = record .. ',"teams":[' .. table.concat(parts, ',') .. ']'
+      if ratings then
+        record = record .. ',"teamDifference":' .. num(hi - lo)
+      end
+    end
+    if layout and layout.parties and #layout.parties > 0 then
+      local parts = {}
+      for t, members in ipairs(layout.parties) do
+        local quoted = {}
+        for i, pos in ipairs(members) do quoted[i] = names[pos] end
+        parts[t] = '[' .. table.concat(quoted, ',') .. ']'
+      end
+      record = record .. ',"parties":[' .. table.concat(parts, ',') .. ']'
+    end
+    record = record .. '}'
+    records[g + 1] = record
+    ids[g + 1] = 'M|' .. id
+    match_fields[2 * g + 1] = id
+    match_fields[2 * g + 2] = record
+    expiry_args[2 * g + 1] = expires
+    expiry_args[2 * g + 2] = id
+    outbox_args[2 * g + 1] = now
+    outbox_args[2 * g + 2] = ids[g + 1]
+  end
+  chunked('HSET', k.matches, match_fields, 2)
+  chunked('ZADD', k.match_expiry, expiry_args, 2)
+  chunked('HSET', k.player_match, pointer_args, 2)
+  chunked('ZADD', k.outbox, outbox_args, 2)
+  record_rate(k.rate, now, window, taken)
+  return records, ids
+end
+
+-- Records matches whose tickets may be parties and whose players form
+-- teams: `groups` is a list of ticket lists (each exactly `seats` seats).
+-- Each group is packed into `teams` teams (balanced by rating when the
+-- tickets are rated); a group that cannot be packed is left waiting.
+-- Removes the tickets (and parties), then records. Returns the records and
+-- outbox ids.
+local function record_groups(k, world, seats, teams, groups, match_ttl, now, window, rated)
+  local cap = seats / teams
+  local players, data, ratings, layouts, tickets = {}, {}, rated and {} or nil, {}, {}
+  local n, formed = 0, 0
+  for _, items in ipairs(groups) do
+    local assign = nil
+    if teams > 1 then assign = pack_teams(items, teams, cap) end
+    if teams == 1 or assign then
+      formed = formed + 1
+      local layout = { parties = {} }
+      local base = n
+      -- Players team by team; within a team, in queue order.
+      local team_members = {}
+      for t = 1, teams do team_members[t] = {} end
+      for i, it in ipairs(items) do
+        local t = assign and assign[i] or 1
+        local list = team_members[t]
+        list[#list + 1] = it
+      end
+      if teams > 1 then layout.teams = {} end
+      for t = 1, teams do
+        local positions = {}
+        for _, it in ipairs(team_members[t]) do
+          local party_positions = {}
+          for j, p in ipairs(it.players) do
+            n = n + 1
+            players[n] = p
+            data[n] = it.data[j]
+            if ratings then ratings[p] = it.ratings[j] end
+            positions[#positions + 1] = n - base
+            party_positions[j] = n - base
+          end
+          if it.party then layout.parties[#layout.parties + 1] = party_positions end
+          tickets[#tickets + 1] = it.ticket
+        end
+        if layout.teams then layout.teams[t] = positions end
+      end
+      layouts[formed] = layout
+    end
+  end
+  if formed == 0 then return {}, {} end
+  remove_tickets(k, world, tickets, nil, now)
+  return record_matches(k, world, seats, players, formed, match_ttl, now, window, ratings,
+    { data = data, layouts = layouts })
+end
+
+-- FIFO matching when tickets differ in size (parties) or matches have teams:
+-- tickets in queue order, each into the oldest incomplete match where it
+-- fits whole (its team packing still possible), so a party is never split
+-- and an older ticket is never passed over by a newer one that fits the
+-- same seats. Examines at most `scan` tickets. Returns the records, outbox
+-- ids, absent count and whether the scan was cut short.
+local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, now, window, presence, scan)
+  local cap = seats / teams
+  local tickets = redis.call('ZRANGE', k.queue, 0, scan - 1)
+  local open, done, gone = {}, {}, {}
+  for _, t in ipairs(tickets) do
+    if max_groups > 0 and #done >= max_groups then break end
+    local info = ticket_info(k, t, nil)
+    if info and presence and not all_present(k.presence, info.players, now) then
+      gone[#gone + 1] = t
+    elseif info and info.size <= cap then
+      local placed = false
+      for i, m in ipairs(open) do
+        if m.seats + info.size <= seats then
+          m.items[#m.items + 1] = info
+          if teams == 1 or can_pack(m.items, teams, cap) then
+            m.seats = m.seats + info.size
+            placed = true
+            if m.seats == seats then
+              done[#done + 1] = m.items
+              table.remove(open, i)
+            end
+            break
+          end
+          m.items[#m.items] = nil
+        end
+      end
+      if not placed and #open < OPEN_MATCHES then
+        if info.size == seats then
+          done[#done + 1] = { info }
+        else
+          open[#open + 1] = { items = { info }, seats = info.size }
+        end
+      end
+    end
+  end
+  remove_tickets(k, world, gone, 'G', now)
+  local records, ids = record_groups(k, world, seats, teams, done, match_ttl, now, window, false)
+  return records, ids, #gone, #tickets == scan and #records > 0
+end
+
+-- Forms up to `max_groups` (0 = all) complete matches of `seats` players
+-- (in `teams` teams) from the front (oldest first) of a world's queue.
+-- Expired tickets are removed first (TICKET_EXPIRED), so nobody is matched
+-- past their deadline; with `presence`, players without a live connection
+-- are removed (TICKET_REMOVED) and never matched. A partial match is never
+-- taken. Returns the match records (JSON), their outbox ids, how many
+-- tickets were removed as expired and as absent, and whether more may be
+-- matched right now. `scan` bounds the tickets the general path examines
+-- (nil: FIFO_SCAN).
+local function form_matches(k, world, seats, teams, max_groups, match_ttl, now, window, presence, scan)
+  local expired, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
+  if more_expired then
+    -- A backlog of expired tickets: leave it to the sweep's next calls
+    -- rather than risk matching one of them.
+    return {}, {}, #expired, 0, true
+  end
+  if teams > 1 or queued_parties(k, world) > 0 then
+    local records, ids, removed, more = form_fifo_general(k, world, seats, teams, max_groups, match_ttl, now, window, presence,
+      math.min(scan or FIFO_SCAN, FIFO_SCAN))
+    return records, ids, #expired, removed, more
+  end
+  local size = redis.call('ZCARD', k.queue)
+  local groups = math.floor(size / seats)
+  if max_groups > 0 and groups > max_groups then
+    groups = max_groups
+  end
+  if groups == 0 then
+    return {}, {}, #expired, 0, false
+  end
+  local players, removed = pick_fifo(k, world, seats, groups, now, presence, MATCH_SWEEP_LIMIT)
+  groups = math.floor(#players / seats)
+  if groups == 0 then
+    return {}, {}, #expired, removed, false
+  end
+  local records, ids = record_matches(k, world, seats, players, groups, match_ttl, now, window)
+  return records, ids, #expired, removed, false
+end

@@ -1,0 +1,221 @@
+-- _rated.lua: rated worlds (see docs/rules.md). A match is formed around an
+-- anchor ticket; every ticket's rating (a party's: its aggregate) lies
+-- within the anchor's window min(base + per_sec * wait, max) of the
+-- anchor's rating, where wait is the anchor's own wait (so the window never
+-- resets when others join); past `relax_ms` the anchor takes the nearest
+-- tickets, whatever their rating. With teams, the team averages may differ
+-- by at most the balance window, which widens with the anchor's wait the
+-- same way (and is lifted at `relax_ms` too).
+-- rules: { base, per_sec, max, relax_ms, retry_ms, balance = { base,
+-- per_sec, max } or nil } (numbers).
+
+-- Parses a rated world's rules from ARGV strings: five, then three for the
+-- balance window ("" each when the world has one team); nil when malformed.
+local function rated_rules(base, per_sec, max, relax_ms, retry_ms, b_base, b_per_sec, b_max)
+  local r = {
+    base = tonumber(base), per_sec = tonumber(per_sec), max = tonumber(max),
+    relax_ms = int_arg(relax_ms), retry_ms = int_arg(retry_ms),
+  }
+  if not r.base or r.base < 0 or not r.per_sec or r.per_sec < 0 or not r.max
+      or r.max < r.base or not r.relax_ms or not r.retry_ms or r.retry_ms == 0 then
+    return nil
+  end
+  if b_base and b_base ~= '' then
+    local b = { base = tonumber(b_base), per_sec = tonumber(b_per_sec), max = tonumber(b_max), relax_ms = r.relax_ms }
+    if not b.base or b.base < 0 or not b.per_sec or b.per_sec < 0 or not b.max or b.max < b.base then
+      return nil
+    end
+    r.balance = b
+  end
+  return r
+end
+
+-- The anchor's window after waiting `wait_ms`; nil means no limit (relaxed).
+local function rated_window(rules, wait_ms)
+  if wait_ms >= rules.relax_ms then return nil end
+  local w = rules.base + rules.per_sec * wait_ms / 1000
+  if w > rules.max then w = rules.max end
+  return w
+end
+
+-- Up to `fetch` tickets on each side of rating `r` within `w` (nil = no
+-- limit), merged nearest first; equally near ones oldest first. Returns an
+-- array of { member, rating, distance }.
+local function nearest(ratings_key, r, w, fetch)
+  local lo = w and num(r - w) or '-inf'
+  local hi = w and num(r + w) or '+inf'
+  local below = redis.call('ZREVRANGEBYSCORE', ratings_key, '(' .. num(r), lo, 'WITHSCORES', 'LIMIT', 0, fetch)
+  local above = redis.call('ZRANGEBYSCORE', ratings_key, num(r), hi, 'WITHSCORES', 'LIMIT', 0, fetch)
+  local out, n = {}, 0
+  local function add(list, reversed_ties)
+    local first = n + 1
+    for i = 1, #list, 2 do
+      local rating = tonumber(list[i + 1])
+      n = n + 1
+      out[n] = { list[i], rating, math.abs(rating - r) }
+    end
+    if reversed_ties and #list == 2 * fetch then
+      -- The farthest group of equal ratings may be cut short, and a reverse
+      -- range lists ties newest first: read that group again oldest first.
+      local edge = out[n][2]
+      while n >= first and out[n][2] == edge do
+        out[n] = nil
+        n = n - 1
+      end
+      local group = redis.call('ZRANGEBYSCORE', ratings_key, num(edge), num(edge), 'WITHSCORES', 'LIMIT', 0, fetch)
+      for i = 1, #group, 2 do
+        n = n + 1
+        out[n] = { group[i], edge, math.abs(edge - r) }
+      end
+    end
+  end
+  add(below, true)
+  add(above, false)
+  -- Members start with the zero-padded sequence: comparing them compares age.
+  table.sort(out, function(a, b)
+    if a[3] ~= b[3] then return a[3] < b[3] end
+    return a[1] < b[1]
+  end)
+  return out
+end
+
+-- Queues `ticket` (its key `member` in the ratings ZSET) to be tried as
+-- an anchor again after the retry delay.
+local function retry_later(k, rules, ticket, now)
+  redis.call('ZADD', k.due, now + rules.retry_ms, ticket)
+end
+
+-- One attempt to form a match of `seats` seats in `teams` teams around
+-- `anchor` (a ticket id): the nearest tickets within the anchor's window
+-- that fit whole (a party is never split; the team packing must stay
+-- possible), then, with teams, a balance check. Returns the tickets' infos
+-- (see ticket_info), in queue order, after taking them out of the ratings
+-- and due ZSETs; or nil when no match can be formed yet (the anchor is then
+-- due again after retry_ms). With `presence`, tickets with a player without
+-- a live connection met on the way are removed (TICKET_REMOVED); the count
+-- is added to `stats.removed`.
+local function rated_attempt(k, world, seats, teams, rules, anchor, now, presence, stats)
+  local seq = tonumber(redis.call('ZSCORE', k.queue, anchor))
+  local ticket = redis.call('HGET', k.tickets, anchor)
+  if not seq or not ticket then
+    redis.call('ZREM', k.due, anchor)
+    return nil
+  end
+  local anchor_member = rating_member(seq, anchor)
+  local r = tonumber(redis.call('ZSCORE', k.ratings, anchor_member))
+  local a = r and ticket_info(k, anchor, r)
+  if not a then
+    redis.call('ZREM', k.due, anchor)
+    return nil
+  end
+  if presence and not all_present(k.presence, a.players, now) then
+    remove_tickets(k, world, { anchor }, 'G', now)
+    stats.removed = stats.removed + 1
+    return nil
+  end
+  local _, _, joined = decode_ticket(ticket)
+  local wait = now - (joined or now)
+  local w = rated_window(rules, wait)
+  local cap = seats / teams
+  local remaining = seats - a.size
+  local candidates = nearest(k.ratings, r, w, remaining + 8)
+  local items, members, gone = { a }, { anchor_member }, {}
+  for _, c in ipairs(candidates) do
+    if remaining == 0 then break end
+    local member = c[1]
+    if member ~= anchor_member then
+      local t = member_ticket(member)
+      local info = ticket_info(k, t, c[2])
+      if info and presence and not all_present(k.presence, info.players, now) then
+        gone[#gone + 1] = t
+      elseif info and info.size <= remaining then
+        items[#items + 1] = info
+        if teams == 1 or can_pack(items, teams, cap) then
+          members[#members + 1] = member
+          remaining = remaining - info.size
+        else
+          items[#items] = nil
+        end
+      end
+    end
+  end
+  if #gone > 0 then
+    remove_tickets(k, world, gone, 'G', now)
+    stats.removed = stats.removed + #gone
+  end
+  if remaining > 0 then
+    retry_later(k, rules, anchor, now)
+    return nil
+  end
+  if teams > 1 then
+    local assign, sums = pack_teams(items, teams, cap)
+    local bw = rules.balance and rated_window(rules.balance, wait)
+    if not assign or (bw and sums_spread(sums) / cap > bw) then
+      retry_later(k, rules, anchor, now)
+      return nil
+    end
+  end
+  local tickets = {}
+  for i, it in ipairs(items) do tickets[i] = it.ticket end
+  redis.call('ZREM', k.ratings, unpack(members))
+  redis.call('ZREM', k.due, unpack(tickets))
+  -- Queue order: members sort by their padded sequence.
+  local by_member = {}
+  for i, m in ipairs(members) do by_member[m] = items[i] end
+  table.sort(members)
+  for i, m in ipairs(members) do items[i] = by_member[m] end
+  return items
+end
+
+-- Records the groups rated attempts formed (lists of ticket infos): solo
+-- tickets in one team take the fast path, anything else record_groups.
+local function record_rated(k, world, seats, teams, groups, match_ttl, now, window)
+  if #groups == 0 then return {}, {} end
+  local simple = teams == 1
+  for _, items in ipairs(groups) do
+    for _, it in ipairs(items) do
+      if it.party then simple = false end
+    end
+  end
+  if not simple then
+    return record_groups(k, world, seats, teams, groups, match_ttl, now, window, true)
+  end
+  local players, ratings, n = {}, {}, 0
+  for _, items in ipairs(groups) do
+    for _, it in ipairs(items) do
+      n = n + 1
+      players[n] = it.ticket
+      ratings[it.ticket] = it.ratings[1]
+    end
+  end
+  return record_matches(k, world, seats, players, #groups, match_ttl, now, window, ratings)
+end
+
+-- The matcher's step for a rated world: removes expired tickets first, then
+-- tries up to `max_anchors` due anchors (oldest first) and records every
+-- match formed. Returns the records (JSON), their outbox ids, expired and
+-- absent counts, and whether more anchors are due right now.
+local function form_rated(k, world, seats, teams, rules, max_anchors, match_ttl, now, window, presence)
+  local expired, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
+  if more_expired then
+    return {}, {}, #expired, 0, true
+  end
+  local due = redis.call('ZRANGEBYSCORE', k.due, '-inf', now, 'LIMIT', 0, max_anchors)
+  local order = {}
+  for i, t in ipairs(due) do
+    order[i] = { tonumber(redis.call('ZSCORE', k.queue, t)) or 0, t }
+  end
+  table.sort(order, function(a, b) return a[1] < b[1] end)
+  local groups = {}
+  local stats = { removed = 0 }
+  for _, entry in ipairs(order) do
+    local anchor = entry[2]
+    -- An anchor may already have been taken into an earlier group.
+    if redis.call('ZSCORE', k.due, anchor) then
+      local items = rated_attempt(k, world, seats, teams, rules, anchor, now, presence, stats)
+      if items then groups[#groups + 1] = items end
+    end
+  end
+  local records, ids = record_rated(k, world, seats, teams, groups, match_ttl, now, window)
+  return records, ids, #expired, stats.removed, #due == max_anchors
+end

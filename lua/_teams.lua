@@ -1,0 +1,178 @@
+-- _teams.lua: packing the tickets of one match into teams.
+--
+-- items[i] = { size = seats the ticket takes, sum = its players' rating sum
+-- (0 in unrated worlds) }. A packing puts every ticket whole into one of
+-- `teams` teams of `cap` seats. Its quality is the spread of the teams'
+-- rating sums (highest - lowest): teams are equally big, so that is `cap`
+-- times the difference of the team averages.
+
+-- Steps the exact search may take before it gives up (it only runs for the
+-- rare sets the greedy orders cannot pack, and must stay well under a
+-- millisecond).
+local PACK_SEARCH_BUDGET = 2000
+-- Passes of improving swaps.
+local PACK_SWAP_PASSES = 8
+
+local function sums_spread(sums)
+  local lo, hi = math.huge, -math.huge
+  for _, s in ipairs(sums) do
+    if s < lo then lo = s end
+    if s > hi then hi = s end
+  end
+  return hi - lo
+end
+
+-- Items in `order`, each into the team with the lowest rating sum that still
+-- has room (ties: the first such team). In arrival order this is the simple
+-- greedy baseline; unrated it fills team 1, then team 2, ... (FIFO-filled).
+-- Returns the team of each item and the teams' sums, or nil.
+local function pack_greedy(items, order, teams, cap)
+  local sums, room, assign = {}, {}, {}
+  for t = 1, teams do
+    sums[t] = 0
+    room[t] = cap
+  end
+  for _, i in ipairs(order) do
+    local it = items[i]
+    local best = nil
+    for t = 1, teams do
+      if room[t] >= it.size and (best == nil or sums[t] < sums[best]) then best = t end
+    end
+    if not best then return nil end
+    assign[i] = best
+    sums[best] = sums[best] + it.sum
+    room[best] = room[best] - it.size
+  end
+  return assign, sums
+end
+
+-- Any packing, by a bounded depth-first search, largest tickets first
+-- (rescues sets like 5+3+2 | 4+3+3 that greedy orders miss). Returns the
+-- team of each item and the sums, or nil (none, or out of budget).
+local function pack_search(items, teams, cap)
+  local order = {}
+  for i = 1, #items do order[i] = i end
+  table.sort(order, function(a, b)
+    if items[a].size ~= items[b].size then return items[a].size > items[b].size end
+    return a < b
+  end)
+  local room, assign, steps = {}, {}, 0
+  for t = 1, teams do room[t] = cap end
+  local function place(pos)
+    if pos > #order then return true end
+    steps = steps + 1
+    if steps > PACK_SEARCH_BUDGET then return false end
+    local i = order[pos]
+    local size = items[i].size
+    local tried_empty = false
+    for t = 1, teams do
+      -- Empty teams are interchangeable: trying one is enough.
+      local empty = room[t] == cap
+      if room[t] >= size and not (empty and tried_empty) then
+        if empty then tried_empty = true end
+        room[t] = room[t] - size
+        assign[i] = t
+        if place(pos + 1) then return true end
+        room[t] = room[t] + size
+      end
+    end
+    return false
+  end
+  if not place(1) then return nil end
+  local sums = {}
+  for t = 1, teams do sums[t] = 0 end
+  for i = 1, #items do
+    sums[assign[i]] = sums[assign[i]] + items[i].sum
+  end
+  return assign, sums
+end
+
+-- Whether `items` fit into the teams (not necessarily filling them).
+local function can_pack(items, teams, cap)
+  local order = {}
+  for i = 1, #items do order[i] = i end
+  table.sort(order, function(a, b)
+    if items[a].size ~= items[b].size then return items[a].size > items[b].size end
+    return a < b
+  end)
+  local room = {}
+  for t = 1, teams do room[t] = cap end
+  local fits = true
+  -- First fit, largest first: almost always enough.
+  for _, i in ipairs(order) do
+    local placed = false
+    for t = 1, teams do
+      if room[t] >= items[i].size then
+        room[t] = room[t] - items[i].size
+        placed = true
+        break
+      end
+    end
+    if not placed then
+      fits = false
+      break
+    end
+  end
+  return fits or pack_search(items, teams, cap) ~= nil
+end
+
+-- Swaps two equally big tickets between teams while that brings the two
+-- teams' sums closer without widening the overall spread.
+local function improve_packing(items, assign, sums)
+  for _ = 1, PACK_SWAP_PASSES do
+    local improved = false
+    for a = 1, #items do
+      for b = a + 1, #items do
+        local ta, tb = assign[a], assign[b]
+        if ta ~= tb and items[a].size == items[b].size then
+          local d = items[a].sum - items[b].sum
+          local before = math.abs(sums[ta] - sums[tb])
+          local after = math.abs((sums[ta] - d) - (sums[tb] + d))
+          if after < before - 1e-9 then
+            local spread = sums_spread(sums)
+            sums[ta], sums[tb] = sums[ta] - d, sums[tb] + d
+            if sums_spread(sums) <= spread + 1e-9 then
+              assign[a], assign[b] = tb, ta
+              improved = true
+            else
+              sums[ta], sums[tb] = sums[ta] + d, sums[tb] - d
+            end
+          end
+        end
+      end
+    end
+    if not improved then break end
+  end
+end
+
+-- The best packing found: the greedy baseline in arrival order, and the
+-- largest-first greedy (parties first, then solos from the highest rated;
+-- an exact search when that cannot pack), each improved by swaps. Never
+-- worse than the baseline. Returns the team of each item and the teams'
+-- sums, or nil when the tickets cannot be packed.
+local function pack_teams(items, teams, cap)
+  local n = #items
+  local arrival, largest = {}, {}
+  for i = 1, n do
+    arrival[i] = i
+    largest[i] = i
+  end
+  table.sort(largest, function(a, b)
+    local x, y = items[a], items[b]
+    if x.size ~= y.size then return x.size > y.size end
+    local rx, ry = x.sum / x.size, y.sum / y.size
+    if rx ~= ry then return rx > ry end
+    return a < b
+  end)
+  local best, best_sums = pack_greedy(items, arrival, teams, cap)
+  if best then improve_packing(items, best, best_sums) end
+  local other, other_sums = pack_greedy(items, largest, teams, cap)
+  if not other then other, other_sums = pack_search(items, teams, cap) end
+  if other then
+    improve_packing(items, other, other_sums)
+    if not best or sums_spread(other_sums) < sums_spread(best_sums) then
+      best, best_sums = other, other_sums
+    end
+  end
+  return best, best_sums
+end

@@ -1,0 +1,95 @@
+//! `lua/party_create.lua`: a leader creates a party and invites others.
+
+use super::reply::Reply;
+use super::{flag, millis, MatchStore};
+use crate::config::World;
+use crate::domain::{
+    PartyCreateOutcome, PartyId, PartyView, PlayerId, Rating, TicketData, WorldName,
+};
+use crate::error::StoreError;
+use crate::scripts::SCRIPTS;
+
+const SCRIPT: &str = "party_create.lua";
+
+impl MatchStore {
+    /// Creates a party of `leader` and `invited` (distinct, not the leader,
+    /// at least one, at most the world's party size with the leader: the
+    /// caller checks) for `world`. `claimed` is the leader's verified rating
+    /// claim, if any.
+    #[tracing::instrument(level = "debug", skip(self, world, data), fields(world = %world.name))]
+    pub async fn create_party(
+        &self,
+        world: &World,
+        leader: &PlayerId,
+        invited: &[PlayerId],
+        data: Option<&TicketData>,
+        claimed: Option<Rating>,
+    ) -> Result<PartyCreateOutcome, StoreError> {
+        let s = self.settings();
+        let k = self.keys();
+        let mut inv = SCRIPTS.party_create.prepare_invoke();
+        inv.key(k.tickets())
+            .key(k.presence())
+            .key(k.player_ratings())
+            .key(k.outbox());
+        for key in k.party_block() {
+            inv.key(key);
+        }
+        let r = &s.ratings;
+        inv.arg(leader.as_str())
+            .arg(world.name.as_str())
+            .arg(world.max_party_size)
+            .arg(millis(s.party_ttl))
+            .arg(flag(world.require_presence))
+            .arg(if world.rating().is_some() {
+                "rating"
+            } else {
+                "fifo"
+            })
+            .arg(data.map_or("", TicketData::as_json))
+            .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
+            .arg(r.default.map(|d| d.to_string()).unwrap_or_default())
+            .arg(r.min)
+            .arg(r.max);
+        for p in invited {
+            inv.arg(p.as_str());
+        }
+        let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
+        let status = reply.text("status")?;
+        let world_type = world.name.clone();
+        let bad = |e: crate::error::ValidationError| {
+            StoreError::UnexpectedReply(format!("{SCRIPT}: {e}"))
+        };
+        let outcome = match status.as_str() {
+            "CREATED" => PartyCreateOutcome::Created(reply.json::<PartyView>("party")?),
+            "QUEUED" => PartyCreateOutcome::LeaderQueued {
+                world_type: reply.parsed("world", WorldName::parse)?,
+            },
+            "IN_PARTY" => PartyCreateOutcome::LeaderInParty {
+                party_id: reply.parsed("party id", PartyId::parse)?,
+            },
+            "BUSY" => PartyCreateOutcome::MemberBusy {
+                player: reply.parsed("player", PlayerId::parse)?,
+            },
+            "ABSENT" | "NO_RATING" => {
+                reply.text("unused")?;
+                if status == "ABSENT" {
+                    PartyCreateOutcome::NotConnected { world_type }
+                } else {
+                    PartyCreateOutcome::RatingRequired { world_type }
+                }
+            }
+            "BAD_RATING" => PartyCreateOutcome::InvalidRating {
+                world_type,
+                rating: Rating::parse(&reply.text("rating")?).map_err(bad)?,
+            },
+            other => {
+                return Err(StoreError::UnexpectedReply(format!(
+                    "{SCRIPT}: status {other:?}"
+                )))
+            }
+        };
+        reply.finish()?;
+        Ok(outcome)
+    }
+}

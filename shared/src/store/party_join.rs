@@ -1,0 +1,155 @@
+//! `lua/party_join.lua`: an invited player joins a party; the last one puts
+//! the party in the queue as one ticket (and may match it at once).
+
+use std::time::Duration;
+
+use super::reply::Reply;
+use super::{flag, millis, rated_args, team_args, MatchStore};
+use crate::config::World;
+use crate::domain::{
+    MatchRecord, NotificationId, PartyId, PartyJoinOutcome, PartyView, PlayerId, Rating,
+    TicketData, WaitStats, WorldName,
+};
+use crate::error::StoreError;
+use crate::scripts::SCRIPTS;
+
+const SCRIPT: &str = "party_join.lua";
+
+impl MatchStore {
+    /// `player` joins `party`, a party of `world` (the world the id names).
+    /// `claimed` is the player's verified rating claim, if any.
+    #[tracing::instrument(level = "debug", skip(self, world, data), fields(world = %world.name))]
+    pub async fn join_party(
+        &self,
+        world: &World,
+        party: &PartyId,
+        player: &PlayerId,
+        data: Option<&TicketData>,
+        claimed: Option<Rating>,
+    ) -> Result<PartyJoinOutcome, StoreError> {
+        let s = self.settings();
+        let k = self.keys();
+        let wk = k.world(&world.name);
+        let mut inv = SCRIPTS.party_join.prepare_invoke();
+        inv.key(k.tickets())
+            .key(k.ticket_seq())
+            .key(k.matches())
+            .key(k.match_expiry())
+            .key(k.player_match())
+            .key(k.outbox())
+            .key(k.match_seq())
+            .key(k.presence())
+            .key(k.player_ratings());
+        for key in k.party_block() {
+            inv.key(key);
+        }
+        inv.key(wk.queue)
+            .key(wk.deadlines)
+            .key(wk.rate)
+            .key(wk.ratings)
+            .key(wk.due);
+        inv.arg(player.as_str())
+            .arg(party.as_str())
+            .arg(world.name.as_str())
+            .arg(world.seats())
+            .arg(millis(world.ticket_ttl))
+            .arg(data.map_or("", TicketData::as_json))
+            .arg(flag(s.instant_match))
+            .arg(millis(s.match_ttl))
+            .arg(s.queue_capacity)
+            .arg(self.window_ms())
+            .arg(flag(world.require_presence));
+        rated_args(&mut inv, world);
+        let r = &s.ratings;
+        inv.arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
+            .arg(r.default.map(|d| d.to_string()).unwrap_or_default())
+            .arg(r.min)
+            .arg(r.max);
+        team_args(&mut inv, world);
+        inv.arg(world.party_rating.as_str());
+
+        let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
+        let status = reply.text("status")?;
+        let detail = reply.text("detail")?;
+        let position = reply.uint("position")?;
+        let queue_size = reply.uint("queue size")?;
+        let rating = reply
+            .optional_text("rating")?
+            .map(|r| Rating::parse(&r))
+            .transpose();
+        let bad = |what: &str, e: &dyn std::fmt::Display| {
+            StoreError::UnexpectedReply(format!("{SCRIPT}: {what}: {e}"))
+        };
+        let rating = rating.map_err(|e| bad("rating", &e))?;
+        let view = |json: &str| -> Result<PartyView, StoreError> {
+            serde_json::from_str(json).map_err(|e| bad("party", &e))
+        };
+        let world_type = world.name.clone();
+        let outcome = match status.as_str() {
+            "JOINED" => PartyJoinOutcome::Joined(view(&detail)?),
+            "ALREADY" => PartyJoinOutcome::AlreadyJoined(view(&detail)?),
+            "QUEUED" => {
+                let party = view(&detail)?;
+                let mut q = self.queue_position(
+                    world_type,
+                    position,
+                    queue_size,
+                    WaitStats::default(),
+                    rating,
+                    Duration::ZERO,
+                );
+                q.party = Some(party);
+                PartyJoinOutcome::Queued(q)
+            }
+            "MATCHED" => {
+                let count = reply.uint("match count")?;
+                let formed = (0..count)
+                    .map(|_| reply.json::<MatchRecord>("match record"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut notifications = Vec::with_capacity(reply.remaining());
+                while reply.remaining() > 0 {
+                    notifications.push(reply.parsed("notification id", NotificationId::parse)?);
+                }
+                let record = formed
+                    .iter()
+                    .find(|m| m.includes(player))
+                    .cloned()
+                    .ok_or_else(|| {
+                        StoreError::UnexpectedReply(format!(
+                            "{SCRIPT}: MATCHED without the player's match"
+                        ))
+                    })?;
+                PartyJoinOutcome::Matched {
+                    party: view(&detail)?,
+                    record,
+                    formed,
+                    notifications,
+                }
+            }
+            "NOT_FOUND" => PartyJoinOutcome::NotFound,
+            "BUSY" => PartyJoinOutcome::Busy {
+                world_type: WorldName::parse(&detail).map_err(|e| bad("world", &e))?,
+            },
+            "IN_PARTY" => PartyJoinOutcome::InParty {
+                party_id: PartyId::parse(&detail).map_err(|e| bad("party id", &e))?,
+            },
+            "ABSENT" => PartyJoinOutcome::NotConnected { world_type },
+            "NO_RATING" => PartyJoinOutcome::RatingRequired { world_type },
+            "BAD_RATING" => PartyJoinOutcome::InvalidRating {
+                world_type,
+                rating: Rating::parse(&detail).map_err(|e| bad("rating", &e))?,
+            },
+            "FULL" => PartyJoinOutcome::QueueFull {
+                world_type,
+                queue_size,
+            },
+            other => {
+                return Err(StoreError::UnexpectedReply(format!(
+                    "{SCRIPT}: status {other:?}"
+                )))
+            }
+        };
+        reply.finish()?;
+        Ok(outcome)
+    }
+}
