@@ -17,6 +17,9 @@ use shared::{
 use crate::keyspace::{walk, Keyspace, Scope};
 use crate::{eventually, settings_for};
 
+mod parties;
+pub use parties::*;
+
 /// Every scenario, listed once. `$callback!(a, b, ...)` is called with all
 /// of their names: `tests/standalone.rs` makes one test of each on its own
 /// server, `tests/cluster.rs` runs them all on one cluster.
@@ -48,6 +51,11 @@ macro_rules! for_each_scenario {
             equally_rated_players_are_taken_oldest_first,
             ratings_come_from_the_store_then_the_claim_then_the_default,
             rated_tickets_leave_expire_and_disconnect_cleanly,
+            parties_queue_as_one_ticket_and_are_matched_whole,
+            a_party_waits_for_a_match_it_fits_whole,
+            party_requests_that_cannot_be_met_write_nothing,
+            a_party_ends_as_a_whole,
+            teams_hold_parties_whole_and_balance_ratings,
         );
     };
 }
@@ -787,6 +795,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     join(&store, "world1", "seed-player").await;
     let k = store.keys().clone();
     let wk = k.world(&world(&store, "world1").name);
+    let party_block: Vec<String> = k.party_block().to_vec();
     let join_keys = {
         let mut v = vec![
             k.tickets(),
@@ -799,6 +808,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             k.presence(),
             k.player_ratings(),
         ];
+        v.extend(party_block.iter().cloned());
         v.extend([
             wk.queue.clone(),
             wk.deadlines.clone(),
@@ -808,7 +818,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         ]);
         v
     };
-    let match_keys = vec![
+    let mut match_keys = vec![
         wk.queue.clone(),
         wk.deadlines.clone(),
         wk.rate.clone(),
@@ -822,16 +832,44 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         wk.ratings.clone(),
         wk.due.clone(),
     ];
+    match_keys.extend(party_block.iter().cloned());
     let good_join = [
         "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "fifo", "", "", "", "", "", "",
-        "", "0", "10", "world1",
+        "", "0", "10", "1", "", "", "", "world1",
     ];
     let good_rated = [
         "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "rating", "50", "10", "400",
-        "60000", "1000", "1500", "", "0", "3000", "world1",
+        "60000", "1000", "1500", "", "0", "3000", "1", "", "", "", "world1",
     ];
-    let mut cases: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    // The well-formed calls the bad ones are made from do succeed: each bad
+    // case below fails for its one bad value, not for a wrong shape.
+    let fifo_tail = ["fifo", "", "", "", "", "", "1", "", "", ""];
+    let mut good_match = s(&["world1", "3", "60000", "0", "1000", "0"]);
+    good_match.extend(s(&fifo_tail));
+    let party_create_keys = {
+        let mut v = vec![k.tickets(), k.presence(), k.player_ratings(), k.outbox()];
+        v.extend(party_block.iter().cloned());
+        v
+    };
+    let good_party = [
+        "leader", "world1", "3", "60000", "0", "fifo", "", "", "", "0", "10", "friend",
+    ];
+    for (name, keys, args) in [
+        ("join.lua", join_keys.clone(), s(&good_join)),
+        ("form_matches.lua", match_keys.clone(), good_match.clone()),
+        (
+            "party_create.lua",
+            party_create_keys.clone(),
+            s(&good_party),
+        ),
+    ] {
+        eval_script(&store, name, &keys, &args)
+            .await
+            .unwrap_or_else(|e| panic!("{name} {args:?} must be accepted: {e}"));
+    }
+
+    let mut cases: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
     for (i, bad) in [
         (0, ""),
         (1, "0"),
@@ -844,6 +882,8 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (7, "1.5"),
         (9, "2"),
         (10, "elo"),
+        (20, "0"),
+        (20, "2"),
     ] {
         let mut args = s(&good_join);
         args[i] = bad.to_string();
@@ -857,13 +897,19 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (16, "high"),
         (17, "1.5e"),
         (18, "5000"),
+        (21, "x"),
     ] {
         let mut args = s(&good_rated);
         args[i] = bad.to_string();
+        if i == 21 {
+            // A balance window needs teams; its base is not a number.
+            args[20] = "3".to_string();
+            args[22] = "1".to_string();
+            args[23] = "5".to_string();
+        }
         cases.push(("join.lua", join_keys.clone(), args));
     }
     cases.push(("join.lua", join_keys[..12].to_vec(), s(&good_join)));
-    let fifo_tail = ["fifo", "", "", "", "", ""];
     for head in [
         ["", "3", "60000", "0", "1000", "0"],
         ["world1", "1", "60000", "0", "1000", "0"],
@@ -875,26 +921,33 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         args.extend(s(&fifo_tail));
         cases.push(("form_matches.lua", match_keys.clone(), args));
     }
+    let mut no_teams = good_match.clone();
+    no_teams[12] = "0".to_string();
+    cases.push(("form_matches.lua", match_keys.clone(), no_teams));
     for args in [
         s(&[
             "world1", "3", "60000", "0", "1000", "0", "rating", "50", "10", "400", "60000", "1000",
+            "1", "", "", "",
         ]),
         s(&[
             "world1", "3", "60000", "5", "1000", "0", "rating", "50", "10", "40", "60000", "1000",
+            "1", "", "", "",
         ]),
         s(&[
-            "world1", "3", "60000", "5", "1000", "0", "elo", "", "", "", "", "",
+            "world1", "3", "60000", "5", "1000", "0", "elo", "", "", "", "", "", "1", "", "", "",
         ]),
     ] {
         cases.push(("form_matches.lua", match_keys.clone(), args));
     }
-    let leave_keys = vec![
+    let mut leave_keys = vec![
         wk.queue.clone(),
         wk.deadlines.clone(),
         k.tickets(),
         wk.ratings.clone(),
         wk.due.clone(),
+        k.outbox(),
     ];
+    leave_keys.extend(party_block.iter().cloned());
     cases.push(("leave.lua", leave_keys, s(&["", "world1"])));
     cases.push((
         "drop_stale_ticket.lua",
@@ -907,18 +960,16 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         ],
         s(&["", "world1"]),
     ));
-    cases.push((
-        "sweep_tickets.lua",
-        vec![
-            wk.queue.clone(),
-            wk.deadlines.clone(),
-            k.tickets(),
-            k.outbox(),
-            wk.ratings.clone(),
-            wk.due.clone(),
-        ],
-        s(&["world1", "0"]),
-    ));
+    let mut sweep_keys = vec![
+        wk.queue.clone(),
+        wk.deadlines.clone(),
+        k.tickets(),
+        k.outbox(),
+        wk.ratings.clone(),
+        wk.due.clone(),
+    ];
+    sweep_keys.extend(party_block.iter().cloned());
+    cases.push(("sweep_tickets.lua", sweep_keys, s(&["world1", "0"])));
     for args in [
         s(&["*", "p", "5000", "0", "3000"]),
         s(&["*", "p", "x", "0", "3000"]),
@@ -934,6 +985,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         k.matches(),
         k.player_conns(),
         k.conns(),
+        k.notes(),
     ];
     cases.push(("outbox_claim.lua", claim_keys.clone(), s(&["0", "10", "0"])));
     cases.push(("outbox_claim.lua", claim_keys, s(&["10", "10", "-1"])));
@@ -944,7 +996,11 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         s(&["X|w|p", "-1", "", "conn"]),
         s(&["M|1-a", "-1", "", "a|b"]),
     ] {
-        cases.push(("outbox_settle.lua", vec![k.outbox(), k.outbox_meta()], args));
+        cases.push((
+            "outbox_settle.lua",
+            vec![k.outbox(), k.outbox_meta(), k.notes()],
+            args,
+        ));
     }
     let register_keys = vec![
         k.conns(),
@@ -969,33 +1025,41 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         vec![k.conns(), k.conn_expiry(), k.player_conns(), k.presence()],
         s(&["c", "0"]),
     ));
+    let mut unregister_keys = vec![
+        k.conns(),
+        k.conn_expiry(),
+        k.player_conns(),
+        k.presence(),
+        k.tickets(),
+        k.outbox(),
+    ];
+    unregister_keys.extend(party_block.iter().cloned());
+    unregister_keys.extend([
+        wk.queue.clone(),
+        wk.deadlines.clone(),
+        wk.ratings.clone(),
+        wk.due.clone(),
+    ]);
     cases.push((
         "conn_unregister.lua",
-        vec![
-            k.conns(),
-            k.conn_expiry(),
-            k.player_conns(),
-            k.presence(),
-            k.tickets(),
-            wk.queue.clone(),
-            wk.deadlines.clone(),
-            wk.ratings.clone(),
-            wk.due.clone(),
-        ],
+        unregister_keys,
         s(&["c", "maybe", "world1"]),
     ));
+    let mut housekeeping_keys = vec![
+        k.matches(),
+        k.match_expiry(),
+        k.player_match(),
+        k.conns(),
+        k.conn_expiry(),
+        k.player_conns(),
+        k.presence(),
+        k.tickets(),
+        k.outbox(),
+    ];
+    housekeeping_keys.extend(party_block.iter().cloned());
     cases.push((
         "housekeeping.lua",
-        vec![
-            k.matches(),
-            k.match_expiry(),
-            k.player_match(),
-            k.conns(),
-            k.conn_expiry(),
-            k.player_conns(),
-            k.presence(),
-            k.tickets(),
-        ],
+        housekeeping_keys,
         s(&["10", "1", "world1"]),
     ));
     cases.push((
@@ -1020,24 +1084,112 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             args,
         ));
     }
+    // Parties: every malformed request, and well-formed ones that must be
+    // refused, write nothing.
+    for (i, bad) in [
+        (0, ""),
+        (1, ""),
+        (2, "1"),
+        (3, "0"),
+        (4, "x"),
+        (5, "elo"),
+        (11, "leader"),
+    ] {
+        let mut args = s(&good_party);
+        args[i] = bad.to_string();
+        cases.push(("party_create.lua", party_create_keys.clone(), args));
+    }
+    let mut too_many = s(&good_party);
+    too_many.extend(s(&["f2", "f3"]));
+    cases.push(("party_create.lua", party_create_keys.clone(), too_many));
+    let mut twice = s(&good_party);
+    twice.push("friend".to_string());
+    cases.push(("party_create.lua", party_create_keys.clone(), twice));
+    cases.push((
+        "party_create.lua",
+        party_create_keys.clone(),
+        s(&good_party[..11]),
+    ));
+    let mut party_join_keys = vec![
+        k.tickets(),
+        k.ticket_seq(),
+        k.matches(),
+        k.match_expiry(),
+        k.player_match(),
+        k.outbox(),
+        k.match_seq(),
+        k.presence(),
+        k.player_ratings(),
+    ];
+    party_join_keys.extend(party_block.iter().cloned());
+    party_join_keys.extend([
+        wk.queue.clone(),
+        wk.deadlines.clone(),
+        wk.rate.clone(),
+        wk.ratings.clone(),
+        wk.due.clone(),
+    ]);
+    let good_party_join = [
+        "friend",
+        "world1.1-1",
+        "world1",
+        "3",
+        "60000",
+        "",
+        "1",
+        "60000",
+        "0",
+        "1000",
+        "0",
+        "fifo",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "0",
+        "10",
+        "1",
+        "",
+        "",
+        "",
+        "average",
+    ];
+    for (i, bad) in [
+        (0, ""),
+        (1, ""),
+        (3, "1"),
+        (4, "0"),
+        (6, "x"),
+        (11, "elo"),
+        (21, "2"),
+        (25, "median"),
+    ] {
+        let mut args = s(&good_party_join);
+        args[i] = bad.to_string();
+        cases.push(("party_join.lua", party_join_keys.clone(), args));
+    }
+    let mut party_cancel_keys = vec![k.tickets(), k.outbox()];
+    party_cancel_keys.extend(party_block.iter().cloned());
+    party_cancel_keys.extend([
+        wk.queue.clone(),
+        wk.deadlines.clone(),
+        wk.ratings.clone(),
+        wk.due.clone(),
+    ]);
+    cases.push((
+        "party_cancel.lua",
+        party_cancel_keys,
+        s(&["", "world1.1-1", "world1"]),
+    ));
 
     let before = snapshot(&store).await;
     for (name, keys, args) in cases {
-        let src = shared::scripts::SOURCES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .expect("script")
-            .1;
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(src).arg(keys.len());
-        for key in &keys {
-            cmd.arg(key);
-        }
-        for arg in &args {
-            cmd.arg(arg);
-        }
-        let result: Result<redis::Value, _> = store.command(&cmd).await;
-        let err = result.expect_err(&format!("{name} {args:?} must be rejected"));
+        let err = eval_script(&store, name, &keys, &args)
+            .await
+            .expect_err(&format!("{name} {args:?} must be rejected"));
         assert!(
             err.to_string().contains("ERR_ARG"),
             "{name} {args:?}: {err}"
@@ -1048,6 +1200,29 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             "{name} {args:?} wrote before failing"
         );
     }
+}
+
+/// Runs script `name` (with the library) by EVAL.
+async fn eval_script(
+    store: &MatchStore,
+    name: &str,
+    keys: &[String],
+    args: &[String],
+) -> Result<redis::Value, shared::StoreError> {
+    let src = shared::scripts::SOURCES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .expect("script")
+        .1;
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(src).arg(keys.len());
+    for key in keys {
+        cmd.arg(key);
+    }
+    for arg in args {
+        cmd.arg(arg);
+    }
+    store.command(&cmd).await
 }
 
 /// Redis's clock, in Unix ms.
