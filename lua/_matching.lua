@@ -280,9 +280,11 @@ end
 -- tickets in queue order, each into the oldest incomplete match where it
 -- fits whole (its team packing still possible), so a party is never split
 -- and an older ticket is never passed over by a newer one that fits the
--- same seats. Examines at most `scan` tickets. Returns the records, outbox
+-- same seats. Examines at most `scan` tickets. With `only` (a ticket id: a
+-- join's instant match), records only the match that ticket completes; any
+-- other complete match is left to the matcher. Returns the records, outbox
 -- ids, absent count and whether the scan was cut short.
-local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, now, window, presence, scan)
+local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, now, window, presence, scan, only)
   local cap = seats / teams
   local tickets = redis.call('ZRANGE', k.queue, 0, scan - 1)
   local open, done, gone = {}, {}, {}
@@ -318,6 +320,15 @@ local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, 
     end
   end
   remove_tickets(k, world, gone, 'G', now)
+  if only then
+    local mine = {}
+    for _, items in ipairs(done) do
+      for _, it in ipairs(items) do
+        if it.ticket == only then mine[1] = items end
+      end
+    end
+    done = mine
+  end
   local records, ids = record_groups(k, world, seats, teams, done, match_ttl, now, window, false)
   return records, ids, #gone, #tickets == scan and #records > 0
 end
@@ -330,8 +341,9 @@ end
 -- taken. Returns the match records (JSON), their outbox ids, how many
 -- tickets were removed as expired and as absent, and whether more may be
 -- matched right now. `scan` bounds the tickets the general path examines
--- (nil: FIFO_SCAN).
-local function form_matches(k, world, seats, teams, max_groups, match_ttl, now, window, presence, scan)
+-- (nil: FIFO_SCAN) and `only` restricts it to the match of that ticket (see
+-- form_fifo_general).
+local function form_matches(k, world, seats, teams, max_groups, match_ttl, now, window, presence, scan, only)
   local expired, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
   if more_expired then
     -- A backlog of expired tickets: leave it to the sweep's next calls
@@ -340,7 +352,7 @@ local function form_matches(k, world, seats, teams, max_groups, match_ttl, now, 
   end
   if teams > 1 or queued_parties(k, world) > 0 then
     local records, ids, removed, more = form_fifo_general(k, world, seats, teams, max_groups, match_ttl, now, window, presence,
-      math.min(scan or FIFO_SCAN, FIFO_SCAN))
+      math.min(scan or FIFO_SCAN, FIFO_SCAN), only)
     return records, ids, #expired, removed, more
   end
   local size = redis.call('ZCARD', k.queue)

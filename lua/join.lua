@@ -218,7 +218,7 @@ if instant == '1' and (general or size + 1 >= seats) then
       end
     end
   else
-    records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, presence == '1', INSTANT_SCAN * seats)
+    records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, presence == '1', INSTANT_SCAN * seats, player)
   end
   if redis.call('HEXISTS', tickets, player) == 0 then
     -- A player's match carries its own wait; no statistics needed.

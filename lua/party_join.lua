@@ -178,7 +178,7 @@ if instant == '1' then
       end
     end
   else
-    records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, presence == '1', INSTANT_SCAN * seats)
+    records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, presence == '1', INSTANT_SCAN * seats, ticket_id)
   end
 end
 local view = cjson.encode(party_view(party))

@@ -1,0 +1,739 @@
+//! The concurrency invariant: many clients join, leave, form, join and
+//! cancel parties and ask for status at random while several matchers form
+//! matches and expire unassembled parties, in FIFO, rated and team worlds.
+//! Afterwards every ticket is accounted for exactly once, every match has
+//! exactly its seats, no party is ever split (across matches or teams), no
+//! player holds two tickets, and nothing of a failed party is left.
+
+use serde_json::Value;
+use shared::{PartyCancelOutcome, PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyState};
+
+use super::*;
+
+/// What the invariant run observed.
+#[derive(Debug, Default)]
+pub struct InvariantReport {
+    pub operations: u64,
+    pub joins: u64,
+    pub matches: u64,
+    /// Parties that entered a queue.
+    pub parties_queued: u64,
+}
+
+#[derive(Default)]
+struct PlayerLedger {
+    /// Tickets the player held (a solo join that queued or matched, or a
+    /// party of theirs that entered the queue).
+    tickets: u64,
+    left: u64,
+}
+
+/// The worlds of the concurrency invariant: three FIFO worlds, a rated one
+/// (window from 100, widening 50/s, no limit after 2 s, so its groups keep
+/// forming while clients churn), and two worlds of 2 x 2 teams, FIFO and
+/// rated.
+pub const INVARIANT_RULES: &str = r#"{"worlds": [
+    {"name": "world1", "teamSize": 3},
+    {"name": "world2", "teamSize": 2},
+    {"name": "world3", "teamSize": 5},
+    {"name": "ranked", "teamSize": 4, "mode": "rating",
+     "rating": {"baseWindow": 100, "widenPerSecond": 50, "maxWindow": 400, "relaxAfterSeconds": 2}},
+    {"name": "arena", "teamSize": 2, "teams": 2},
+    {"name": "ranked_teams", "teamSize": 2, "teams": 2, "mode": "rating",
+     "rating": {"baseWindow": 100, "widenPerSecond": 50, "maxWindow": 400, "relaxAfterSeconds": 2}}
+]}"#;
+
+/// A player's fixed rating in the invariant run (1000..=2000).
+fn invariant_rating(p: &str) -> shared::Rating {
+    let hash = p
+        .bytes()
+        .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    shared::Rating::new(1000.0 + (hash % 1001) as f64).expect("finite")
+}
+
+/// A party one client created: two of its players.
+#[derive(Debug, Clone)]
+struct KnownParty {
+    id: PartyId,
+    members: [String; 2],
+    joined: [bool; 2],
+    queued: bool,
+}
+
+/// Every party any client created, by id: its members.
+type PartyBook = Arc<Mutex<HashMap<String, Vec<String>>>>;
+
+pub async fn concurrency_invariants(
+    env: &Env,
+    ns: &str,
+    clients: usize,
+    matchers: usize,
+    operations: u64,
+) -> InvariantReport {
+    // Unassembled parties expire after a second and the matchers sweep
+    // them, so failed assemblies happen throughout the run.
+    let store = env.store_with(
+        ns,
+        "",
+        &[("MM_RULES", INVARIANT_RULES), ("MM_PARTY_TTL_SECS", "1")],
+    );
+    let world_names: Vec<String> = store
+        .settings()
+        .worlds
+        .iter()
+        .map(|w| w.name.to_string())
+        .collect();
+    let ledger: Arc<Mutex<HashMap<String, PlayerLedger>>> = Arc::default();
+    let formed: Arc<Mutex<Vec<MatchRecord>>> = Arc::default();
+    let book: PartyBook = Arc::default();
+    let remaining = Arc::new(AtomicU64::new(operations));
+    let done = Arc::new(AtomicBool::new(false));
+
+    let mut matcher_tasks = Vec::new();
+    for m in 0..matchers {
+        let (store, formed, done) = (store.clone(), formed.clone(), done.clone());
+        matcher_tasks.push(tokio::spawn(async move {
+            let worlds: Vec<_> = store.settings().worlds.iter().cloned().collect();
+            while !done.load(Ordering::Relaxed) {
+                for w in &worlds {
+                    let batch = store.form_matches(w, 0).await.expect("form matches");
+                    formed.lock().unwrap().extend(batch.matches);
+                }
+                if m == 0 {
+                    store.housekeeping(100).await.expect("housekeeping");
+                }
+                if m % 2 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }));
+    }
+
+    let mut client_tasks = Vec::new();
+    for c in 0..clients {
+        let (store, ledger, formed, remaining, book) = (
+            store.clone(),
+            ledger.clone(),
+            formed.clone(),
+            remaining.clone(),
+            book.clone(),
+        );
+        let world_names = world_names.clone();
+        client_tasks.push(tokio::spawn(async move {
+            let mut client = Client {
+                store: &store,
+                ledger: &ledger,
+                formed: &formed,
+                book: &book,
+                parties: Vec::new(),
+                queued_parties: 0,
+            };
+            let mut rng = rand::rngs::StdRng::seed_from_u64(c as u64);
+            let players: Vec<String> = (0..4).map(|j| format!("c{c}:p{j}")).collect();
+            let mut ops = 0u64;
+            while remaining
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                ops += 1;
+                let i = rng.random_range(0..players.len());
+                let p = &players[i];
+                let w = &world_names[rng.random_range(0..world_names.len())];
+                match rng.random_range(0..100) {
+                    0..35 => client.join(w, p).await,
+                    35..42 => {
+                        let other =
+                            &players[(i + rng.random_range(1..players.len())) % players.len()];
+                        client.create_party(w, p, other).await;
+                    }
+                    42..54 if !client.parties.is_empty() => {
+                        let k = rng.random_range(0..client.parties.len());
+                        let m = rng.random_range(0..2);
+                        client.join_party(k, m).await;
+                    }
+                    54..57 if !client.parties.is_empty() => {
+                        let k = rng.random_range(0..client.parties.len());
+                        let m = rng.random_range(0..2);
+                        client.cancel_party(k, m).await;
+                    }
+                    57..75 => client.leave(w, p).await,
+                    _ => client.status(p).await,
+                }
+            }
+            (ops, client.queued_parties)
+        }));
+    }
+    let mut total_ops = 0;
+    let mut parties_queued = 0;
+    for t in client_tasks {
+        let (ops, queued) = t.await.expect("client task");
+        total_ops += ops;
+        parties_queued += queued;
+    }
+    done.store(true, Ordering::Relaxed);
+    for t in matcher_tasks {
+        t.await.expect("matcher task");
+    }
+    drain_rated_worlds(&store, &formed).await;
+    // Every unassembled party expires (1 s) and leaves nothing behind.
+    eventually(
+        "unassembled parties to expire",
+        Duration::from_secs(30),
+        || async {
+            store.housekeeping(1000).await.unwrap();
+            (zcard(&store, &store.keys().party_expiry()).await == 0).then_some(())
+        },
+    )
+    .await;
+    // Nothing expires in this run (10-minute tickets), but account for it anyway.
+    let book = std::mem::take(&mut *book.lock().unwrap());
+    let mut expired: HashMap<String, u64> = HashMap::new();
+    for w in store.settings().worlds.iter() {
+        for t in store.sweep_expired_tickets(w, 100_000).await.unwrap() {
+            let members = match &t {
+                shared::TicketId::Solo(p) => vec![p.to_string()],
+                shared::TicketId::Party(id) => book[id.as_str()].clone(),
+            };
+            for m in members {
+                *expired.entry(m).or_default() += 1;
+            }
+        }
+    }
+
+    let formed = formed.lock().unwrap().clone();
+    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
+    let per_player_matches = check_matches(&store, &formed, &book).await;
+    let queued = check_queues(&store, &book).await;
+
+    // Every ticket is accounted for exactly once.
+    let mut all_players: BTreeSet<&str> = ledger.keys().map(String::as_str).collect();
+    all_players.extend(per_player_matches.keys().map(String::as_str));
+    let mut joins = 0;
+    for p in all_players {
+        let l = ledger.get(p);
+        let tickets = l.map_or(0, |l| l.tickets);
+        let left = l.map_or(0, |l| l.left);
+        let matched = per_player_matches.get(p).copied().unwrap_or(0);
+        let exp = expired.get(p).copied().unwrap_or(0);
+        let still = u64::from(queued.contains_key(p));
+        assert_eq!(
+            tickets,
+            matched + left + exp + still,
+            "{p}: {tickets} tickets but {matched} matched + {left} left + {exp} expired + {still} queued"
+        );
+        joins += tickets;
+    }
+    // A world of solo tickets never holds a full match (the last join, or
+    // the matcher, would have formed it).
+    let mut by_world: BTreeMap<&String, (usize, bool)> = BTreeMap::new();
+    for (_, (w, party)) in queued.iter() {
+        let e = by_world.entry(w).or_default();
+        e.0 += 1;
+        e.1 |= *party;
+    }
+    for (w, (n, has_party)) in by_world {
+        let seats = store.settings().worlds.get(w).unwrap().seats() as usize;
+        assert!(
+            has_party || n < seats,
+            "{w} still holds {n} solo players, a full match of {seats}"
+        );
+    }
+    assert_eq!(total_ops, operations);
+    InvariantReport {
+        operations: total_ops,
+        joins,
+        matches: formed.len() as u64,
+        parties_queued,
+    }
+}
+
+/// One client: its players only ever act through it, one at a time, so its
+/// ledger is exact.
+struct Client<'a> {
+    store: &'a MatchStore,
+    ledger: &'a Mutex<HashMap<String, PlayerLedger>>,
+    formed: &'a Mutex<Vec<MatchRecord>>,
+    book: &'a PartyBook,
+    /// Parties of this client that may still exist.
+    parties: Vec<KnownParty>,
+    queued_parties: u64,
+}
+
+impl Client<'_> {
+    fn count(&self, players: &[String], tickets: u64, left: u64) {
+        let mut ledger = self.ledger.lock().unwrap();
+        for p in players {
+            let l = ledger.entry(p.clone()).or_default();
+            l.tickets += tickets;
+            l.left += left;
+        }
+    }
+
+    fn world(&self, name: &str) -> &shared::World {
+        self.store.settings().worlds.get(name).expect("world")
+    }
+
+    fn party_of(&self, p: &str) -> Option<usize> {
+        self.parties
+            .iter()
+            .position(|k| k.members.iter().any(|m| m == p))
+    }
+
+    async fn join(&mut self, w: &str, p: &str) {
+        let id = player(p);
+        match self
+            .store
+            .join(self.world(w), &id, None, Some(invariant_rating(p)))
+            .await
+            .expect("join")
+        {
+            JoinOutcome::Queued(q) => {
+                assert!(q.position >= 1 && q.position <= q.queue_size, "{q:?}");
+                self.count(&[p.to_owned()], 1, 0);
+                self.forget_matched_party(p);
+            }
+            JoinOutcome::Matched { record, formed, .. } => {
+                assert!(record.includes(&id));
+                self.count(&[p.to_owned()], 1, 0);
+                self.formed.lock().unwrap().extend(formed);
+                self.forget_matched_party(p);
+            }
+            JoinOutcome::AlreadyQueued(q) => assert!(q.position >= 1, "{q:?}"),
+            JoinOutcome::InParty { .. } => {}
+            other => panic!("{p} joining {w}: {other:?}"),
+        }
+    }
+
+    /// A member who had joined a party queued alone: the party is gone
+    /// (matched if it was queued, expired if it was still assembling). An
+    /// invited player who had not joined may queue alone meanwhile.
+    fn forget_matched_party(&mut self, p: &str) {
+        if let Some(k) = self.party_of(p) {
+            let party = &self.parties[k];
+            let i = party.members.iter().position(|m| m == p).unwrap_or(0);
+            if party.joined[i] {
+                self.parties.remove(k);
+            }
+        }
+    }
+
+    async fn create_party(&mut self, w: &str, leader: &str, other: &str) {
+        if self.party_of(leader).is_some() || self.party_of(other).is_some() {
+            return;
+        }
+        match self
+            .store
+            .create_party(
+                self.world(w),
+                &player(leader),
+                &[player(other)],
+                None,
+                Some(invariant_rating(leader)),
+            )
+            .await
+            .expect("create party")
+        {
+            PartyCreateOutcome::Created(view) => {
+                assert_eq!(view.state, PartyState::Assembling);
+                self.book.lock().unwrap().insert(
+                    view.party_id.to_string(),
+                    vec![leader.to_owned(), other.to_owned()],
+                );
+                self.parties.push(KnownParty {
+                    id: view.party_id,
+                    members: [leader.to_owned(), other.to_owned()],
+                    joined: [true, false],
+                    queued: false,
+                });
+            }
+            PartyCreateOutcome::LeaderQueued { .. } | PartyCreateOutcome::MemberBusy { .. } => {}
+            refused => panic!("creating a party of {leader} and {other}: {refused:?}"),
+        }
+    }
+
+    async fn join_party(&mut self, k: usize, m: usize) {
+        let party = self.parties[k].clone();
+        let p = &party.members[m];
+        let w = self.world(party.id.world().as_str()).clone();
+        match self
+            .store
+            .join_party(&w, &party.id, &player(p), None, Some(invariant_rating(p)))
+            .await
+            .expect("join party")
+        {
+            PartyJoinOutcome::Joined(view) | PartyJoinOutcome::AlreadyJoined(view) => {
+                assert_eq!(view.party_id, party.id);
+                self.parties[k].joined[m] = true;
+            }
+            PartyJoinOutcome::Queued(q) => {
+                assert!(q.position >= 1 && q.position <= q.queue_size, "{q:?}");
+                self.count(&party.members, 1, 0);
+                self.queued_parties += 1;
+                self.parties[k].joined[m] = true;
+                self.parties[k].queued = true;
+            }
+            PartyJoinOutcome::Matched { record, formed, .. } => {
+                for member in &party.members {
+                    assert!(record.includes(&player(member)), "{record:?}");
+                }
+                self.count(&party.members, 1, 0);
+                self.queued_parties += 1;
+                self.formed.lock().unwrap().extend(formed);
+                self.parties.remove(k);
+            }
+            // Expired, matched, or cancelled: gone.
+            PartyJoinOutcome::NotFound => {
+                self.parties.remove(k);
+            }
+            PartyJoinOutcome::Busy { .. } => {}
+            other => panic!("{p} joining {party:?}: {other:?}"),
+        }
+    }
+
+    async fn cancel_party(&mut self, k: usize, m: usize) {
+        let party = self.parties.remove(k);
+        match self
+            .store
+            .cancel_party(&party.id, &player(&party.members[m]))
+            .await
+            .expect("cancel party")
+        {
+            PartyCancelOutcome::Cancelled(view) => {
+                if view.state == PartyState::Queued {
+                    self.count(&party.members, 0, 1);
+                }
+            }
+            PartyCancelOutcome::NotFound => {}
+        }
+    }
+
+    async fn leave(&mut self, w: &str, p: &str) {
+        let outcome = self
+            .store
+            .leave(self.world(w), &player(p))
+            .await
+            .expect("leave");
+        let in_party = self.party_of(p).filter(|&k| {
+            let party = &self.parties[k];
+            let i = party.members.iter().position(|m| m == p).unwrap_or(0);
+            party.joined[i] && party.id.world() == w
+        });
+        match (outcome, in_party) {
+            (
+                LeaveOutcome::Left {
+                    previous_position,
+                    remaining_queue_size,
+                },
+                in_party,
+            ) => {
+                assert!(
+                    previous_position <= remaining_queue_size + 1,
+                    "{previous_position} of {remaining_queue_size}"
+                );
+                match in_party {
+                    Some(k) => {
+                        let party = self.parties.remove(k);
+                        if party.queued {
+                            assert!(previous_position >= 1);
+                            self.count(&party.members, 0, 1);
+                        } else {
+                            assert_eq!(previous_position, 0, "an assembling party waits nowhere");
+                        }
+                    }
+                    None => {
+                        assert!(previous_position >= 1);
+                        self.count(&[p.to_owned()], 0, 1);
+                    }
+                }
+            }
+            // A queued party of this world that is not there was matched.
+            (LeaveOutcome::NotQueued { .. }, Some(k)) if self.parties[k].queued => {
+                self.parties.remove(k);
+            }
+            (LeaveOutcome::NotQueued { .. }, _) => {}
+        }
+    }
+
+    async fn status(&mut self, p: &str) {
+        let id = player(p);
+        match self.store.player_status(&id).await.expect("status") {
+            PlayerStatus::Queued(q) => {
+                assert!(q.position >= 1 && q.position <= q.queue_size, "{q:?}");
+                if let Some(party) = q.party {
+                    assert!(party.members.iter().any(|m| m.player_id == id));
+                    assert_eq!(party.state, PartyState::Queued);
+                }
+            }
+            PlayerStatus::Party(view) => {
+                assert_eq!(view.state, PartyState::Assembling);
+                assert!(view.members.iter().any(|m| m.player_id == id && m.joined));
+            }
+            PlayerStatus::Matched(m) => assert!(m.includes(&id)),
+            PlayerStatus::Idle => {}
+        }
+    }
+}
+
+/// A rated world may hold a full match whose tickets are outside each
+/// other's windows; once the oldest anchor relaxes (2 s), it is matched.
+async fn drain_rated_worlds(store: &MatchStore, formed: &Mutex<Vec<MatchRecord>>) {
+    for w in store
+        .settings()
+        .worlds
+        .iter()
+        .filter(|w| w.rating().is_some())
+    {
+        let wk = store.keys().world(&w.name);
+        eventually(
+            "the rated world to hold less than a match",
+            Duration::from_secs(30),
+            || async {
+                let batch = store.form_matches(w, 0).await.expect("form matches");
+                formed.lock().unwrap().extend(batch.matches);
+                (zcard(store, &wk.queue).await < u64::from(w.seats())).then_some(())
+            },
+        )
+        .await;
+    }
+}
+
+/// Every match: exactly its seats of distinct players of its world, stored
+/// and reported once; its parties whole, each one a party a client made and
+/// inside one team; teams of exactly the team size; ratings as joined.
+/// Returns how many matches each player was in.
+async fn check_matches(
+    store: &MatchStore,
+    formed: &[MatchRecord],
+    book: &HashMap<String, Vec<String>>,
+) -> HashMap<String, u64> {
+    let k = store.keys();
+    let stored: HashMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(k.matches()))
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.len(),
+        formed.len(),
+        "every formed match is stored, and only those"
+    );
+    let parties: BTreeSet<Vec<String>> = book.values().cloned().collect();
+    let mut per_player: HashMap<String, u64> = HashMap::new();
+    let mut ids = BTreeSet::new();
+    for m in formed {
+        assert!(
+            ids.insert(m.match_id.clone()),
+            "match {} reported twice",
+            m.match_id
+        );
+        let w = store
+            .settings()
+            .worlds
+            .get(&m.world_type)
+            .expect("configured world");
+        let distinct: BTreeSet<_> = m.participants.iter().collect();
+        assert_eq!(m.participants.len(), w.seats() as usize, "{m:?}");
+        assert_eq!(
+            distinct.len(),
+            m.participants.len(),
+            "duplicate player in {m:?}"
+        );
+        let stored_record: MatchRecord =
+            serde_json::from_str(&stored[m.match_id.as_str()]).unwrap();
+        assert_eq!(&stored_record, m);
+        for p in &m.participants {
+            *per_player.entry(p.to_string()).or_default() += 1;
+        }
+        // Parties whole, and each a real party.
+        let in_parties: Vec<&PlayerId> = m.parties.iter().flatten().flatten().collect();
+        for group in m.parties.iter().flatten() {
+            let names: Vec<String> = group.iter().map(|p| p.to_string()).collect();
+            assert!(
+                parties.contains(&names),
+                "{names:?} in {m:?} is not a party"
+            );
+        }
+        let distinct_party_members: BTreeSet<_> = in_parties.iter().collect();
+        assert_eq!(distinct_party_members.len(), in_parties.len(), "{m:?}");
+        // Teams: exactly the team size each, every party inside one.
+        match (&m.teams, w.teams) {
+            (None, 1) => {}
+            (Some(teams), n) if n > 1 => {
+                assert_eq!(teams.len(), n as usize, "{m:?}");
+                assert!(
+                    teams.iter().all(|t| t.len() == w.team_size as usize),
+                    "{m:?}"
+                );
+                assert_eq!(
+                    &teams.concat(),
+                    &m.participants,
+                    "participants team by team"
+                );
+                for group in m.parties.iter().flatten() {
+                    assert!(
+                        teams.iter().any(|t| group.iter().all(|p| t.contains(p))),
+                        "party {group:?} split across teams in {m:?}"
+                    );
+                }
+            }
+            (teams, n) => panic!("{n} teams but {teams:?} in {m:?}"),
+        }
+        match w.rating() {
+            None => assert!(m.ratings.is_none() && m.spread.is_none(), "{m:?}"),
+            Some(_) => {
+                let ratings = m.ratings.as_ref().expect("a rated match has ratings");
+                assert_eq!(ratings.len(), w.seats() as usize, "{m:?}");
+                let values: Vec<f64> = m
+                    .participants
+                    .iter()
+                    .map(|p| {
+                        let r = ratings[p.as_str()];
+                        assert_eq!(r, invariant_rating(p), "{p} in {m:?}");
+                        r.value()
+                    })
+                    .collect();
+                let spread = values.iter().cloned().fold(f64::MIN, f64::max)
+                    - values.iter().cloned().fold(f64::MAX, f64::min);
+                assert_eq!(m.spread, Some(spread), "{m:?}");
+                if let Some(teams) = &m.teams {
+                    let averages: Vec<f64> = teams
+                        .iter()
+                        .map(|t| {
+                            t.iter().map(|p| ratings[p.as_str()].value()).sum::<f64>()
+                                / t.len() as f64
+                        })
+                        .collect();
+                    let difference = averages.iter().cloned().fold(f64::MIN, f64::max)
+                        - averages.iter().cloned().fold(f64::MAX, f64::min);
+                    let reported = m.team_difference.expect("a rated team match reports it");
+                    assert!((reported - difference).abs() < 1e-9, "{m:?}");
+                }
+            }
+        }
+    }
+    per_player
+}
+
+/// Queue, ticket, party and pointer structures agree with each other and
+/// with my-status. Returns every queued player: their world and whether
+/// they wait with a party.
+async fn check_queues(
+    store: &MatchStore,
+    book: &HashMap<String, Vec<String>>,
+) -> HashMap<String, (String, bool)> {
+    let k = store.keys();
+    let parties: HashMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(k.parties()))
+        .await
+        .unwrap();
+    let pointers: HashMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(k.player_party()))
+        .await
+        .unwrap();
+    let counters: HashMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(k.counters()))
+        .await
+        .unwrap();
+    let mut queued: HashMap<String, (String, bool)> = HashMap::new();
+    let mut total_tickets = 0;
+    let mut queued_parties: BTreeSet<String> = BTreeSet::new();
+    for w in store.settings().worlds.iter() {
+        let wk = k.world(&w.name);
+        let members: Vec<String> = store
+            .command(redis::cmd("ZRANGE").arg(&wk.queue).arg(0).arg(-1))
+            .await
+            .unwrap();
+        assert_eq!(
+            zcard(store, &wk.deadlines).await,
+            members.len() as u64,
+            "deadlines of {}",
+            w.name
+        );
+        let rated: Vec<String> = store
+            .command(redis::cmd("ZRANGE").arg(&wk.ratings).arg(0).arg(-1))
+            .await
+            .unwrap();
+        let due: Vec<String> = store
+            .command(redis::cmd("ZRANGE").arg(&wk.due).arg(0).arg(-1))
+            .await
+            .unwrap();
+        if w.rating().is_some() {
+            let mut from_ratings: Vec<String> = rated.iter().map(|m| m[13..].to_owned()).collect();
+            let (mut expected, mut due) = (members.clone(), due);
+            from_ratings.sort();
+            expected.sort();
+            due.sort();
+            assert_eq!(from_ratings, expected, "ratings of {}", w.name);
+            assert_eq!(due, expected, "due of {}", w.name);
+        } else {
+            assert!(rated.is_empty() && due.is_empty(), "{} is FIFO", w.name);
+        }
+        let mut party_tickets = 0;
+        for (i, ticket) in members.iter().enumerate() {
+            let (players, party) = match ticket.strip_prefix('\u{1}') {
+                Some(id) => {
+                    party_tickets += 1;
+                    queued_parties.insert(id.to_owned());
+                    let party: Value = serde_json::from_str(&parties[id]).unwrap();
+                    assert_eq!(party["state"], "QUEUED", "{party}");
+                    assert_eq!(party["world"], w.name.as_str());
+                    let names: Vec<String> = party["members"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|m| m["p"].as_str().unwrap().to_owned())
+                        .collect();
+                    assert_eq!(&names, &book[id], "party {id}");
+                    for n in &names {
+                        assert_eq!(pointers.get(n).map(String::as_str), Some(id), "{n}");
+                    }
+                    (names, true)
+                }
+                None => (vec![ticket.clone()], false),
+            };
+            for p in players {
+                assert!(
+                    queued
+                        .insert(p.clone(), (w.name.to_string(), party))
+                        .is_none(),
+                    "{p} holds two tickets"
+                );
+                match store.player_status(&player(&p)).await.unwrap() {
+                    PlayerStatus::Queued(q) => {
+                        assert_eq!(
+                            (q.world_type.as_str(), q.position, q.queue_size),
+                            (w.name.as_str(), i as u64 + 1, members.len() as u64)
+                        );
+                        assert_eq!(q.party.is_some(), party, "{p}");
+                    }
+                    other => panic!("{p} is in the queue but status says {other:?}"),
+                }
+            }
+        }
+        let counted: u64 = counters
+            .get(&format!("queued|{}", w.name))
+            .map_or(0, |n| n.parse().unwrap());
+        assert_eq!(counted, party_tickets, "queued parties of {}", w.name);
+        total_tickets += members.len() as u64;
+    }
+    assert_eq!(
+        hlen(store, &k.tickets()).await,
+        total_tickets,
+        "one ticket per queued ticket id"
+    );
+    // Only queued parties remain (unassembled ones expired), each with its
+    // ticket; no pointer outlives its party.
+    let remaining: BTreeSet<String> = parties.keys().cloned().collect();
+    assert_eq!(remaining, queued_parties, "parties left behind");
+    for (p, id) in &pointers {
+        assert!(queued_parties.contains(id), "{p} points at gone party {id}");
+    }
+    queued
+}
+
+/// Operations for the invariant run: 50 000 by default, `MM_SOAK_OPS` to scale.
+pub fn invariant_operations() -> u64 {
+    std::env::var("MM_SOAK_OPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000)
+}
