@@ -368,6 +368,10 @@ want = {
     ("get", "/v1/matching/queue-status/{worldType}"): "StatusFunction",
     ("get", "/v1/matching/my-status"): "StatusFunction",
     ("get", "/v1/matching/matches/{matchId}"): "StatusFunction",
+    ("put", "/v1/ratings/{playerId}"): "StatusFunction",
+    ("post", "/v1/parties"): "JoinFunction",
+    ("post", "/v1/parties/{partyId}/join"): "JoinFunction",
+    ("delete", "/v1/parties/{partyId}"): "LeaveFunction",
 }
 got = {}
 for path, methods in body.get("paths", {}).items():
@@ -387,6 +391,10 @@ check(isinstance(cors, dict) and cors.get("Fn::If", [None])[0] == "HasCors" and 
 if isinstance(cors, dict) and "Fn::If" in cors:
     check(isinstance(cors["Fn::If"][1].get("allowOrigins"), dict) and "Fn::Split" in cors["Fn::If"][1]["allowOrigins"],
           "HTTP API: allowOrigins is not a Fn::Split of CorsAllowedOrigins")
+    # A browser's preflight must allow every method a route answers.
+    allowed = {m.upper() for m in cors["Fn::If"][1].get("allowMethods", [])}
+    missing = {m.upper() for m, _ in want} - allowed
+    check(not missing, "HTTP API: CORS allowMethods lacks %s" % sorted(missing))
 
 stages = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::ApiGatewayV2::Stage"}
 http_stages = [p for p in stages.values() if p.get("ApiId") == ref("HttpApi")]
