@@ -80,7 +80,9 @@ pub async fn call(
     let mut req = match method {
         "GET" => http().get(url),
         "PUT" => http().put(url),
-        _ => http().post(url),
+        "DELETE" => http().delete(url),
+        "POST" => http().post(url),
+        other => panic!("no such method in these tests: {other}"),
     };
     if let Some(t) = token {
         req = req.header("authorization", format!("Bearer {t}"));
