@@ -1,5 +1,6 @@
 //! The demo page in real headless Chromium: three browser players join
-//! world1 and each page shows the same match id.
+//! world1 and each page shows the same match id; a party of tabs plays in
+//! one team.
 
 mod support;
 
@@ -104,5 +105,103 @@ async fn three_browser_players_see_the_same_match() {
     let shot = browser.screenshot(&pages[0]).await;
     assert!(shot.starts_with(b"\x89PNG"), "a real screenshot");
     let _ = std::fs::write(std::env::temp_dir().join("mm-demo-page.png"), shot);
+    stack.stop().await;
+}
+
+/// A party of browser tabs: one tab invites another, the invited tab joins
+/// from the PARTY_UPDATE it was pushed, two solo tabs complete a 2 x 2
+/// match, and every page shows the teams with the party in one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_party_of_tabs_plays_in_one_team() {
+    let rules = r#"{"worlds": [{"name": "arena", "teamSize": 2, "teams": 2}]}"#;
+    let stack = support::start_stack_vars(&[("MM_RULES", rules)]).await;
+    let mut browser = Browser::launch().await;
+    let mut pages = Vec::new();
+    for name in ["ann", "ben", "cat", "dan"] {
+        let page = browser
+            .open(&format!("{}/?player={name}&world=arena", stack.http_url))
+            .await;
+        browser
+            .wait_for(
+                &page,
+                "the page to load its worlds",
+                "document.getElementById('world').options.length > 0",
+                Duration::from_secs(15),
+            )
+            .await;
+        browser
+            .eval(&page, "document.getElementById('connect').click()")
+            .await;
+        browser
+            .wait_for(
+                &page,
+                "the socket to open",
+                "!document.getElementById('create-party').disabled",
+                Duration::from_secs(15),
+            )
+            .await;
+        pages.push(page);
+    }
+    let (ann, ben) = (&pages[0], &pages[1]);
+    browser
+        .eval(
+            ann,
+            "document.getElementById('invite').value = 'ben'; document.getElementById('create-party').click()",
+        )
+        .await;
+    browser
+        .wait_for(
+            ann,
+            "ann's party to assemble",
+            "document.getElementById('party').dataset.state === 'ASSEMBLING'",
+            Duration::from_secs(15),
+        )
+        .await;
+    // ben learns of the invitation by push, and joins from the page.
+    browser
+        .wait_for(
+            ben,
+            "ben's invitation",
+            "!document.getElementById('join-party').hidden",
+            Duration::from_secs(15),
+        )
+        .await;
+    browser
+        .eval(ben, "document.getElementById('join-party').click()")
+        .await;
+    browser
+        .wait_for(
+            ann,
+            "ann to see the party queued",
+            "document.getElementById('party').dataset.state === 'QUEUED'",
+            Duration::from_secs(15),
+        )
+        .await;
+    for page in &pages[2..] {
+        browser
+            .eval(page, "document.getElementById('join').click()")
+            .await;
+    }
+    for page in &pages {
+        let teams = browser
+            .wait_for(
+                page,
+                "the match with its teams",
+                "Array.from(document.querySelectorAll('#matches .match .team')).map((t) => t.textContent).join(' | ') || null",
+                Duration::from_secs(15),
+            )
+            .await;
+        let teams = teams.as_str().unwrap_or_default().to_owned();
+        let lines: Vec<&str> = teams.split(" | ").collect();
+        assert_eq!(lines.len(), 2, "two teams shown: {teams}");
+        assert!(
+            lines.iter().any(|l| l.contains("ann") && l.contains("ben")),
+            "the party plays in one team: {teams}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("cat") && l.contains("dan")),
+            "{teams}"
+        );
+    }
     stack.stop().await;
 }
