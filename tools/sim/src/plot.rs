@@ -1,0 +1,240 @@
+//! The report's charts, drawn with plotters' SVG backend: the quality/wait
+//! frontier and the waits per rating decile.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::oracle::trim_float;
+use crate::outcome::{Kind, Run};
+use crate::report::{frontier, summarize, Deciles};
+use crate::scenario::Scenario;
+
+/// Values below this are drawn at it (log axes have no zero).
+const FLOOR: f64 = 0.01;
+
+fn color(i: usize) -> RGBColor {
+    const COLORS: [RGBColor; 8] = [
+        RGBColor(0, 114, 178),
+        RGBColor(213, 94, 0),
+        RGBColor(0, 158, 115),
+        RGBColor(204, 121, 167),
+        RGBColor(86, 180, 233),
+        RGBColor(230, 159, 0),
+        RGBColor(120, 120, 120),
+        RGBColor(240, 228, 66),
+    ];
+    COLORS[i % COLORS.len()]
+}
+
+/// A log axis range around `values` (positive, floored at [`FLOOR`]).
+fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let (lo, hi) = values
+        .map(|v| v.max(FLOOR))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if lo.is_finite() && hi.is_finite() {
+        (lo / 1.6)..(hi * 1.6)
+    } else {
+        FLOOR..1.0
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    format!("drawing a chart: {e}")
+}
+
+/// Mean wait against mean spread: the oracle's curve (one point per T),
+/// every rule set and FIFO as a point.
+pub fn frontier_chart(path: &Path, runs: &[Run]) -> Result<(), String> {
+    let f = frontier(runs);
+    let others: Vec<(String, bool, f64, f64)> = runs
+        .iter()
+        .filter(|r| !matches!(r.kind, Kind::Oracle { .. }))
+        .filter_map(|r| {
+            let s = summarize(r);
+            Some((
+                r.label.clone(),
+                r.kind == Kind::Fifo,
+                s.wait?.mean.max(FLOOR),
+                s.spread?.mean.max(FLOOR),
+            ))
+        })
+        .collect();
+    let xs = f
+        .points()
+        .iter()
+        .map(|p| p.mean_wait)
+        .chain(others.iter().map(|o| o.2));
+    let ys = f
+        .points()
+        .iter()
+        .map(|p| p.mean_spread)
+        .chain(others.iter().map(|o| o.3));
+    let (x_range, y_range) = (log_range(xs), log_range(ys));
+
+    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Quality/wait frontier: mean spread against mean wait",
+            ("sans-serif", 22),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(65)
+        .build_cartesian_2d(x_range.log_scale(), y_range.log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("mean wait (simulated s, log)")
+        .y_desc("mean spread (rating points, log)")
+        .x_label_formatter(&|v| trim_axis(*v))
+        .y_label_formatter(&|v| trim_axis(*v))
+        .draw()
+        .map_err(err)?;
+
+    let oracle: Vec<(f64, f64)> = f
+        .points()
+        .iter()
+        .map(|p| (p.mean_wait.max(FLOOR), p.mean_spread.max(FLOOR)))
+        .collect();
+    let grey = RGBColor(90, 90, 90);
+    chart
+        .draw_series(LineSeries::new(oracle.clone(), grey.stroke_width(2)))
+        .map_err(err)?
+        .label("oracle frontier (batch every T s)")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(2)));
+    chart
+        .draw_series(f.points().iter().map(|p| {
+            EmptyElement::at((p.mean_wait.max(FLOOR), p.mean_spread.max(FLOOR)))
+                + Circle::new((0, 0), 3, grey.filled())
+                + Text::new(
+                    format!("T={}s", trim_float(p.period)),
+                    (6, -14),
+                    ("sans-serif", 13),
+                )
+        }))
+        .map_err(err)?;
+    for (i, (label, is_fifo, wait, spread)) in others.into_iter().enumerate() {
+        let c = if is_fifo { RED } else { color(i) };
+        let point = (wait, spread);
+        if is_fifo {
+            chart
+                .draw_series(std::iter::once(Cross::new(point, 7, c.stroke_width(3))))
+                .map_err(err)?
+                .label(label.clone())
+                .legend(move |(x, y)| Cross::new((x + 10, y), 5, c.stroke_width(3)));
+        } else {
+            chart
+                .draw_series(std::iter::once(TriangleMarker::new(point, 8, c.filled())))
+                .map_err(err)?
+                .label(label.clone())
+                .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, c.filled()));
+        }
+        chart
+            .draw_series(std::iter::once(
+                EmptyElement::at(point) + Text::new(label, (10, 4), ("sans-serif", 13)),
+            ))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// A run's label with its p50 and p95 points.
+type Series = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+
+/// Wait p50 (solid) and p95 (dashed) per rating decile, one colour per
+/// rule set and FIFO (and the oracle at the period nearest each rule set's
+/// mean wait is left to the tables, to keep the chart readable).
+pub fn decile_chart(path: &Path, scenario: &Scenario, runs: &[Run]) -> Result<(), String> {
+    let deciles = Deciles::new(scenario);
+    let series: Vec<Series> = runs
+        .iter()
+        .filter(|r| !matches!(r.kind, Kind::Oracle { .. }))
+        .map(|r| {
+            let rows = deciles.rows(r);
+            let pick = |f: fn(&crate::stats::Dist) -> f64| -> Vec<(f64, f64)> {
+                rows.iter()
+                    .enumerate()
+                    .filter_map(|(d, row)| row.wait.map(|w| ((d + 1) as f64, f(&w).max(FLOOR))))
+                    .collect()
+            };
+            (r.label.clone(), pick(|w| w.p50), pick(|w| w.p95))
+        })
+        .collect();
+    let y_range = log_range(
+        series
+            .iter()
+            .flat_map(|(_, a, b)| a.iter().chain(b.iter()).map(|p| p.1)),
+    );
+
+    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Wait by rating decile: p50 (solid) and p95 (dashed)",
+            ("sans-serif", 22),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(65)
+        .build_cartesian_2d(0.5f64..10.5f64, y_range.log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("rating decile (1 = lowest rated tenth)")
+        .y_desc("wait (simulated s, log)")
+        .x_labels(10)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| trim_axis(*v))
+        .draw()
+        .map_err(err)?;
+    for (i, (label, p50, p95)) in series.into_iter().enumerate() {
+        let c = if label == "FIFO" { RED } else { color(i) };
+        chart
+            .draw_series(LineSeries::new(p50.clone(), c.stroke_width(2)))
+            .map_err(err)?
+            .label(format!("{label} p50 / p95"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        chart
+            .draw_series(p50.iter().map(|p| Circle::new(*p, 3, c.filled())))
+            .map_err(err)?;
+        chart
+            .draw_series(DashedLineSeries::new(p95.clone(), 6, 4, c.stroke_width(2)))
+            .map_err(err)?;
+        chart
+            .draw_series(p95.iter().map(|p| Circle::new(*p, 3, c.stroke_width(1))))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+fn trim_axis(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}

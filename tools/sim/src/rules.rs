@@ -1,0 +1,280 @@
+//! Rule sets to simulate: JSON documents exactly as `MM_RULES` takes them,
+//! from files or directories, validated by the core itself
+//! (`shared::Settings::from_lookup`). One world of each document is driven
+//! (`--world`, else its first); the FIFO baseline is a one-world document
+//! with the same team size.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+use shared::{MatchMode, Settings, World};
+
+/// One rule set to drive through the real scripts.
+#[derive(Debug, Clone)]
+pub struct RuleSet {
+    /// Short name for tables and charts (the file stem).
+    pub label: String,
+    /// Where it came from (a path, or "built-in").
+    pub file: String,
+    /// The document passed as `MM_RULES`.
+    pub text: String,
+    /// The world whose queue is driven.
+    pub world: String,
+    /// Adjustments the simulator made to the document, for the report.
+    pub notes: Vec<String>,
+}
+
+/// Everything the core needs besides the rule set, as `Settings` variables.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    pub redis_url: String,
+    /// Lifetime of tickets of worlds that do not set `ticketTtlSeconds`.
+    pub ticket_ttl_secs: u64,
+    pub instant_match: bool,
+}
+
+impl RuleSet {
+    /// The FIFO baseline: one FIFO world of `team_size`.
+    pub fn fifo(team_size: u32, ticket_ttl_secs: u64) -> Self {
+        Self {
+            label: "FIFO".into(),
+            file: "built-in".into(),
+            text: format!(
+                r#"{{"worlds": [{{"name": "fifo", "teamSize": {team_size}, "ticketTtlSeconds": {ticket_ttl_secs}}}]}}"#
+            ),
+            world: "fifo".into(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Reads one rule set document; `world` picks the world to drive (the
+    /// first one if `None` or if the document has no world of that name).
+    pub fn from_file(path: &Path, world: Option<&str>) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read rule set {}: {e}", path.display()))?;
+        let label = path
+            .file_stem()
+            .map_or_else(|| "rules".into(), |s| s.to_string_lossy().into_owned());
+        Self::from_text(&label, &shown(path), &text, world)
+    }
+
+    /// See [`RuleSet::from_file`].
+    pub fn from_text(
+        label: &str,
+        file: &str,
+        text: &str,
+        world: Option<&str>,
+    ) -> Result<Self, String> {
+        let mut doc: Value =
+            serde_json::from_str(text).map_err(|e| format!("rule set {file}: not JSON: {e}"))?;
+        let mut notes = Vec::new();
+        let worlds = doc
+            .get_mut("worlds")
+            .and_then(Value::as_array_mut)
+            .ok_or_else(|| format!("rule set {file}: no \"worlds\" array"))?;
+        let names: Vec<String> = worlds
+            .iter()
+            .filter_map(|w| w.get("name").and_then(Value::as_str).map(String::from))
+            .collect();
+        let chosen = match world {
+            Some(w) if names.iter().any(|n| n == w) => w.to_owned(),
+            _ => names
+                .first()
+                .cloned()
+                .ok_or_else(|| format!("rule set {file}: no named world"))?,
+        };
+        for w in worlds.iter_mut() {
+            // The simulator has no WebSocket connections: a world requiring
+            // presence would refuse every join.
+            if w.get("requirePresence").and_then(Value::as_bool) == Some(true) {
+                if let Some(obj) = w.as_object_mut() {
+                    obj.insert("requirePresence".into(), Value::Bool(false));
+                }
+                notes.push(format!(
+                    "{}: requirePresence turned off (the simulator has no connections)",
+                    w.get("name").and_then(Value::as_str).unwrap_or("?")
+                ));
+            }
+        }
+        Ok(Self {
+            label: label.to_owned(),
+            file: file.to_owned(),
+            text: doc.to_string(),
+            world: chosen,
+            notes,
+        })
+    }
+
+    /// Validates the document through the core and returns the settings for
+    /// `namespace` and the driven world.
+    pub fn settings(
+        &self,
+        env: &Environment,
+        namespace: &str,
+    ) -> Result<(Settings, World), String> {
+        let vars: HashMap<&str, String> = HashMap::from([
+            ("REDIS_URL", env.redis_url.clone()),
+            ("MM_NAMESPACE", namespace.to_owned()),
+            ("MM_RULES", self.text.clone()),
+            ("MM_TICKET_TTL_SECS", env.ticket_ttl_secs.to_string()),
+            ("MM_INSTANT_MATCH", env.instant_match.to_string()),
+            // Never refuse a join for capacity: every arrival is simulated.
+            ("MM_QUEUE_CAPACITY", "0".to_owned()),
+            // A busy two-core machine must not turn slow replies into errors.
+            ("REDIS_TIMEOUT_MS", "15000".to_owned()),
+        ]);
+        let settings = Settings::from_lookup(|k| vars.get(k).cloned())
+            .map_err(|e| format!("rule set {}: {e}", self.file))?;
+        let world = settings
+            .worlds
+            .get(&self.world)
+            .cloned()
+            .ok_or_else(|| format!("rule set {}: no world {}", self.file, self.world))?;
+        Ok((settings, world))
+    }
+}
+
+/// The relax time of a world in seconds: from it on a rated anchor takes the
+/// nearest players whatever their rating. 0 for FIFO (no window at all).
+pub fn relax_seconds(world: &World) -> f64 {
+    match &world.mode {
+        MatchMode::Fifo => 0.0,
+        MatchMode::Rating(r) => r.relax_after.as_secs_f64(),
+    }
+}
+
+/// A short description of a world's matching rules for the report.
+pub fn describe(world: &World) -> String {
+    let ttl = humanize(world.ticket_ttl);
+    match &world.mode {
+        MatchMode::Fifo => format!("FIFO, team {}, ticket TTL {ttl}", world.team_size),
+        MatchMode::Rating(r) => format!(
+            "rating: window {} + {}/s up to {}, relax after {}; team {}, ticket TTL {ttl}",
+            r.base_window,
+            r.widen_per_second,
+            r.max_window,
+            humanize(r.relax_after),
+            world.team_size
+        ),
+    }
+}
+
+fn humanize(d: Duration) -> String {
+    format!("{} s", crate::oracle::trim_float(d.as_secs_f64()))
+}
+
+/// The rule set files of `paths`: a file as it is, a directory's `*.json`
+/// files in name order.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| format!("cannot list {}: {e}", path.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                return Err(format!("{} holds no *.json rule set", path.display()));
+            }
+            files.extend(found);
+        } else if path.is_file() {
+            files.push(path.clone());
+        } else {
+            return Err(format!("rule set {} does not exist", path.display()));
+        }
+    }
+    Ok(files)
+}
+
+/// `path` relative to the working directory when it lies below it.
+fn shown(path: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// The directory whose rule sets a run without `--rules` uses.
+pub fn default_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Environment {
+        Environment {
+            redis_url: "redis://127.0.0.1:1".into(),
+            ticket_ttl_secs: 900,
+            instant_match: true,
+        }
+    }
+
+    #[test]
+    fn the_fifo_baseline_is_a_valid_rule_set() {
+        let fifo = RuleSet::fifo(10, 900);
+        let (settings, world) = fifo.settings(&env(), "simfifo").unwrap();
+        assert_eq!(settings.namespace, "simfifo");
+        assert_eq!((world.team_size, world.ticket_ttl.as_secs()), (10, 900));
+        assert_eq!(relax_seconds(&world), 0.0);
+        assert_eq!(settings.queue_capacity, 0);
+    }
+
+    #[test]
+    fn a_rated_rule_set_gives_its_relax_time_and_picks_the_world() {
+        let text = r#"{"worlds": [
+            {"name": "casual", "teamSize": 10},
+            {"name": "ranked", "teamSize": 10, "mode": "rating", "requirePresence": true,
+             "rating": {"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400, "relaxAfterSeconds": 45}}
+        ]}"#;
+        let rs = RuleSet::from_text("r", "r.json", text, Some("ranked")).unwrap();
+        assert_eq!(rs.world, "ranked");
+        assert_eq!(rs.notes.len(), 1, "{:?}", rs.notes);
+        let (_, world) = rs.settings(&env(), "sim0").unwrap();
+        assert_eq!(relax_seconds(&world), 45.0);
+        assert!(!world.require_presence);
+        assert!(
+            describe(&world).contains("relax after 45 s"),
+            "{}",
+            describe(&world)
+        );
+        // Without --world (or with an unknown one), the first world.
+        let first = RuleSet::from_text("r", "r.json", text, Some("nope")).unwrap();
+        assert_eq!(first.world, "casual");
+    }
+
+    #[test]
+    fn invalid_rule_sets_name_the_file() {
+        let err = RuleSet::from_text("x", "x.json", "{", None).unwrap_err();
+        assert!(err.contains("x.json: not JSON"), "{err}");
+        let err = RuleSet::from_text("x", "x.json", r#"{"worlds": []}"#, None).unwrap_err();
+        assert!(err.contains("no named world"), "{err}");
+        let bad = RuleSet::from_text(
+            "x",
+            "x.json",
+            r#"{"worlds": [{"name": "a", "teamSize": 1}]}"#,
+            None,
+        )
+        .unwrap();
+        let err = bad.settings(&env(), "sim0").unwrap_err();
+        assert!(err.contains("x.json") && err.contains("teamSize"), "{err}");
+    }
+
+    #[test]
+    fn the_shipped_rule_sets_are_valid() {
+        let files = expand(&[default_dir()]).unwrap();
+        assert!(!files.is_empty());
+        for f in files {
+            let rs = RuleSet::from_file(&f, None).unwrap();
+            let (_, world) = rs.settings(&env(), "sim0").unwrap();
+            assert_eq!(world.team_size, 10, "{}", f.display());
+        }
+    }
+}
