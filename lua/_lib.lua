@@ -8,6 +8,7 @@
 --   _tickets.lua   removing tickets (solo and party), sweeps, parties, notes
 --   _presence.lua  the connection registry and presence
 --   _teams.lua     packing tickets into teams
+--   _proposals.lua ready checks: match proposals, accepted or cancelled
 --   _matching.lua  recording matches; FIFO matching
 --   _rated.lua     rated matching (windows, anchors)
 --

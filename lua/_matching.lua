@@ -15,14 +15,17 @@ local OPEN_MATCHES = 8
 
 -- A waiting ticket's players: { ticket, size, players, data (ticket data JSON
 -- per player, '' for none), ratings (per player; nil when unrated), sum (of
--- the ratings, 0 unrated), party (the party id or nil) }. `rating` is a solo
--- ticket's rating (rated worlds). nil when the ticket is gone.
+-- the ratings, 0 unrated), party (the party id or nil), rating (the
+-- ticket's own: a party's aggregate) }. `rating` is the ticket's rating
+-- (rated worlds). nil when the ticket is gone.
 local function ticket_info(k, t, rating)
   if is_party_ticket(t) then
     local id = string.sub(t, 2)
     local party = load_party(k, id)
     if not party then return nil end
-    local info = { ticket = t, size = #party.members, players = {}, data = {}, sum = 0, party = id }
+    local info = {
+      ticket = t, size = #party.members, players = {}, data = {}, sum = 0, party = id, rating = rating,
+    }
     local ratings = {}
     for i, m in ipairs(party.members) do
       info.players[i] = m.p
@@ -41,7 +44,7 @@ local function ticket_info(k, t, rating)
   local _, _, _, _, data = decode_ticket(raw)
   return {
     ticket = t, size = 1, players = { t }, data = { data or '' },
-    ratings = rating and { rating } or nil, sum = rating or 0,
+    ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
   }
 end
 
@@ -101,7 +104,9 @@ end
 -- and gives extra.data (ticket data per player position, '' for none) and
 -- extra.layouts[g] for each group: { teams = { {position...}... } or nil,
 -- parties = { {position...}... } } (positions 1..team within the group).
--- Returns the records as JSON strings and the outbox ids.
+-- With extra.propose the records are only built, not written (a ready
+-- check: see _proposals.lua). Returns the records as JSON strings and the
+-- outbox ids ("M|<match id>").
 --
 -- This runs for every instant match and for up to tens of thousands of
 -- players per matcher tick, so it avoids per-player Redis calls and pattern
@@ -216,6 +221,9 @@ local function record_matches(k, world, team, players, groups, match_ttl, now, w
     outbox_args[2 * g + 1] = now
     outbox_args[2 * g + 2] = ids[g + 1]
   end
+  if extra and extra.propose then
+    return records, ids
+  end
   chunked('HSET', k.matches, match_fields, 2)
   chunked('ZADD', k.match_expiry, expiry_args, 2)
   chunked('HSET', k.player_match, pointer_args, 2)
@@ -228,17 +236,19 @@ end
 -- teams: `groups` is a list of ticket lists (each exactly `seats` seats).
 -- Each group is packed into `teams` teams (balanced by rating when the
 -- tickets are rated); a group that cannot be packed is left waiting.
--- Removes the tickets (and parties), then records. Returns the records and
--- outbox ids.
+-- Removes the tickets (and parties), then records; in a world with a ready
+-- check (k.accept) it makes proposals instead (counted in k.proposed).
+-- Returns the records and outbox ids of final matches.
 local function record_groups(k, world, seats, teams, groups, match_ttl, now, window, rated)
   local cap = seats / teams
   local players, data, ratings, layouts, tickets = {}, {}, rated and {} or nil, {}, {}
-  local n, formed = 0, 0
+  local packed = {}
+  local n = 0
   for _, items in ipairs(groups) do
     local assign = nil
     if teams > 1 then assign = pack_teams(items, teams, cap) end
     if teams == 1 or assign then
-      formed = formed + 1
+      packed[#packed + 1] = items
       local layout = { parties = {} }
       local base = n
       -- Players team by team; within a team, in queue order.
@@ -267,13 +277,29 @@ local function record_groups(k, world, seats, teams, groups, match_ttl, now, win
         end
         if layout.teams then layout.teams[t] = positions end
       end
-      layouts[formed] = layout
+      layouts[#packed] = layout
     end
   end
+  local formed = #packed
   if formed == 0 then return {}, {} end
-  remove_tickets(k, world, tickets, nil, now)
-  return record_matches(k, world, seats, players, formed, match_ttl, now, window, ratings,
-    { data = data, layouts = layouts })
+  local extra = { data = data, layouts = layouts, propose = k.accept ~= nil }
+  if not k.accept then
+    remove_tickets(k, world, tickets, nil, now)
+    return record_matches(k, world, seats, players, formed, match_ttl, now, window, ratings, extra)
+  end
+  local entries = {}
+  for g, items in ipairs(packed) do entries[g] = lift_tickets(k, world, items) end
+  local records, ids = record_matches(k, world, seats, players, formed, match_ttl, now, window, ratings, extra)
+  local match_ids, per_match = {}, {}
+  for g = 1, formed do
+    match_ids[g] = string.sub(ids[g], 3)
+    local list = {}
+    for m = 1, seats do list[m] = players[(g - 1) * seats + m] end
+    per_match[g] = list
+  end
+  create_proposals(k, world, match_ids, records, per_match, entries, now)
+  k.proposed = (k.proposed or 0) + formed
+  return {}, {}
 end
 
 -- FIFO matching when tickets differ in size (parties) or matches have teams:
@@ -330,7 +356,7 @@ local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, 
     done = mine
   end
   local records, ids = record_groups(k, world, seats, teams, done, match_ttl, now, window, false)
-  return records, ids, #gone, #tickets == scan and #records > 0
+  return records, ids, #gone, #tickets == scan and (#records > 0 or (k.proposed or 0) > 0)
 end
 
 -- Forms up to `max_groups` (0 = all) complete matches of `seats` players
@@ -350,7 +376,7 @@ local function form_matches(k, world, seats, teams, max_groups, match_ttl, now, 
     -- rather than risk matching one of them.
     return {}, {}, #expired, 0, true
   end
-  if teams > 1 or queued_parties(k, world) > 0 then
+  if teams > 1 or k.accept or queued_parties(k, world) > 0 then
     local records, ids, removed, more = form_fifo_general(k, world, seats, teams, max_groups, match_ttl, now, window, presence,
       math.min(scan or FIFO_SCAN, FIFO_SCAN), only)
     return records, ids, #expired, removed, more

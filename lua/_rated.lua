@@ -168,10 +168,11 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
 end
 
 -- Records the groups rated attempts formed (lists of ticket infos): solo
--- tickets in one team take the fast path, anything else record_groups.
+-- tickets in one team without a ready check take the fast path, anything
+-- else record_groups.
 local function record_rated(k, world, seats, teams, groups, match_ttl, now, window)
   if #groups == 0 then return {}, {} end
-  local simple = teams == 1
+  local simple = teams == 1 and not k.accept
   for _, items in ipairs(groups) do
     for _, it in ipairs(items) do
       if it.party then simple = false end

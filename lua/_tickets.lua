@@ -128,13 +128,27 @@ local function remove_tickets(k, world, tickets, notify, now)
   outbox_add(k.outbox, ids, m, now)
 end
 
--- Cancels a party, assembling or queued: its ticket leaves the queue
--- (`world_of(name)` gives the key table of a configured world, nil for
--- others), the party is deleted and every member but `by` is told
--- PARTY_CANCELLED with `reason`. Returns the party, or nil.
+-- Ready checks (_proposals.lua, later in the library) are reached from
+-- here too: a party in a proposal is cancelled through its proposal.
+local load_proposal, cancel_proposal
+
+-- Cancels a party, assembling, queued or in a proposal: its ticket leaves
+-- the queue (`world_of(name)` gives the key table of a configured world,
+-- nil for others), the party is deleted and every member but `by` is told
+-- PARTY_CANCELLED with `reason`. A party in a match proposal leaves it (the
+-- proposal is cancelled, reason LEFT: the others are requeued); `k` then
+-- needs the proposal keys. Returns the party, or nil.
 local function cancel_party(k, id, reason, by, now, world_of)
   local party = load_party(k, id)
   if not party then return nil end
+  if party.state == 'PROPOSED' then
+    local member = by or party.members[1].p
+    local p = load_proposal(k, redis.call('HGET', k.player_proposal, member) or '')
+    if p then
+      -- The party's ticket goes whole; only `by` counts as having left.
+      cancel_proposal(k, world_of(p.world), p, 'LEFT', { [member] = true }, now)
+    end
+  end
   if party.state == 'QUEUED' then
     local wk = world_of(party.world)
     if wk then

@@ -11,7 +11,9 @@
 -- KEYS[6]  outbox         ZSET notification id -> due ms
 -- KEYS[7..11] the party block: parties, party_expiry, player_party, notes,
 --          counters (see _tickets.lua)
--- KEYS[12..] for every configured world, in ARGV order: queue, deadlines,
+-- KEYS[12..15] the proposal block: proposals, proposal_expiry,
+--          player_proposal, cooldowns (a party in a match proposal leaves it)
+-- KEYS[16..] for every configured world, in ARGV order: queue, deadlines,
 --           ratings and due (four keys per world)
 --
 -- ARGV[1]  connection id
@@ -19,7 +21,7 @@
 -- ARGV[3..] configured world names
 --
 -- Reply: { player_or_empty, remaining_connections, removed_ticket_world_or_empty }
-local FIXED_KEYS = 11
+local FIXED_KEYS = 15
 local conn_id, remove_ticket = ARGV[1], ARGV[2]
 local worlds = {}
 for i = 3, #ARGV do worlds[#worlds + 1] = ARGV[i] end
@@ -29,7 +31,8 @@ if #KEYS ~= FIXED_KEYS + 4 * #worlds then return fail('world keys do not match w
 local k = {
   conns = KEYS[1], conn_expiry = KEYS[2], player_conns = KEYS[3], presence = KEYS[4],
   tickets = KEYS[5], outbox = KEYS[6], parties = KEYS[7], party_expiry = KEYS[8],
-  player_party = KEYS[9], notes = KEYS[10], counters = KEYS[11],
+  player_party = KEYS[9], notes = KEYS[10], counters = KEYS[11], proposals = KEYS[12],
+  proposal_expiry = KEYS[13], player_proposal = KEYS[14], cooldowns = KEYS[15],
 }
 local world_of = world_lookup(worlds, function(i)
   local base = FIXED_KEYS + 4 * (i - 1)

@@ -24,6 +24,8 @@
 -- KEYS[12] due            ZSET ticket -> next attempt as an anchor, ms (rated worlds)
 -- KEYS[13..17] the party block: parties, party_expiry, player_party, notes,
 --          counters (see _tickets.lua)
+-- KEYS[18..21] the proposal block: proposals, proposal_expiry,
+--          player_proposal, cooldowns (see _proposals.lua)
 --
 -- ARGV[1]  world name
 -- ARGV[2]  seats per match N (>= 2)
@@ -38,17 +40,23 @@
 -- ARGV[13] teams per match (>= 1, divides N)
 -- ARGV[14..16] rated worlds with teams: balance window base, widening per
 --          second and maximum ("" otherwise)
+-- ARGV[17] ready check: acceptance time limit ms (0 = none)
+-- ARGV[18] ready check: cool-down ms for who declines or does not answer
 --
--- Reply: { queue_size_after, expired_removed, absent_removed, more_due, match_json... }
+-- Reply: { queue_size_after, expired_removed, absent_removed, more_due,
+--          proposed, match_json... }
+--   proposed: matches made proposals (a ready check; their records follow
+--   only once everyone accepts)
 --   expired_removed: tickets past their deadline removed first (TICKET_EXPIRED)
 --   absent_removed: players without a live connection removed (TICKET_REMOVED)
 --   more_due: 1 when more may be matched right now (call again): a rated
 --   world has more anchors due, or a scan or sweep was cut short
 
-if #KEYS ~= 17 then return fail('expected 17 keys') end
+if #KEYS ~= 21 then return fail('expected 21 keys') end
 local world = ARGV[1]
 local seats = int_arg(ARGV[2])
 local teams = int_arg(ARGV[13])
+local accept_ms, cooldown_ms = int_arg(ARGV[17]), int_arg(ARGV[18])
 local match_ttl = int_arg(ARGV[3])
 local limit = int_arg(ARGV[4])
 local window = int_arg(ARGV[5])
@@ -61,6 +69,7 @@ if match_ttl == nil or match_ttl == 0 then return fail('match lifetime must be >
 if limit == nil then return fail('limit must be an integer >= 0') end
 if window == nil then return fail('window must be an integer >= 0') end
 if presence ~= '0' and presence ~= '1' then return fail('presence must be 0 or 1') end
+if accept_ms == nil or cooldown_ms == nil then return fail('ready check times must be integers >= 0') end
 if mode ~= 'fifo' and mode ~= 'rating' then return fail('mode must be fifo or rating') end
 local rules = nil
 if mode == 'rating' then
@@ -74,8 +83,10 @@ local k = {
   matches = KEYS[5], match_expiry = KEYS[6], player_match = KEYS[7],
   outbox = KEYS[8], match_seq = KEYS[9], presence = KEYS[10],
   ratings = KEYS[11], due = KEYS[12], parties = KEYS[13], party_expiry = KEYS[14],
-  player_party = KEYS[15], notes = KEYS[16], counters = KEYS[17],
+  player_party = KEYS[15], notes = KEYS[16], counters = KEYS[17], proposals = KEYS[18],
+  proposal_expiry = KEYS[19], player_proposal = KEYS[20], cooldowns = KEYS[21],
 }
+if accept_ms > 0 then k.accept = { ms = accept_ms, cooldown = cooldown_ms } end
 local now = now_ms()
 local records, ids, expired, removed, more
 if rules then
@@ -84,8 +95,8 @@ else
   records, ids, expired, removed, more = form_matches(k, world, seats, teams, limit, match_ttl, now, window, presence == '1')
 end
 
-local reply = { redis.call('ZCARD', KEYS[1]), expired, removed, more and 1 or 0 }
+local reply = { redis.call('ZCARD', KEYS[1]), expired, removed, more and 1 or 0, k.proposed or 0 }
 for i, r in ipairs(records) do
-  reply[i + 4] = r
+  reply[i + 5] = r
 end
 return reply

@@ -15,7 +15,10 @@
 -- KEYS[10..14] the party block: parties (HASH party id -> party JSON),
 --           party_expiry (ZSET), player_party (HASH player -> party id),
 --           notes (HASH), counters (HASH); see _tickets.lua and _lib.lua
--- KEYS[15..] for every configured world, in ARGV order: queue (ZSET ticket
+-- KEYS[15..18] the proposal block: proposals (HASH), proposal_expiry (ZSET),
+--           player_proposal (HASH player -> match id), cooldowns (ZSET
+--           player -> may join again from ms); see _proposals.lua
+-- KEYS[19..] for every configured world, in ARGV order: queue (ZSET ticket
 --           -> seq), deadlines (ZSET ticket -> deadline ms), rate (HASH of
 --           match rate statistics, see _lib.lua), ratings and due (rated
 --           worlds, see _rated.lua): five keys per world.
@@ -40,7 +43,9 @@
 -- ARGV[21] teams per match (>= 1, divides N)
 -- ARGV[22..24] rated worlds with teams: balance window base, widening per
 --          second and maximum ("" otherwise)
--- ARGV[25..] configured world names, one per world key group
+-- ARGV[25] ready check: acceptance time limit ms (0 = none: matches are final)
+-- ARGV[26] ready check: cool-down ms for who declines or does not answer
+-- ARGV[27..] configured world names, one per world key group
 --
 -- A rated world's rating is, in this order: the ratings store's entry for
 -- this world, its entry for every world ("*"), the token claim, the default.
@@ -59,6 +64,13 @@
 --                      ticket with drop_stale_ticket.lua and joins again)
 --   status "IN_PARTY": the player belongs to a party (assembling or queued) of
 --                      `world`; nothing was written
+--   status "PROPOSED": the join made a match proposal (a ready check) of
+--                      `world` holding the player; an 8th value holds the
+--                      proposal JSON (see _proposals.lua proposal_view)
+--   status "PENDING" : the player is in a pending proposal already; nothing
+--                      was written (8th value: the proposal JSON)
+--   status "COOLING_DOWN": the player declined or missed a ready check and
+--                      may not join for `position` more ms; nothing written
 --   status "FULL"    : the queue is at capacity; nothing was written
 --   status "ABSENT"  : the world requires presence and the player has no live
 --                      connection; nothing was written
@@ -85,7 +97,8 @@ local mode = ARGV[11]
 local claimed, default_rating = ARGV[17], ARGV[18]
 local min_rating, max_rating = tonumber(ARGV[19]), tonumber(ARGV[20])
 local teams = int_arg(ARGV[21])
-local FIXED_KEYS, FIXED_ARGS, PER_WORLD = 14, 24, 5
+local accept_ms, cooldown_ms = int_arg(ARGV[25]), int_arg(ARGV[26])
+local FIXED_KEYS, FIXED_ARGS, PER_WORLD = 18, 26, 5
 local worlds = #ARGV - FIXED_ARGS
 
 if player == nil or player == '' then return fail('player id is empty') end
@@ -100,6 +113,7 @@ if window == nil then return fail('window must be an integer >= 0') end
 if instant ~= '0' and instant ~= '1' then return fail('instant must be 0 or 1') end
 if presence ~= '0' and presence ~= '1' then return fail('presence must be 0 or 1') end
 if mode ~= 'fifo' and mode ~= 'rating' then return fail('mode must be fifo or rating') end
+if accept_ms == nil or cooldown_ms == nil then return fail('ready check times must be integers >= 0') end
 local rules = nil
 if mode == 'rating' then
   rules = rated_rules(ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[22], ARGV[23], ARGV[24])
@@ -122,8 +136,18 @@ local k = {
   match_expiry = KEYS[4], player_match = KEYS[5], outbox = KEYS[6],
   rate = rate, match_seq = KEYS[7], presence = KEYS[8], ratings = ratings, due = due,
   parties = KEYS[10], party_expiry = KEYS[11], player_party = KEYS[12], notes = KEYS[13],
-  counters = KEYS[14],
+  counters = KEYS[14], proposals = KEYS[15], proposal_expiry = KEYS[16],
+  player_proposal = KEYS[17], cooldowns = KEYS[18],
 }
+if accept_ms > 0 then k.accept = { ms = accept_ms, cooldown = cooldown_ms } end
+
+-- A player in a pending proposal answers it first.
+local function proposed_reply(id, status)
+  local p = load_proposal(k, id)
+  if not p then return nil end
+  return { status, p.world, 0, 0, 0, 0, '', proposal_view(p) }
+end
+
 
 -- One ticket per player in the whole namespace.
 local existing = redis.call('HGET', tickets, player)
@@ -148,6 +172,11 @@ if existing then
     return { 'STALE', other or '', 0, 0, 0, 0, '' }
   end
 end
+local pending = redis.call('HGET', k.player_proposal, player)
+if pending then
+  local reply = proposed_reply(pending, 'PENDING')
+  if reply then return reply end
+end
 -- A party member waits with the party (one ticket per player).
 local party_id = redis.call('HGET', k.player_party, player)
 if party_id then
@@ -155,6 +184,10 @@ if party_id then
   return { 'IN_PARTY', party and party.world or '', 0, 0, 0, 0, '' }
 end
 
+local cooling = cooling_until(k, player, now)
+if cooling then
+  return { 'COOLING_DOWN', world, cooling - now, 0, 0, 0, '' }
+end
 local size = redis.call('ZCARD', queue)
 if capacity > 0 and size >= capacity then
   local wp, ws = wait_stats(rate, now, window)
@@ -204,7 +237,7 @@ end
 -- The new ticket has the highest sequence, so it is last: rank `size`. The
 -- reply is computed rather than read back, to keep the hot path short.
 -- Parties (tickets of several seats) and teams need the general matching.
-local general = teams > 1 or queued_parties(k, world) > 0
+local general = teams > 1 or k.accept ~= nil or queued_parties(k, world) > 0
 if instant == '1' and (general or size + 1 >= seats) then
   local records, ids
   if rules then
@@ -219,6 +252,10 @@ if instant == '1' and (general or size + 1 >= seats) then
     end
   else
     records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, presence == '1', INSTANT_SCAN * seats, player)
+  end
+  if redis.call('HEXISTS', tickets, player) == 0 and k.accept then
+    local reply = proposed_reply(redis.call('HGET', k.player_proposal, player) or '', 'PROPOSED')
+    if reply then return reply end
   end
   if redis.call('HEXISTS', tickets, player) == 0 then
     -- A player's match carries its own wait; no statistics needed.

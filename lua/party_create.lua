@@ -10,6 +10,8 @@
 -- KEYS[4]  outbox         ZSET notification id -> due ms
 -- KEYS[5..9] the party block: parties, party_expiry, player_party, notes,
 --          counters (see _tickets.lua)
+-- KEYS[10..13] the proposal block: proposals, proposal_expiry,
+--          player_proposal, cooldowns (see _proposals.lua)
 --
 -- ARGV[1]  leader's player id
 -- ARGV[2]  world name
@@ -26,15 +28,16 @@
 --
 -- Reply: { status, detail }
 --   "CREATED", party JSON (see _tickets.lua party_view)
---   "QUEUED", world       the leader holds a live ticket
+--   "QUEUED", world       the leader holds a live ticket or is in a proposal
+--   "COOLING_DOWN", ms    the leader may not join for this many more ms
 --   "IN_PARTY", party id  the leader already belongs to a party
---   "BUSY", player        an invited player holds a live ticket or belongs
---                         to a party
+--   "BUSY", player        an invited player holds a live ticket, belongs
+--                         to a party, is in a proposal or cools down
 --   "ABSENT", ""          presence required and the leader has no live connection
 --   "NO_RATING", ""       a rated world and no rating for the leader
 --   "BAD_RATING", rating  the leader's rating is outside [min, max]
 
-if #KEYS ~= 9 then return fail('expected 9 keys') end
+if #KEYS ~= 13 then return fail('expected 13 keys') end
 local leader, world = ARGV[1], ARGV[2]
 local max_size = int_arg(ARGV[3])
 local ttl = int_arg(ARGV[4])
@@ -64,7 +67,8 @@ if #invited + 1 > max_size then return fail('party larger than the world accepts
 
 local k = {
   tickets = KEYS[1], outbox = KEYS[4], parties = KEYS[5], party_expiry = KEYS[6],
-  player_party = KEYS[7], notes = KEYS[8], counters = KEYS[9],
+  player_party = KEYS[7], notes = KEYS[8], counters = KEYS[9], proposals = KEYS[10],
+  proposal_expiry = KEYS[11], player_proposal = KEYS[12], cooldowns = KEYS[13],
 }
 local now = now_ms()
 local function live_ticket(p)
@@ -77,10 +81,18 @@ end
 
 local queued_in = live_ticket(leader)
 if queued_in then return { 'QUEUED', queued_in } end
+local pending = redis.call('HGET', k.player_proposal, leader)
+if pending then
+  local proposal = load_proposal(k, pending)
+  return { 'QUEUED', proposal and proposal.world or world }
+end
 local own = redis.call('HGET', k.player_party, leader)
 if own then return { 'IN_PARTY', own } end
+local cooling = cooling_until(k, leader, now)
+if cooling then return { 'COOLING_DOWN', tostring(cooling - now) } end
 for _, p in ipairs(invited) do
-  if live_ticket(p) or redis.call('HEXISTS', k.player_party, p) == 1 then
+  if live_ticket(p) or redis.call('HEXISTS', k.player_party, p) == 1
+      or redis.call('HEXISTS', k.player_proposal, p) == 1 or cooling_until(k, p, now) then
     return { 'BUSY', p }
   end
 end

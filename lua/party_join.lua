@@ -17,6 +17,8 @@
 -- KEYS[10..14] the party block: parties, party_expiry, player_party, notes,
 --          counters (see _tickets.lua)
 -- KEYS[15..19] the party's world: queue, deadlines, rate, ratings, due
+-- KEYS[20..23] the proposal block: proposals, proposal_expiry,
+--          player_proposal, cooldowns (see _proposals.lua)
 --
 -- ARGV[1]  player id
 -- ARGV[2]  party id
@@ -38,6 +40,8 @@
 -- ARGV[22] teams per match (>= 1, divides N)
 -- ARGV[23..25] balance window base, widening per second, maximum ("" for none)
 -- ARGV[26] a rated party's rating: "average" or "max" of its members'
+-- ARGV[27] ready check: acceptance time limit ms (0 = none)
+-- ARGV[28] ready check: cool-down ms for who declines or does not answer
 --
 -- Reply: { status, detail, position, queue_size, rating } and, for MATCHED
 --          only, { match_count, match_json..., notification_id... }
@@ -46,8 +50,11 @@
 --   "QUEUED", party JSON   the party now waits at `position` (1-based) with
 --                          its `rating` ("" in FIFO worlds)
 --   "MATCHED", party JSON  the party was matched at once (records follow)
+--   "PROPOSED", proposal JSON  the party's match is a proposal (a ready
+--                          check; see _proposals.lua proposal_view)
 --   "NOT_FOUND", ""        no such party, or the player is not invited
---   "BUSY", world          the player holds a live ticket
+--   "BUSY", world          the player holds a live ticket or is in a proposal
+--   "COOLING_DOWN", ms     the player may not join for this many more ms
 --   "IN_PARTY", party id   the player belongs to another party
 --   "ABSENT", ""           presence required and the player has no live connection
 --   "NO_RATING", ""        a rated world and no rating for the player
@@ -55,7 +62,7 @@
 --   "FULL", ""             the party was complete but the queue is at
 --                          capacity; the player has not joined
 
-if #KEYS ~= 19 then return fail('expected 19 keys') end
+if #KEYS ~= 23 then return fail('expected 23 keys') end
 local player, party_id, world = ARGV[1], ARGV[2], ARGV[3]
 local seats = int_arg(ARGV[4])
 local ticket_ttl = int_arg(ARGV[5])
@@ -68,6 +75,7 @@ local claimed, default_rating = ARGV[18], ARGV[19]
 local min_rating, max_rating = tonumber(ARGV[20]), tonumber(ARGV[21])
 local teams = int_arg(ARGV[22])
 local aggregate = ARGV[26]
+local accept_ms, cooldown_ms = int_arg(ARGV[27]), int_arg(ARGV[28])
 if player == nil or player == '' then return fail('player id is empty') end
 if party_id == nil or party_id == '' then return fail('party id is empty') end
 if world == nil or world == '' then return fail('world is empty') end
@@ -81,6 +89,7 @@ if instant ~= '0' and instant ~= '1' then return fail('instant must be 0 or 1') 
 if presence ~= '0' and presence ~= '1' then return fail('presence must be 0 or 1') end
 if mode ~= 'fifo' and mode ~= 'rating' then return fail('mode must be fifo or rating') end
 if aggregate ~= 'average' and aggregate ~= 'max' then return fail('aggregate must be average or max') end
+if accept_ms == nil or cooldown_ms == nil then return fail('ready check times must be integers >= 0') end
 local rules = nil
 if mode == 'rating' then
   rules = rated_rules(ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[23], ARGV[24], ARGV[25])
@@ -93,7 +102,9 @@ local k = {
   outbox = KEYS[6], match_seq = KEYS[7], presence = KEYS[8], parties = KEYS[10],
   party_expiry = KEYS[11], player_party = KEYS[12], notes = KEYS[13], counters = KEYS[14],
   queue = KEYS[15], deadlines = KEYS[16], rate = KEYS[17], ratings = KEYS[18], due = KEYS[19],
+  proposals = KEYS[20], proposal_expiry = KEYS[21], player_proposal = KEYS[22], cooldowns = KEYS[23],
 }
+if accept_ms > 0 then k.accept = { ms = accept_ms, cooldown = cooldown_ms } end
 local now = now_ms()
 local party = load_party(k, party_id)
 if not party or party.world ~= world then return { 'NOT_FOUND', '', 0, 0, '' } end
@@ -114,6 +125,13 @@ if ticket then
 end
 local other = redis.call('HGET', k.player_party, player)
 if other then return { 'IN_PARTY', other, 0, 0, '' } end
+local pending = redis.call('HGET', k.player_proposal, player)
+if pending then
+  local p = load_proposal(k, pending)
+  return { 'BUSY', p and p.world or world, 0, 0, '' }
+end
+local cooling = cooling_until(k, player, now)
+if cooling then return { 'COOLING_DOWN', tostring(cooling - now), 0, 0, '' } end
 if presence == '1' and not is_present(k.presence, player, now) then
   return { 'ABSENT', '', 0, 0, '' }
 end
@@ -182,6 +200,10 @@ if instant == '1' then
   end
 end
 local view = cjson.encode(party_view(party))
+if redis.call('HEXISTS', k.tickets, ticket_id) == 0 and k.accept then
+  local p = load_proposal(k, redis.call('HGET', k.player_proposal, player) or '')
+  if p then return { 'PROPOSED', proposal_view(p), 0, redis.call('ZCARD', k.queue), shown_rating } end
+end
 if redis.call('HEXISTS', k.tickets, ticket_id) == 0 then
   local reply = { 'MATCHED', view, 0, redis.call('ZCARD', k.queue), shown_rating, #records }
   for _, r in ipairs(records) do reply[#reply + 1] = r end

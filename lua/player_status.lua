@@ -7,7 +7,9 @@
 -- KEYS[4]  match_expiry   ZSET match id -> expiry ms
 -- KEYS[5]  parties        HASH party id -> party JSON (see _tickets.lua)
 -- KEYS[6]  player_party   HASH player -> party id
--- KEYS[7..] for every configured world, in ARGV order: queue, rate and
+-- KEYS[7]  proposals      HASH match id -> proposal JSON (see _proposals.lua)
+-- KEYS[8]  player_proposal HASH player -> match id of a pending proposal
+-- KEYS[9..] for every configured world, in ARGV order: queue, rate and
 --           ratings (three keys per world)
 --
 -- ARGV[1]  player id
@@ -18,11 +20,13 @@
 --            rating, wait_ms, party_json }   (rating "" in FIFO worlds; the
 --            party's aggregate for a party; party_json "" for a solo ticket)
 --      | { "PARTY", party_json }   (assembling: see _tickets.lua party_view)
+--      | { "PROPOSED", proposal_json }   (a ready check awaits answers: see
+--            _proposals.lua proposal_view)
 --      | { "MATCHED", match_json }
 --      | { "IDLE" }
 -- A waiting ticket or party wins over an older match (the player joined
 -- again); a ticket past its deadline is not waiting any more.
-local FIXED_KEYS = 6
+local FIXED_KEYS = 8
 local player = ARGV[1]
 local window = int_arg(ARGV[2])
 local worlds = #ARGV - 2
@@ -51,6 +55,11 @@ local function queued(id, party)
   return nil
 end
 
+local pending = redis.call('HGET', KEYS[8], player)
+local proposal = pending and redis.call('HGET', KEYS[7], pending)
+if proposal then
+  return { 'PROPOSED', proposal_view(cjson.decode(proposal)) }
+end
 local solo = queued(player, '')
 if solo then return solo end
 local party_id = redis.call('HGET', KEYS[6], player)

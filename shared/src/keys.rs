@@ -23,6 +23,10 @@
 //! | `player-party`               | HASH   | player -> party id (members who joined)    |
 //! | `notes`                      | HASH   | note id -> message and recipients          |
 //! | `counters`                   | HASH   | party and note ids; queued parties per world |
+//! | `proposals`                  | HASH   | match id -> proposal JSON (ready checks)   |
+//! | `proposal-expiry`            | ZSET   | match id -> accept-by (ms)                 |
+//! | `player-proposal`            | HASH   | player -> match id of a pending proposal   |
+//! | `cooldowns`                  | ZSET   | player -> may join again from (ms)         |
 //! | `ticket-seq`, `match-seq`    | STRING | counters                                   |
 //! | `matches`                    | HASH   | match id -> match record JSON              |
 //! | `match-expiry`               | ZSET   | match id -> expiry (ms)                    |
@@ -148,6 +152,30 @@ impl KeyLayout {
         self.key("counters")
     }
 
+    pub fn proposals(&self) -> String {
+        self.key("proposals")
+    }
+    pub fn proposal_expiry(&self) -> String {
+        self.key("proposal-expiry")
+    }
+    pub fn player_proposal(&self) -> String {
+        self.key("player-proposal")
+    }
+    pub fn cooldowns(&self) -> String {
+        self.key("cooldowns")
+    }
+
+    /// The proposal block, in the order every script that may touch a ready
+    /// check takes it: proposals, proposal_expiry, player_proposal, cooldowns.
+    pub fn proposal_block(&self) -> [String; 4] {
+        [
+            self.proposals(),
+            self.proposal_expiry(),
+            self.player_proposal(),
+            self.cooldowns(),
+        ]
+    }
+
     /// The party block, in the order every script that may touch a party
     /// takes it: parties, party_expiry, player_party, notes, counters.
     pub fn party_block(&self) -> [String; 5] {
@@ -179,6 +207,7 @@ impl KeyLayout {
             self.matcher_lease(),
         ];
         keys.extend(self.party_block());
+        keys.extend(self.proposal_block());
         for w in worlds.iter() {
             let k = self.world(&w.name);
             keys.extend([k.queue, k.deadlines, k.rate, k.ratings, k.due]);
@@ -199,7 +228,7 @@ mod tests {
         assert_eq!(layout.hash_tag(), "{eu-1}");
         let worlds = WorldCatalog::parse("world1:3,world2:2", Duration::from_secs(60)).unwrap();
         let keys = layout.all(&worlds);
-        assert_eq!(keys.len(), 19 + 5 * 2);
+        assert_eq!(keys.len(), 23 + 5 * 2);
         for k in &keys {
             assert!(k.starts_with("mm:{eu-1}:"), "{k}");
             // The first '{'...'}' decides the slot; nothing else may come first.

@@ -18,15 +18,16 @@ pub mod store;
 pub mod use_cases;
 
 pub use config::{
-    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, Settings, World,
+    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck, Settings, World,
     WorldCatalog,
 };
 pub use delivery::{DeliveryReport, PushError, Pusher};
 pub use domain::{
-    ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, NotificationId,
+    AnswerOutcome, ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, NotificationId,
     NotificationKind, OutboxEntry, PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome,
     PartyId, PartyJoinOutcome, PartyMember, PartyState, PartyView, PlayerId, PlayerStatus,
-    QueuePosition, QueueStatus, Rating, ServerMessage, Target, TicketData, TicketId, WorldName,
+    ProposalCancelReason, ProposalView, QueuePosition, QueueStatus, Rating, ServerMessage, Target,
+    TicketData, TicketId, WorldName,
 };
 pub use error::{ConfigError, StoreError, ValidationError};
 pub use keys::KeyLayout;

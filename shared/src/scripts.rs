@@ -18,6 +18,8 @@ macro_rules! library {
             "\n",
             include_str!("../../lua/_teams.lua"),
             "\n",
+            include_str!("../../lua/_proposals.lua"),
+            "\n",
             include_str!("../../lua/_matching.lua"),
             "\n",
             include_str!("../../lua/_rated.lua"),
@@ -58,6 +60,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("party_create.lua", lua!("party_create.lua")),
     ("party_join.lua", lua!("party_join.lua")),
     ("party_cancel.lua", lua!("party_cancel.lua")),
+    ("proposal_answer.lua", lua!("proposal_answer.lua")),
 ];
 
 pub(crate) struct Scripts {
@@ -81,6 +84,7 @@ pub(crate) struct Scripts {
     pub party_create: Script,
     pub party_join: Script,
     pub party_cancel: Script,
+    pub proposal_answer: Script,
 }
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -104,6 +108,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     party_create: Script::new(lua!("party_create.lua")),
     party_join: Script::new(lua!("party_join.lua")),
     party_cancel: Script::new(lua!("party_cancel.lua")),
+    proposal_answer: Script::new(lua!("proposal_answer.lua")),
 });
 
 #[cfg(test)]

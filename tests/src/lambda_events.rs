@@ -5,7 +5,7 @@ use std::future::Future;
 
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
-use shared::{JoinOutcome, MatchStore};
+use shared::{JoinOutcome, MatchStore, NotificationKind, Settlement};
 
 use crate::scenarios::{player, snapshot};
 
@@ -90,4 +90,62 @@ pub async fn assert_unavailable(
         started.elapsed()
     );
     body
+}
+
+/// Makes `sub` the caller of an HTTP API event (the `sub` claim the JWT
+/// authorizer verified).
+pub fn set_caller(event: &mut Value, sub: &str) {
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = Value::String(sub.to_owned());
+}
+
+/// Points a party route event (`events/join-party.json`,
+/// `events/cancel-party.json`) at the party `party_id`: the `partyId` path
+/// parameter and the party segment of `rawPath` and `requestContext.http.path`.
+pub fn set_party_id(event: &mut Value, party_id: &str) {
+    let old = event["pathParameters"]["partyId"]
+        .as_str()
+        .expect("a party route event has a partyId path parameter")
+        .to_owned();
+    event["pathParameters"]["partyId"] = Value::String(party_id.to_owned());
+    let (from, to) = (format!("/{old}"), format!("/{party_id}"));
+    for pointer in ["/rawPath", "/requestContext/http/path"] {
+        let field = event
+            .pointer_mut(pointer)
+            .expect("an HTTP API event has both paths");
+        let replaced = field
+            .as_str()
+            .expect("paths are strings")
+            .replacen(&from, &to, 1);
+        *field = Value::String(replaced);
+    }
+}
+
+/// The notes due in the outbox (PARTY_UPDATE, PARTY_CANCELLED, a party
+/// ticket's TICKET_EXPIRED) as the JSON a client would be pushed, each with
+/// the players to tell (sorted). Every due entry is claimed and settled, so
+/// the next call sees only what came after.
+pub async fn take_notes(store: &MatchStore) -> Vec<(Value, Vec<String>)> {
+    let entries = store
+        .claim_notifications(
+            std::time::Duration::from_secs(30),
+            1000,
+            shared::delivery::YOUNG_CONNECTION,
+            &[],
+        )
+        .await
+        .expect("claim the outbox");
+    let mut notes = Vec::new();
+    let mut done = Vec::new();
+    for e in entries {
+        if let NotificationKind::Note { .. } = e.id.kind() {
+            let message = e.note.as_ref().expect("a note carries its message");
+            let json: Value = serde_json::from_str(&message.to_json()).expect("JSON message");
+            let mut to: Vec<String> = e.targets.iter().map(|t| t.player.to_string()).collect();
+            to.sort();
+            notes.push((json, to));
+        }
+        done.push((e.id.clone(), Settlement::Done));
+    }
+    store.settle_notifications(&done).await.expect("settle");
+    notes
 }

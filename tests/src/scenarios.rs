@@ -798,6 +798,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     let k = store.keys().clone();
     let wk = k.world(&world(&store, "world1").name);
     let party_block: Vec<String> = k.party_block().to_vec();
+    let proposal_block: Vec<String> = k.proposal_block().to_vec();
     let join_keys = {
         let mut v = vec![
             k.tickets(),
@@ -811,6 +812,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             k.player_ratings(),
         ];
         v.extend(party_block.iter().cloned());
+        v.extend(proposal_block.iter().cloned());
         v.extend([
             wk.queue.clone(),
             wk.deadlines.clone(),
@@ -835,23 +837,25 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         wk.due.clone(),
     ];
     match_keys.extend(party_block.iter().cloned());
+    match_keys.extend(proposal_block.iter().cloned());
     let good_join = [
         "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "fifo", "", "", "", "", "", "",
-        "", "0", "10", "1", "", "", "", "world1",
+        "", "0", "10", "1", "", "", "", "0", "0", "world1",
     ];
     let good_rated = [
         "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "rating", "50", "10", "400",
-        "60000", "1000", "1500", "", "0", "3000", "1", "", "", "", "world1",
+        "60000", "1000", "1500", "", "0", "3000", "1", "", "", "", "0", "0", "world1",
     ];
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     // The well-formed calls the bad ones are made from do succeed: each bad
     // case below fails for its one bad value, not for a wrong shape.
-    let fifo_tail = ["fifo", "", "", "", "", "", "1", "", "", ""];
+    let fifo_tail = ["fifo", "", "", "", "", "", "1", "", "", "", "0", "0"];
     let mut good_match = s(&["world1", "3", "60000", "0", "1000", "0"]);
     good_match.extend(s(&fifo_tail));
     let party_create_keys = {
         let mut v = vec![k.tickets(), k.presence(), k.player_ratings(), k.outbox()];
         v.extend(party_block.iter().cloned());
+        v.extend(proposal_block.iter().cloned());
         v
     };
     let good_party = [
@@ -886,6 +890,8 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (10, "elo"),
         (20, "0"),
         (20, "2"),
+        (24, "-1"),
+        (25, "x"),
     ] {
         let mut args = s(&good_join);
         args[i] = bad.to_string();
@@ -926,17 +932,21 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     let mut no_teams = good_match.clone();
     no_teams[12] = "0".to_string();
     cases.push(("form_matches.lua", match_keys.clone(), no_teams));
+    let mut bad_accept = good_match.clone();
+    bad_accept[16] = "soon".to_string();
+    cases.push(("form_matches.lua", match_keys.clone(), bad_accept));
     for args in [
         s(&[
             "world1", "3", "60000", "0", "1000", "0", "rating", "50", "10", "400", "60000", "1000",
-            "1", "", "", "",
+            "1", "", "", "", "0", "0",
         ]),
         s(&[
             "world1", "3", "60000", "5", "1000", "0", "rating", "50", "10", "40", "60000", "1000",
-            "1", "", "", "",
+            "1", "", "", "", "0", "0",
         ]),
         s(&[
             "world1", "3", "60000", "5", "1000", "0", "elo", "", "", "", "", "", "1", "", "", "",
+            "0", "0",
         ]),
     ] {
         cases.push(("form_matches.lua", match_keys.clone(), args));
@@ -950,6 +960,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         k.outbox(),
     ];
     leave_keys.extend(party_block.iter().cloned());
+    leave_keys.extend(proposal_block.iter().cloned());
     cases.push(("leave.lua", leave_keys, s(&["", "world1"])));
     cases.push((
         "drop_stale_ticket.lua",
@@ -1036,6 +1047,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         k.outbox(),
     ];
     unregister_keys.extend(party_block.iter().cloned());
+    unregister_keys.extend(proposal_block.iter().cloned());
     unregister_keys.extend([
         wk.queue.clone(),
         wk.deadlines.clone(),
@@ -1059,6 +1071,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         k.outbox(),
     ];
     housekeeping_keys.extend(party_block.iter().cloned());
+    housekeeping_keys.extend(proposal_block.iter().cloned());
     cases.push((
         "housekeeping.lua",
         housekeeping_keys,
@@ -1131,6 +1144,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         wk.ratings.clone(),
         wk.due.clone(),
     ]);
+    party_join_keys.extend(proposal_block.iter().cloned());
     let good_party_join = [
         "friend",
         "world1.1-1",
@@ -1158,6 +1172,8 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         "",
         "",
         "average",
+        "0",
+        "0",
     ];
     for (i, bad) in [
         (0, ""),
@@ -1168,6 +1184,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (11, "elo"),
         (21, "2"),
         (25, "median"),
+        (26, "-3"),
     ] {
         let mut args = s(&good_party_join);
         args[i] = bad.to_string();
@@ -1181,11 +1198,39 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         wk.ratings.clone(),
         wk.due.clone(),
     ]);
+    party_cancel_keys.extend(proposal_block.iter().cloned());
     cases.push((
         "party_cancel.lua",
         party_cancel_keys,
         s(&["", "world1.1-1", "world1"]),
     ));
+
+    let mut answer_keys = vec![
+        k.tickets(),
+        k.matches(),
+        k.match_expiry(),
+        k.player_match(),
+        k.outbox(),
+    ];
+    answer_keys.extend(party_block.iter().cloned());
+    answer_keys.extend(proposal_block.iter().cloned());
+    answer_keys.extend([
+        wk.queue.clone(),
+        wk.deadlines.clone(),
+        wk.rate.clone(),
+        wk.ratings.clone(),
+        wk.due.clone(),
+    ]);
+    for args in [
+        s(&["", "1-a", "1", "world1", "60000", "1000"]),
+        s(&["p", "", "1", "world1", "60000", "1000"]),
+        s(&["p", "1-a", "yes", "world1", "60000", "1000"]),
+        s(&["p", "1-a", "1", "", "60000", "1000"]),
+        s(&["p", "1-a", "1", "world1", "0", "1000"]),
+        s(&["p", "1-a", "1", "world1", "60000", "-1"]),
+    ] {
+        cases.push(("proposal_answer.lua", answer_keys.clone(), args));
+    }
 
     let before = snapshot(&store).await;
     for (name, keys, args) in cases {

@@ -270,7 +270,7 @@ async fn redis_killed_and_restarted_with_aof_while_64_clients_churn() {
                     m.match_id
                 );
             }
-            other @ (PlayerStatus::Idle | PlayerStatus::Party(_)) => {
+            other @ (PlayerStatus::Idle | PlayerStatus::Party(_) | PlayerStatus::Proposed(_)) => {
                 panic!("{p} was told MATCHED ({ids:?}) but is {other:?} now")
             }
         }

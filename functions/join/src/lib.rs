@@ -1,5 +1,7 @@
 //! `POST /v1/matching/join` and the party routes that may put a party in
-//! the queue: `POST /v1/parties`, `POST /v1/parties/{partyId}/join`. The mapping lives in [`lambda_common::http`]; this
+//! the queue: `POST /v1/parties`, `POST /v1/parties/{partyId}/join`; and
+//! `POST /v1/matching/accept` (a ready check's answer, which may make a
+//! match final and push it). The mapping lives in [`lambda_common::http`]; this
 //! crate only wires it to the Lambda runtime.
 
 use lambda_common::http::{self, Route};
@@ -18,6 +20,7 @@ pub async fn handle<P: Pusher>(app: &App<P>, req: Request) -> Result<Response<Bo
         Some(Route::Join) => http::join(&app.store, &app.pusher, req).await,
         Some(Route::CreateParty) => http::create_party(&app.store, req).await,
         Some(Route::JoinParty) => http::join_party(&app.store, &app.pusher, req).await,
+        Some(Route::Accept) => http::accept(&app.store, &app.pusher, req).await,
         _ => Ok(http::not_found(&req)),
     }
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use base64::Engine;
 use integration_tests::connections_server::ConnectionsServer;
 use integration_tests::lambda_events::{
-    assert_refused, assert_unavailable, envelope, http_event, pre_join,
+    assert_refused, assert_unavailable, envelope, http_event, pre_join, set_caller, set_party_id,
+    take_notes,
 };
 use integration_tests::scenarios::{player, Env};
 use integration_tests::RedisServer;
@@ -506,4 +507,302 @@ async fn rated_joins_take_the_rating_from_the_verified_claim() {
     assert_eq!(record["participants"], json!(["p1", "p4"]));
     assert_eq!(record["ratings"], json!({"p1": 1500.0, "p4": 1530.0}));
     assert_eq!(record["spread"], 30.0);
+}
+
+const CREATE_PARTY: &str = include_str!("../../../events/create-party.json");
+const JOIN_PARTY: &str = include_str!("../../../events/join-party.json");
+
+/// `events/create-party.json` (player-1 invites player-2 and player-3 to a
+/// world1 party) with another body.
+fn create_party_with(body: &str) -> Request {
+    let body = body.to_owned();
+    http_event(CREATE_PARTY, move |v| v["body"] = json!(body))
+}
+
+/// `events/join-party.json` for caller `sub` and party `party_id`.
+fn join_party_event(sub: &str, party_id: &str) -> Request {
+    http_event(JOIN_PARTY, |v| {
+        set_caller(v, sub);
+        set_party_id(v, party_id);
+    })
+}
+
+/// `(playerId, joined)` of each member of a party view.
+fn members(party: &Value) -> Vec<(String, bool)> {
+    party["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| {
+            (
+                m["playerId"].as_str().unwrap().to_owned(),
+                m["joined"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn assigned(pairs: &[(&str, bool)]) -> Vec<(String, bool)> {
+    pairs.iter().map(|(p, j)| (p.to_string(), *j)).collect()
+}
+
+/// `events/create-party.json` answers 201 with the assembling party (and
+/// tells the invited through the outbox, without pushing itself); each
+/// invited member joins with `events/join-party.json`, and the last one
+/// completes world1's three seats: the party is matched whole at once and
+/// everyone gets MATCH_FOUND.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn party_events_create_a_party_that_is_matched_whole_once_everyone_joined() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-party", &[]).await;
+    for (conn, p) in [
+        ("conn-A1=", "player-1"),
+        ("conn-B1=", "player-2"),
+        ("conn-C1=", "player-3"),
+    ] {
+        register(&fx.app.store, conn, p).await;
+    }
+
+    let (status, body) = call(&fx, http_event(CREATE_PARTY, |_| {})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["data"]["status"], "PARTY", "{body}");
+    let party = body["data"]["party"].clone();
+    let id = party["partyId"].as_str().expect("partyId").to_owned();
+    let (world, serial) = id.split_once('.').expect("<world>.<hex>-<hex>");
+    assert_eq!(world, "world1");
+    assert!(
+        serial
+            .split('-')
+            .all(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+            && serial.split('-').count() == 2,
+        "{id}"
+    );
+    assert_eq!(party["worldType"], "world1");
+    assert_eq!(party["leader"], "player-1");
+    assert_eq!(party["state"], "ASSEMBLING");
+    assert!(
+        party["expiresAt"].as_u64().is_some_and(|t| t > 0),
+        "{party}"
+    );
+    assert_eq!(
+        members(&party),
+        assigned(&[("player-1", true), ("player-2", false), ("player-3", false)])
+    );
+    assert!(fx.pushes().is_empty(), "creating a party pushes nothing");
+    assert_eq!(
+        take_notes(&fx.app.store).await,
+        [(
+            json!({"type": "PARTY_UPDATE", "party": party}),
+            vec!["player-2".to_owned(), "player-3".to_owned()]
+        )],
+        "the invited are told through the outbox"
+    );
+
+    // player-2 joins: still assembling; the others are told.
+    let (status, body) = call(&fx, join_party_event("player-2", &id)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "PARTY");
+    let joined = &body["data"]["party"];
+    assert_eq!(joined["partyId"], id.as_str());
+    assert_eq!(joined["state"], "ASSEMBLING");
+    assert_eq!(
+        members(joined),
+        assigned(&[("player-1", true), ("player-2", true), ("player-3", false)])
+    );
+    let notes = take_notes(&fx.app.store).await;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].0["type"], "PARTY_UPDATE");
+    assert_eq!(notes[0].1, ["player-1", "player-3"]);
+
+    // Joining again changes nothing and answers the same party.
+    let (status, again) = call(&fx, join_party_event("player-2", &id)).await;
+    assert_eq!((status, &again["data"]), (200, &body["data"]), "{again}");
+
+    // player-3, the last, completes the party: three seats, matched at once.
+    let (status, body) = call(&fx, join_party_event("player-3", &id)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "MATCHED", "{body}");
+    let record = &body["data"]["match"];
+    assert_eq!(record["worldType"], "world1");
+    let trio = json!(["player-1", "player-2", "player-3"]);
+    assert_eq!(record["participants"], trio);
+    assert_eq!(record["parties"], json!([trio]), "{record}");
+    assert_eq!(
+        record["playerData"],
+        json!({"player-1": {"class": "mage", "mmr": 1500},
+               "player-2": {"class": "healer", "mmr": 1480},
+               "player-3": {"class": "healer", "mmr": 1480}}),
+        "each member's own ticket data"
+    );
+    let pushes = fx.pushes();
+    let conns: Vec<&str> = pushes.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(conns, ["conn-A1=", "conn-B1=", "conn-C1="]);
+    for (conn, message) in &pushes {
+        assert_eq!(message["type"], "MATCH_FOUND", "{conn}");
+        assert_eq!(message["matchId"], record["matchId"], "{conn}");
+    }
+    assert_eq!(outbox_size(&fx.app.store).await, 0, "all delivered");
+    // The party is gone with its match.
+    let before = fx.connections.posts().len();
+    assert_refused(
+        &fx.app.store,
+        call(&fx, join_party_event("player-3", &id)),
+        404,
+        "PARTY_NOT_FOUND",
+    )
+    .await;
+    assert_eq!(fx.connections.posts().len(), before);
+}
+
+/// A complete party that finds no match waits as ONE ticket: the last
+/// member's answer is QUEUED with the party.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_complete_party_without_a_match_waits_as_one_ticket() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-party-queued", &[]).await;
+    let req = create_party_with(r#"{"worldType":"world2","members":["player-2"]}"#);
+    let (status, body) = call(&fx, req).await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["party"]["partyId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(id.starts_with("world2."), "{id}");
+
+    let (status, body) = call(&fx, join_party_event("player-2", &id)).await;
+    assert_eq!(status, 200, "{body}");
+    let data = &body["data"];
+    assert_eq!(
+        (
+            data["status"].as_str(),
+            data["worldType"].as_str(),
+            data["position"].as_u64(),
+            data["queueSize"].as_u64()
+        ),
+        (Some("QUEUED"), Some("world2"), Some(1), Some(1)),
+        "{body}"
+    );
+    assert_eq!(data["party"]["state"], "QUEUED");
+    assert_eq!(
+        members(&data["party"]),
+        assigned(&[("player-1", true), ("player-2", true)])
+    );
+    // A member cannot queue alone meanwhile.
+    let body = refused(&fx, event(|v| set_caller(v, "player-2")), 409, "IN_PARTY").await;
+    assert_eq!(body["data"]["worldType"], "world2");
+}
+
+/// The fixture's party id names no party: 404 PARTY_NOT_FOUND, as do a
+/// party the caller is not invited to and one of an unconfigured world; a
+/// malformed id is 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joining_a_party_one_is_not_invited_to_is_party_not_found() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-party-missing", &[]).await;
+    let body = refused(&fx, http_event(JOIN_PARTY, |_| {}), 404, "PARTY_NOT_FOUND").await;
+    assert_eq!(
+        body["data"],
+        json!({"error": "PARTY_NOT_FOUND", "partyId": "world1.18f3a-2b"})
+    );
+
+    let (status, body) = call(&fx, http_event(CREATE_PARTY, |_| {})).await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["party"]["partyId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = refused(
+        &fx,
+        join_party_event("player-9", &id),
+        404,
+        "PARTY_NOT_FOUND",
+    )
+    .await;
+    assert_eq!(body["data"]["partyId"], id.as_str());
+    refused(
+        &fx,
+        join_party_event("player-2", "world9.1-a"),
+        404,
+        "PARTY_NOT_FOUND",
+    )
+    .await;
+    for bad in ["World1.1-a", "world1", "world1.1_a"] {
+        let req = http_event(JOIN_PARTY, |v| v["pathParameters"]["partyId"] = json!(bad));
+        let body = refused(&fx, req, 400, "INVALID_REQUEST").await;
+        assert_eq!(body["data"]["field"], "partyId", "{bad}");
+    }
+}
+
+/// Creating a party is refused, writing nothing, when it is not a party
+/// (INVALID_PARTY), when someone involved is busy (MEMBER_BUSY, IN_PARTY,
+/// ALREADY_QUEUED) or when the body is wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn party_creation_refusals_say_what_is_wrong() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-party-refused", &[]).await;
+    let body = refused(
+        &fx,
+        create_party_with(r#"{"worldType":"world1","members":["player-1"]}"#),
+        400,
+        "INVALID_PARTY",
+    )
+    .await;
+    assert_eq!(body["data"]["field"], "members");
+    let body = refused(
+        &fx,
+        create_party_with(r#"{"worldType":"world1","members":["player-2","player-3","player-4"]}"#),
+        400,
+        "INVALID_PARTY",
+    )
+    .await;
+    assert_eq!(
+        body["data"],
+        json!({"error": "INVALID_PARTY", "worldType": "world1", "size": 4, "maxPartySize": 3})
+    );
+    for (req, status, code) in [
+        (
+            create_party_with(r#"{"worldType":"world1"}"#),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            create_party_with(r#"{"worldType":"world1","members":["bad\nid"]}"#),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            create_party_with(r#"{"worldType":"world9","members":["player-2"]}"#),
+            404,
+            "UNKNOWN_WORLD",
+        ),
+    ] {
+        refused(&fx, req, status, code).await;
+    }
+
+    pre_join(&fx.app.store, "world2", "player-3").await;
+    let body = refused(&fx, http_event(CREATE_PARTY, |_| {}), 409, "MEMBER_BUSY").await;
+    assert_eq!(
+        body["data"],
+        json!({"error": "MEMBER_BUSY", "playerId": "player-3"})
+    );
+    // The queued player as the leader.
+    let req = http_event(CREATE_PARTY, |v| {
+        set_caller(v, "player-3");
+        v["body"] = json!(r#"{"worldType":"world1","members":["player-1"]}"#);
+    });
+    let body = refused(&fx, req, 409, "ALREADY_QUEUED").await;
+    assert_eq!(body["data"]["worldType"], "world2");
+
+    let req = create_party_with(r#"{"worldType":"world1","members":["player-2"]}"#);
+    let (status, body) = call(&fx, req).await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["party"]["partyId"].clone();
+    let body = refused(
+        &fx,
+        create_party_with(r#"{"worldType":"world1","members":["player-4"]}"#),
+        409,
+        "IN_PARTY",
+    )
+    .await;
+    assert_eq!(body["data"]["partyId"], id);
 }

@@ -30,6 +30,16 @@ pub struct World {
     pub require_presence: bool,
     /// How the world forms matches.
     pub mode: MatchMode,
+    /// A ready check: matches are proposals until every player accepts.
+    pub ready_check: Option<ReadyCheck>,
+}
+
+/// A world's ready check: how long players have to accept a proposed match,
+/// and how long who declines or does not answer must wait to join again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadyCheck {
+    pub accept_within: Duration,
+    pub decline_cooldown: Duration,
 }
 
 impl World {
@@ -45,6 +55,7 @@ impl World {
             ticket_ttl,
             require_presence: false,
             mode: MatchMode::Fifo,
+            ready_check: None,
         }
     }
 

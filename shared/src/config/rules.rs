@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, World, WorldCatalog,
+    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck, World,
+    WorldCatalog,
 };
 use crate::domain::WorldName;
 use crate::error::ConfigError;
@@ -67,6 +68,18 @@ struct BalanceSection {
     max_window: f64,
 }
 
+/// A world's ready check, as written in the document.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ReadyCheckSection {
+    accept_seconds: u64,
+    #[serde(default)]
+    decline_cooldown_seconds: u64,
+}
+
+/// Longest acceptance time (FlexMatch allows 1-600 s too).
+pub const MAX_ACCEPT_SECONDS: u64 = 600;
+
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(rename_all = "lowercase")]
 enum PartyRatingSection {
@@ -89,6 +102,8 @@ struct WorldRules {
     party_rating: Option<PartyRatingSection>,
     #[serde(default)]
     balance: Option<BalanceSection>,
+    #[serde(default)]
+    ready_check: Option<ReadyCheckSection>,
     #[serde(default)]
     ticket_ttl_seconds: Option<u64>,
     #[serde(default)]
@@ -274,6 +289,25 @@ pub fn parse(
             PartyRatingSection::Average => PartyRating::Average,
             PartyRatingSection::Max => PartyRating::Max,
         };
+        let ready_check = match &rules.ready_check {
+            None => None,
+            Some(r) if !(1..=MAX_ACCEPT_SECONDS).contains(&r.accept_seconds) => {
+                return Err(at(format!(
+                    "readyCheck.acceptSeconds: must be 1..={MAX_ACCEPT_SECONDS}, got {}",
+                    r.accept_seconds
+                )))
+            }
+            Some(r) if r.decline_cooldown_seconds > 86_400 => {
+                return Err(at(format!(
+                    "readyCheck.declineCooldownSeconds: at most a day (86400), got {}",
+                    r.decline_cooldown_seconds
+                )))
+            }
+            Some(r) => Some(ReadyCheck {
+                accept_within: Duration::from_secs(r.accept_seconds),
+                decline_cooldown: Duration::from_secs(r.decline_cooldown_seconds),
+            }),
+        };
         worlds.push(World {
             name,
             team_size: rules.team_size,
@@ -283,6 +317,7 @@ pub fn parse(
             ticket_ttl,
             require_presence: rules.require_presence,
             mode,
+            ready_check,
         });
     }
     let catalog = WorldCatalog::new(worlds).map_err(|e| err(e.reason))?;
@@ -382,10 +417,29 @@ mod tests {
             (50.0, 10.0, 400.0),
             "defaults to the rating window"
         );
+        assert_eq!(arena.ready_check, None);
         let duel = catalog.get("balanced").unwrap();
         assert_eq!(duel.seats(), 2);
         let balance = duel.rating().unwrap().balance.clone().unwrap();
         assert_eq!(balance.max_window, 40.0);
+    }
+
+    #[test]
+    fn a_ready_check_is_read() {
+        let (catalog, _) = parse(
+            "MM_RULES",
+            r#"{"worlds": [{"name": "duel", "teamSize": 2,
+                "readyCheck": {"acceptSeconds": 15, "declineCooldownSeconds": 60}}]}"#,
+            TTL,
+        )
+        .unwrap();
+        assert_eq!(
+            catalog.get("duel").unwrap().ready_check,
+            Some(ReadyCheck {
+                accept_within: Duration::from_secs(15),
+                decline_cooldown: Duration::from_secs(60),
+            })
+        );
     }
 
     #[test]
@@ -445,6 +499,18 @@ mod tests {
             (
                 r#"{"worlds": [{"name": "a", "teamSize": 5, "partyRating": "max"}]}"#,
                 "world \"a\": partyRating",
+            ),
+            (
+                r#"{"worlds": [{"name": "a", "teamSize": 2, "readyCheck": {"acceptSeconds": 0}}]}"#,
+                "world \"a\": readyCheck.acceptSeconds",
+            ),
+            (
+                r#"{"worlds": [{"name": "a", "teamSize": 2, "readyCheck": {"acceptSeconds": 601}}]}"#,
+                "world \"a\": readyCheck.acceptSeconds",
+            ),
+            (
+                r#"{"worlds": [{"name": "a", "teamSize": 2, "readyCheck": {"acceptSeconds": 10, "cooldown": 5}}]}"#,
+                "world \"a\": unknown field `cooldown`",
             ),
             (
                 r#"{"worlds": [{"name": "r", "teamSize": 5, "teams": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 5}, "balance": {"baseWindow": 10, "widenPerSecond": 1, "maxWindow": 5}}]}"#,

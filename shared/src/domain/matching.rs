@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::ids::{MatchId, PlayerId, Rating, WorldName};
 use super::notification::NotificationId;
 use super::party::PartyView;
+use super::proposal::ProposalView;
 
 /// A formed match, exactly as it is stored in Redis and sent to players.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,6 +115,17 @@ pub enum JoinOutcome {
     InParty {
         world_type: WorldName,
     },
+    /// The join formed a match that is a proposal awaiting everyone's
+    /// answer (a ready check).
+    Proposed(ProposalView),
+    /// The player is in a pending proposal already; nothing changed.
+    ProposalPending(ProposalView),
+    /// The player declined or missed a ready check and may not join for
+    /// `retry_after_ms` more; nothing changed.
+    CoolingDown {
+        world_type: WorldName,
+        retry_after_ms: u64,
+    },
 }
 
 /// The reply to a leave.
@@ -171,6 +183,8 @@ pub enum PlayerStatus {
     Queued(QueuePosition),
     /// In a party that is still assembling.
     Party(PartyView),
+    /// In a match proposal awaiting answers (a ready check).
+    Proposed(ProposalView),
     Matched(MatchRecord),
 }
 

@@ -6,6 +6,7 @@ mod ids;
 mod matching;
 mod notification;
 mod party;
+mod proposal;
 mod ticket;
 
 pub(crate) use ids::check_name;
@@ -25,4 +26,5 @@ pub use party::{
     PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome, PartyJoinOutcome, PartyMember,
     PartyState, PartyView, TicketId,
 };
+pub use proposal::{AnswerOutcome, ProposalCancelReason, ProposalView};
 pub use ticket::{TicketData, MAX_TICKET_DATA_BYTES, MAX_TICKET_DATA_DEPTH};

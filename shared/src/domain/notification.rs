@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::ids::{printable_excerpt, ConnectionId, MatchId, PartyId, PlayerId, WorldName};
 use super::matching::MatchRecord;
 use super::party::{PartyCancelReason, PartyView};
+use super::proposal::ProposalCancelReason;
 use crate::error::ValidationError;
 
 /// Why a ticket was removed before it was matched.
@@ -194,6 +195,27 @@ enum NoteMessage {
         #[serde(default)]
         by: Option<PlayerId>,
     },
+    #[serde(rename_all = "camelCase")]
+    MatchProposed {
+        match_id: MatchId,
+        world_type: WorldName,
+        accept_by: u64,
+        participants: Vec<PlayerId>,
+    },
+    #[serde(rename_all = "camelCase")]
+    MatchAcceptProgress {
+        match_id: MatchId,
+        world_type: WorldName,
+        accepted: u64,
+        total: u64,
+    },
+    #[serde(rename_all = "camelCase")]
+    MatchCancelled {
+        match_id: MatchId,
+        world_type: WorldName,
+        reason: ProposalCancelReason,
+        requeued: bool,
+    },
 }
 
 impl ServerMessage {
@@ -217,6 +239,39 @@ impl ServerMessage {
                 world_type,
                 reason,
                 by,
+            },
+            NoteMessage::MatchProposed {
+                match_id,
+                world_type,
+                accept_by,
+                participants,
+            } => ServerMessage::MatchProposed {
+                match_id,
+                world_type,
+                accept_by,
+                participants,
+            },
+            NoteMessage::MatchAcceptProgress {
+                match_id,
+                world_type,
+                accepted,
+                total,
+            } => ServerMessage::MatchAcceptProgress {
+                match_id,
+                world_type,
+                accepted,
+                total,
+            },
+            NoteMessage::MatchCancelled {
+                match_id,
+                world_type,
+                reason,
+                requeued,
+            } => ServerMessage::MatchCancelled {
+                match_id,
+                world_type,
+                reason,
+                requeued,
             },
         })
     }
@@ -262,6 +317,32 @@ pub enum ServerMessage {
         reason: PartyCancelReason,
         #[serde(skip_serializing_if = "Option::is_none")]
         by: Option<PlayerId>,
+    },
+    /// A match was formed in a world with a ready check: accept (or
+    /// decline) by `accept_by` with `POST /v1/matching/accept`.
+    #[serde(rename_all = "camelCase")]
+    MatchProposed {
+        match_id: MatchId,
+        world_type: WorldName,
+        accept_by: u64,
+        participants: Vec<PlayerId>,
+    },
+    /// Someone accepted a proposal.
+    #[serde(rename_all = "camelCase")]
+    MatchAcceptProgress {
+        match_id: MatchId,
+        world_type: WorldName,
+        accepted: u64,
+        total: u64,
+    },
+    /// A proposal was cancelled; `requeued` tells this player whether their
+    /// ticket went back to the queue (at its old place) or was removed.
+    #[serde(rename_all = "camelCase")]
+    MatchCancelled {
+        match_id: MatchId,
+        world_type: WorldName,
+        reason: ProposalCancelReason,
+        requeued: bool,
     },
     /// The answer to a client's heartbeat: whether the connection is (still)
     /// registered, and the timing the client should keep.

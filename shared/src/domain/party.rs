@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::ids::{PartyId, PlayerId, Rating, WorldName};
 use super::matching::{MatchRecord, QueuePosition};
 use super::notification::NotificationId;
+use super::proposal::ProposalView;
 use crate::error::ValidationError;
 
 /// Where a party stands.
@@ -15,6 +16,8 @@ pub enum PartyState {
     Assembling,
     /// Complete: waiting in the queue as one ticket.
     Queued,
+    /// In a match proposal (a ready check) awaiting answers.
+    Proposed,
 }
 
 /// One member of a party.
@@ -116,6 +119,10 @@ pub enum PartyCreateOutcome {
         world_type: WorldName,
         rating: Rating,
     },
+    /// The leader declined or missed a ready check and may not join yet.
+    CoolingDown {
+        retry_after_ms: u64,
+    },
 }
 
 /// The reply to joining a party.
@@ -128,6 +135,13 @@ pub enum PartyJoinOutcome {
     /// The player was the last: the party waits in the queue as one ticket
     /// (the position carries the party).
     Queued(QueuePosition),
+    /// The player was the last and the party's match is a proposal (a
+    /// ready check) awaiting everyone's answer.
+    Proposed(ProposalView),
+    /// The player declined or missed a ready check and may not join yet.
+    CoolingDown {
+        retry_after_ms: u64,
+    },
     /// The player was the last and the party was matched at once;
     /// `notifications` announce the matches formed, to deliver right away.
     Matched {

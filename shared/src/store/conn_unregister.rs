@@ -38,6 +38,9 @@ impl MatchStore {
         for key in k.party_block() {
             inv.key(key);
         }
+        for key in k.proposal_block() {
+            inv.key(key);
+        }
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
             inv.key(wk.queue)

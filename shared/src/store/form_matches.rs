@@ -2,7 +2,7 @@
 //! complete group of a world's queue, oldest first, in one atomic call.
 
 use super::reply::Reply;
-use super::{flag, millis, rated_args, team_args, MatchStore};
+use super::{flag, millis, rated_args, ready_args, team_args, MatchStore};
 use crate::config::World;
 use crate::domain::MatchRecord;
 use crate::error::StoreError;
@@ -23,6 +23,8 @@ pub struct MatchBatch {
     /// More may be matched right now (a rated world has more anchors due,
     /// or a scan or sweep was cut short): call again.
     pub more_due: bool,
+    /// Matches made proposals (a ready check): final once all accept.
+    pub proposed: u64,
 }
 
 impl MatchStore {
@@ -54,6 +56,9 @@ impl MatchStore {
         for key in k.party_block() {
             inv.key(key);
         }
+        for key in k.proposal_block() {
+            inv.key(key);
+        }
         inv.arg(world.name.as_str())
             .arg(world.seats())
             .arg(millis(self.settings().match_ttl))
@@ -66,11 +71,13 @@ impl MatchStore {
             .arg(flag(world.require_presence));
         rated_args(&mut inv, world);
         team_args(&mut inv, world);
+        ready_args(&mut inv, world);
         let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
         let queue_size = reply.uint("queue size")?;
         let expired = reply.uint("expired removed")?;
         let removed = reply.uint("absent removed")?;
         let more_due = reply.uint("more due")? == 1;
+        let proposed = reply.uint("proposed")?;
         let mut matches = Vec::with_capacity(reply.remaining());
         while reply.remaining() > 0 {
             matches.push(reply.json("match record")?);
@@ -82,6 +89,7 @@ impl MatchStore {
             expired,
             removed,
             more_due,
+            proposed,
         })
     }
 }

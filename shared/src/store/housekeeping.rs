@@ -14,6 +14,8 @@ pub struct Housekeeping {
     pub tickets_removed: u64,
     /// Parties cancelled because their assembly ran out of time.
     pub parties_expired: u64,
+    /// Match proposals cancelled because not everyone accepted in time.
+    pub proposals_expired: u64,
 }
 
 impl MatchStore {
@@ -35,6 +37,9 @@ impl MatchStore {
         for key in k.party_block() {
             inv.key(key);
         }
+        for key in k.proposal_block() {
+            inv.key(key);
+        }
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
             inv.key(wk.queue)
@@ -53,6 +58,7 @@ impl MatchStore {
             connections_removed: reply.uint("connections removed")?,
             tickets_removed: reply.uint("tickets removed")?,
             parties_expired: reply.uint("parties expired")?,
+            proposals_expired: reply.uint("proposals expired")?,
         };
         reply.finish()?;
         Ok(removed)

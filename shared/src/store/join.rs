@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use super::reply::Reply;
-use super::{flag, millis, rated_args, team_args, MatchStore};
+use super::{flag, millis, rated_args, ready_args, team_args, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    JoinOutcome, MatchRecord, NotificationId, PlayerId, QueuePosition, RatedTicket, Rating,
-    TicketData, WaitStats, WorldName,
+    JoinOutcome, MatchRecord, NotificationId, PlayerId, ProposalView, QueuePosition, RatedTicket,
+    Rating, TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -50,6 +50,9 @@ impl MatchStore {
         for key in k.party_block() {
             inv.key(key);
         }
+        for key in k.proposal_block() {
+            inv.key(key);
+        }
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
             inv.key(wk.queue)
@@ -75,6 +78,7 @@ impl MatchStore {
             .arg(r.min)
             .arg(r.max);
         team_args(&mut inv, world);
+        ready_args(&mut inv, world);
         for name in self.world_names() {
             inv.arg(name);
         }
@@ -144,6 +148,12 @@ impl MatchStore {
             },
             "ABSENT" => JoinOutcome::NotConnected { world_type: world },
             "IN_PARTY" => JoinOutcome::InParty { world_type: world },
+            "PROPOSED" => JoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
+            "PENDING" => JoinOutcome::ProposalPending(reply.json::<ProposalView>("proposal")?),
+            "COOLING_DOWN" => JoinOutcome::CoolingDown {
+                world_type: world,
+                retry_after_ms: position,
+            },
             "MATCHED" => {
                 let count = reply.uint("match count")?;
                 let formed = (0..count)

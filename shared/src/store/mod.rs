@@ -21,6 +21,7 @@ mod party_cancel;
 mod party_create;
 mod party_join;
 mod player_status;
+mod proposal_answer;
 mod queue_status;
 mod rating_set;
 mod reply;
@@ -324,6 +325,21 @@ fn team_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
             inv.arg(b.base_window)
                 .arg(b.widen_per_second)
                 .arg(b.max_window);
+        }
+    }
+}
+
+/// The ready check arguments every script that matches takes: the
+/// acceptance time limit and the decline cool-down, in ms (0 and 0 without
+/// a ready check).
+fn ready_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
+    match world.ready_check {
+        None => {
+            inv.arg(0).arg(0);
+        }
+        Some(r) => {
+            inv.arg(millis(r.accept_within).max(1))
+                .arg(millis(r.decline_cooldown));
         }
     }
 }

@@ -29,8 +29,11 @@ impl MatchStore {
         inv.key(wk.queue)
             .key(wk.deadlines)
             .key(wk.ratings)
-            .key(wk.due)
-            .arg(player.as_str())
+            .key(wk.due);
+        for key in k.proposal_block() {
+            inv.key(key);
+        }
+        inv.arg(player.as_str())
             .arg(party.as_str())
             .arg(world.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;

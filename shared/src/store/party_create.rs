@@ -35,6 +35,9 @@ impl MatchStore {
         for key in k.party_block() {
             inv.key(key);
         }
+        for key in k.proposal_block() {
+            inv.key(key);
+        }
         let r = &s.ratings;
         inv.arg(leader.as_str())
             .arg(world.name.as_str())
@@ -79,6 +82,12 @@ impl MatchStore {
                     PartyCreateOutcome::RatingRequired { world_type }
                 }
             }
+            "COOLING_DOWN" => PartyCreateOutcome::CoolingDown {
+                retry_after_ms: reply
+                    .text("cool-down")?
+                    .parse()
+                    .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: {e}")))?,
+            },
             "BAD_RATING" => PartyCreateOutcome::InvalidRating {
                 world_type,
                 rating: Rating::parse(&reply.text("rating")?).map_err(bad)?,

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use super::reply::Reply;
-use super::{flag, millis, rated_args, team_args, MatchStore};
+use super::{flag, millis, rated_args, ready_args, team_args, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    MatchRecord, NotificationId, PartyId, PartyJoinOutcome, PartyView, PlayerId, Rating,
-    TicketData, WaitStats, WorldName,
+    MatchRecord, NotificationId, PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView,
+    Rating, TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -48,6 +48,9 @@ impl MatchStore {
             .key(wk.rate)
             .key(wk.ratings)
             .key(wk.due);
+        for key in k.proposal_block() {
+            inv.key(key);
+        }
         inv.arg(player.as_str())
             .arg(party.as_str())
             .arg(world.name.as_str())
@@ -67,6 +70,7 @@ impl MatchStore {
             .arg(r.max);
         team_args(&mut inv, world);
         inv.arg(world.party_rating.as_str());
+        ready_args(&mut inv, world);
 
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let status = reply.text("status")?;
@@ -127,6 +131,12 @@ impl MatchStore {
                 }
             }
             "NOT_FOUND" => PartyJoinOutcome::NotFound,
+            "PROPOSED" => PartyJoinOutcome::Proposed(
+                serde_json::from_str::<ProposalView>(&detail).map_err(|e| bad("proposal", &e))?,
+            ),
+            "COOLING_DOWN" => PartyJoinOutcome::CoolingDown {
+                retry_after_ms: detail.parse().map_err(|e| bad("cool-down", &e))?,
+            },
             "BUSY" => PartyJoinOutcome::Busy {
                 world_type: WorldName::parse(&detail).map_err(|e| bad("world", &e))?,
             },

@@ -22,7 +22,9 @@ impl MatchStore {
             .key(k.matches())
             .key(k.match_expiry())
             .key(k.parties())
-            .key(k.player_party());
+            .key(k.player_party())
+            .key(k.proposals())
+            .key(k.player_proposal());
         for w in self.settings().worlds.iter() {
             let wk = k.world(&w.name);
             inv.key(wk.queue).key(wk.rate).key(wk.ratings);
@@ -36,6 +38,7 @@ impl MatchStore {
             "IDLE" => PlayerStatus::Idle,
             "MATCHED" => PlayerStatus::Matched(reply.json("match record")?),
             "PARTY" => PlayerStatus::Party(reply.json("party")?),
+            "PROPOSED" => PlayerStatus::Proposed(reply.json("proposal")?),
             "QUEUED" => {
                 let world = reply.parsed("world", WorldName::parse)?;
                 let position = reply.uint("position")?;

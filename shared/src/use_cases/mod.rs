@@ -4,12 +4,14 @@
 //! response.
 
 mod parties;
+mod proposals;
 
 use std::time::Duration;
 
 use futures_util::future::join_all;
 
 pub use parties::{cancel_party, create_party, join_party, PartyRejection};
+pub use proposals::answer_proposal;
 
 use crate::config::World;
 use crate::delivery::{deliver_now, Pusher};
@@ -51,7 +53,12 @@ pub async fn join_and_notify<P: Pusher>(
         | JoinOutcome::NotConnected { .. }
         | JoinOutcome::RatingRequired { .. }
         | JoinOutcome::InvalidRating { .. }
-        | JoinOutcome::InParty { .. } => {}
+        | JoinOutcome::InParty { .. }
+        // MATCH_PROPOSED goes through the outbox (a note); the matcher
+        // delivers it within a tick.
+        | JoinOutcome::Proposed(_)
+        | JoinOutcome::ProposalPending(_)
+        | JoinOutcome::CoolingDown { .. } => {}
     }
     Ok(outcome)
 }

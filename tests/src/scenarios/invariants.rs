@@ -468,6 +468,7 @@ impl Client<'_> {
                 assert_eq!(view.state, PartyState::Assembling);
                 assert!(view.members.iter().any(|m| m.player_id == id && m.joined));
             }
+            PlayerStatus::Proposed(p) => assert!(p.participants.contains(&id), "{p:?}"),
             PlayerStatus::Matched(m) => assert!(m.includes(&id)),
             PlayerStatus::Idle => {}
         }

@@ -34,6 +34,7 @@ pub enum ApiRoute {
     CreateParty,
     JoinParty,
     CancelParty,
+    Accept,
 }
 
 impl ApiRoute {
@@ -48,6 +49,7 @@ impl ApiRoute {
             ApiRoute::CreateParty => "POST /v1/parties",
             ApiRoute::JoinParty => "POST /v1/parties/{partyId}/join",
             ApiRoute::CancelParty => "DELETE /v1/parties/{partyId}",
+            ApiRoute::Accept => "POST /v1/matching/accept",
         }
     }
 
@@ -59,6 +61,7 @@ impl ApiRoute {
             ("POST", ["v1", "matching", "join"]) => Some((ApiRoute::Join, HashMap::new())),
             ("POST", ["v1", "matching", "leave"]) => Some((ApiRoute::Leave, HashMap::new())),
             ("GET", ["v1", "matching", "my-status"]) => Some((ApiRoute::MyStatus, HashMap::new())),
+            ("POST", ["v1", "matching", "accept"]) => Some((ApiRoute::Accept, HashMap::new())),
             ("GET", ["v1", "matching", "queue-status", world]) if !world.is_empty() => {
                 let world = percent_decode(world);
                 Some((

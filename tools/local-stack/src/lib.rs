@@ -127,7 +127,7 @@ impl HttpHandlers for Arc<LambdaHandlers> {
         request: lambda_http::Request,
     ) -> Result<lambda_http::Response<lambda_http::Body>, lambda_http::Error> {
         match route {
-            ApiRoute::Join | ApiRoute::CreateParty | ApiRoute::JoinParty => {
+            ApiRoute::Join | ApiRoute::CreateParty | ApiRoute::JoinParty | ApiRoute::Accept => {
                 join::handle(&self.join, request).await
             }
             ApiRoute::Leave | ApiRoute::CancelParty => leave::handle(&self.leave, request).await,

@@ -5,7 +5,7 @@ use lambda_http::http::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE}
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Error, Request, Response};
 use serde::Serialize;
-use shared::{PlayerId, QueuePosition, StoreError, WorldName};
+use shared::{PlayerId, ProposalView, QueuePosition, StoreError, WorldName};
 
 use super::{request_path, Route};
 
@@ -33,6 +33,10 @@ pub enum ErrorCode {
     MemberBusy,
     PartyNotFound,
     InvalidParty,
+    ProposalPending,
+    ProposalNotFound,
+    ProposalExpired,
+    CoolingDown,
 }
 
 impl ErrorCode {
@@ -58,6 +62,10 @@ impl ErrorCode {
             ErrorCode::MemberBusy => "MEMBER_BUSY",
             ErrorCode::PartyNotFound => "PARTY_NOT_FOUND",
             ErrorCode::InvalidParty => "INVALID_PARTY",
+            ErrorCode::ProposalPending => "PROPOSAL_PENDING",
+            ErrorCode::ProposalNotFound => "PROPOSAL_NOT_FOUND",
+            ErrorCode::ProposalExpired => "PROPOSAL_EXPIRED",
+            ErrorCode::CoolingDown => "COOLING_DOWN",
         }
     }
 
@@ -72,12 +80,16 @@ impl ErrorCode {
             | ErrorCode::NotQueued
             | ErrorCode::NotFound
             | ErrorCode::MatchNotFound
-            | ErrorCode::PartyNotFound => StatusCode::NOT_FOUND,
+            | ErrorCode::PartyNotFound
+            | ErrorCode::ProposalNotFound => StatusCode::NOT_FOUND,
             ErrorCode::AlreadyQueued
             | ErrorCode::NotConnected
             | ErrorCode::RatingRequired
             | ErrorCode::InParty
-            | ErrorCode::MemberBusy => StatusCode::CONFLICT,
+            | ErrorCode::MemberBusy
+            | ErrorCode::ProposalPending
+            | ErrorCode::ProposalExpired
+            | ErrorCode::CoolingDown => StatusCode::CONFLICT,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -123,6 +135,12 @@ pub enum ErrorDetails {
     /// The member at issue (MEMBER_BUSY).
     Member {
         player_id: PlayerId,
+    },
+    /// A pending match proposal (PROPOSAL_PENDING).
+    Proposal(ProposalView),
+    /// When the caller may join again (COOLING_DOWN).
+    CoolingDown {
+        retry_after_seconds: u64,
     },
     /// A party too large for its world (INVALID_PARTY).
     PartyLimit {

@@ -8,7 +8,7 @@ use serde_json::Value;
 use shared::use_cases::RatingWrite;
 use shared::{
     use_cases, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, MatchStore, PartyView, PlayerId,
-    PlayerStatus, Pusher, QueuePosition, Rating, TicketData, WorldName,
+    PlayerStatus, ProposalView, Pusher, QueuePosition, Rating, TicketData, WorldName,
 };
 use tracing::field::Empty;
 
@@ -66,6 +66,10 @@ pub(super) enum CallerState<'a> {
     /// In a party that is still assembling.
     Party {
         party: &'a PartyView,
+    },
+    /// In a match proposal awaiting answers (a ready check).
+    Proposed {
+        proposal: &'a ProposalView,
     },
     Matched {
         #[serde(rename = "match")]
@@ -163,6 +167,25 @@ async fn join_inner<P: Pusher>(
             world_type,
             queue_size,
         } => Err(queue_full(world_type, queue_size)),
+        JoinOutcome::Proposed(proposal) => Ok(ok(
+            &proposed_message(&proposal),
+            &CallerState::Proposed {
+                proposal: &proposal,
+            },
+        )),
+        JoinOutcome::ProposalPending(proposal) => Err(ApiError::new(
+            ErrorCode::ProposalPending,
+            format!(
+                "match {} awaits your answer (POST /v1/matching/accept) first",
+                proposal.match_id
+            ),
+        )
+        .with(ErrorDetails::Proposal(proposal))
+        .into()),
+        JoinOutcome::CoolingDown {
+            world_type,
+            retry_after_ms,
+        } => Err(cooling_down(world_type.as_str(), retry_after_ms)),
         JoinOutcome::InParty { world_type } => Err(ApiError::new(
             ErrorCode::InParty,
             format!(
@@ -172,6 +195,28 @@ async fn join_inner<P: Pusher>(
         .with(ErrorDetails::World { world_type })
         .into()),
     }
+}
+
+pub(super) fn proposed_message(p: &ProposalView) -> String {
+    format!(
+        "match {} proposed in {}: accept by {} (Unix ms)",
+        p.match_id, p.world_type, p.accept_by
+    )
+}
+
+/// 409 COOLING_DOWN: the caller declined or missed a ready check.
+pub(super) fn cooling_down(world: &str, retry_after_ms: u64) -> Failure {
+    let retry_after_seconds = retry_after_ms.div_ceil(1000);
+    ApiError::new(
+        ErrorCode::CoolingDown,
+        format!(
+            "you declined or missed a ready check in {world}; you may join again in {retry_after_seconds} s"
+        ),
+    )
+    .with(ErrorDetails::CoolingDown {
+        retry_after_seconds,
+    })
+    .into()
 }
 
 pub(super) fn queue_full(world_type: WorldName, queue_size: u64) -> Failure {
@@ -319,6 +364,12 @@ async fn my_status_inner(store: &MatchStore, req: &Request) -> Result<Response<B
                 party.party_id, party.world_type
             ),
             &CallerState::Party { party: &party },
+        )),
+        PlayerStatus::Proposed(proposal) => Ok(ok(
+            &proposed_message(&proposal),
+            &CallerState::Proposed {
+                proposal: &proposal,
+            },
         )),
         PlayerStatus::Matched(record) => {
             let msg = format!("matched in {} ({})", record.world_type, record.match_id);

@@ -12,6 +12,7 @@
 mod errors;
 mod handlers;
 mod parties;
+mod proposals;
 mod request;
 
 use lambda_http::http::Method;
@@ -21,11 +22,13 @@ use lambda_http::{Request, RequestExt};
 pub use errors::{envelope, not_found, ApiError, ErrorCode, ErrorDetails};
 pub use handlers::{join, leave, match_record, my_status, put_rating, queue_status};
 pub use parties::{cancel_party, create_party, join_party};
+pub use proposals::accept;
 pub use request::{caller, with_caller, MAX_BODY_BYTES};
 
 pub const JOIN_PATH: &str = "/v1/matching/join";
 pub const LEAVE_PATH: &str = "/v1/matching/leave";
 pub const MY_STATUS_PATH: &str = "/v1/matching/my-status";
+pub const ACCEPT_PATH: &str = "/v1/matching/accept";
 /// Followed by the world name: `/v1/matching/queue-status/{worldType}`.
 pub const QUEUE_STATUS_PREFIX: &str = "/v1/matching/queue-status/";
 /// Followed by the match id: `/v1/matching/matches/{matchId}`.
@@ -53,6 +56,8 @@ pub enum Route {
     JoinParty,
     /// `DELETE /v1/parties/{partyId}`
     CancelParty,
+    /// `POST /v1/matching/accept`
+    Accept,
 }
 
 /// The `{partyId}` of a party route path, and whether it is the join route.
@@ -79,6 +84,7 @@ impl Route {
             JOIN_PATH => Some(Route::Join),
             LEAVE_PATH => Some(Route::Leave),
             MY_STATUS_PATH => Some(Route::MyStatus),
+            ACCEPT_PATH => Some(Route::Accept),
             _ if segment_after(path, QUEUE_STATUS_PREFIX).is_some() => Some(Route::QueueStatus),
             _ if segment_after(path, MATCH_PREFIX).is_some() => Some(Route::Match),
             _ if segment_after(path, RATINGS_PREFIX).is_some() => Some(Route::Rating),
@@ -94,7 +100,9 @@ impl Route {
     /// The one method the route answers.
     pub fn method(self) -> Method {
         match self {
-            Route::Join | Route::Leave | Route::CreateParty | Route::JoinParty => Method::POST,
+            Route::Join | Route::Leave | Route::CreateParty | Route::JoinParty | Route::Accept => {
+                Method::POST
+            }
             Route::QueueStatus | Route::MyStatus | Route::Match => Method::GET,
             Route::Rating => Method::PUT,
             Route::CancelParty => Method::DELETE,
@@ -103,7 +111,9 @@ impl Route {
 
     fn method_name(self) -> &'static str {
         match self {
-            Route::Join | Route::Leave | Route::CreateParty | Route::JoinParty => "POST",
+            Route::Join | Route::Leave | Route::CreateParty | Route::JoinParty | Route::Accept => {
+                "POST"
+            }
             Route::QueueStatus | Route::MyStatus | Route::Match => "GET",
             Route::Rating => "PUT",
             Route::CancelParty => "DELETE",
@@ -165,6 +175,7 @@ mod tests {
         assert_eq!(at("/v1/matching/matches/"), None);
         assert_eq!(at("/v1/ratings/alice"), Some(Route::Rating));
         assert_eq!(at("/v1/parties"), Some(Route::CreateParty));
+        assert_eq!(at("/v1/matching/accept"), Some(Route::Accept));
         assert_eq!(at("/v1/parties/arena.1-a/join"), Some(Route::JoinParty));
         assert_eq!(at("/v1/parties/arena.1-a"), Some(Route::CancelParty));
         assert_eq!(at("/v1/parties/"), None);

@@ -17,7 +17,8 @@ use super::errors::{
     envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
 };
 use super::handlers::{
-    claimed_rating, invalid_rating, ok, queue_full, queued_message, CallerState,
+    claimed_rating, cooling_down, invalid_rating, ok, proposed_message, queue_full, queued_message,
+    CallerState,
 };
 use super::request::{
     caller, check_method, claim, configured_world, invalid_field, json_body, optional_json_body,
@@ -208,6 +209,9 @@ async fn create_party_inner(store: &MatchStore, req: &Request) -> Result<Respons
         .into()),
         PartyCreateOutcome::NotConnected { .. } => Err(not_connected(world)),
         PartyCreateOutcome::RatingRequired { .. } => Err(rating_required(world)),
+        PartyCreateOutcome::CoolingDown { retry_after_ms } => {
+            Err(cooling_down(world.name.as_str(), retry_after_ms))
+        }
         PartyCreateOutcome::InvalidRating { world_type, rating } => Err(invalid_rating(
             store,
             Some(world_type),
@@ -256,6 +260,15 @@ async fn join_party_inner<P: Pusher>(
             &format!("match {} found in {}", record.match_id, record.world_type),
             &CallerState::Matched { record: &record },
         )),
+        PartyJoinOutcome::Proposed(proposal) => Ok(ok(
+            &proposed_message(&proposal),
+            &CallerState::Proposed {
+                proposal: &proposal,
+            },
+        )),
+        PartyJoinOutcome::CoolingDown { retry_after_ms } => {
+            Err(cooling_down(world.name.as_str(), retry_after_ms))
+        }
         PartyJoinOutcome::NotFound => Err(party_not_found(&id)),
         PartyJoinOutcome::Busy { world_type } => Err(ApiError::new(
             ErrorCode::AlreadyQueued,

@@ -1,0 +1,107 @@
+//! `lua/proposal_answer.lua`: a participant accepts or declines a match
+//! proposal (a ready check).
+
+use serde::Deserialize;
+
+use super::reply::Reply;
+use super::{millis, MatchStore};
+use crate::domain::{AnswerOutcome, MatchId, MatchRecord, NotificationId, PlayerId, WorldName};
+use crate::error::StoreError;
+use crate::scripts::SCRIPTS;
+
+const SCRIPT: &str = "proposal_answer.lua";
+
+/// The one field of a stored proposal needed to pick the world's keys.
+#[derive(Deserialize)]
+struct StoredProposal {
+    world: String,
+}
+
+impl MatchStore {
+    /// `player` accepts (`accept`) or declines proposal `id`.
+    pub async fn answer_proposal(
+        &self,
+        id: &MatchId,
+        player: &PlayerId,
+        accept: bool,
+    ) -> Result<AnswerOutcome, StoreError> {
+        let k = self.keys();
+        // The proposal's world decides which keys the script takes; it never
+        // changes, and the script checks it again.
+        let stored: Option<String> = self
+            .command(redis::cmd("HGET").arg(k.proposals()).arg(id.as_str()))
+            .await?;
+        let Some(world) = stored
+            .and_then(|json| serde_json::from_str::<StoredProposal>(&json).ok())
+            .and_then(|p| WorldName::parse(&p.world).ok())
+        else {
+            return Ok(AnswerOutcome::NotFound);
+        };
+        let wk = k.world(&world);
+        let mut inv = SCRIPTS.proposal_answer.prepare_invoke();
+        inv.key(k.tickets())
+            .key(k.matches())
+            .key(k.match_expiry())
+            .key(k.player_match())
+            .key(k.outbox());
+        for key in k.party_block() {
+            inv.key(key);
+        }
+        for key in k.proposal_block() {
+            inv.key(key);
+        }
+        inv.key(wk.queue)
+            .key(wk.deadlines)
+            .key(wk.rate)
+            .key(wk.ratings)
+            .key(wk.due)
+            .arg(player.as_str())
+            .arg(id.as_str())
+            .arg(if accept { "1" } else { "0" })
+            .arg(world.as_str())
+            .arg(millis(self.settings().match_ttl))
+            .arg(self.window_ms());
+        let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
+        let outcome = match reply.text("status")?.as_str() {
+            "ACCEPTED" => AnswerOutcome::Accepted {
+                accepted: reply.uint("accepted")?,
+                total: reply.uint("total")?,
+            },
+            "ALREADY" => AnswerOutcome::AlreadyAccepted {
+                accepted: reply.uint("accepted")?,
+                total: reply.uint("total")?,
+            },
+            "MATCHED" => AnswerOutcome::Matched {
+                record: reply.json::<MatchRecord>("match record")?,
+                notification: reply.parsed("notification id", NotificationId::parse)?,
+            },
+            status @ ("CANCELLED" | "EXPIRED") => {
+                let requeued = reply.uint("requeued")?;
+                reply.uint("unused")?;
+                if status == "CANCELLED" {
+                    AnswerOutcome::Cancelled {
+                        world_type: world,
+                        requeued,
+                    }
+                } else {
+                    AnswerOutcome::Expired {
+                        world_type: world,
+                        requeued,
+                    }
+                }
+            }
+            "NOT_FOUND" => {
+                reply.text("unused")?;
+                reply.uint("unused")?;
+                AnswerOutcome::NotFound
+            }
+            other => {
+                return Err(StoreError::UnexpectedReply(format!(
+                    "{SCRIPT}: status {other:?}"
+                )))
+            }
+        };
+        reply.finish()?;
+        Ok(outcome)
+    }
+}
