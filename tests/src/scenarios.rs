@@ -19,8 +19,10 @@ use crate::{eventually, settings_for};
 
 mod invariants;
 mod parties;
+mod ready_check;
 pub use invariants::*;
 pub use parties::*;
+pub use ready_check::*;
 
 /// Every scenario, listed once. `$callback!(a, b, ...)` is called with all
 /// of their names: `tests/standalone.rs` makes one test of each on its own
@@ -58,6 +60,11 @@ macro_rules! for_each_scenario {
             party_requests_that_cannot_be_met_write_nothing,
             a_party_ends_as_a_whole,
             teams_hold_parties_whole_and_balance_ratings,
+            a_ready_check_makes_the_match_final_when_all_accept,
+            decliners_are_removed_and_everyone_else_keeps_their_place,
+            a_proposal_that_times_out_removes_only_the_silent,
+            a_party_in_a_proposal_stays_whole,
+            leaving_during_a_proposal_cancels_it,
         );
     };
 }

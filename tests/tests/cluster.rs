@@ -54,6 +54,12 @@ async fn invariants_hold_in_two_namespaces_on_different_masters() {
     );
     assert_eq!(a.operations + b.operations, ops);
     assert!(a.matches > 0 && b.matches > 0, "{a:?} {b:?}");
+    for r in [&a, &b] {
+        assert!(
+            r.parties_queued > 0 && r.accepted_matches > 0 && r.removed_from_proposals > 0,
+            "parties and ready checks were exercised: {r:?}"
+        );
+    }
     for (ns, owner) in [(&ns_a, owner_a), (&ns_b, owner_b)] {
         let tag = format!("{{{ns}}}");
         for node in 0..cluster.nodes.len() {

@@ -48,6 +48,12 @@ async fn concurrent_clients_and_matchers_keep_the_invariants() {
     let report = scenarios::concurrency_invariants(&env(&server), "soak", 64, 8, ops).await;
     assert_eq!(report.operations, ops);
     assert!(report.joins > ops / 10 && report.matches > 0, "{report:?}");
+    assert!(
+        report.parties_queued > 0
+            && report.accepted_matches > 0
+            && report.removed_from_proposals > 0,
+        "parties and ready checks were exercised: {report:?}"
+    );
     eprintln!("invariants held: {report:?}");
 }
 

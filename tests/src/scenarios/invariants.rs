@@ -1,12 +1,16 @@
 //! The concurrency invariant: many clients join, leave, form, join and
-//! cancel parties and ask for status at random while several matchers form
-//! matches and expire unassembled parties, in FIFO, rated and team worlds.
+//! cancel parties, answer ready checks and ask for status at random while
+//! several matchers form matches and expire unassembled parties and
+//! unanswered proposals, in FIFO, rated, team and ready-check worlds.
 //! Afterwards every ticket is accounted for exactly once, every match has
 //! exactly its seats, no party is ever split (across matches or teams), no
-//! player holds two tickets, and nothing of a failed party is left.
+//! player holds two tickets or is in two proposals, and nothing of a failed
+//! party or proposal is left.
 
 use serde_json::Value;
-use shared::{PartyCancelOutcome, PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyState};
+use shared::{
+    AnswerOutcome, PartyCancelOutcome, PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyState,
+};
 
 use super::*;
 
@@ -18,6 +22,10 @@ pub struct InvariantReport {
     pub matches: u64,
     /// Parties that entered a queue.
     pub parties_queued: u64,
+    /// Matches of the ready-check world (every one accepted by all).
+    pub accepted_matches: u64,
+    /// Tickets removed from cancelled proposals.
+    pub removed_from_proposals: u64,
 }
 
 #[derive(Default)]
@@ -30,8 +38,9 @@ struct PlayerLedger {
 
 /// The worlds of the concurrency invariant: three FIFO worlds, a rated one
 /// (window from 100, widening 50/s, no limit after 2 s, so its groups keep
-/// forming while clients churn), and two worlds of 2 x 2 teams, FIFO and
-/// rated.
+/// forming while clients churn), two worlds of 2 x 2 teams, FIFO and rated,
+/// and a world with a ready check (one second to accept, one second of
+/// cool-down).
 pub const INVARIANT_RULES: &str = r#"{"worlds": [
     {"name": "world1", "teamSize": 3},
     {"name": "world2", "teamSize": 2},
@@ -40,7 +49,8 @@ pub const INVARIANT_RULES: &str = r#"{"worlds": [
      "rating": {"baseWindow": 100, "widenPerSecond": 50, "maxWindow": 400, "relaxAfterSeconds": 2}},
     {"name": "arena", "teamSize": 2, "teams": 2},
     {"name": "ranked_teams", "teamSize": 2, "teams": 2, "mode": "rating",
-     "rating": {"baseWindow": 100, "widenPerSecond": 50, "maxWindow": 400, "relaxAfterSeconds": 2}}
+     "rating": {"baseWindow": 100, "widenPerSecond": 50, "maxWindow": 400, "relaxAfterSeconds": 2}},
+    {"name": "ready", "teamSize": 2, "readyCheck": {"acceptSeconds": 1, "declineCooldownSeconds": 1}}
 ]}"#;
 
 /// A player's fixed rating in the invariant run (1000..=2000).
@@ -156,7 +166,8 @@ pub async fn concurrency_invariants(
                         let m = rng.random_range(0..2);
                         client.cancel_party(k, m).await;
                     }
-                    57..75 => client.leave(w, p).await,
+                    57..72 => client.leave(w, p).await,
+                    72..86 => client.answer(p, rng.random_range(0..100) < 85).await,
                     _ => client.status(p).await,
                 }
             }
@@ -175,6 +186,16 @@ pub async fn concurrency_invariants(
         t.await.expect("matcher task");
     }
     drain_rated_worlds(&store, &formed).await;
+    // Every proposal still open times out (1 s) and is settled.
+    eventually(
+        "open proposals to time out",
+        Duration::from_secs(30),
+        || async {
+            store.housekeeping(1000).await.unwrap();
+            (zcard(&store, &store.keys().proposal_expiry()).await == 0).then_some(())
+        },
+    )
+    .await;
     // Every unassembled party expires (1 s) and leaves nothing behind.
     eventually(
         "unassembled parties to expire",
@@ -204,6 +225,7 @@ pub async fn concurrency_invariants(
     let ledger = std::mem::take(&mut *ledger.lock().unwrap());
     let per_player_matches = check_matches(&store, &formed, &book).await;
     let queued = check_queues(&store, &book).await;
+    let removed = removed_from_proposals(&store).await;
 
     // Every ticket is accounted for exactly once.
     let mut all_players: BTreeSet<&str> = ledger.keys().map(String::as_str).collect();
@@ -215,11 +237,12 @@ pub async fn concurrency_invariants(
         let left = l.map_or(0, |l| l.left);
         let matched = per_player_matches.get(p).copied().unwrap_or(0);
         let exp = expired.get(p).copied().unwrap_or(0);
+        let out = removed.get(p).copied().unwrap_or(0);
         let still = u64::from(queued.contains_key(p));
         assert_eq!(
             tickets,
-            matched + left + exp + still,
-            "{p}: {tickets} tickets but {matched} matched + {left} left + {exp} expired + {still} queued"
+            matched + left + exp + out + still,
+            "{p}: {tickets} tickets but {matched} matched + {left} left + {exp} expired + {out} removed from proposals + {still} queued"
         );
         joins += tickets;
     }
@@ -232,9 +255,11 @@ pub async fn concurrency_invariants(
         e.1 |= *party;
     }
     for (w, (n, has_party)) in by_world {
-        let seats = store.settings().worlds.get(w).unwrap().seats() as usize;
+        let world = store.settings().worlds.get(w).unwrap();
+        let seats = world.seats() as usize;
+        // Timed-out proposals put players back after the matchers stopped.
         assert!(
-            has_party || n < seats,
+            has_party || world.ready_check.is_some() || n < seats,
             "{w} still holds {n} solo players, a full match of {seats}"
         );
     }
@@ -244,6 +269,8 @@ pub async fn concurrency_invariants(
         joins,
         matches: formed.len() as u64,
         parties_queued,
+        accepted_matches: formed.iter().filter(|m| m.world_type == "ready").count() as u64,
+        removed_from_proposals: removed.values().sum(),
     }
 }
 
@@ -298,8 +325,15 @@ impl Client<'_> {
                 self.formed.lock().unwrap().extend(formed);
                 self.forget_matched_party(p);
             }
+            JoinOutcome::Proposed(view) => {
+                assert!(view.participants.contains(&id), "{view:?}");
+                self.count(&[p.to_owned()], 1, 0);
+                self.forget_matched_party(p);
+            }
             JoinOutcome::AlreadyQueued(q) => assert!(q.position >= 1, "{q:?}"),
-            JoinOutcome::InParty { .. } => {}
+            JoinOutcome::InParty { .. }
+            | JoinOutcome::ProposalPending(_)
+            | JoinOutcome::CoolingDown { .. } => {}
             other => panic!("{p} joining {w}: {other:?}"),
         }
     }
@@ -346,7 +380,9 @@ impl Client<'_> {
                     queued: false,
                 });
             }
-            PartyCreateOutcome::LeaderQueued { .. } | PartyCreateOutcome::MemberBusy { .. } => {}
+            PartyCreateOutcome::LeaderQueued { .. }
+            | PartyCreateOutcome::MemberBusy { .. }
+            | PartyCreateOutcome::CoolingDown { .. } => {}
             refused => panic!("creating a party of {leader} and {other}: {refused:?}"),
         }
     }
@@ -381,11 +417,20 @@ impl Client<'_> {
                 self.formed.lock().unwrap().extend(formed);
                 self.parties.remove(k);
             }
+            PartyJoinOutcome::Proposed(view) => {
+                for member in &party.members {
+                    assert!(view.participants.contains(&player(member)), "{view:?}");
+                }
+                self.count(&party.members, 1, 0);
+                self.queued_parties += 1;
+                self.parties[k].joined[m] = true;
+                self.parties[k].queued = true;
+            }
             // Expired, matched, or cancelled: gone.
             PartyJoinOutcome::NotFound => {
                 self.parties.remove(k);
             }
-            PartyJoinOutcome::Busy { .. } => {}
+            PartyJoinOutcome::Busy { .. } | PartyJoinOutcome::CoolingDown { .. } => {}
             other => panic!("{p} joining {party:?}: {other:?}"),
         }
     }
@@ -430,19 +475,25 @@ impl Client<'_> {
                     previous_position <= remaining_queue_size + 1,
                     "{previous_position} of {remaining_queue_size}"
                 );
+                // Position 0: an assembling party, or a match proposal (whose
+                // removals the notes account for).
                 match in_party {
                     Some(k) => {
                         let party = self.parties.remove(k);
-                        if party.queued {
-                            assert!(previous_position >= 1);
+                        if previous_position >= 1 {
+                            assert!(party.queued, "{party:?}");
                             self.count(&party.members, 0, 1);
-                        } else {
-                            assert_eq!(previous_position, 0, "an assembling party waits nowhere");
                         }
                     }
                     None => {
-                        assert!(previous_position >= 1);
-                        self.count(&[p.to_owned()], 0, 1);
+                        if previous_position >= 1 {
+                            self.count(&[p.to_owned()], 0, 1);
+                        } else {
+                            assert_eq!(
+                                w, "ready",
+                                "only a ready check holds tickets outside a queue"
+                            );
+                        }
                     }
                 }
             }
@@ -451,6 +502,35 @@ impl Client<'_> {
                 self.parties.remove(k);
             }
             (LeaveOutcome::NotQueued { .. }, _) => {}
+        }
+    }
+
+    /// Answers the player's pending proposal, if any.
+    async fn answer(&mut self, p: &str, accept: bool) {
+        let id = player(p);
+        let PlayerStatus::Proposed(view) = self.store.player_status(&id).await.expect("status")
+        else {
+            return;
+        };
+        assert!(view.participants.contains(&id), "{view:?}");
+        match self
+            .store
+            .answer_proposal(&view.match_id, &id, accept)
+            .await
+            .expect("answer")
+        {
+            // The last accept reports the match once, like a join.
+            AnswerOutcome::Matched { record, .. } => {
+                assert_eq!(record.match_id, view.match_id);
+                assert_eq!(record.participants, view.participants);
+                self.formed.lock().unwrap().push(record);
+            }
+            // Who was removed is told by a note (counted at the end).
+            AnswerOutcome::Cancelled { .. }
+            | AnswerOutcome::Expired { .. }
+            | AnswerOutcome::Accepted { .. }
+            | AnswerOutcome::AlreadyAccepted { .. }
+            | AnswerOutcome::NotFound => {}
         }
     }
 
@@ -737,4 +817,37 @@ pub fn invariant_operations() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(50_000)
+}
+
+/// Players whose ticket a cancelled proposal removed (declined, left, timed
+/// out, or in a party with such a player), by how many times: every
+/// MATCH_CANCELLED note that did not requeue them. Nobody delivers the
+/// outbox in this run, so every note is still there.
+async fn removed_from_proposals(store: &MatchStore) -> HashMap<String, u64> {
+    let k = store.keys();
+    assert_eq!(
+        hlen(store, &k.proposals()).await,
+        0,
+        "proposals left behind"
+    );
+    assert_eq!(
+        hlen(store, &k.player_proposal()).await,
+        0,
+        "proposal pointers left behind"
+    );
+    let notes: HashMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(k.notes()))
+        .await
+        .unwrap();
+    let mut removed: HashMap<String, u64> = HashMap::new();
+    for note in notes.values() {
+        let mut lines = note.split('\n');
+        let message: Value = serde_json::from_str(lines.next().unwrap_or_default()).unwrap();
+        if message["type"] == "MATCH_CANCELLED" && message["requeued"] == false {
+            for p in lines {
+                *removed.entry(p.to_owned()).or_default() += 1;
+            }
+        }
+    }
+    removed
 }
