@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use base64::Engine;
 use integration_tests::lambda_events::{
-    assert_refused, assert_unavailable, envelope, http_event, pre_join,
+    assert_refused, assert_unavailable, envelope, http_event, pre_join, set_caller, set_party_id,
+    take_notes,
 };
 use integration_tests::scenarios::{player, Env};
 use integration_tests::RedisServer;
@@ -166,4 +167,144 @@ async fn redis_down_answers_503_within_the_timeout() {
     );
     server.kill();
     assert_unavailable(call(&app, event(|_| {})), Duration::from_secs(3)).await;
+}
+
+const CANCEL_PARTY: &str = include_str!("../../../events/cancel-party.json");
+
+/// `events/cancel-party.json` (player-1 cancels `world1.18f3a-2b`) for
+/// caller `sub` and party `party_id`.
+fn cancel_party_event(sub: &str, party_id: &str) -> Request {
+    http_event(CANCEL_PARTY, |v| {
+        set_caller(v, sub);
+        set_party_id(v, party_id);
+    })
+}
+
+/// A world1 party led by `leader` with `invited`, created through the
+/// store; its id. The creation's PARTY_UPDATE notes are taken.
+async fn party(app: &App, leader: &str, invited: &[&str]) -> String {
+    let store = &app.store;
+    let world = store.settings().worlds.get("world1").expect("world1");
+    let invited: Vec<_> = invited.iter().map(|p| player(p)).collect();
+    match store
+        .create_party(world, &player(leader), &invited, None, None)
+        .await
+        .expect("create party")
+    {
+        shared::PartyCreateOutcome::Created(view) => {
+            take_notes(store).await;
+            view.party_id.to_string()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `events/cancel-party.json` as it is names no party: 404 PARTY_NOT_FOUND
+/// in the envelope, nothing written; so is a party the caller is not a
+/// member of, and one of an unconfigured world; a malformed id is 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_party_event_for_no_such_party_is_party_not_found() {
+    let server = RedisServer::start();
+    let app = app(&server, "leave-party-missing", &[]);
+    let body = refused(
+        &app,
+        http_event(CANCEL_PARTY, |_| {}),
+        404,
+        "PARTY_NOT_FOUND",
+    )
+    .await;
+    assert_eq!(
+        body["data"],
+        json!({"error": "PARTY_NOT_FOUND", "partyId": "world1.18f3a-2b"})
+    );
+    assert!(
+        body["msg"].as_str().unwrap().contains("world1.18f3a-2b"),
+        "{body}"
+    );
+
+    let id = party(&app, "player-1", &["player-2"]).await;
+    let body = refused(
+        &app,
+        cancel_party_event("player-9", &id),
+        404,
+        "PARTY_NOT_FOUND",
+    )
+    .await;
+    assert_eq!(body["data"]["partyId"], id.as_str());
+    refused(
+        &app,
+        cancel_party_event("player-1", "world9.1-a"),
+        404,
+        "PARTY_NOT_FOUND",
+    )
+    .await;
+    let req = http_event(CANCEL_PARTY, |v| {
+        v["pathParameters"]["partyId"] = json!("nope")
+    });
+    let body = refused(&app, req, 400, "INVALID_REQUEST").await;
+    assert_eq!(body["data"]["field"], "partyId");
+    let req = http_event(CANCEL_PARTY, |v| {
+        v["requestContext"]["http"]["method"] = json!("POST")
+    });
+    let body = refused(&app, req, 405, "METHOD_NOT_ALLOWED").await;
+    assert_eq!(body["data"]["allowed"], json!(["DELETE"]));
+}
+
+/// A member who joined cancels the party (reason LEFT); an invited player
+/// who has not joined declines it (reason DECLINED). Either way 200 with
+/// the party as it was, everyone else is told PARTY_CANCELLED through the
+/// outbox, and the party is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_party_event_cancels_and_tells_the_other_members() {
+    let server = RedisServer::start();
+    let app = app(&server, "leave-party-cancel", &[]);
+    let id = party(&app, "player-1", &["player-2", "player-3"]).await;
+
+    let (status, body) = call(&app, cancel_party_event("player-1", &id)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["cancelled"], true);
+    let party_view = &body["data"]["party"];
+    assert_eq!(party_view["partyId"], id.as_str());
+    assert_eq!(party_view["worldType"], "world1");
+    assert_eq!(party_view["leader"], "player-1");
+    assert_eq!(party_view["state"], "ASSEMBLING");
+    assert_eq!(
+        party_view["members"],
+        json!([{"playerId": "player-1", "joined": true},
+               {"playerId": "player-2", "joined": false},
+               {"playerId": "player-3", "joined": false}])
+    );
+    assert_eq!(
+        take_notes(&app.store).await,
+        [(
+            json!({"type": "PARTY_CANCELLED", "partyId": id, "worldType": "world1",
+                   "reason": "LEFT", "by": "player-1"}),
+            vec!["player-2".to_owned(), "player-3".to_owned()]
+        )]
+    );
+    assert_eq!(
+        app.store.player_status(&player("player-1")).await.unwrap(),
+        shared::PlayerStatus::Idle
+    );
+    refused(
+        &app,
+        cancel_party_event("player-1", &id),
+        404,
+        "PARTY_NOT_FOUND",
+    )
+    .await;
+
+    // An invited player declines.
+    let id = party(&app, "player-1", &["player-2", "player-3"]).await;
+    let (status, body) = call(&app, cancel_party_event("player-3", &id)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["party"]["partyId"], id.as_str());
+    assert_eq!(
+        take_notes(&app.store).await,
+        [(
+            json!({"type": "PARTY_CANCELLED", "partyId": id, "worldType": "world1",
+                   "reason": "DECLINED", "by": "player-3"}),
+            vec!["player-1".to_owned(), "player-2".to_owned()]
+        )]
+    );
 }

@@ -70,7 +70,7 @@ async fn queue_status_event_reports_empty_waiting_and_estimated_queues() {
 
     assert_eq!(
         ok_data(&app, event_file()).await,
-        json!({"worldType": "world1", "waiting": 0, "teamSize": 3,
+        json!({"worldType": "world1", "waiting": 0, "teamSize": 3, "teams": 1,
                "estimatedWaitSeconds": null, "oldestWaitMs": 0})
     );
 
@@ -360,4 +360,72 @@ async fn rating_event_writes_the_trusted_rating_only_with_the_writer_scope() {
         "INVALID_REQUEST",
     )
     .await;
+}
+
+/// `events/my-status.json` for party members: PARTY with the party while it
+/// assembles (an invited player who has not joined is not in it yet, so
+/// IDLE), then QUEUED with the party once its ticket waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn my_status_event_reports_an_assembling_and_a_queued_party() {
+    let server = RedisServer::start();
+    let app = app(&server, "status-party", &[]);
+    let store = &app.store;
+    let world = store.settings().worlds.get("world2").unwrap().clone();
+    let id = match store
+        .create_party(
+            &world,
+            &shared::PlayerId::parse("player-1").unwrap(),
+            &[shared::PlayerId::parse("player-2").unwrap()],
+            None,
+            None,
+        )
+        .await
+        .unwrap()
+    {
+        shared::PartyCreateOutcome::Created(view) => view.party_id,
+        other => panic!("{other:?}"),
+    };
+    let data = ok_data(&app, my_status_of("player-1")).await;
+    assert_eq!(data["status"], "PARTY", "{data}");
+    assert_eq!(data["party"]["partyId"], id.as_str());
+    assert_eq!(data["party"]["state"], "ASSEMBLING");
+    assert_eq!(
+        data["party"]["members"],
+        json!([{"playerId": "player-1", "joined": true},
+               {"playerId": "player-2", "joined": false}])
+    );
+    assert_eq!(
+        ok_data(&app, my_status_of("player-2")).await,
+        json!({"status": "IDLE"}),
+        "invited, not joined"
+    );
+
+    let joined = store
+        .join_party(
+            &world,
+            &id,
+            &shared::PlayerId::parse("player-2").unwrap(),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(joined, shared::PartyJoinOutcome::Queued(_)),
+        "{joined:?}"
+    );
+    for p in ["player-1", "player-2"] {
+        let data = ok_data(&app, my_status_of(p)).await;
+        assert_eq!(
+            (
+                data["status"].as_str(),
+                data["worldType"].as_str(),
+                data["position"].as_u64()
+            ),
+            (Some("QUEUED"), Some("world2"), Some(1)),
+            "{p}: {data}"
+        );
+        assert_eq!(data["party"]["partyId"], id.as_str(), "{p}");
+        assert_eq!(data["party"]["state"], "QUEUED", "{p}");
+    }
 }
