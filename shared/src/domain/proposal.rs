@@ -42,7 +42,7 @@ pub enum AnswerOutcome {
     AlreadyAccepted { accepted: u64, total: u64 },
     /// The last accept: the match is final; `notification` announces it.
     Matched {
-        record: MatchRecord,
+        record: Box<MatchRecord>,
         notification: NotificationId,
     },
     /// Declined: the proposal is cancelled; `requeued` tickets went back to

@@ -83,13 +83,13 @@ impl MatchStore {
             inv.arg(name);
         }
         match self.decode_join(player, self.invoke(&inv, false).await?)? {
-            Decoded::Outcome(outcome) => Ok(outcome),
+            Decoded::Outcome(outcome) => Ok(*outcome),
             Decoded::Stale(retired) => {
                 // A ticket of a world removed from the configuration: nobody
                 // matches or sweeps it any more. Drop it, then join for real.
                 self.drop_stale_ticket(&retired, player).await?;
                 match self.decode_join(player, self.invoke(&inv, false).await?)? {
-                    Decoded::Outcome(outcome) => Ok(outcome),
+                    Decoded::Outcome(outcome) => Ok(*outcome),
                     Decoded::Stale(world) => Err(StoreError::UnexpectedReply(format!(
                         "{SCRIPT}: still STALE ({world}) after dropping the stale ticket"
                     ))),
@@ -185,7 +185,7 @@ impl MatchStore {
             }
         };
         reply.finish()?;
-        Ok(Decoded::Outcome(outcome))
+        Ok(Decoded::Outcome(Box::new(outcome)))
     }
 
     /// A queue position with its wait estimate from the world's statistics
@@ -225,7 +225,7 @@ impl MatchStore {
 }
 
 enum Decoded {
-    Outcome(JoinOutcome),
+    Outcome(Box<JoinOutcome>),
     /// The player holds a ticket of this world, which is no longer configured.
     Stale(WorldName),
 }

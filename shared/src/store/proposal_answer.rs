@@ -72,7 +72,7 @@ impl MatchStore {
                 total: reply.uint("total")?,
             },
             "MATCHED" => AnswerOutcome::Matched {
-                record: reply.json::<MatchRecord>("match record")?,
+                record: Box::new(reply.json::<MatchRecord>("match record")?),
                 notification: reply.parsed("notification id", NotificationId::parse)?,
             },
             status @ ("CANCELLED" | "EXPIRED") => {

@@ -523,7 +523,7 @@ impl Client<'_> {
             AnswerOutcome::Matched { record, .. } => {
                 assert_eq!(record.match_id, view.match_id);
                 assert_eq!(record.participants, view.participants);
-                self.formed.lock().unwrap().push(record);
+                self.formed.lock().unwrap().push(*record);
             }
             // Who was removed is told by a note (counted at the end).
             AnswerOutcome::Cancelled { .. }

@@ -108,7 +108,7 @@ pub enum ErrorDetails {
         field: &'static str,
     },
     /// Where the caller already waits (ALREADY_QUEUED).
-    Queued(QueuePosition),
+    Queued(Box<QueuePosition>),
     UnknownWorld {
         world_type: WorldName,
         worlds: Vec<WorldName>,
@@ -137,7 +137,7 @@ pub enum ErrorDetails {
         player_id: PlayerId,
     },
     /// A pending match proposal (PROPOSAL_PENDING).
-    Proposal(ProposalView),
+    Proposal(Box<ProposalView>),
     /// When the caller may join again (COOLING_DOWN).
     CoolingDown {
         retry_after_seconds: u64,

@@ -144,7 +144,7 @@ async fn join_inner<P: Pusher>(
                 q.world_type, q.position, q.queue_size
             ),
         )
-        .with(ErrorDetails::Queued(q))
+        .with(ErrorDetails::Queued(Box::new(q)))
         .into()),
         JoinOutcome::NotConnected { world_type } => Err(ApiError::new(
             ErrorCode::NotConnected,
@@ -180,7 +180,7 @@ async fn join_inner<P: Pusher>(
                 proposal.match_id
             ),
         )
-        .with(ErrorDetails::Proposal(proposal))
+        .with(ErrorDetails::Proposal(Box::new(proposal)))
         .into()),
         JoinOutcome::CoolingDown {
             world_type,
