@@ -205,3 +205,79 @@ async fn a_party_of_tabs_plays_in_one_team() {
     }
     stack.stop().await;
 }
+
+/// A ready check in two tabs: both see the dialog with a countdown; one
+/// accepts, the other sees the progress and accepts; both show the match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ready_check_dialog_counts_down_and_both_accept() {
+    let rules =
+        r#"{"worlds": [{"name": "duel", "teamSize": 2, "readyCheck": {"acceptSeconds": 30}}]}"#;
+    let stack = support::start_stack_vars(&[("MM_RULES", rules)]).await;
+    let mut browser = Browser::launch().await;
+    let mut pages = Vec::new();
+    for name in ["amy", "bo"] {
+        let page = browser
+            .open(&format!("{}/?player={name}&world=duel", stack.http_url))
+            .await;
+        browser
+            .wait_for(
+                &page,
+                "the page to load its worlds",
+                "document.getElementById('world').options.length > 0",
+                Duration::from_secs(15),
+            )
+            .await;
+        browser
+            .eval(&page, "document.getElementById('connect').click()")
+            .await;
+        browser
+            .wait_for(
+                &page,
+                "the socket to open",
+                "!document.getElementById('join').disabled",
+                Duration::from_secs(15),
+            )
+            .await;
+        browser
+            .eval(&page, "document.getElementById('join').click()")
+            .await;
+        pages.push(page);
+    }
+    for page in &pages {
+        let countdown = browser
+            .wait_for(
+                page,
+                "the ready dialog with a countdown",
+                "document.getElementById('ready').open && Number(document.getElementById('ready-countdown').textContent) > 0 && document.getElementById('ready-countdown').textContent",
+                Duration::from_secs(15),
+            )
+            .await;
+        let left: u64 = countdown.as_str().unwrap_or_default().parse().unwrap_or(0);
+        assert!((1..=30).contains(&left), "{countdown}");
+    }
+    browser
+        .eval(&pages[0], "document.getElementById('ready-accept').click()")
+        .await;
+    browser
+        .wait_for(
+            &pages[1],
+            "bo to see amy's accept",
+            "document.getElementById('ready-progress').textContent.startsWith('1 of 2')",
+            Duration::from_secs(15),
+        )
+        .await;
+    browser
+        .eval(&pages[1], "document.getElementById('ready-accept').click()")
+        .await;
+    for page in &pages {
+        browser
+            .wait_for(
+                page,
+                "the match on the page, the dialog closed",
+                "!document.getElementById('ready').open && (document.querySelector('#matches .match') || {}).dataset?.matchId",
+                Duration::from_secs(15),
+            )
+            .await;
+    }
+    stack.stop().await;
+}
