@@ -1,9 +1,17 @@
-//! Per-world matcher metrics as CloudWatch Embedded Metric Format (EMF):
-//! one JSON line on stdout per world per tick, which Lambda ships to
-//! CloudWatch Logs and CloudWatch turns into metrics without any API call.
+//! Per-world metrics as CloudWatch Embedded Metric Format (EMF): one JSON
+//! line on stdout per world per matcher tick, and one per world for the
+//! matches a request formed (an instant match on join, a party completing,
+//! the last accept of a ready check), which Lambda ships to CloudWatch Logs
+//! and CloudWatch turns into metrics without any API call. Both carry
+//! `MatchesFormed` and `PlayersMatched` with the `World` dimension, so a
+//! sum over them counts every match however it formed.
+
+use std::collections::BTreeMap;
+use std::io::Write;
 
 use serde::Serialize;
 use shared::matcher::WorldTick;
+use shared::MatchRecord;
 
 /// CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "Matchmaking";
@@ -122,6 +130,73 @@ pub fn emf_line(metrics: &WorldTickMetrics, timestamp_ms: u64) -> String {
     serde_json::to_string(&line).unwrap_or_default()
 }
 
+/// The EMF line of the matches one request formed in one world.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct RequestMatchesLine<'a> {
+    #[serde(rename = "_aws")]
+    aws: Metadata,
+    world: &'a str,
+    matches_formed: u64,
+    players_matched: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mean_spread: Option<f64>,
+}
+
+/// One EMF line per world for `formed`, the matches a request formed.
+pub fn request_match_lines(formed: &[MatchRecord], timestamp_ms: u64) -> Vec<String> {
+    let mut by_world: BTreeMap<&str, Vec<&MatchRecord>> = BTreeMap::new();
+    for m in formed {
+        by_world.entry(m.world_type.as_str()).or_default().push(m);
+    }
+    by_world
+        .into_iter()
+        .map(|(world, matches)| {
+            let spreads: Vec<f64> = matches.iter().filter_map(|m| m.spread).collect();
+            let mean_spread =
+                (!spreads.is_empty()).then(|| spreads.iter().sum::<f64>() / spreads.len() as f64);
+            let mut definitions = vec![count("MatchesFormed"), count("PlayersMatched")];
+            if mean_spread.is_some() {
+                definitions.push(MetricDefinition {
+                    name: "MeanSpread",
+                    unit: "None",
+                });
+            }
+            let line = RequestMatchesLine {
+                aws: Metadata {
+                    timestamp: timestamp_ms,
+                    cloudwatch_metrics: [MetricDirective {
+                        namespace: NAMESPACE,
+                        dimensions: [["World"]],
+                        metrics: definitions,
+                    }],
+                },
+                world,
+                matches_formed: matches.len() as u64,
+                players_matched: matches.iter().map(|m| m.participants.len() as u64).sum(),
+                mean_spread,
+            };
+            serde_json::to_string(&line).unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Writes the EMF lines of the matches a request formed to stdout (best
+/// effort: a closed stdout must not fail the request).
+pub fn print_request_matches(formed: &[MatchRecord]) {
+    if formed.is_empty() {
+        return;
+    }
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let mut out = std::io::stdout().lock();
+    for line in request_match_lines(formed, now_ms) {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
+}
+
 fn count(name: &'static str) -> MetricDefinition {
     MetricDefinition {
         name,
@@ -178,6 +253,57 @@ mod tests {
         assert!(names.contains(&"MeanSpread".to_owned()));
         let fifo = emf_line(&WorldTickMetrics::default(), 1);
         assert!(!fifo.contains("MeanSpread"));
+    }
+
+    #[test]
+    fn a_requests_matches_are_counted_per_world() {
+        let record = |id: &str, world: &str, players: &[&str], spread: Option<f64>| MatchRecord {
+            match_id: shared::MatchId::parse(id).unwrap(),
+            world_type: shared::WorldName::parse(world).unwrap(),
+            participants: players
+                .iter()
+                .map(|p| shared::PlayerId::parse(p).unwrap())
+                .collect(),
+            matched_at: 1,
+            player_data: None,
+            ratings: None,
+            spread,
+            teams: None,
+            team_difference: None,
+            parties: None,
+        };
+        let lines = request_match_lines(
+            &[
+                record("1-a", "duel", &["a", "b"], None),
+                record("1-b", "ranked", &["c", "d"], Some(10.0)),
+                record("1-c", "ranked", &["e", "f"], Some(30.0)),
+            ],
+            7,
+        );
+        assert_eq!(lines.len(), 2, "one line per world");
+        let duel: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(
+            (
+                duel["World"].as_str(),
+                duel["MatchesFormed"].as_u64(),
+                duel["PlayersMatched"].as_u64()
+            ),
+            (Some("duel"), Some(1), Some(2))
+        );
+        assert!(duel.get("MeanSpread").is_none());
+        let ranked: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
+        assert_eq!(
+            (
+                ranked["MatchesFormed"].as_u64(),
+                ranked["MeanSpread"].as_f64()
+            ),
+            (Some(2), Some(20.0))
+        );
+        let directive = &ranked["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], NAMESPACE);
+        for metric in directive["Metrics"].as_array().unwrap() {
+            assert!(ranked[metric["Name"].as_str().unwrap()].is_number());
+        }
     }
 
     #[test]

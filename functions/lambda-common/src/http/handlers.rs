@@ -133,7 +133,8 @@ async fn join_inner<P: Pusher>(
 
     match use_cases::join_and_notify(store, pusher, world, &player, data.as_ref(), claimed).await? {
         JoinOutcome::Queued(q) => Ok(ok(&queued_message(&q), &CallerState::Queued(&q))),
-        JoinOutcome::Matched { record, .. } => {
+        JoinOutcome::Matched { record, formed, .. } => {
+            crate::metrics::print_request_matches(&formed);
             let msg = format!("match {} found in {}", record.match_id, record.world_type);
             Ok(ok(&msg, &CallerState::Matched { record: &record }))
         }

@@ -256,10 +256,13 @@ async fn join_party_inner<P: Pusher>(
             &CallerState::Party { party: &party },
         )),
         PartyJoinOutcome::Queued(q) => Ok(ok(&queued_message(&q), &CallerState::Queued(&q))),
-        PartyJoinOutcome::Matched { record, .. } => Ok(ok(
-            &format!("match {} found in {}", record.match_id, record.world_type),
-            &CallerState::Matched { record: &record },
-        )),
+        PartyJoinOutcome::Matched { record, formed, .. } => Ok({
+            crate::metrics::print_request_matches(&formed);
+            ok(
+                &format!("match {} found in {}", record.match_id, record.world_type),
+                &CallerState::Matched { record: &record },
+            )
+        }),
         PartyJoinOutcome::Proposed(proposal) => Ok(ok(
             &proposed_message(&proposal),
             &CallerState::Proposed {

@@ -84,10 +84,13 @@ async fn accept_inner<P: Pusher>(
                 total,
             },
         )),
-        AnswerOutcome::Matched { record, .. } => Ok(ok(
-            &format!("everyone accepted: match {id} is on"),
-            &Answered::Matched { record: &record },
-        )),
+        AnswerOutcome::Matched { record, .. } => Ok({
+            crate::metrics::print_request_matches(std::slice::from_ref(&*record));
+            ok(
+                &format!("everyone accepted: match {id} is on"),
+                &Answered::Matched { record: &record },
+            )
+        }),
         AnswerOutcome::Cancelled {
             world_type,
             requeued,
