@@ -105,13 +105,14 @@ end
 -- extra.layouts[g] for each group: { teams = { {position...}... } or nil,
 -- parties = { {position...}... } } (positions 1..team within the group).
 -- With extra.propose the records are only built, not written (a ready
--- check: see _proposals.lua). Returns the records as JSON strings and the
--- outbox ids ("M|<match id>").
+-- check: see _proposals.lua). `front`: the players are exactly the first
+-- groups * team of the queue (removed by rank, cheaper than by member).
+-- Returns the records as JSON strings and the outbox ids ("M|<match id>").
 --
 -- This runs for every instant match and for up to tens of thousands of
 -- players per matcher tick, so it avoids per-player Redis calls and pattern
 -- matching, and fills arrays with explicit indexes (# is O(log n) in Lua 5.1).
-local function record_matches(k, world, team, players, groups, match_ttl, now, window, ratings, extra)
+local function record_matches(k, world, team, players, groups, match_ttl, now, window, ratings, extra, front)
   local taken = groups * team
   local data
   if extra then
@@ -132,7 +133,11 @@ local function record_matches(k, world, team, players, groups, match_ttl, now, w
       end
       i = last + 1
     end
-    chunked('ZREM', k.queue, players, 1)
+    if front then
+      redis.call('ZREMRANGEBYRANK', k.queue, 0, taken - 1)
+    else
+      chunked('ZREM', k.queue, players, 1)
+    end
     chunked('ZREM', k.deadlines, players, 1)
     chunked('HDEL', k.tickets, players, 1)
   end
@@ -241,6 +246,26 @@ end
 -- Returns the records and outbox ids of final matches.
 local function record_groups(k, world, seats, teams, groups, match_ttl, now, window, rated)
   local cap = seats / teams
+  -- Solo tickets picked from their ratings entry alone carry no data yet.
+  local unread, n_unread = {}, 0
+  for _, items in ipairs(groups) do
+    for _, it in ipairs(items) do
+      if not it.data then
+        n_unread = n_unread + 1
+        unread[n_unread] = it
+      end
+    end
+  end
+  for i = 1, n_unread, CHUNK do
+    local last = math.min(i + CHUNK - 1, n_unread)
+    local names = {}
+    for j = i, last do names[j - i + 1] = unread[j].ticket end
+    local raw = redis.call('HMGET', k.tickets, unpack(names))
+    for j = i, last do
+      local _, _, _, _, data = decode_ticket(raw[j - i + 1] or '')
+      unread[j].data = { data or '' }
+    end
+  end
   local players, data, ratings, layouts, tickets = {}, {}, rated and {} or nil, {}, {}
   local packed = {}
   local n = 0
@@ -394,6 +419,8 @@ local function form_matches(k, world, seats, teams, max_groups, match_ttl, now, 
   if groups == 0 then
     return {}, {}, #expired, removed, false
   end
-  local records, ids = record_matches(k, world, seats, players, groups, match_ttl, now, window)
+  -- Without presence removals the players are the queue's first ranks.
+  local records, ids = record_matches(k, world, seats, players, groups, match_ttl, now, window,
+    nil, nil, removed == 0 and not presence)
   return records, ids, #expired, removed, false
 end

@@ -79,6 +79,12 @@ local function nearest(ratings_key, r, w, fetch)
   return out
 end
 
+-- A solo rated ticket as ticket_info describes it, from its ratings entry
+-- alone; its data is read when the match is recorded (data = nil).
+local function rated_solo(t, rating)
+  return { ticket = t, size = 1, players = { t }, ratings = { rating }, sum = rating, rating = rating }
+end
+
 -- Queues `ticket` (its key `member` in the ratings ZSET) to be tried as
 -- an anchor again after the retry delay.
 local function retry_later(k, rules, ticket, now)
@@ -103,7 +109,14 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
   end
   local anchor_member = rating_member(seq, anchor)
   local r = tonumber(redis.call('ZSCORE', k.ratings, anchor_member))
-  local a = r and ticket_info(k, anchor, r)
+  local a = nil
+  if r and is_party_ticket(anchor) then
+    a = ticket_info(k, anchor, r)
+  elseif r then
+    local _, _, _, _, data = decode_ticket(ticket)
+    a = rated_solo(anchor, r)
+    a.data = { data or '' }
+  end
   if not a then
     redis.call('ZREM', k.due, anchor)
     return nil
@@ -125,7 +138,13 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
     local member = c[1]
     if member ~= anchor_member then
       local t = member_ticket(member)
-      local info = ticket_info(k, t, c[2])
+      -- A solo ticket is all in its ratings entry: no read until recorded.
+      local info
+      if is_party_ticket(t) then
+        info = ticket_info(k, t, c[2])
+      else
+        info = rated_solo(t, c[2])
+      end
       if info and presence and not all_present(k.presence, info.players, now) then
         gone[#gone + 1] = t
       elseif info and info.size <= remaining then
