@@ -207,7 +207,7 @@ pushers = {"JoinFunction", "MatcherFunction", "WsConnectFunction"}
 # Every function gets all of these (MM_RULES / MM_WORLDS: exactly one, below).
 env_vars = {
     "REDIS_URL", "REDIS_CLUSTER", "MM_NAMESPACE", "MM_INSTANT_MATCH",
-    "MM_HEARTBEAT_SECS", "MM_PRESENCE_TIMEOUT_SECS",
+    "MM_HEARTBEAT_SECS", "MM_PRESENCE_TIMEOUT_SECS", "MM_PARTY_TTL_SECS",
     "MM_WS_ENDPOINT", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS_URL", "RUST_LOG",
 }
 # Gone from the application (registrations lapse on missed heartbeats now).
@@ -285,6 +285,7 @@ for fn, binary in binaries.items():
     check(env.get("MM_HEARTBEAT_SECS") == ref("HeartbeatSeconds"), fn + ": MM_HEARTBEAT_SECS is not HeartbeatSeconds")
     check(env.get("MM_PRESENCE_TIMEOUT_SECS") == ref("PresenceTimeoutSeconds"),
           fn + ": MM_PRESENCE_TIMEOUT_SECS is not PresenceTimeoutSeconds")
+    check(env.get("MM_PARTY_TTL_SECS") == ref("PartyTtlSeconds"), fn + ": MM_PARTY_TTL_SECS is not PartyTtlSeconds")
     # The application refuses MM_RULES next to MM_WORLDS: exactly one is set,
     # whatever the Rules parameter says.
     for label, values, want_var, want_value in world_config_cases:
@@ -371,6 +372,7 @@ want = {
     ("put", "/v1/ratings/{playerId}"): "StatusFunction",
     ("post", "/v1/parties"): "JoinFunction",
     ("post", "/v1/parties/{partyId}/join"): "JoinFunction",
+    ("post", "/v1/matching/accept"): "JoinFunction",
     ("delete", "/v1/parties/{partyId}"): "LeaveFunction",
 }
 got = {}
@@ -556,6 +558,10 @@ except (TypeError, ValueError):
     check(False, "HeartbeatSeconds / PresenceTimeoutSeconds defaults are not numbers")
 check("longer than HeartbeatSeconds" in pt.get("Description", ""),
       "parameter PresenceTimeoutSeconds must say it has to be longer than HeartbeatSeconds")
+# The application's default (shared::config) and minimum (1 s: it refuses 0).
+ptt = params.get("PartyTtlSeconds", {})
+check(str(ptt.get("Default")) == "120" and str(ptt.get("MinValue")) == "1",
+      "parameter PartyTtlSeconds must default to 120, minimum 1")
 for name in sorted(removed_env_vars):
     check(name not in json.dumps(t), "the template still mentions " + name)
 
