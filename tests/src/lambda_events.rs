@@ -120,6 +120,38 @@ pub fn set_party_id(event: &mut Value, party_id: &str) {
     }
 }
 
+/// Edits the JSON object in an event's (plain text) `body`, and keeps a
+/// `content-length` header, if there is one, true to the new body.
+fn edit_json_body(event: &mut Value, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+    let text = event["body"].as_str().expect("a text body");
+    let mut body: Value = serde_json::from_str(text).expect("the body is JSON");
+    edit(body.as_object_mut().expect("the body is a JSON object"));
+    let text = body.to_string();
+    if let Some(length) = event
+        .get_mut("headers")
+        .and_then(|h| h.get_mut("content-length"))
+    {
+        *length = Value::String(text.len().to_string());
+    }
+    event["body"] = Value::String(text);
+}
+
+/// Points an accept event (`events/accept.json`) at the proposal `match_id`
+/// (the body's `matchId`).
+pub fn set_match_id(event: &mut Value, match_id: &str) {
+    edit_json_body(event, |b| {
+        b.insert("matchId".into(), Value::String(match_id.to_owned()));
+    });
+}
+
+/// Makes an accept event (`events/accept.json`) accept (`true`) or decline
+/// (`false`) the proposal (the body's `accept`).
+pub fn set_accept(event: &mut Value, accept: bool) {
+    edit_json_body(event, |b| {
+        b.insert("accept".into(), Value::Bool(accept));
+    });
+}
+
 /// The notes due in the outbox (PARTY_UPDATE, PARTY_CANCELLED, a party
 /// ticket's TICKET_EXPIRED) as the JSON a client would be pushed, each with
 /// the players to tell (sorted). Every due entry is claimed and settled, so
