@@ -28,7 +28,7 @@ Matchers:
 
 Run:
   --speed X             how much faster than real time redis-server's
-                        clock runs (libfaketime)                 [40]
+                        clock runs (libfaketime)                 [20]
   --drain S             keep ticking S simulated seconds after the last
                         arrival; who is left then is unmatched   [120]
   --in-flight N         joins in flight per rule set             [32]
@@ -77,7 +77,7 @@ impl Default for Options {
             ticket_ttl: 900,
             instant_match: true,
             oracle_periods: vec![1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0],
-            speed: 40.0,
+            speed: 20.0,
             drain: 120.0,
             in_flight: 32,
             redis_server: "redis-server".into(),

@@ -51,7 +51,11 @@ impl Pusher for NullPusher {
 pub struct Lane {
     pub label: String,
     pub kind: Kind,
+    /// The joins' connection.
     pub store: MatchStore,
+    /// The matcher's own connection, as a separate matcher process has: its
+    /// ticks never queue behind the joins in flight.
+    pub matcher: MatchStore,
     pub world: World,
     /// The lane's redis-server clock (each server has its own fake epoch).
     pub clock: SimClock,
@@ -65,14 +69,17 @@ pub struct Drive {
     pub scenario: Arc<Scenario>,
     /// Player id → arrival index.
     pub index: Arc<HashMap<String, usize>>,
-    /// Simulated time the lane stops at (last arrival + drain).
+    /// Simulated time the lane stops at (last arrival + drain), or later:
+    /// never before `drain` after its last join completed.
     pub end: f64,
+    pub drain: f64,
     /// Joins in flight at once.
     pub in_flight: usize,
 }
 
 impl Drive {
-    pub fn new(scenario: Arc<Scenario>, end: f64, in_flight: usize) -> Self {
+    pub fn new(scenario: Arc<Scenario>, drain: f64, in_flight: usize) -> Self {
+        let end = scenario.last_arrival() + drain;
         let index = scenario
             .arrivals
             .iter()
@@ -83,6 +90,7 @@ impl Drive {
             scenario,
             index: Arc::new(index),
             end,
+            drain,
             in_flight: in_flight.max(1),
         }
     }
@@ -129,19 +137,26 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
         label,
         kind,
         store,
+        matcher,
         world,
         clock,
         mut notes,
     } = lane;
     let (tick_tx, mut tick_rx) = mpsc::unbounded_channel::<Ticked>();
+    // When the last join has completed (simulated time): the drain runs from
+    // then, in case the driver fell behind the trace.
+    let (done_tx, done_rx) = tokio::sync::watch::channel(None::<f64>);
     let ticker = {
-        let store = store.clone();
-        let end = drive.end;
+        let store = matcher.clone();
+        let (end, drain) = (drive.end, drive.drain);
         tokio::spawn(async move {
             let mut skipped = 0u64;
             let mut second = 1u64;
-            let last = end.floor().max(0.0) as u64;
-            while second <= last {
+            let last = || match *done_rx.borrow() {
+                Some(done) => end.max(done + drain).floor().max(0.0) as u64,
+                None => u64::MAX,
+            };
+            while second <= last() {
                 tokio::time::sleep_until(clock.real_at(second as f64).into()).await;
                 let started = clock.sim_now();
                 let result = tick(&store, &NullPusher).await;
@@ -153,7 +168,7 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
                 // A late tick runs at once; a second that has passed entirely
                 // while the previous tick ran is skipped.
                 let next = (clock.sim_now().floor().max(0.0) as u64).max(second + 1);
-                skipped += next.min(last + 1) - second - 1;
+                skipped += next.min(last().saturating_add(1)) - second - 1;
                 second = next;
             }
             skipped
@@ -188,9 +203,10 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
         });
     }
     drop(join_tx);
-    let skipped = ticker.await.unwrap_or(0);
     // Every join has finished once all permits are back.
     let _all = permits.acquire_many(drive.in_flight as u32).await;
+    let _ = done_tx.send(Some(clock.sim_now()));
+    let skipped = ticker.await.unwrap_or(0);
 
     let mut joins = Vec::with_capacity(drive.scenario.arrivals.len());
     while let Some(j) = join_rx.recv().await {
@@ -238,6 +254,7 @@ fn assemble(label: String, kind: Kind, drive: &Drive, clock: &SimClock, seen: Se
         waiting,
         skipped_ticks,
     } = seen;
+    let tick_count = ticks.len();
     let scenario = &drive.scenario;
     let n = scenario.arrivals.len();
     let mut notes = Vec::new();
@@ -374,7 +391,7 @@ fn assemble(label: String, kind: Kind, drive: &Drive, clock: &SimClock, seen: Se
             d.mean, d.p95, d.max
         ));
     }
-    let planned = drive.end.floor().max(1.0);
+    let planned = (tick_count as u64 + skipped_ticks).max(1) as f64;
     if skipped_ticks as f64 > MAX_SKIPPED * planned {
         lagging.push(format!(
             "{skipped_ticks} of {planned} ticks skipped (limit {:.0} %)",

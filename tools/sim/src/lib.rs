@@ -148,8 +148,10 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
                 rs.file, world.name, world.team_size, config.team_size
             ));
         }
-        let store = MatchStore::new(settings).map_err(|e| e.to_string())?;
+        let store = MatchStore::new(settings.clone()).map_err(|e| e.to_string())?;
+        let matcher = MatchStore::new(settings).map_err(|e| e.to_string())?;
         engine::warm_up(&store).await?;
+        engine::warm_up(&matcher).await?;
         described.push((rs.label.clone(), rs.file.clone(), rules::describe(&world)));
         let kind = if is_fifo {
             Kind::Fifo
@@ -165,7 +167,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
             format!("{} ({})", rs.label, world.name)
         };
         speeds.push(server.measured_speed);
-        lanes.push((label, kind, store, world, rs.notes.clone()));
+        lanes.push((label, kind, store, matcher, world, rs.notes.clone()));
         controls.push(server.control);
         redis_servers.push(server.redis);
     }
@@ -179,15 +181,20 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
         clocks.push(SimClock::new(origin, reading, config.speed));
     }
     let end = config.scenario.last_arrival() + config.drain;
-    let drive = Drive::new(Arc::new(config.scenario.clone()), end, config.in_flight);
+    let drive = Drive::new(
+        Arc::new(config.scenario.clone()),
+        config.drain,
+        config.in_flight,
+    );
     let handles: Vec<_> = lanes
         .into_iter()
         .zip(clocks.iter())
-        .map(|((label, kind, store, world, notes), clock)| {
+        .map(|((label, kind, store, matcher, world, notes), clock)| {
             let lane = Lane {
                 label,
                 kind,
                 store,
+                matcher,
                 world,
                 clock: *clock,
                 notes,
