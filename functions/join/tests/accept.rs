@@ -414,7 +414,22 @@ async fn a_late_accept_event_is_proposal_expired() {
     let proposal = propose(&fx).await;
     let id = proposal["matchId"].as_str().unwrap().to_owned();
     take_notes(&fx.app.store).await;
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // Wait for the answer to be late by Redis's clock (the scripts' clock).
+    let accept_by = proposal["acceptBy"].as_u64().expect("acceptBy");
+    integration_tests::eventually(
+        "the time to accept to run out",
+        Duration::from_secs(10),
+        || async {
+            let (secs, micros): (u64, u64) = fx
+                .app
+                .store
+                .command(&redis::cmd("TIME"))
+                .await
+                .expect("TIME");
+            (secs * 1000 + micros / 1000 > accept_by).then_some(())
+        },
+    )
+    .await;
 
     let (status, body) = call(&fx, answer("player-1", &id, true)).await;
     assert_eq!(status, 409, "{body}");
