@@ -23,7 +23,10 @@ pub const MAX_PLAYERS_PER_MATCH: u32 = 100;
 /// An anchor that found no match is tried again after this long (one tick).
 pub const ANCHOR_RETRY: Duration = Duration::from_secs(1);
 /// Anchors one matcher call tries in a rated world: bounds the call's time.
-pub const ANCHORS_PER_CALL: u32 = 200;
+/// A script blocks every other client of the shard while it runs, so calls
+/// stay short (~50 ms at a million waiting, see the benchmark's row 6b) and
+/// the matcher makes several per tick while more anchors are due.
+pub const ANCHORS_PER_CALL: u32 = 50;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
