@@ -338,6 +338,11 @@ pub fn decile_table(rows: &[DecileRow]) -> String {
     out
 }
 
+/// Text made safe for a Markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
 pub fn checks_table(checks: &[Check]) -> String {
     let mut out = String::new();
     out.push_str("| rule set | check | result | numbers |\n|---|---|---|---|\n");
@@ -345,11 +350,11 @@ pub fn checks_table(checks: &[Check]) -> String {
         let _ = writeln!(
             out,
             "| {} | ({}) {} | **{}** | {} |",
-            c.rule_set,
+            cell(&c.rule_set),
             c.id,
-            c.what,
+            cell(&c.what),
             if c.pass { "PASS" } else { "MISS" },
-            c.detail
+            cell(&c.detail)
         );
     }
     out
@@ -626,6 +631,7 @@ mod tests {
         assert!(!checks[2].pass);
         assert!(checks[2].detail.contains("1 late"), "{}", checks[2].detail);
         let text = checks_table(&checks);
+        assert!(text.contains("with \\|z\\| >= 3"), "{text}");
         assert!(
             text.contains("**MISS**") && text.contains("**PASS**"),
             "{text}"
