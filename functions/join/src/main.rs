@@ -1,14 +1,19 @@
 //! Lambda entry point of `POST /v1/matching/join`.
 
 use join::{handle, App};
-use lambda_common::bootstrap::{pusher_from_env, store_from_env};
+use lambda_common::bootstrap::{pusher_from_env, reported, store_from_env, BootError};
+use lambda_common::push::ConnectionsPusher;
 use lambda_http::{service_fn, Error};
+
+async fn app() -> Result<App<ConnectionsPusher>, BootError> {
+    Ok(App {
+        store: store_from_env()?,
+        pusher: pusher_from_env().await?,
+    })
+}
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let app = App {
-        store: store_from_env()?,
-        pusher: pusher_from_env().await?,
-    };
+    let app = reported(app().await).await?;
     lambda_http::run(service_fn(|req| handle(&app, req))).await
 }

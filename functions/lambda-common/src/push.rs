@@ -96,6 +96,60 @@ impl ApiGatewayPusher {
     }
 }
 
+/// What every push and close answers when [`WS_ENDPOINT_VAR`] is not set.
+pub const PUSH_DISABLED: &str =
+    "MM_WS_ENDPOINT is not set: WebSocket pushes are disabled in this process";
+
+/// The pusher a function runs with: the `@connections` client, or none at
+/// all when [`WS_ENDPOINT_VAR`] is not set.
+///
+/// Without the endpoint (a local `sam local invoke` or `cargo lambda invoke`
+/// with no WebSocket stand-in running) the function still starts and answers
+/// its events; every push and close is reported not delivered with a
+/// retryable error, so whatever was to be pushed stays in the outbox
+/// (MATCH_FOUND included) for a matcher that has an endpoint. A malformed
+/// endpoint or a missing region still fails the start: those are mistakes in
+/// a configuration that meant to push.
+#[derive(Clone, Debug)]
+pub enum ConnectionsPusher {
+    /// `PostToConnection` / `DeleteConnection` on `MM_WS_ENDPOINT`.
+    Endpoint(ApiGatewayPusher),
+    /// `MM_WS_ENDPOINT` is not set: nothing is ever delivered.
+    Disabled,
+}
+
+impl ConnectionsPusher {
+    /// [`ApiGatewayPusher::from_env`], or [`ConnectionsPusher::Disabled`]
+    /// when `MM_WS_ENDPOINT` is unset or blank.
+    pub async fn from_env() -> Result<Self, PushConfigError> {
+        match ApiGatewayPusher::from_env().await {
+            Ok(pusher) => Ok(Self::Endpoint(pusher)),
+            Err(PushConfigError::MissingEndpoint) => Ok(Self::Disabled),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn is_disabled(&self) -> bool {
+        matches!(self, Self::Disabled)
+    }
+}
+
+impl Pusher for ConnectionsPusher {
+    async fn push(&self, connection: &ConnectionId, payload: &[u8]) -> Result<(), PushError> {
+        match self {
+            Self::Endpoint(pusher) => pusher.push(connection, payload).await,
+            Self::Disabled => Err(PushError::Retryable(PUSH_DISABLED.to_owned())),
+        }
+    }
+
+    async fn close(&self, connection: &ConnectionId) -> Result<(), PushError> {
+        match self {
+            Self::Endpoint(pusher) => pusher.close(connection).await,
+            Self::Disabled => Err(PushError::Retryable(PUSH_DISABLED.to_owned())),
+        }
+    }
+}
+
 /// Checks the endpoint's shape; a trailing `/` is dropped so the SDK's
 /// `/@connections/{id}` is appended to the stage path cleanly.
 fn parse_endpoint(value: Option<&str>) -> Result<String, PushConfigError> {
@@ -206,6 +260,19 @@ fn status_text(status: Option<u16>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_disabled_pusher_delivers_nothing_and_says_why() {
+        let pusher = ConnectionsPusher::Disabled;
+        assert!(pusher.is_disabled());
+        let conn = ConnectionId::parse("L0SM9cOFvHcCIhw=").unwrap();
+        for result in [pusher.push(&conn, b"{}").await, pusher.close(&conn).await] {
+            match result {
+                Err(PushError::Retryable(why)) => assert_eq!(why, PUSH_DISABLED),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn endpoints_must_be_http_urls() {
