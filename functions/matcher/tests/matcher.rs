@@ -163,7 +163,8 @@ async fn the_schedule_event_runs_the_loop_and_returns_before_the_deadline() {
     // Deadline in 3.5 s: the loop keeps 2 s free, so one 1 s tick fits.
     let event = schedule_event(Duration::from_millis(3500));
     let started = Instant::now();
-    let summary = handle_schedule(&env.store, &env.pusher, event)
+    let deadline_ms = event.context.deadline;
+    let result = handle_schedule(&env.store, &env.pusher, event)
         .await
         .unwrap();
     let took = started.elapsed();
@@ -171,13 +172,16 @@ async fn the_schedule_event_runs_the_loop_and_returns_before_the_deadline() {
         took < Duration::from_millis(1500),
         "returned after {took:?}"
     );
-    assert_eq!(summary.ticks, 1, "{summary:?}");
-    assert_eq!(summary.matches_formed, 1);
-    assert_eq!(summary.players_matched, 3);
+    assert_eq!(result["ticks"], 1, "{result}");
+    assert_eq!(result["matchesFormed"], 1);
+    assert_eq!(result["playersMatched"], 3);
     assert_eq!(
-        summary.notifications_delivered, 1,
+        result["notificationsDelivered"], 1,
         "one notification per match"
     );
+    assert_eq!(result["stop"], "deadline", "{result}");
+    assert_eq!(result["invocationDeadlineMs"], deadline_ms);
+    assert!(result.get("fallbackReason").is_none(), "{result}");
     let record = env.matched_record("p1").await;
     for p in ["p1", "p2", "p3"] {
         assert_eq!(
@@ -185,8 +189,6 @@ async fn the_schedule_event_runs_the_loop_and_returns_before_the_deadline() {
             [json_of(&ServerMessage::match_found(record.clone()))]
         );
     }
-    let as_json = serde_json::to_value(summary).unwrap();
-    assert_eq!(as_json["matchesFormed"], 1);
     // The lease was released for the next invocation.
     let next = MatcherLoop::new(&env.store, &env.pusher);
     assert!(env
@@ -579,4 +581,115 @@ fn the_loop_deadline_keeps_the_margin() {
         "{left:?}"
     );
     assert!(loop_deadline(0, DEADLINE_MARGIN) <= Instant::now());
+}
+
+fn unix_ms(at: std::time::SystemTime) -> u64 {
+    u64::try_from(
+        at.duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn only_plausible_deadlines_are_used() {
+    let now = 1_741_608_000_000;
+    let margin = DEADLINE_MARGIN;
+    assert_eq!(
+        plan_loop(now + 60_000, now, margin),
+        LoopPlan::UntilDeadline(Duration::from_secs(58))
+    );
+    // Closer than the margin: a real deadline with no time left.
+    assert_eq!(
+        plan_loop(now + 1_500, now, margin),
+        LoopPlan::UntilDeadline(Duration::ZERO)
+    );
+    // Exactly the longest invocation Lambda allows is still Lambda's.
+    assert_eq!(
+        plan_loop(now + 900_000, now, margin),
+        LoopPlan::UntilDeadline(Duration::from_secs(898))
+    );
+    // cargo lambda watch sends 600000 (1970); others send 0 or a clock of their own.
+    for past in [600_000, 0, now - 1, now] {
+        assert_eq!(
+            plan_loop(past, now, margin),
+            LoopPlan::Fallback(DEADLINE_IN_THE_PAST),
+            "{past}"
+        );
+    }
+    for far in [now + 900_001, now + 86_400_000, u64::MAX] {
+        assert_eq!(
+            plan_loop(far, now, margin),
+            LoopPlan::Fallback(DEADLINE_TOO_FAR),
+            "{far}"
+        );
+    }
+}
+
+/// An emulator's deadline (in the past, or a day away) runs one tick and
+/// says so, instead of returning at once with 0 ticks or running for a day.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_implausible_deadline_runs_one_tick_and_says_why() {
+    let env = env("fallback", "world1:3").await;
+    for p in ["p1", "p2", "p3"] {
+        env.queue("world1", p, &[format!("c-{p}")]).await;
+    }
+    let day_away = unix_ms(std::time::SystemTime::now() + Duration::from_secs(86_400));
+    for (deadline_ms, reason) in [
+        (600_000, DEADLINE_IN_THE_PAST),
+        (day_away, DEADLINE_TOO_FAR),
+    ] {
+        let mut event = schedule_event(Duration::ZERO);
+        event.context.deadline = deadline_ms;
+        let started = Instant::now();
+        let result = handle_schedule(&env.store, &env.pusher, event)
+            .await
+            .unwrap();
+        assert!(
+            started.elapsed() < FALLBACK_TICK_LIMIT,
+            "took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(result["stop"], "fallback-deadline", "{result}");
+        assert_eq!(result["fallbackReason"], reason, "{result}");
+        assert_eq!(result["invocationDeadlineMs"], deadline_ms, "{result}");
+        assert_eq!(result["ticks"], 1, "{result}");
+        assert_eq!(result["ticksFailed"], 0, "{result}");
+    }
+    // The first run formed the match and delivered it; the lease was
+    // released after each run (the second one ticked too).
+    assert_eq!(
+        env.server.delivered_to("c-p1").len(),
+        1,
+        "{:?}",
+        env.server.posts()
+    );
+    let typed = run_invocation(&env.store, &env.pusher, 0).await;
+    assert_eq!(typed.stop, StopReason::FallbackDeadline);
+    assert_eq!(typed.summary.ticks, 1);
+    assert_eq!(typed.to_json()["stop"], "fallback-deadline");
+}
+
+/// The fallback's one tick is cut off by its limit like a loop's last tick.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_tick_is_bounded() {
+    let env = env("fallback-bounded", "world1:3").await;
+    // A warm connection first, so the paused server stalls a command.
+    assert_eq!(
+        run_one_tick(&env.store, &env.pusher, WAIT, |_| {})
+            .await
+            .ticks,
+        1
+    );
+    env.redis.pause();
+    let started = Instant::now();
+    let summary = run_one_tick(&env.store, &env.pusher, Duration::from_millis(300), |_| {}).await;
+    let took = started.elapsed();
+    env.redis.resume();
+    assert_eq!(summary.ticks, 0, "{summary:?}");
+    assert_eq!(summary.ticks_failed, 1, "{summary:?}");
+    // The cut-off (or the 500 ms Redis timeout, whichever fires first) plus
+    // releasing the lease (bounded by the same timeout).
+    assert!(took < Duration::from_secs(5), "took {took:?}");
 }
