@@ -5,6 +5,7 @@
 pub mod connections_server;
 pub mod keyspace;
 pub mod lambda_events;
+pub mod runtime_api;
 pub mod scenarios;
 pub mod tls;
 

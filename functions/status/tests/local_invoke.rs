@@ -1,0 +1,131 @@
+//! Every event `template.yaml` routes to `status`, run through the built
+//! `status` binary the way `sam local invoke` runs it: the real process
+//! against the in-process Lambda Runtime API emulator, with `env.json`'s
+//! environment pointed at a private Redis (`integration_tests::runtime_api`).
+
+use integration_tests::runtime_api::local::{
+    function_deadline, http_envelope, log_records, LocalEnv, WAIT,
+};
+use integration_tests::runtime_api::repo_root;
+use integration_tests::runtime_api::template::claimed_events;
+use integration_tests::scenarios::player;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_status");
+/// The function's name under `sam local invoke` (its logical id).
+const NAME: &str = "StatusFunction";
+/// The events this test has an expectation for: exactly those the template
+/// routes to `status` ([`claimed_events`] checks).
+const CLAIMS: &[&str] = &[
+    "my-status.json",
+    "queue-status.json",
+    "match.json",
+    "rating.json",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_event_routed_to_status_is_answered_by_the_built_binary() {
+    let events = claimed_events("status", CLAIMS);
+    let env = LocalEnv::start().await;
+    let store = env.store();
+    let world1 = store.settings().worlds.get("world1").unwrap().clone();
+    let mut status = env.function(BIN, NAME).await;
+    let mut call = async |event: &Value| {
+        let answer = status.respond(event, &function_deadline(), WAIT).await;
+        http_envelope(&answer)
+    };
+    for (name, event) in &events {
+        env.flush().await;
+        match name.as_str() {
+            "my-status.json" => {
+                let (code, body) = call(event).await;
+                assert_eq!((code, &body["data"]), (200, &json!({"status": "IDLE"})));
+                store
+                    .join(&world1, &player("player-1"), None, None)
+                    .await
+                    .unwrap();
+                let (code, body) = call(event).await;
+                assert_eq!(code, 200, "{body}");
+                assert_eq!(
+                    (
+                        &body["data"]["status"],
+                        &body["data"]["worldType"],
+                        &body["data"]["position"]
+                    ),
+                    (&json!("QUEUED"), &json!("world1"), &json!(1)),
+                    "{body}"
+                );
+            }
+            "queue-status.json" => {
+                for p in ["player-1", "player-2"] {
+                    store.join(&world1, &player(p), None, None).await.unwrap();
+                }
+                let (code, body) = call(event).await;
+                assert_eq!(code, 200, "{body}");
+                assert_eq!(
+                    (
+                        &body["data"]["worldType"],
+                        &body["data"]["waiting"],
+                        &body["data"]["teamSize"]
+                    ),
+                    (&json!("world1"), &json!(2), &json!(3)),
+                    "{body}"
+                );
+            }
+            "match.json" => {
+                // As it is: match ids are made when matches form.
+                let (code, body) = call(event).await;
+                assert_eq!(
+                    (code, &body["data"]),
+                    (
+                        404,
+                        &json!({"error": "MATCH_NOT_FOUND", "matchId": "18f3a2b4c5d-2a"})
+                    )
+                );
+            }
+            "rating.json" => {
+                // env.json configures world1..3 (the template's default
+                // Worlds): the event's rated world "ranked" is not one.
+                let (code, body) = call(event).await;
+                assert_eq!(
+                    (code, &body["data"]["error"]),
+                    (404, &json!("UNKNOWN_WORLD"))
+                );
+                assert_eq!(body["data"]["worldType"], "ranked", "{body}");
+            }
+            other => unreachable!("{other} is not claimed"),
+        }
+    }
+    let output = status.stop();
+    assert!(
+        log_records(&output, "ERROR").is_empty(),
+        "{}",
+        output.join("\n")
+    );
+}
+
+/// `events/rating.json` with the local stack's rule set (which has the rated
+/// world "ranked" and the writer scope the event's token carries), given as
+/// `MM_RULES` the way a `Rules` parameter reaches the functions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rating_event_stores_a_rating_under_the_local_rule_set() {
+    let events = claimed_events("status", CLAIMS);
+    let rules = std::fs::read_to_string(repo_root().join("tools/local-stack/rules.json")).unwrap();
+    let env = LocalEnv::start().await;
+    let mut status = env
+        .function_with(
+            BIN,
+            NAME,
+            &[("MM_RULES", Some(rules.as_str())), ("MM_WORLDS", None)],
+        )
+        .await;
+    let answer = status
+        .respond(&events["rating.json"], &function_deadline(), WAIT)
+        .await;
+    let (code, body) = http_envelope(&answer);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        body["data"],
+        json!({"playerId": "player-7", "worldType": "ranked", "rating": 1712.5, "previousRating": null})
+    );
+}
