@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh redis chromium
+scripts/install-deps.sh redis chromium sim
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
