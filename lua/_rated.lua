@@ -85,10 +85,16 @@ local function rated_solo(t, rating)
   return { ticket = t, size = 1, players = { t }, ratings = { rating }, sum = rating, rating = rating }
 end
 
--- Queues `ticket` (its key `member` in the ratings ZSET) to be tried as
--- an anchor again after the retry delay.
+-- When a ticket tried (or joined) at `now` is due again: a fifth early, so
+-- a matcher tick that comes a little early (ticks are one retry apart) still
+-- finds it due and it is tried every tick, never every other one.
+local function next_due(rules, now)
+  return now + rules.retry_ms - math.floor(rules.retry_ms / 5)
+end
+
+-- Queues `ticket` to be tried as an anchor again after the retry delay.
 local function retry_later(k, rules, ticket, now)
-  redis.call('ZADD', k.due, now + rules.retry_ms, ticket)
+  redis.call('ZADD', k.due, next_due(rules, now), ticket)
 end
 
 -- One attempt to form a match of `seats` seats in `teams` teams around

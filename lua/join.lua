@@ -231,7 +231,7 @@ redis.call('ZADD', deadlines, deadline, player)
 redis.call('HSET', tickets, player, encode_ticket(world, seq, now, deadline, data))
 if rules then
   redis.call('ZADD', ratings, rating, rating_member(seq, player))
-  redis.call('ZADD', due, now + rules.retry_ms, player)
+  redis.call('ZADD', due, next_due(rules, now), player)
 end
 
 -- The new ticket has the highest sequence, so it is last: rank `size`. The

@@ -181,7 +181,7 @@ if rules then
   end
   local rating = aggregate == 'max' and top or sum / #party.members
   redis.call('ZADD', k.ratings, num(rating), rating_member(seq, ticket_id))
-  redis.call('ZADD', k.due, now + rules.retry_ms, ticket_id)
+  redis.call('ZADD', k.due, next_due(rules, now), ticket_id)
   shown_rating = num(rating)
 end
 

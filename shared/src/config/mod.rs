@@ -128,6 +128,15 @@ pub struct BalanceRules {
 }
 
 impl RatingRules {
+    /// How long after a try (or a join) a ticket is due as an anchor again:
+    /// a fifth less than `retry`, so a matcher tick that comes a little
+    /// early still finds it due (as the scripts compute it, `_rated.lua`
+    /// next_due).
+    pub fn next_due_after(&self) -> Duration {
+        let ms = u64::try_from(self.retry.as_millis()).unwrap_or(u64::MAX);
+        Duration::from_millis(ms - ms / 5)
+    }
+
     /// The window of an anchor that has waited `wait`; `None` = no limit.
     pub fn window_after(&self, wait: Duration) -> Option<f64> {
         if wait >= self.relax_after {

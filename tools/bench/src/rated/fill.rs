@@ -1,7 +1,7 @@
 //! Rated queues written raw, with pipelined variadic commands: exactly the
 //! entries `lua/join.lua` writes for a queued rated ticket (ZADD queue,
 //! ZADD deadlines, HSET tickets, ZADD ratings `<seq, 12 digits>:<player>`,
-//! ZADD due = joined + the anchor retry, and the ticket-seq counter). The
+//! ZADD due = joined + the next-due delay, and the ticket-seq counter). The
 //! format is checked against one real rated join first, key by key, and a
 //! filled queue is checked through the real API (`player_status` shows each
 //! sampled player's position and rating).
@@ -77,7 +77,7 @@ impl Filled {
         self.write(conn, matched).await?;
         let k = self.store.keys();
         let wk = k.world(&self.world.name);
-        let due = self.joined_ms + millis(rating_rules(&self.world)?.retry);
+        let due = self.joined_ms + millis(rating_rules(&self.world)?.next_due_after());
         let mut pipe = redis::pipe();
         for chunk in (0..anchors.min(self.n)).collect::<Vec<_>>().chunks(1_000) {
             let mut z = redis::cmd("ZADD");
@@ -173,7 +173,7 @@ async fn write_tickets(
     const PER_PIPELINE: usize = 30;
     let wk = keys.world(&world.name);
     let deadline = joined + millis(world.ticket_ttl);
-    let due = joined + millis(rating_rules(world)?.retry);
+    let due = joined + millis(rating_rules(world)?.next_due_after());
     if millis(rating_rules(world)?.retry) != retry_ms() {
         return Err("the world's anchor retry is not the core's ANCHOR_RETRY".into());
     }
