@@ -1,0 +1,234 @@
+//! Unit tests of the rule-set document.
+
+use super::*;
+
+const TTL: Duration = Duration::from_secs(600);
+
+#[test]
+fn a_rule_set_configures_each_world() {
+    let (catalog, ratings) = parse(
+        "MM_RULES",
+        r#"{"worlds": [
+            {"name": "duel", "teamSize": 2, "ticketTtlSeconds": 30, "requirePresence": true},
+            {"name": "squad", "teamSize": 4, "mode": "fifo"}
+        ]}"#,
+        TTL,
+    )
+    .unwrap();
+    assert_eq!(ratings, RatingSettings::default());
+    let duel = catalog.get("duel").unwrap();
+    assert_eq!(
+        (duel.team_size, duel.ticket_ttl, duel.require_presence),
+        (2, Duration::from_secs(30), true)
+    );
+    let squad = catalog.get("squad").unwrap();
+    assert_eq!((squad.ticket_ttl, squad.require_presence), (TTL, false));
+    let names: Vec<&str> = catalog.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["duel", "squad"], "document order is kept");
+}
+
+#[test]
+fn rated_worlds_and_rating_sources_are_read() {
+    let (catalog, ratings) = parse(
+        "MM_RULES",
+        r#"{"ratings": {"claim": "mmr", "default": 1500, "min": 0, "max": 5000,
+                        "writerScope": "matchmaking/ratings.write"},
+            "worlds": [{"name": "ranked", "teamSize": 10, "mode": "rating",
+                        "rating": {"baseWindow": 50, "widenPerSecond": 10,
+                                   "maxWindow": 400, "relaxAfterSeconds": 60}}]}"#,
+        TTL,
+    )
+    .unwrap();
+    assert_eq!(ratings.claim.as_deref(), Some("mmr"));
+    assert_eq!(
+        (ratings.default, ratings.min, ratings.max),
+        (Some(1500.0), 0.0, 5000.0)
+    );
+    match &catalog.get("ranked").unwrap().mode {
+        MatchMode::Rating(r) => {
+            assert_eq!(
+                (r.base_window, r.widen_per_second, r.max_window),
+                (50.0, 10.0, 400.0)
+            );
+            assert_eq!(r.relax_after, Duration::from_secs(60));
+            assert_eq!(r.window_after(Duration::from_secs(0)), Some(50.0));
+            assert_eq!(r.window_after(Duration::from_secs(10)), Some(150.0));
+            assert_eq!(r.window_after(Duration::from_secs(59)), Some(400.0));
+            assert_eq!(r.window_after(Duration::from_secs(60)), None);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn team_worlds_take_parties_and_a_balance_window() {
+    let (catalog, _) = parse(
+        "MM_RULES",
+        r#"{"worlds": [
+            {"name": "arena", "teamSize": 5, "teams": 2, "maxPartySize": 3},
+            {"name": "ranked", "teamSize": 5, "teams": 2, "mode": "rating", "partyRating": "max",
+             "rating": {"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400, "relaxAfterSeconds": 60}},
+            {"name": "balanced", "teamSize": 1, "teams": 2, "mode": "rating",
+             "rating": {"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400, "relaxAfterSeconds": 60},
+             "balance": {"baseWindow": 10, "widenPerSecond": 2, "maxWindow": 40}}
+        ]}"#,
+        TTL,
+    )
+    .unwrap();
+    let arena = catalog.get("arena").unwrap();
+    assert_eq!((arena.teams, arena.team_size, arena.seats()), (2, 5, 10));
+    assert_eq!(arena.max_party_size, 3);
+    let ranked = catalog.get("ranked").unwrap();
+    assert_eq!(ranked.party_rating, PartyRating::Max);
+    assert_eq!(ranked.max_party_size, 5, "defaults to the team size");
+    let balance = ranked.rating().unwrap().balance.clone().unwrap();
+    assert_eq!(
+        (
+            balance.base_window,
+            balance.widen_per_second,
+            balance.max_window
+        ),
+        (50.0, 10.0, 400.0),
+        "defaults to the rating window"
+    );
+    assert_eq!(arena.ready_check, None);
+    let duel = catalog.get("balanced").unwrap();
+    assert_eq!(duel.seats(), 2);
+    let balance = duel.rating().unwrap().balance.clone().unwrap();
+    assert_eq!(balance.max_window, 40.0);
+}
+
+#[test]
+fn a_ready_check_is_read() {
+    let (catalog, _) = parse(
+        "MM_RULES",
+        r#"{"worlds": [{"name": "duel", "teamSize": 2,
+            "readyCheck": {"acceptSeconds": 15, "declineCooldownSeconds": 60}}]}"#,
+        TTL,
+    )
+    .unwrap();
+    assert_eq!(
+        catalog.get("duel").unwrap().ready_check,
+        Some(ReadyCheck {
+            accept_within: Duration::from_secs(15),
+            decline_cooldown: Duration::from_secs(60),
+        })
+    );
+}
+
+#[test]
+fn bad_rule_sets_name_the_world_and_the_field() {
+    for (doc, says) in [
+        ("[]", "not a rule set"),
+        (r#"{"worlds": [], "extra": 1}"#, "unknown field `extra`"),
+        (r#"{"worlds": []}"#, "no worlds configured"),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 2, "tema": 1}]}"#,
+            "world \"a\": unknown field `tema`",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 1}]}"#,
+            "world \"a\": teamSize",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 101}]}"#,
+            "world \"a\": teamSize",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 2, "ticketTtlSeconds": 0}]}"#,
+            "world \"a\": ticketTtlSeconds",
+        ),
+        (
+            r#"{"worlds": [{"name": "A", "teamSize": 2}]}"#,
+            "world \"A\": name",
+        ),
+        (
+            r#"{"worlds": [{"teamSize": 2}]}"#,
+            "world #1: missing field `name`",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 2, "mode": "elo"}]}"#,
+            "world \"a\": unknown variant `elo`",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 2}, {"name": "a", "teamSize": 3}]}"#,
+            "listed twice",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 60, "teams": 2}]}"#,
+            "world \"a\": teamSize: teams x teamSize must be 2..=100",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 5, "teams": 0}]}"#,
+            "world \"a\": teams",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 5, "teams": 2, "maxPartySize": 6}]}"#,
+            "world \"a\": maxPartySize",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 5, "teams": 2, "balance": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 5}}]}"#,
+            "world \"a\": balance: only for rated",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 5, "partyRating": "max"}]}"#,
+            "world \"a\": partyRating",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 2, "readyCheck": {"acceptSeconds": 0}}]}"#,
+            "world \"a\": readyCheck.acceptSeconds",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 2, "readyCheck": {"acceptSeconds": 601}}]}"#,
+            "world \"a\": readyCheck.acceptSeconds",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 2, "readyCheck": {"acceptSeconds": 10, "cooldown": 5}}]}"#,
+            "world \"a\": unknown field `cooldown`",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 5, "teams": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 5}, "balance": {"baseWindow": 10, "widenPerSecond": 1, "maxWindow": 5}}]}"#,
+            "world \"r\": balance.maxWindow",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating"}]}"#,
+            "world \"r\": rating: required",
+        ),
+        (
+            r#"{"worlds": [{"name": "f", "teamSize": 2, "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 1, "relaxAfterSeconds": 1}}]}"#,
+            "world \"f\": rating: only for",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating", "rating": {"baseWindow": 100, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 1}}]}"#,
+            "world \"r\": rating.maxWindow",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": -1, "maxWindow": 50, "relaxAfterSeconds": 1}}]}"#,
+            "world \"r\": rating.widenPerSecond",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 0}}]}"#,
+            "world \"r\": rating.relaxAfterSeconds",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 5, "window": 3}}]}"#,
+            "world \"r\": unknown field `window`",
+        ),
+        (
+            r#"{"ratings": {"default": 9000, "max": 5000}, "worlds": [{"name": "a", "teamSize": 2}]}"#,
+            "ratings: ratings.default",
+        ),
+        (
+            r#"{"ratings": {"claim": "sub"}, "worlds": [{"name": "a", "teamSize": 2}]}"#,
+            "ratings: ratings.claim",
+        ),
+        (
+            r#"{"ratings": {"clam": "mmr"}, "worlds": [{"name": "a", "teamSize": 2}]}"#,
+            "ratings: unknown field `clam`",
+        ),
+    ] {
+        let err = parse("MM_RULES", doc, TTL).expect_err(doc);
+        assert_eq!(err.var, "MM_RULES");
+        assert!(err.reason.contains(says), "{doc}: {err}");
+    }
+}
