@@ -1,0 +1,433 @@
+#!/usr/bin/env python3
+"""Properties of the deployed stack that the Rust code and the docs assume."""
+import json
+import re
+import sys
+
+t = json.load(open(sys.argv[1]))
+res = t["Resources"]
+params = t.get("Parameters", {})
+conditions = t.get("Conditions", {})
+errors = []
+
+
+def check(cond, msg):
+    if not cond:
+        errors.append(msg)
+
+
+def props(name):
+    return res.get(name, {}).get("Properties", {})
+
+
+def ref(name):
+    return {"Ref": name}
+
+
+def arn_of(name):
+    return {"Fn::GetAtt": [name, "Arn"]}
+
+
+def is_alarm_actions(v):
+    """AlarmActions/OKActions: the topic if AlarmTopicArn is set, else none."""
+    return v == {"Fn::If": ["HasAlarmTopic", [ref("AlarmTopicArn")], ref("AWS::NoValue")]}
+
+
+NO_VALUE = ref("AWS::NoValue")
+
+binaries = {
+    "JoinFunction": "join",
+    "LeaveFunction": "leave",
+    "StatusFunction": "status",
+    "MatcherFunction": "matcher",
+    "WsConnectFunction": "ws-connect",
+    "WsDisconnectFunction": "ws-disconnect",
+}
+# The functions that may call @connections (POST: push, DELETE: close).
+pushers = {"JoinFunction", "MatcherFunction", "WsConnectFunction"}
+# Every function gets all of these (MM_RULES / MM_WORLDS: exactly one, below).
+env_vars = {
+    "REDIS_URL", "REDIS_CLUSTER", "MM_NAMESPACE", "MM_INSTANT_MATCH",
+    "MM_HEARTBEAT_SECS", "MM_PRESENCE_TIMEOUT_SECS", "MM_PARTY_TTL_SECS",
+    "MM_WS_ENDPOINT", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS_URL", "RUST_LOG",
+}
+# Gone from the application (registrations lapse on missed heartbeats now).
+removed_env_vars = {"MM_CONNECTION_TTL_SECS"}
+
+
+def param_default(name):
+    return params.get(name, {}).get("Default")
+
+
+def eval_condition(expr, values):
+    """A Conditions expression, with parameters taken from `values`."""
+    if isinstance(expr, dict) and len(expr) == 1:
+        (fn, arg), = expr.items()
+        if fn == "Ref":
+            return values.get(arg)
+        if fn == "Condition":
+            return eval_condition(conditions[arg], values)
+        if fn == "Fn::Equals":
+            a, b = (eval_condition(x, values) for x in arg)
+            return str(a) == str(b)
+        if fn == "Fn::Not":
+            return not eval_condition(arg[0], values)
+        if fn == "Fn::And":
+            return all(eval_condition(x, values) for x in arg)
+        if fn == "Fn::Or":
+            return any(eval_condition(x, values) for x in arg)
+    if isinstance(expr, (str, int, float, bool)):
+        return expr
+    raise ValueError("cannot evaluate condition %s" % json.dumps(expr))
+
+
+def resolve_if(value, values):
+    """Resolves Fn::If (nested) under the parameter `values`; NO_VALUE stays."""
+    while isinstance(value, dict) and list(value) == ["Fn::If"]:
+        name, yes, no = value["Fn::If"]
+        value = yes if eval_condition(conditions[name], values) else no
+    return value
+
+
+defaults = {k: param_default(k) for k in params}
+# (label, parameter values, the variable that must be set, what it must be)
+world_config_cases = [
+    ("default parameters", defaults, "MM_WORLDS", ref("Worlds")),
+    ("Rules given", dict(defaults, Rules='{"worlds":[{"name":"duel","teamSize":2}]}'), "MM_RULES", ref("Rules")),
+]
+
+# ---------------------------------------------------------------- functions
+functions = {k for k, v in res.items() if v["Type"] == "AWS::Lambda::Function"}
+check(functions == set(binaries), "Lambda functions are %s" % sorted(functions))
+
+# arm64 unless the Architecture parameter (only meant for local x86 builds) says otherwise.
+check(params.get("Architecture", {}).get("Default") == "arm64", "parameter Architecture must default to arm64")
+
+log_groups = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::Logs::LogGroup"}
+for fn, binary in binaries.items():
+    r = res.get(fn)
+    if r is None:
+        continue
+    p, meta = r["Properties"], r.get("Metadata", {})
+    check(meta.get("BuildMethod") == "rust-cargolambda", fn + ": BuildMethod")
+    check(meta.get("BuildProperties", {}).get("Binary") == binary, fn + ": Binary != " + binary)
+    check(p.get("Runtime") == "provided.al2023", fn + ": Runtime")
+    check(p.get("Architectures") == [ref("Architecture")], fn + ": Architectures is not [!Ref Architecture]")
+    check(p.get("Handler") == "bootstrap", fn + ": Handler")
+    check(p.get("MemorySize") == 256, fn + ": MemorySize")
+    check(p.get("Timeout") == (60 if fn == "MatcherFunction" else 10), fn + ": Timeout")
+    check(p.get("TracingConfig", {}).get("Mode") == "Active", fn + ": tracing not Active")
+    subnets = [s.get("Ref") for s in p.get("VpcConfig", {}).get("SubnetIds", [])]
+    check(subnets == ["PrivateSubnetA", "PrivateSubnetB"], fn + ": not in the private subnets")
+    env = p.get("Environment", {}).get("Variables", {})
+    missing = env_vars - set(env)
+    check(not missing, "%s: missing env %s" % (fn, sorted(missing)))
+    check(not (removed_env_vars & set(env)), "%s: obsolete env %s" % (fn, sorted(removed_env_vars & set(env))))
+    check(env.get("MM_HEARTBEAT_SECS") == ref("HeartbeatSeconds"), fn + ": MM_HEARTBEAT_SECS is not HeartbeatSeconds")
+    check(env.get("MM_PRESENCE_TIMEOUT_SECS") == ref("PresenceTimeoutSeconds"),
+          fn + ": MM_PRESENCE_TIMEOUT_SECS is not PresenceTimeoutSeconds")
+    check(env.get("MM_PARTY_TTL_SECS") == ref("PartyTtlSeconds"), fn + ": MM_PARTY_TTL_SECS is not PartyTtlSeconds")
+    # The application refuses MM_RULES next to MM_WORLDS: exactly one is set,
+    # whatever the Rules parameter says.
+    for label, values, want_var, want_value in world_config_cases:
+        try:
+            present = {v: resolve_if(env[v], values) for v in ("MM_RULES", "MM_WORLDS") if v in env}
+        except (ValueError, KeyError) as e:
+            check(False, "%s: MM_RULES/MM_WORLDS do not resolve (%s)" % (fn, e))
+            continue
+        present = {v: x for v, x in present.items() if x != NO_VALUE}
+        check(present == {want_var: want_value},
+              "%s, %s: expected only %s=%s, got %s" % (fn, label, want_var, json.dumps(want_value), json.dumps(present)))
+    # JSON logs into the default group /aws/lambda/<name>, which the stack
+    # creates with a retention (no LoggingConfig.LogGroup: it would have to
+    # be named independently of the function, and Lambda would write there).
+    check(p.get("LoggingConfig") == {"LogFormat": "JSON"}, fn + ": LoggingConfig is not {LogFormat: JSON}")
+    lg = log_groups.get(fn + "LogGroup", {})
+    check(lg.get("LogGroupName") == {"Fn::Sub": "/aws/lambda/${%s}" % fn},
+          fn + ": no log group /aws/lambda/${%s}" % fn)
+    check(lg.get("RetentionInDays") == ref("LogRetentionDays"), fn + ": log group retention is not LogRetentionDays")
+    if fn != "MatcherFunction":
+        check("ReservedConcurrentExecutions" not in p, fn + ": unexpected reserved concurrency")
+    role = props(fn + "Role")
+    arns = json.dumps(role.get("ManagedPolicyArns", []))
+    check("AWSLambdaVPCAccessExecutionRole" in arns, fn + ": no VPC access policy")
+    check(("PushToConnectionsPolicy" in arns) == (fn in pushers),
+          fn + ": push permission should be %s" % (fn in pushers))
+    # The only inline policy: the matcher's on-failure destination (SAM adds it).
+    inline = role.get("Policies", [])
+    if fn == "MatcherFunction":
+        statements = [s for pol in inline for s in pol["PolicyDocument"]["Statement"]]
+        check(statements == [{"Action": "sqs:SendMessage", "Effect": "Allow",
+                              "Resource": arn_of("MatcherFailureQueue")}],
+              "MatcherFunctionRole: inline policies are %s" % json.dumps(inline))
+    else:
+        check(not inline, fn + ": unexpected inline role policies")
+
+# ------------------------------------------------------------------ matcher
+# Reserved concurrency is a parameter, off by default: new accounts have a
+# concurrency quota of 10, and Lambda keeps up to 100 of it unreserved.
+matcher = props("MatcherFunction")
+check(matcher.get("ReservedConcurrentExecutions") ==
+      {"Fn::If": ["HasMatcherReservedConcurrency", ref("MatcherReservedConcurrency"), NO_VALUE]},
+      "matcher: ReservedConcurrentExecutions is not conditional on MatcherReservedConcurrency")
+check(str(params.get("MatcherReservedConcurrency", {}).get("Default")) == "0",
+      "parameter MatcherReservedConcurrency must default to 0 (no reservation)")
+check(conditions.get("HasMatcherReservedConcurrency") ==
+      {"Fn::Not": [{"Fn::Equals": [ref("MatcherReservedConcurrency"), 0]}]},
+      "condition HasMatcherReservedConcurrency changed")
+
+rules = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::Events::Rule"}
+check([r.get("ScheduleExpression") for r in rules.values()] == ["rate(1 minute)"],
+      "matcher schedule is %s" % [r.get("ScheduleExpression") for r in rules.values()])
+for name, rule in rules.items():
+    for target in rule.get("Targets", []):
+        check(target.get("Arn") == arn_of("MatcherFunction"), name + ": target is not the matcher")
+        check(target.get("DeadLetterConfig") == {"Arn": arn_of("MatcherFailureQueue")},
+              name + ": target has no dead-letter queue MatcherFailureQueue")
+
+# Async invocations: no retry after a function error, events older than a
+# minute dropped (throttled ones are retried until then), failures recorded.
+eics = [v["Properties"] for v in res.values() if v["Type"] == "AWS::Lambda::EventInvokeConfig"]
+check(len(eics) == 1 and eics[0].get("FunctionName") == ref("MatcherFunction"),
+      "expected one EventInvokeConfig, for the matcher")
+for eic in eics:
+    check(eic.get("MaximumRetryAttempts") == 0, "matcher: MaximumRetryAttempts != 0")
+    check(eic.get("MaximumEventAgeInSeconds") == 60, "matcher: MaximumEventAgeInSeconds != 60")
+    check(eic.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination") == arn_of("MatcherFailureQueue"),
+          "matcher: on-failure destination is not MatcherFailureQueue")
+check(res.get("MatcherFailureQueue", {}).get("Type") == "AWS::SQS::Queue", "MatcherFailureQueue missing")
+qp = [v["Properties"] for v in res.values() if v["Type"] == "AWS::SQS::QueuePolicy"]
+check(any(st.get("Principal") == {"Service": "events.amazonaws.com"} and
+          st.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn") == arn_of(next(iter(rules), "?"))
+          for p in qp for st in p["PolicyDocument"]["Statement"]),
+      "MatcherFailureQueue: no policy letting the matcher's rule (only) send to it")
+
+# ----------------------------------------------------------------- HTTP API
+body = props("HttpApi").get("Body", {})
+want = {
+    ("post", "/v1/matching/join"): "JoinFunction",
+    ("post", "/v1/matching/leave"): "LeaveFunction",
+    ("get", "/v1/matching/queue-status/{worldType}"): "StatusFunction",
+    ("get", "/v1/matching/my-status"): "StatusFunction",
+    ("get", "/v1/matching/matches/{matchId}"): "StatusFunction",
+    ("put", "/v1/ratings/{playerId}"): "StatusFunction",
+    ("post", "/v1/parties"): "JoinFunction",
+    ("post", "/v1/parties/{partyId}/join"): "JoinFunction",
+    ("post", "/v1/matching/accept"): "JoinFunction",
+    ("delete", "/v1/parties/{partyId}"): "LeaveFunction",
+}
+got = {}
+for path, methods in body.get("paths", {}).items():
+    for method, op in methods.items():
+        integ = op.get("x-amazon-apigateway-integration", {})
+        target = json.dumps(integ.get("uri", ""))
+        fn = next((f for f in binaries if "${%s.Arn}" % f in target), None)
+        got[(method, path)] = fn
+        check(op.get("security") == [{"JwtAuthorizer": []}], "%s %s: not behind JwtAuthorizer" % (method, path))
+        check(integ.get("payloadFormatVersion") == "2.0", "%s %s: payload format" % (method, path))
+check(got == want, "HTTP routes are %s" % got)
+
+# CORS only when origins are given, as a list made at deploy time.
+cors = body.get("x-amazon-apigateway-cors")
+check(isinstance(cors, dict) and cors.get("Fn::If", [None])[0] == "HasCors" and cors["Fn::If"][2] == NO_VALUE,
+      "HTTP API: CORS is not conditional on HasCors")
+if isinstance(cors, dict) and "Fn::If" in cors:
+    check(isinstance(cors["Fn::If"][1].get("allowOrigins"), dict) and "Fn::Split" in cors["Fn::If"][1]["allowOrigins"],
+          "HTTP API: allowOrigins is not a Fn::Split of CorsAllowedOrigins")
+    # A browser's preflight must allow every method a route answers.
+    allowed = {m.upper() for m in cors["Fn::If"][1].get("allowMethods", [])}
+    missing = {m.upper() for m, _ in want} - allowed
+    check(not missing, "HTTP API: CORS allowMethods lacks %s" % sorted(missing))
+
+stages = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::ApiGatewayV2::Stage"}
+http_stages = [p for p in stages.values() if p.get("ApiId") == ref("HttpApi")]
+ws_stages = [p for p in stages.values() if p.get("ApiId") == ref("WebSocketApi")]
+check(len(http_stages) == 1 and len(ws_stages) == 1, "expected one stage per API, got %s" % sorted(stages))
+
+
+def check_stage(label, stage, log_group, rate, burst):
+    als = stage.get("AccessLogSettings", {})
+    check(als.get("DestinationArn") == arn_of(log_group), label + ": access logs do not go to " + log_group)
+    fmt = als.get("Format", "")
+    try:
+        fields = json.loads(re.sub(r"\$context\.[A-Za-z.]+", "x", fmt))
+    except ValueError:
+        fields = None
+    check(isinstance(fields, dict) and "requestId" in fields, label + ": access log format is not a JSON object with requestId")
+    check("querystring" not in fmt.lower() and "$context.path" not in fmt,
+          label + ": access log format must not log the query string (WebSocket tokens travel in ?token=)")
+    drs = stage.get("DefaultRouteSettings", {})
+    check(drs.get("ThrottlingRateLimit") == ref(rate) and drs.get("ThrottlingBurstLimit") == ref(burst),
+          label + ": default route throttling is not %s/%s" % (rate, burst))
+    check(log_groups.get(log_group, {}).get("RetentionInDays") == ref("LogRetentionDays"),
+          log_group + ": retention is not LogRetentionDays")
+
+
+for s in http_stages:
+    check_stage("HTTP API stage", s, "HttpApiAccessLogs", "HttpApiThrottleRate", "HttpApiThrottleBurst")
+
+# ------------------------------------------------------------ WebSocket API
+ws_routes = {v["Properties"]["RouteKey"]: (k, v["Properties"]) for k, v in res.items()
+             if v["Type"] == "AWS::ApiGatewayV2::Route"}
+check(set(ws_routes) == {"$connect", "$disconnect", "$default"}, "WebSocket routes are %s" % sorted(ws_routes))
+# Which function serves each route: ws-connect dispatches $connect and
+# $default (heartbeats) on requestContext.routeKey.
+ws_route_functions = {"$connect": "WsConnectFunction", "$default": "WsConnectFunction",
+                      "$disconnect": "WsDisconnectFunction"}
+integrations = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::ApiGatewayV2::Integration"}
+permissions = [v["Properties"] for v in res.values() if v["Type"] == "AWS::Lambda::Permission"]
+for key, fn in ws_route_functions.items():
+    if key not in ws_routes:
+        continue
+    route_name, route = ws_routes[key]
+    target = json.dumps(route.get("Target", ""))
+    integ = next((i for n, i in integrations.items() if "${%s}" % n in target), {})
+    check(integ.get("ApiId") == ref("WebSocketApi") and integ.get("IntegrationType") == "AWS_PROXY"
+          and "${%s.Arn}" % fn in json.dumps(integ.get("IntegrationUri", "")),
+          "WebSocket route %s: not an AWS_PROXY integration of %s" % (key, fn))
+    source_arn = "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${WebSocketApi}/${Stage}/" + key
+    check(any(p.get("FunctionName") == ref(fn) and p.get("Principal") == "apigateway.amazonaws.com"
+              and p.get("SourceArn") == {"Fn::Sub": source_arn} for p in permissions),
+          "WebSocket route %s: no permission for API Gateway to invoke %s" % (key, fn))
+# $default is two-way: the Lambda proxy answer (PONG) goes back to the client.
+if "$default" in ws_routes:
+    default_name, default_route = ws_routes["$default"]
+    check(default_route.get("RouteResponseSelectionExpression") == "$default",
+          "WebSocket route $default: RouteResponseSelectionExpression is not $default")
+    route_responses = [v["Properties"] for v in res.values() if v["Type"] == "AWS::ApiGatewayV2::RouteResponse"]
+    check(any(rr.get("RouteId") == ref(default_name) and rr.get("RouteResponseKey") == "$default"
+              and rr.get("ApiId") == ref("WebSocketApi") for rr in route_responses),
+          "WebSocket route $default: no route response $default (PONG would not reach the client)")
+for s in ws_stages:
+    check_stage("WebSocket stage", s, "WebSocketAccessLogs", "WebSocketThrottleRate", "WebSocketThrottleBurst")
+    # Route changes reach the stage without a hand-made deployment.
+    check(s.get("AutoDeploy") is True, "WebSocket stage: AutoDeploy is not true")
+    check("DeploymentId" not in s, "WebSocket stage: DeploymentId next to AutoDeploy")
+check(not [k for k, v in res.items() if v["Type"] == "AWS::ApiGatewayV2::Deployment"],
+      "an AWS::ApiGatewayV2::Deployment exists (the stages auto-deploy)")
+ws_stage_name = next((k for k, v in stages.items() if v.get("ApiId") == ref("WebSocketApi")), None)
+depends = res.get(ws_stage_name, {}).get("DependsOn", [])
+check("ApiGatewayAccountReady" in depends, "WebSocket stage does not wait for the API Gateway account logging role")
+for route_name, _ in ws_routes.values():
+    check(route_name in depends, "WebSocket stage does not depend on route " + route_name)
+
+# ---------------------------------------------------------------- the cache
+sc = props("ServerlessCache")
+check(sc.get("MajorEngineVersion") == {"Fn::FindInMap": ["CacheEngineVersions", ref("CacheEngine"), "Serverless"]},
+      "ServerlessCache: MajorEngineVersion is not pinned")
+check(sc.get("CacheUsageLimits") == {
+    "DataStorage": {"Maximum": ref("CacheMaxDataStorageGb"), "Unit": "GB"},
+    "ECPUPerSecond": {"Maximum": ref("CacheMaxEcpuPerSecond")},
+}, "ServerlessCache: CacheUsageLimits are not the parameters")
+check(props("ReplicationGroup").get("EngineVersion") ==
+      {"Fn::FindInMap": ["CacheEngineVersions", ref("CacheEngine"), "Nodes"]},
+      "ReplicationGroup: EngineVersion is not pinned")
+check("CANNOT BE CHANGED" in params.get("VpcCidr", {}).get("Description", ""),
+      "parameter VpcCidr must say it cannot be changed after creation")
+
+# ------------------------------------------------------------------- alarms
+alarms = {k: v for k, v in res.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+want_alarms = {
+    "MatcherErrorsAlarm": None,
+    "MatcherThrottlesAlarm": None,
+    "MatcherNotRunningAlarm": None,
+    "MatcherFailedEventsAlarm": None,
+    "FunctionErrorsAlarm": None,
+    "HttpApi5xxAlarm": None,
+    "WebSocketErrorsAlarm": None,
+    "CacheThrottledAlarm": "UseServerlessCache",
+    "CacheEcpuAlarm": "UseServerlessCache",
+    "CacheStorageAlarm": "UseServerlessCache",
+    "CacheCpuAlarm": "UseClusterCache",
+    "CacheMemoryAlarm": "UseClusterCache",
+}
+check(set(alarms) == set(want_alarms), "alarms are %s" % sorted(alarms))
+for name, cond in want_alarms.items():
+    a = alarms.get(name)
+    if a is None:
+        continue
+    check(a.get("Condition") == cond, "%s: condition %s, expected %s" % (name, a.get("Condition"), cond))
+    p = a["Properties"]
+    check(is_alarm_actions(p.get("AlarmActions")), name + ": AlarmActions is not the optional AlarmTopicArn")
+    check(is_alarm_actions(p.get("OKActions")), name + ": OKActions is not the optional AlarmTopicArn")
+nr = alarms.get("MatcherNotRunningAlarm", {}).get("Properties", {})
+check(nr.get("MetricName") == "Invocations" and nr.get("ComparisonOperator") == "LessThanThreshold"
+      and nr.get("TreatMissingData") == "breaching",
+      "MatcherNotRunningAlarm: must alarm on missing invocations (missing data = breaching)")
+for name in ("CacheThrottledAlarm", "CacheEcpuAlarm", "CacheStorageAlarm"):
+    dims = json.dumps(alarms.get(name, {}).get("Properties", {}))
+    check('"Name": "clusterId"' in dims, name + ": serverless cache metrics use the dimension clusterId")
+
+# ---------------------------------------------------------------- dashboard
+dash = [v["Properties"] for v in res.values() if v["Type"] == "AWS::CloudWatch::Dashboard"]
+check(len(dash) == 1, "expected one dashboard")
+for d in dash:
+    sub = d.get("DashboardBody", {}).get("Fn::Sub")
+    check(isinstance(sub, list) and len(sub) == 2, "dashboard body is not a Fn::Sub with variables")
+    if not (isinstance(sub, list) and len(sub) == 2):
+        continue
+    placeholder = lambda text: re.sub(r"\$\{[^}]+\}", "1", text)
+    cache_if = sub[1].get("CacheWidgets", {}).get("Fn::If", [])
+    check(len(cache_if) == 3 and cache_if[0] == "UseServerlessCache", "dashboard: cache widgets not chosen by CacheMode")
+    for branch in cache_if[1:]:
+        body_text = sub[0].replace("${CacheWidgets}", branch.get("Fn::Sub", ""))
+        try:
+            board = json.loads(placeholder(body_text))
+        except ValueError as e:
+            check(False, "dashboard body is not JSON: %s" % e)
+            continue
+        text = json.dumps(board)
+        expressions = [m.get("expression", "") for w in board["widgets"]
+                       for line in w.get("properties", {}).get("metrics", []) for m in line if isinstance(m, dict)]
+        for metric in ("MatchesFormed", "PlayersMatched", "QueueDepth", "OldestWaitMs", "ExpiredTickets"):
+            check(any("{Matchmaking,World} MetricName=\"%s\"" % metric in e for e in expressions),
+                  "dashboard: no per-world widget for " + metric)
+        for ns in ("AWS/Lambda", "AWS/ApiGateway", "AWS/ElastiCache"):
+            check(ns in text, "dashboard: no %s metrics" % ns)
+
+# ----------------------------------------------------------- configuration
+check(param_default("Rules") == "", "parameter Rules must default to empty (worlds from Worlds)")
+check(conditions.get("HasRules") == {"Fn::Not": [{"Fn::Equals": [ref("Rules"), ""]}]}, "condition HasRules changed")
+hb, pt = params.get("HeartbeatSeconds", {}), params.get("PresenceTimeoutSeconds", {})
+check(str(hb.get("Default")) == "60" and str(hb.get("MinValue")) == "1",
+      "parameter HeartbeatSeconds must default to 60, minimum 1")
+check(str(pt.get("Default")) == "150", "parameter PresenceTimeoutSeconds must default to 150")
+try:
+    check(int(pt.get("Default")) > int(hb.get("Default")),
+          "PresenceTimeoutSeconds must default to more than HeartbeatSeconds (the functions refuse otherwise)")
+except (TypeError, ValueError):
+    check(False, "HeartbeatSeconds / PresenceTimeoutSeconds defaults are not numbers")
+check("longer than HeartbeatSeconds" in pt.get("Description", ""),
+      "parameter PresenceTimeoutSeconds must say it has to be longer than HeartbeatSeconds")
+# The application's default (shared::config) and minimum (1 s: it refuses 0).
+ptt = params.get("PartyTtlSeconds", {})
+check(str(ptt.get("Default")) == "120" and str(ptt.get("MinValue")) == "1",
+      "parameter PartyTtlSeconds must default to 120, minimum 1")
+for name in sorted(removed_env_vars):
+    check(name not in json.dumps(t), "the template still mentions " + name)
+
+# ---------------------------------------------------------------------- IAM
+# @connections: POST (push) and DELETE (close), this API and stage only.
+push_policy = props("PushToConnectionsPolicy").get("PolicyDocument", {}).get("Statement", [])
+connections_arn = "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${WebSocketApi}/${Stage}/%s/@connections/*"
+check(push_policy == [{"Effect": "Allow", "Action": "execute-api:ManageConnections",
+                       "Resource": [{"Fn::Sub": connections_arn % "POST"}, {"Fn::Sub": connections_arn % "DELETE"}]}],
+      "PushToConnectionsPolicy: expected ManageConnections on POST and DELETE @connections/* only, got %s"
+      % json.dumps(push_policy))
+# No IAM statement of ours grants anything on "*".
+for name, v in res.items():
+    if v["Type"] in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
+        for st in v["Properties"]["PolicyDocument"]["Statement"]:
+            rs = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+            check("*" not in rs, name + ": Resource *")
+# The API Gateway logging role outlives the stack (the account setting does).
+agw_role = res.get("ApiGatewayCloudWatchLogsRole", {})
+check(agw_role.get("DeletionPolicy") == "Retain" and agw_role.get("Condition") == "CreateApiGatewayCloudWatchRole",
+      "ApiGatewayCloudWatchLogsRole: must be conditional and retained")
+
+for o in ("HttpApiUrl", "WebSocketUrl", "ConnectionsEndpoint", "DashboardUrl", "MatcherFailureQueueUrl"):
+    check(o in t.get("Outputs", {}), "missing output " + o)
+
+for e in errors:
+    print("    " + e, file=sys.stderr)
+sys.exit(1 if errors else 0)
