@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use crate::engine::Refusal;
+use crate::scenario::PartySizes;
+
 pub const USAGE: &str = "\
 mm-sim: replay an arrival trace through the real matchmaking scripts on a
 time-compressed redis-server and compare rule sets with FIFO and an oracle.
@@ -13,18 +16,36 @@ Trace (generated, the default, or read from a file):
   --minutes M           length of the trace                      [10]
   --mean X --sd Y       ratings ~ N(X, Y)                        [1500, 300]
   --seed N              random seed                              [7]
+  --party-sizes LIST    how many players arrive together, e.g.
+                        1:0.6,2:0.25,3:0.15 (size:probability; or
+                        0.6,0.25,0.15 for sizes 1, 2, 3); an arrival is
+                        a solo join or a whole party    [1:1, solo only]
+  --party-sd D          rating sd within a party (each rating stays
+                        N(mean, sd); D = sd: independent)        [100]
   --trace FILE.csv      read the trace instead: header time,player,rating
-                        (seconds since the start, player id, rating)
+                        or time,player,rating,party (seconds since the
+                        start, player id, rating, party label: rows with
+                        one label arrive as one party, the first leads)
 
 Matchers:
   --rules PATH          a rule set file (MM_RULES JSON) or a directory of
                         *.json files; repeatable     [tools/sim/rules/]
   --world NAME          the world of each rule set to drive  [its first]
-  --team-size N         team size of the FIFO baseline and the oracle
-                        [the rule sets' team size, else 10]
+  --team-size N         players per match of every driven world, the
+                        FIFO baseline and the oracle
+                        [the first rule set's, else 10]
   --ticket-ttl S        ticket lifetime of worlds that set none  [900]
   --instant-match BOOL  MM_INSTANT_MATCH for every rule set      [true]
   --oracle-periods LIST oracle batch periods in seconds [1,2,5,10,20,30,60]
+
+Ready checks (rule sets whose world has a readyCheck):
+  --accept-probability LIST  each participant accepts with this probability;
+                        one run per value (e.g. 1,0.9,0.7), plus one run
+                        of the rule set without its ready check      [1]
+  --refusal MODE        who does not accept: decline (at once) or silent
+                        (the proposal times out)              [decline]
+  --answer-delay LO,HI  each answer comes LO..HI simulated seconds after
+                        the proposal (uniform)                     [1,5]
 
 Run:
   --speed X             how much faster than real time redis-server's
@@ -46,6 +67,8 @@ pub struct Options {
     pub mean: f64,
     pub sd: f64,
     pub seed: u64,
+    pub parties: PartySizes,
+    pub party_sd: f64,
     pub trace: Option<PathBuf>,
     pub rules: Vec<PathBuf>,
     pub world: Option<String>,
@@ -60,6 +83,10 @@ pub struct Options {
     pub out: Option<PathBuf>,
     pub fail_on_miss: bool,
     pub help: bool,
+    /// Empty: rule sets with a ready check run with probability 1.
+    pub accept_probabilities: Vec<f64>,
+    pub refusal: Refusal,
+    pub answer_delay: (f64, f64),
 }
 
 impl Default for Options {
@@ -70,6 +97,8 @@ impl Default for Options {
             mean: 1500.0,
             sd: 300.0,
             seed: 7,
+            parties: PartySizes::solo(),
+            party_sd: 100.0,
             trace: None,
             rules: Vec::new(),
             world: None,
@@ -84,6 +113,9 @@ impl Default for Options {
             out: None,
             fail_on_miss: false,
             help: false,
+            accept_probabilities: Vec::new(),
+            refusal: Refusal::Decline,
+            answer_delay: (1.0, 5.0),
         }
     }
 }
@@ -91,6 +123,15 @@ impl Default for Options {
 fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
     v.parse()
         .map_err(|_| format!("{flag}: expected a number, got {v:?}"))
+}
+
+fn at_least_zero(flag: &str, v: &str) -> Result<f64, String> {
+    let x: f64 = number(flag, v)?;
+    if x.is_finite() && x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(format!("{flag}: must be >= 0, got {v}"))
+    }
 }
 
 fn positive(flag: &str, v: &str) -> Result<f64, String> {
@@ -140,6 +181,48 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--seed" => {
                 o.seed = number(flag, &value()?)?;
                 generator_flags.push(flag);
+            }
+            "--party-sizes" | "--parties" => {
+                o.parties = PartySizes::parse(&value()?).map_err(|e| format!("{flag}: {e}"))?;
+                generator_flags.push(flag);
+            }
+            "--party-sd" => {
+                o.party_sd = at_least_zero(flag, &value()?)?;
+                generator_flags.push(flag);
+            }
+            "--accept-probability" => {
+                let v = value()?;
+                let mut ps = Vec::new();
+                for p in v.split(',') {
+                    let x = at_least_zero(flag, p.trim())?;
+                    if x > 1.0 {
+                        return Err(format!("{flag}: a probability is 0..=1, got {x}"));
+                    }
+                    if !ps.contains(&x) {
+                        ps.push(x);
+                    }
+                }
+                ps.sort_by(|a: &f64, b| b.total_cmp(a));
+                o.accept_probabilities = ps;
+            }
+            "--refusal" => {
+                o.refusal = match value()?.to_ascii_lowercase().as_str() {
+                    "decline" => Refusal::Decline,
+                    "silent" => Refusal::Silent,
+                    v => return Err(format!("{flag}: expected decline or silent, got {v:?}")),
+                }
+            }
+            "--answer-delay" => {
+                let v = value()?;
+                let (lo, hi) = v.split_once(',').unwrap_or((&v, &v));
+                let (lo, hi) = (
+                    at_least_zero(flag, lo.trim())?,
+                    at_least_zero(flag, hi.trim())?,
+                );
+                if lo > hi {
+                    return Err(format!("{flag}: LO,HI with LO <= HI, got {v}"));
+                }
+                o.answer_delay = (lo, hi);
             }
             "--trace" => o.trace = Some(PathBuf::from(value()?)),
             "--rules" => o.rules.push(PathBuf::from(value()?)),
@@ -198,11 +281,6 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--redis-server" => o.redis_server = value()?,
             "--out" => o.out = Some(PathBuf::from(value()?)),
-            "--parties" | "--accept-probability" => {
-                return Err(format!(
-                    "{flag} is not implemented yet (parties and ready checks come with their own issues)"
-                ))
-            }
             other => return Err(format!("unknown flag {other:?}; see --help")),
         }
     }
@@ -263,11 +341,39 @@ mod tests {
             ("--speed 0.5", ">= 1"),
             ("--bogus", "unknown flag"),
             ("--trace t.csv --rate 5", "--trace replays a file; --rate"),
-            ("--parties 0.6,0.4", "not implemented yet"),
+            ("--party-sizes 1:0.6,2:0.3", "--party-sizes: party sizes"),
+            ("--party-sd -1", "must be >= 0"),
+            (
+                "--trace t.csv --party-sizes 0.5,0.5",
+                "--trace replays a file; --party-sizes",
+            ),
+            ("--accept-probability 0.9,1.1", "0..=1"),
+            ("--refusal maybe", "decline or silent"),
+            ("--answer-delay 5,1", "LO <= HI"),
             ("--instant-match maybe", "true or false"),
         ] {
             let err = parse(&args(line)).unwrap_err();
             assert!(err.contains(says), "{line}: {err}");
         }
+    }
+
+    #[test]
+    fn party_and_ready_check_flags_are_read() {
+        let o = parse(&args(
+            "--party-sizes 1:0.6,2:0.25,3:0.15 --party-sd 300 --accept-probability 0.9,1,0.7,0.9 \
+             --refusal silent --answer-delay 0.5,3",
+        ))
+        .unwrap();
+        assert_eq!(o.parties, PartySizes::parse("0.6,0.25,0.15").unwrap());
+        assert_eq!(o.party_sd, 300.0);
+        assert_eq!(o.accept_probabilities, [1.0, 0.9, 0.7]);
+        assert_eq!(o.refusal, Refusal::Silent);
+        assert_eq!(o.answer_delay, (0.5, 3.0));
+        let o = parse(&args("--parties 0.5,0.5 --answer-delay 2")).unwrap();
+        assert_eq!(o.parties.weights(), [(1, 0.5), (2, 0.5)]);
+        assert_eq!(o.answer_delay, (2.0, 2.0));
+        let d = parse(&[]).unwrap();
+        assert!(d.parties.is_solo() && d.accept_probabilities.is_empty());
+        assert_eq!((d.refusal, d.answer_delay), (Refusal::Decline, (1.0, 5.0)));
     }
 }

@@ -27,20 +27,21 @@ use redis::aio::MultiplexedConnection;
 use shared::MatchStore;
 
 use crate::clock::SimClock;
-use crate::engine::{Drive, Lane};
-use crate::outcome::{Kind, Run};
+use crate::engine::{Answering, Drive, Lane};
+use crate::outcome::{Kind, Run, Shape};
 use crate::rules::{Environment, RuleSet};
-use crate::scenario::Scenario;
+use crate::scenario::{Generator, Scenario};
 use crate::server::FakeRedis;
 
 /// Everything one simulation needs.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub scenario: Scenario,
-    /// Rule sets to drive (the FIFO baseline is added).
+    /// Rule sets to drive (FIFO baselines are added).
     pub rule_sets: Vec<RuleSet>,
-    /// Team size of the FIFO baseline and the oracle; every driven world
-    /// must have it.
+    /// Players per match. Every driven world must have it; the FIFO
+    /// baseline and the oracle use it (as one team) when no rule set is
+    /// driven.
     pub team_size: u32,
     pub ticket_ttl_secs: u64,
     pub instant_match: bool,
@@ -52,12 +53,20 @@ pub struct Config {
     pub redis_server: String,
     /// Where the redis-servers' logs go.
     pub work_dir: PathBuf,
+    /// A rule set with a ready check runs once per probability (empty: 1)
+    /// and once without its ready check.
+    pub accept_probabilities: Vec<f64>,
+    /// How proposals are answered (its probability is replaced by each of
+    /// `accept_probabilities`).
+    pub answering: Answering,
 }
 
 /// What a simulation produced.
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    /// Rule sets (in order), FIFO, then the oracle by period.
+    /// Rule sets (in order, a ready-check rule set once per acceptance
+    /// probability and once without it), the FIFO baselines, then the
+    /// oracle by period.
     pub runs: Vec<Run>,
     /// The measured speed furthest from the requested one (of all servers).
     pub measured_speed: f64,
@@ -65,6 +74,8 @@ pub struct Outcome {
     pub clock_error: Option<f64>,
     /// (label, file, world description) per driven rule set, FIFO included.
     pub rule_sets: Vec<(String, String, String)>,
+    /// The shape of the oracle's matches.
+    pub oracle_shape: Shape,
 }
 
 /// Tolerance of the start-up speed check.
@@ -103,27 +114,143 @@ impl Server {
     }
 }
 
+/// One lane to run.
+struct Spec {
+    rs: RuleSet,
+    namespace: String,
+    fifo: bool,
+    answering: Option<Answering>,
+    shape: Shape,
+}
+
+/// The lanes of `config`: each rule set (a ready-check rule set once per
+/// acceptance probability and once without its ready check), validated by
+/// the core and checked against the trace, then one FIFO baseline per match
+/// shape. Returns them and the oracle's shape.
+fn lanes_of(config: &Config) -> Result<(Vec<Spec>, Shape), String> {
+    let probe = Environment {
+        redis_url: "redis://127.0.0.1:1".into(),
+        ticket_ttl_secs: config.ticket_ttl_secs,
+        instant_match: config.instant_match,
+    };
+    let mut variants: Vec<(RuleSet, Option<Answering>)> = Vec::new();
+    for rs in &config.rule_sets {
+        if rs.has_ready_check() {
+            let probabilities = if config.accept_probabilities.is_empty() {
+                vec![1.0]
+            } else {
+                config.accept_probabilities.clone()
+            };
+            for p in probabilities {
+                let mut variant = rs.clone();
+                variant.label = format!("{} accept {}", rs.label, oracle::trim_float(p));
+                variants.push((
+                    variant,
+                    Some(Answering {
+                        accept_probability: p,
+                        ..config.answering
+                    }),
+                ));
+            }
+            variants.push((
+                rs.without_ready_check(&format!("{} without ready check", rs.label)),
+                None,
+            ));
+        } else {
+            variants.push((rs.clone(), None));
+        }
+    }
+    if !config.accept_probabilities.is_empty()
+        && !config.rule_sets.is_empty()
+        && variants.iter().all(|(_, a)| a.is_none())
+    {
+        return Err(
+            "--accept-probability applies to rule sets whose world has a readyCheck, and none has one \
+             (try --rules tools/sim/rules/ready)"
+                .into(),
+        );
+    }
+    let largest = config.scenario.largest_party();
+    let mut specs = Vec::new();
+    let mut shapes: Vec<Shape> = Vec::new();
+    for (i, (rs, answering)) in variants.into_iter().enumerate() {
+        let (_, world) = rs.settings(&probe, "probe")?;
+        let shape = rules::shape_of(&world);
+        if shape.seats() != config.team_size {
+            return Err(format!(
+                "rule set {} world {} has {} players per match, but the FIFO baseline and the oracle use {}: \
+                 simulate rule sets of one match size per run (--team-size)",
+                rs.file,
+                world.name,
+                shape.seats(),
+                config.team_size
+            ));
+        }
+        if largest > 1 && world.max_party_size < largest {
+            return Err(format!(
+                "rule set {} world {} takes parties of at most {} (maxPartySize; below 2: none), but the trace has parties of {largest}",
+                rs.file, world.name, world.max_party_size
+            ));
+        }
+        if !shapes.contains(&shape) {
+            shapes.push(shape);
+        }
+        specs.push(Spec {
+            rs,
+            namespace: format!("sim{i}"),
+            fifo: false,
+            answering,
+            shape,
+        });
+    }
+    if shapes.is_empty() {
+        shapes.push(Shape::solo_team(config.team_size));
+    }
+    for (i, shape) in shapes.iter().enumerate() {
+        if largest > shape.team_size {
+            return Err(format!(
+                "the trace has parties of {largest}, larger than a team of {} (a party plays in one team)",
+                shape.team_size
+            ));
+        }
+        let label = if shapes.len() == 1 {
+            "FIFO".to_owned()
+        } else {
+            format!("FIFO {shape}")
+        };
+        specs.push(Spec {
+            rs: RuleSet::fifo(&label, *shape, config.ticket_ttl_secs),
+            namespace: if i == 0 {
+                "simfifo".into()
+            } else {
+                format!("simfifo{i}")
+            },
+            fifo: true,
+            answering: None,
+            shape: *shape,
+        });
+    }
+    // The most teams is the most constrained packing: a match it forms is
+    // also valid with fewer teams of the same size.
+    let oracle_shape = shapes
+        .iter()
+        .copied()
+        .max_by_key(|s| s.teams)
+        .unwrap_or(Shape::solo_team(config.team_size));
+    Ok((specs, oracle_shape))
+}
+
 /// Runs the rule sets and FIFO through time-compressed redis-servers (one
-/// per rule set, so that they use every core and never queue behind each
+/// per lane, so that they use every core and never queue behind each
 /// other) and the oracle offline, all on `config.scenario`.
 pub async fn simulate(config: &Config) -> Result<Outcome, String> {
     std::fs::create_dir_all(&config.work_dir)
         .map_err(|e| format!("cannot create {}: {e}", config.work_dir.display()))?;
-    let mut specs: Vec<(RuleSet, String, bool)> = config
-        .rule_sets
-        .iter()
-        .enumerate()
-        .map(|(i, rs)| (rs.clone(), format!("sim{i}"), false))
-        .collect();
-    specs.push((
-        RuleSet::fifo(config.team_size, config.ticket_ttl_secs),
-        "simfifo".into(),
-        true,
-    ));
+    let (specs, oracle_shape) = lanes_of(config)?;
     let servers = futures_util::future::join_all(
         specs
             .iter()
-            .map(|(_, namespace, _)| Server::start(config, namespace)),
+            .map(|spec| Server::start(config, &spec.namespace)),
     )
     .await
     .into_iter()
@@ -134,26 +261,36 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
     let mut redis_servers = Vec::new();
     let mut described = Vec::new();
     let mut speeds = Vec::new();
-    for ((rs, namespace, is_fifo), server) in specs.into_iter().zip(servers) {
+    for (spec, server) in specs.into_iter().zip(servers) {
+        let Spec {
+            rs,
+            namespace,
+            fifo,
+            answering,
+            shape,
+        } = spec;
         let env = Environment {
             redis_url: server.redis.url(),
             ticket_ttl_secs: config.ticket_ttl_secs,
             instant_match: config.instant_match,
         };
         let (settings, world) = rs.settings(&env, &namespace)?;
-        if world.team_size != config.team_size {
-            return Err(format!(
-                "rule set {} world {} has team size {}, but the FIFO baseline and the oracle use {}: \
-                 simulate rule sets of one team size per run (--team-size)",
-                rs.file, world.name, world.team_size, config.team_size
-            ));
-        }
         let store = MatchStore::new(settings.clone()).map_err(|e| e.to_string())?;
         let matcher = MatchStore::new(settings).map_err(|e| e.to_string())?;
         engine::warm_up(&store).await?;
         engine::warm_up(&matcher).await?;
-        described.push((rs.label.clone(), rs.file.clone(), rules::describe(&world)));
-        let kind = if is_fifo {
+        let mut description = rules::describe(&world);
+        if let Some(a) = &answering {
+            description.push_str(&format!(
+                "; simulated players accept with probability {}, else {}, {}–{} s after the proposal",
+                oracle::trim_float(a.accept_probability),
+                a.refusal.describe(),
+                oracle::trim_float(a.delay.0),
+                oracle::trim_float(a.delay.1)
+            ));
+        }
+        described.push((rs.label.clone(), rs.file.clone(), description));
+        let kind = if fifo {
             Kind::Fifo
         } else {
             Kind::RuleSet {
@@ -161,13 +298,22 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
                 relax: rules::relax_seconds(&world),
             }
         };
-        let label = if is_fifo {
+        let label = if fifo {
             rs.label.clone()
         } else {
             format!("{} ({})", rs.label, world.name)
         };
         speeds.push(server.measured_speed);
-        lanes.push((label, kind, store, matcher, world, rs.notes.clone()));
+        lanes.push((
+            label,
+            kind,
+            shape,
+            store,
+            matcher,
+            world,
+            rs.notes.clone(),
+            answering,
+        ));
         controls.push(server.control);
         redis_servers.push(server.redis);
     }
@@ -189,18 +335,22 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
     let handles: Vec<_> = lanes
         .into_iter()
         .zip(clocks.iter())
-        .map(|((label, kind, store, matcher, world, notes), clock)| {
-            let lane = Lane {
-                label,
-                kind,
-                store,
-                matcher,
-                world,
-                clock: *clock,
-                notes,
-            };
-            tokio::spawn(engine::drive(lane, drive.clone()))
-        })
+        .map(
+            |((label, kind, shape, store, matcher, world, notes, answering), clock)| {
+                let lane = Lane {
+                    label,
+                    kind,
+                    shape,
+                    store,
+                    matcher,
+                    world,
+                    clock: *clock,
+                    notes,
+                    answering,
+                };
+                tokio::spawn(engine::drive(lane, drive.clone()))
+            },
+        )
         .collect();
     let mut runs = Vec::new();
     for h in handles {
@@ -220,9 +370,8 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
     }
     drop(redis_servers);
 
-    let team = config.team_size as usize;
     for period in &config.oracle_periods {
-        runs.push(oracle::run(&config.scenario, team, *period, end));
+        runs.push(oracle::run(&config.scenario, oracle_shape, *period, end));
     }
     let measured_speed = speeds
         .iter()
@@ -238,6 +387,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
         measured_speed,
         clock_error,
         rule_sets: described,
+        oracle_shape,
     })
 }
 
@@ -343,13 +493,15 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     let started = Instant::now();
     let scenario = match &opts.trace {
         Some(path) => Scenario::from_csv_file(path),
-        None => Scenario::poisson(
-            opts.rate,
-            opts.minutes * 60.0,
-            opts.mean,
-            opts.sd,
-            opts.seed,
-        ),
+        None => Scenario::generate(Generator {
+            rate: opts.rate,
+            seconds: opts.minutes * 60.0,
+            mean: opts.mean,
+            sd: opts.sd,
+            seed: opts.seed,
+            parties: opts.parties.clone(),
+            party_sd: opts.party_sd.min(opts.sd),
+        }),
     }
     .map_err(|e| e.to_string())?;
     let rule_paths = if opts.rules.is_empty() {
@@ -368,7 +520,7 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         .collect::<Result<Vec<_>, _>>()?;
     let team_size = match opts.team_size {
         Some(n) => n,
-        None => first_team_size(&rule_sets).unwrap_or(10),
+        None => first_match_size(&rule_sets).unwrap_or(10),
     };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -397,6 +549,13 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         in_flight: opts.in_flight,
         redis_server: opts.redis_server.clone(),
         work_dir: out.clone(),
+        accept_probabilities: opts.accept_probabilities.clone(),
+        answering: Answering {
+            accept_probability: 1.0,
+            refusal: opts.refusal,
+            delay: opts.answer_delay,
+            seed: opts.seed,
+        },
     };
     let outcome = simulate(&config).await?;
     let frontier = report::frontier(&outcome.runs);
@@ -412,6 +571,7 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         scenario: config.scenario.describe(),
         acceptance_note: config.scenario.differs_from_acceptance(),
         team_size,
+        oracle_shape: outcome.oracle_shape,
         drain: config.drain,
         speed: config.speed,
         measured_speed: outcome.measured_speed,
@@ -465,16 +625,19 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     })
 }
 
-fn first_team_size(rule_sets: &[RuleSet]) -> Option<u32> {
+/// Players per match of the first rule set's driven world.
+fn first_match_size(rule_sets: &[RuleSet]) -> Option<u32> {
     let doc: serde_json::Value = serde_json::from_str(&rule_sets.first()?.text).ok()?;
     let world = &rule_sets.first()?.world;
-    doc.get("worlds")?
+    let w = doc
+        .get("worlds")?
         .as_array()?
         .iter()
-        .find(|w| w.get("name").and_then(|n| n.as_str()) == Some(world.as_str()))?
-        .get("teamSize")?
+        .find(|w| w.get("name").and_then(|n| n.as_str()) == Some(world.as_str()))?;
+    let teams = w.get("teams").map_or(Some(1), serde_json::Value::as_u64)?;
+    w.get("teamSize")?
         .as_u64()
-        .and_then(|n| u32::try_from(n).ok())
+        .and_then(|n| u32::try_from(n * teams).ok())
 }
 
 #[cfg(test)]
@@ -497,15 +660,21 @@ mod tests {
     }
 
     #[test]
-    fn the_team_size_comes_from_the_first_rule_set() {
+    fn the_match_size_comes_from_the_first_rule_set() {
         let rs = RuleSet::from_text(
             "r",
             "r.json",
-            r#"{"worlds": [{"name": "a", "teamSize": 4}, {"name": "b", "teamSize": 6}]}"#,
+            r#"{"worlds": [{"name": "a", "teamSize": 4}, {"name": "b", "teamSize": 6},
+                {"name": "c", "teamSize": 5, "teams": 2}]}"#,
             Some("b"),
         )
         .unwrap();
-        assert_eq!(first_team_size(&[rs]), Some(6));
-        assert_eq!(first_team_size(&[]), None);
+        assert_eq!(first_match_size(std::slice::from_ref(&rs)), Some(6));
+        let c = RuleSet {
+            world: "c".into(),
+            ..rs
+        };
+        assert_eq!(first_match_size(&[c]), Some(10));
+        assert_eq!(first_match_size(&[]), None);
     }
 }

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use crate::frontier::{Frontier, Point, Position};
 use crate::oracle::trim_float;
-use crate::outcome::{Fate, Kind, Run};
+use crate::outcome::{Fate, Kind, Run, Shape};
 use crate::scenario::Scenario;
 use crate::stats::{deciles, Dist};
 
@@ -12,6 +12,9 @@ use crate::stats::{deciles, Dist};
 pub const SPREAD_VS_FIFO: f64 = 0.25;
 pub const SPREAD_VS_FRONTIER: f64 = 1.25;
 pub const OUTLIER_Z: f64 = 3.0;
+/// Check (e): a team world's mean team-average difference against its
+/// FIFO-filled baseline's.
+pub const TEAM_DIFFERENCE_VS_FIFO: f64 = 0.25;
 pub const OUTLIER_TICKS: f64 = 2.0;
 /// The matcher's tick, in simulated seconds.
 pub const TICK_SECONDS: f64 = 1.0;
@@ -23,6 +26,8 @@ pub struct Summary {
     pub matches: usize,
     pub matched: usize,
     pub expired: usize,
+    /// Removed by a ready check (declined, or did not answer in time).
+    pub removed: usize,
     pub waiting: usize,
     pub refused: usize,
     /// Waits of matched players, simulated seconds.
@@ -33,7 +38,7 @@ pub struct Summary {
 
 impl Summary {
     pub fn unmatched(&self) -> usize {
-        self.expired + self.waiting + self.refused
+        self.expired + self.removed + self.waiting + self.refused
     }
 }
 
@@ -55,11 +60,94 @@ pub fn summarize(run: &Run) -> Summary {
         matches: run.matches.len(),
         matched: count(|f| matches!(f, Fate::Matched { .. })),
         expired: count(|f| matches!(f, Fate::Expired)),
+        removed: count(|f| matches!(f, Fate::Removed)),
         waiting: count(|f| matches!(f, Fate::Waiting)),
         refused: count(|f| matches!(f, Fate::Refused)),
         wait: Dist::of(&waits(run)),
         spread: Dist::of(&spreads),
     }
+}
+
+/// Parties whose members did not all share one fate: matched into
+/// different matches or teams, or some matched and others not.
+pub fn parties_split(scenario: &Scenario, run: &Run) -> usize {
+    let mut split = 0;
+    for g in scenario.groups.iter().filter(|g| g.is_party()) {
+        let first = run.fates[g.members[0]];
+        let whole = match first {
+            Fate::Matched { index, .. } => {
+                let m = &run.matches[index];
+                let team_of = |p: usize| {
+                    m.teams
+                        .as_ref()
+                        .map(|teams| teams.iter().position(|t| t.contains(&p)))
+                };
+                let team = team_of(g.members[0]);
+                g.members.iter().all(|&p| {
+                    matches!(run.fates[p], Fate::Matched { index: i, .. } if i == index)
+                        && team_of(p) == team
+                })
+            }
+            _ => g
+                .members
+                .iter()
+                .all(|&p| std::mem::discriminant(&run.fates[p]) == std::mem::discriminant(&first)),
+        };
+        if !whole {
+            split += 1;
+        }
+    }
+    split
+}
+
+/// The team-average differences of a run's matches (matches with teams).
+pub fn team_differences(run: &Run) -> Vec<f64> {
+    run.matches
+        .iter()
+        .filter_map(|m| m.team_difference)
+        .collect()
+}
+
+/// Waits of the players of one party size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartyRow {
+    pub size: u32,
+    pub groups: usize,
+    pub players: usize,
+    pub unmatched: usize,
+    pub wait: Option<Dist>,
+}
+
+/// One row per party size of the trace (1 = solo).
+pub fn party_rows(scenario: &Scenario, run: &Run) -> Vec<PartyRow> {
+    scenario
+        .party_sizes()
+        .into_iter()
+        .map(|size| {
+            let groups: Vec<_> = scenario
+                .groups
+                .iter()
+                .filter(|g| g.members.len() as u32 == size)
+                .collect();
+            let mut waits = Vec::new();
+            let mut unmatched = 0;
+            for g in &groups {
+                for &p in &g.members {
+                    match run.fates[p] {
+                        Fate::Matched { wait, .. } => waits.push(wait),
+                        _ => unmatched += 1,
+                    }
+                }
+            }
+            PartyRow {
+                size,
+                groups: groups.len(),
+                players: groups.len() * size as usize,
+                unmatched,
+                wait: Dist::of(&waits),
+            }
+        })
+        .collect()
 }
 
 /// Waits of one rating decile.
@@ -142,12 +230,18 @@ pub struct Check {
 
 /// The acceptance checks of every rule set run against FIFO and the oracle.
 pub fn acceptance(scenario: &Scenario, runs: &[Run], frontier: &Frontier) -> Vec<Check> {
-    let fifo = runs.iter().find(|r| r.kind == Kind::Fifo).map(summarize);
+    let fifo_of = |shape: Shape| {
+        runs.iter()
+            .find(|r| r.kind == Kind::Fifo && r.shape == shape)
+            .or_else(|| runs.iter().find(|r| r.kind == Kind::Fifo))
+    };
     let mut checks = Vec::new();
     for run in runs.iter().filter(|r| r.is_rule_set()) {
         let Kind::RuleSet { relax, .. } = run.kind else {
             continue;
         };
+        let fifo_run = fifo_of(run.shape);
+        let fifo = fifo_run.map(summarize);
         let s = summarize(run);
         let check = |id, what: String, pass, detail| Check {
             rule_set: run.label.clone(),
@@ -250,6 +344,46 @@ pub fn acceptance(scenario: &Scenario, runs: &[Run], frontier: &Frontier) -> Vec
                 }
             ),
         ));
+        // (d) parties whole
+        if scenario.has_parties() {
+            let split = parties_split(scenario, run);
+            let parties = scenario.groups.iter().filter(|g| g.is_party()).count();
+            checks.push(check(
+                "d",
+                "no party split (members in different matches or teams, or not all matched)".into(),
+                split == 0,
+                format!("{split} of {parties} parties split"),
+            ));
+        }
+        // (e) team balance against the FIFO-filled baseline of the same shape
+        if run.shape.teams > 1 {
+            let what = format!(
+                "mean team-average difference <= {:.0} % of a FIFO-filled {}'s",
+                TEAM_DIFFERENCE_VS_FIFO * 100.0,
+                run.shape
+            );
+            let ours = Dist::of(&team_differences(run));
+            let theirs = fifo_run
+                .filter(|f| f.shape == run.shape)
+                .and_then(|f| Dist::of(&team_differences(f)));
+            checks.push(match (ours, theirs) {
+                (Some(ours), Some(theirs)) => {
+                    let ratio = ours.mean / theirs.mean;
+                    check(
+                        "e",
+                        what,
+                        ratio <= TEAM_DIFFERENCE_VS_FIFO,
+                        format!(
+                            "{:.1} vs FIFO {:.1}: {:.1} %",
+                            ours.mean,
+                            theirs.mean,
+                            ratio * 100.0
+                        ),
+                    )
+                }
+                _ => check("e", what, false, "no team matches to compare".into()),
+            });
+        }
     }
     checks
 }
@@ -260,7 +394,10 @@ pub struct Context {
     pub title: String,
     pub scenario: String,
     pub acceptance_note: Option<String>,
+    /// Players per match.
     pub team_size: u32,
+    /// How the oracle makes up its matches.
+    pub oracle_shape: Shape,
     pub drain: f64,
     pub speed: f64,
     pub measured_speed: f64,
@@ -291,18 +428,19 @@ fn opt(d: Option<Dist>, f: impl Fn(Dist) -> f64) -> String {
 /// The summary table (one row per run).
 pub fn summary_table(runs: &[Run]) -> String {
     let mut out = String::new();
-    out.push_str("| matcher | matches | matched | unmatched (expired / waiting / refused) | wait mean | wait p50 | wait p95 | wait max | spread mean | spread p95 |\n");
+    out.push_str("| matcher | matches | matched | unmatched (expired / removed / waiting / refused) | wait mean | wait p50 | wait p95 | wait max | spread mean | spread p95 |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for run in runs {
         let s = summarize(run);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} ({} / {} / {}) | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} ({} / {} / {} / {}) | {} | {} | {} | {} | {} | {} |",
             s.label,
             s.matches,
             s.matched,
             s.unmatched(),
             s.expired,
+            s.removed,
             s.waiting,
             s.refused,
             opt(s.wait, |d| d.mean),
@@ -334,6 +472,112 @@ pub fn decile_table(rows: &[DecileRow]) -> String {
             opt(r.wait, |d| d.p95),
             opt(r.wait, |d| d.max),
         );
+    }
+    out
+}
+
+/// Parties split and team balance, one row per run.
+pub fn teams_table(scenario: &Scenario, runs: &[Run]) -> String {
+    let mut out = String::new();
+    out.push_str("| matcher | match | matches | parties split | team-average difference mean | p50 | p95 | max |\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|\n");
+    for run in runs {
+        let d = Dist::of(&team_differences(run));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            run.label,
+            run.shape,
+            run.matches.len(),
+            if scenario.has_parties() {
+                parties_split(scenario, run).to_string()
+            } else {
+                "–".into()
+            },
+            opt(d, |d| d.mean),
+            opt(d, |d| d.p50),
+            opt(d, |d| d.p95),
+            opt(d, |d| d.max),
+        );
+    }
+    out
+}
+
+/// Waits by party size, one row per run and size.
+pub fn party_table(scenario: &Scenario, runs: &[Run]) -> String {
+    let mut out = String::new();
+    out.push_str("| matcher | party size | arrivals | players | unmatched | wait mean | wait p50 | wait p90 | wait p95 |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for run in runs {
+        for r in party_rows(scenario, run) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                run.label,
+                if r.size == 1 {
+                    "1 (solo)".to_owned()
+                } else {
+                    r.size.to_string()
+                },
+                r.groups,
+                r.players,
+                r.unmatched,
+                opt(r.wait, |d| d.mean),
+                opt(r.wait, |d| d.p50),
+                opt(r.wait, |d| d.p90),
+                opt(r.wait, |d| d.p95),
+            );
+        }
+    }
+    out
+}
+
+/// Ready checks: each run of a rule set with one, and its run without it.
+pub fn ready_table(runs: &[Run]) -> String {
+    let files: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.ready.is_some())
+        .filter_map(|r| match &r.kind {
+            Kind::RuleSet { file, .. } => Some(file.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut out = String::new();
+    out.push_str("| matcher | accept probability | proposals | accepted by all | failed: declined / timed out | open at the end | players removed: by declines / by timeouts | tickets requeued | wait mean | wait p50 | wait p95 |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for run in runs.iter().filter(|r| match &r.kind {
+        Kind::RuleSet { file, .. } => files.contains(&file.as_str()),
+        _ => false,
+    }) {
+        let w = summarize(run).wait;
+        let tail = format!(
+            "{} | {} | {}",
+            opt(w, |d| d.mean),
+            opt(w, |d| d.p50),
+            opt(w, |d| d.p95)
+        );
+        let _ = match &run.ready {
+            Some(r) => writeln!(
+                out,
+                "| {} | {} (else {}) | {} | {} | {} / {} | {} | {} / {} | {} | {tail} |",
+                run.label,
+                trim_float(r.accept_probability),
+                r.refusal,
+                r.proposals,
+                r.accepted,
+                r.declined,
+                r.timed_out,
+                r.pending,
+                r.removed_by_declines,
+                r.removed_by_timeouts,
+                r.requeued,
+            ),
+            None => writeln!(
+                out,
+                "| {} | no ready check | – | – | – | – | – | – | {tail} |",
+                run.label
+            ),
+        };
     }
     out
 }
@@ -376,8 +620,13 @@ pub fn render(
     let _ = writeln!(out, "- **Trace:** {}", ctx.scenario);
     let _ = writeln!(
         out,
-        "- **Matching:** team size {}, matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
+        "- **Matching:** {} players per match (the oracle: {}), matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
         ctx.team_size,
+        if ctx.oracle_shape.teams > 1 {
+            format!("{} teams of {}", ctx.oracle_shape.teams, ctx.oracle_shape.team_size)
+        } else {
+            "one team".to_owned()
+        },
         trim_float(TICK_SECONDS),
         if ctx.instant_match { "on" } else { "off" },
         trim_float(ctx.drain)
@@ -436,6 +685,34 @@ pub fn render(
     out.push_str(&summary_table(runs));
     out.push('\n');
 
+    let team_runs = runs.iter().any(|r| r.shape.teams > 1);
+    if scenario.has_parties() || team_runs {
+        out.push_str("## Parties and teams\n\n");
+        out.push_str("A party is split when its members are not all in one match and one team (or not all matched); it must be 0 everywhere. ");
+        out.push_str("The team-average difference (highest minus lowest team's mean rating) is computed from the trace's ratings for every matcher with teams, FIFO included.\n\n");
+        out.push_str(&teams_table(scenario, runs));
+        out.push('\n');
+    }
+    if scenario.has_parties() {
+        out.push_str("### Waits by party size\n\n");
+        out.push_str("An arrival is a solo player or a whole party; a party's wait runs from its creation to its match (every member waits as long).\n\n");
+        let shown: Vec<Run> = runs
+            .iter()
+            .filter(|r| images || !matches!(r.kind, Kind::Oracle { .. }))
+            .cloned()
+            .collect();
+        out.push_str(&party_table(scenario, &shown));
+        out.push('\n');
+    }
+    if runs.iter().any(|r| r.ready.is_some()) {
+        out.push_str("## Ready checks\n\n");
+        out.push_str("Each participant of a proposal accepts with the given probability after a random delay, else declines (or stays silent until the time runs out). ");
+        out.push_str("A failed proposal removes who declined or did not answer (with their party) and requeues everyone else at their place; waits run to the last accept. ");
+        out.push_str("The same rule set without its ready check is the comparison.\n\n");
+        out.push_str(&ready_table(runs));
+        out.push('\n');
+    }
+
     out.push_str("## Quality/wait frontier\n\n");
     if images {
         out.push_str("![frontier](frontier.svg)\n\n");
@@ -493,34 +770,34 @@ pub fn render(
 mod tests {
     use super::*;
     use crate::outcome::FormedMatch;
-    use crate::scenario::{Arrival, Source};
+    use crate::outcome::ReadyStats;
+    use crate::scenario::{Generator, PartySizes, Row, Source};
 
     fn scenario(ratings: &[f64]) -> Scenario {
-        Scenario {
-            source: Source::Poisson {
+        Scenario::assemble(
+            Source::Poisson(Generator {
                 rate: 1.0,
                 seconds: 100.0,
                 mean: 0.0,
                 sd: 1.0,
                 seed: 0,
-            },
-            arrivals: ratings
+                parties: PartySizes::solo(),
+                party_sd: 1.0,
+            }),
+            ratings
                 .iter()
                 .enumerate()
-                .map(|(i, r)| Arrival {
-                    time: i as f64,
-                    player: format!("p{i}"),
-                    rating: *r,
-                    party_size: 1,
-                })
+                .map(|(i, r)| Row::solo(i as f64, format!("p{i}"), *r))
                 .collect(),
-        }
+        )
+        .unwrap()
     }
 
     fn run(label: &str, kind: Kind, fates: Vec<Fate>, spreads: &[f64]) -> Run {
         Run {
             label: label.into(),
             kind,
+            shape: Shape::solo_team(10),
             fates,
             matches: spreads
                 .iter()
@@ -528,11 +805,14 @@ mod tests {
                     time: 0.0,
                     players: vec![],
                     spread: *s,
+                    teams: None,
+                    team_difference: None,
                 })
                 .collect(),
             notes: vec![],
             failures: 0,
             lagging: None,
+            ready: None,
         }
     }
 
@@ -563,7 +843,7 @@ mod tests {
         assert_eq!(s.spread.unwrap().mean, 20.0);
         let table = summary_table(&[r]);
         assert!(
-            table.contains("| x | 2 | 2 | 3 (1 / 1 / 1) | 2.00 |"),
+            table.contains("| x | 2 | 2 | 3 (1 / 0 / 1 / 1) | 2.00 |"),
             "{table}"
         );
     }
@@ -659,5 +939,204 @@ mod tests {
         assert_eq!(rows[9].unmatched, 1);
         assert_eq!(rows[9].wait.unwrap().n, 1);
         assert!(decile_table(&rows).contains("| 10 | 18 – 19 | 2 | 1 |"));
+    }
+
+    /// Two teams of two: p0 + p1 a party, p2, p3, p4, p5 solos.
+    fn party_scenario() -> Scenario {
+        let mut rows: Vec<Row> = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Row::solo(i as f64, format!("p{i}"), *r))
+            .collect();
+        rows[1].time = 0.0;
+        rows[0].party = Some("x".into());
+        rows[1].party = Some("x".into());
+        Scenario::assemble(Source::Csv { path: "t".into() }, rows).unwrap()
+    }
+
+    fn team_match(s: &Scenario, teams: Vec<Vec<usize>>) -> FormedMatch {
+        FormedMatch::new(s, 1.0, teams.concat(), Some(teams))
+    }
+
+    #[test]
+    fn parties_split_and_team_differences_come_from_the_trace() {
+        let s = party_scenario();
+        let shape = Shape {
+            teams: 2,
+            team_size: 2,
+        };
+        let m = |i| Fate::Matched {
+            wait: 1.0,
+            index: i,
+        };
+        // The party together: 10 + 20 against 30 + 40 -> averages 15, 35.
+        let whole = Run {
+            shape,
+            matches: vec![team_match(&s, vec![vec![0, 1], vec![2, 3]])],
+            ..run(
+                "whole",
+                Kind::Fifo,
+                vec![m(0), m(0), m(0), m(0), Fate::Waiting, Fate::Waiting],
+                &[],
+            )
+        };
+        assert_eq!(parties_split(&s, &whole), 0);
+        assert_eq!(team_differences(&whole), [20.0]);
+        // The party across two teams of one match.
+        let across = Run {
+            matches: vec![team_match(&s, vec![vec![0, 2], vec![1, 3]])],
+            ..whole.clone()
+        };
+        assert_eq!(parties_split(&s, &across), 1);
+        // One member matched, the other waiting.
+        let apart = Run {
+            fates: vec![m(0), Fate::Waiting, m(0), m(0), m(0), Fate::Waiting],
+            matches: vec![team_match(&s, vec![vec![0, 2], vec![3, 4]])],
+            ..whole.clone()
+        };
+        assert_eq!(parties_split(&s, &apart), 1);
+        // Both waiting: whole.
+        let waiting = Run {
+            fates: vec![Fate::Waiting; 6],
+            matches: vec![],
+            ..whole.clone()
+        };
+        assert_eq!(parties_split(&s, &waiting), 0);
+        // Waits by party size: the duo and the four solos.
+        let rows = party_rows(&s, &whole);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (
+                rows[0].size,
+                rows[0].groups,
+                rows[0].players,
+                rows[0].unmatched
+            ),
+            (1, 4, 4, 2)
+        );
+        assert_eq!(
+            (
+                rows[1].size,
+                rows[1].groups,
+                rows[1].players,
+                rows[1].unmatched
+            ),
+            (2, 1, 2, 0)
+        );
+        assert_eq!(rows[1].wait.unwrap().p90, 1.0);
+        assert!(party_table(&s, std::slice::from_ref(&whole))
+            .contains("| whole | 2 | 1 | 2 | 0 | 1.00 |"));
+        assert!(teams_table(&s, &[across]).contains("| whole | 2x2 | 1 | 1 | 10.0 |"));
+    }
+
+    #[test]
+    fn team_worlds_are_checked_for_splits_and_balance_against_their_fifo() {
+        let s = party_scenario();
+        let shape = Shape {
+            teams: 2,
+            team_size: 2,
+        };
+        let m = |i| Fate::Matched {
+            wait: 1.0,
+            index: i,
+        };
+        let fates = vec![m(0), m(0), m(0), m(0), m(1), m(1)];
+        // FIFO: 10 + 20 | 30 + 40 -> 20; nobody else for the second match's teams.
+        let fifo = Run {
+            shape,
+            matches: vec![team_match(&s, vec![vec![0, 1], vec![2, 3]])],
+            ..run("FIFO", Kind::Fifo, fates.clone(), &[])
+        };
+        // Rated: 10 + 20 | 30 + 4? -- here 10 + 40 is impossible (the party), so
+        // the difference is 20 too; a second match 50 | 60 differs by 10.
+        let mut rated = Run {
+            shape,
+            matches: vec![
+                team_match(&s, vec![vec![0, 1], vec![2, 3]]),
+                team_match(&s, vec![vec![4], vec![5]]),
+            ],
+            ..run(
+                "rated",
+                Kind::RuleSet {
+                    file: "r.json".into(),
+                    relax: 10.0,
+                },
+                fates,
+                &[],
+            )
+        };
+        let checks = acceptance(&s, &[rated.clone(), fifo.clone()], &frontier(&[]));
+        let ids: Vec<&str> = checks.iter().map(|c| c.id).collect();
+        assert_eq!(ids, ["a", "b", "c", "d", "e"]);
+        assert!(checks[3].pass, "{:?}", checks[3]);
+        assert_eq!(checks[3].detail, "0 of 1 parties split");
+        // (e): mean 15 vs 20 = 75 % > 25 %.
+        assert!(!checks[4].pass);
+        assert!(
+            checks[4].detail.contains("15.0 vs FIFO 20.0: 75.0 %"),
+            "{}",
+            checks[4].detail
+        );
+        // Balanced enough: 0 and 1 -> 0.5 / 20.
+        rated.matches[0].team_difference = Some(0.0);
+        rated.matches[1].team_difference = Some(1.0);
+        let checks = acceptance(&s, &[rated, fifo], &frontier(&[]));
+        assert!(checks[4].pass, "{:?}", checks[4]);
+    }
+
+    #[test]
+    fn the_ready_table_puts_each_probability_next_to_the_run_without() {
+        let kind = Kind::RuleSet {
+            file: "ready.json".into(),
+            relax: 10.0,
+        };
+        let with = Run {
+            ready: Some(ReadyStats {
+                accept_probability: 0.9,
+                refusal: "declines".into(),
+                proposals: 12,
+                accepted: 8,
+                declined: 3,
+                timed_out: 1,
+                pending: 0,
+                removed_by_declines: 3,
+                removed_by_timeouts: 2,
+                requeued: 40,
+                answers: 100,
+            }),
+            ..run(
+                "ready accept 0.9 (w)",
+                kind.clone(),
+                vec![matched(2.0), Fate::Removed],
+                &[],
+            )
+        };
+        let without = run(
+            "ready without ready check (w)",
+            kind,
+            vec![matched(1.0); 2],
+            &[],
+        );
+        let other = run(
+            "other (w)",
+            Kind::RuleSet {
+                file: "other.json".into(),
+                relax: 1.0,
+            },
+            vec![],
+            &[],
+        );
+        let table = ready_table(&[with.clone(), without, other]);
+        assert!(
+            table.contains("| ready accept 0.9 (w) | 0.9 (else declines) | 12 | 8 | 3 / 1 | 0 | 3 / 2 | 40 | 2.00 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| ready without ready check (w) | no ready check |"),
+            "{table}"
+        );
+        assert!(!table.contains("other"), "{table}");
+        let s = summarize(&with);
+        assert_eq!((s.removed, s.unmatched()), (1, 1));
     }
 }

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use shared::{MatchMode, Settings, World};
+use shared::{MatchMode, PartyRating, Settings, World};
+
+use crate::outcome::Shape;
 
 /// One rule set to drive through the real scripts.
 #[derive(Debug, Clone)]
@@ -36,13 +38,15 @@ pub struct Environment {
 }
 
 impl RuleSet {
-    /// The FIFO baseline: one FIFO world of `team_size`.
-    pub fn fifo(team_size: u32, ticket_ttl_secs: u64) -> Self {
+    /// A FIFO baseline: one FIFO world of `shape` (parties up to the team
+    /// size, the core's default), labelled `label`.
+    pub fn fifo(label: &str, shape: Shape, ticket_ttl_secs: u64) -> Self {
+        let Shape { teams, team_size } = shape;
         Self {
-            label: "FIFO".into(),
+            label: label.into(),
             file: "built-in".into(),
             text: format!(
-                r#"{{"worlds": [{{"name": "fifo", "teamSize": {team_size}, "ticketTtlSeconds": {ticket_ttl_secs}}}]}}"#
+                r#"{{"worlds": [{{"name": "fifo", "teamSize": {team_size}, "teams": {teams}, "ticketTtlSeconds": {ticket_ttl_secs}}}]}}"#
             ),
             world: "fifo".into(),
             notes: Vec::new(),
@@ -107,6 +111,45 @@ impl RuleSet {
         })
     }
 
+    /// The driven world's JSON object.
+    fn driven_world<'a>(
+        doc: &'a mut Value,
+        world: &str,
+    ) -> Option<&'a mut serde_json::Map<String, Value>> {
+        doc.get_mut("worlds")?
+            .as_array_mut()?
+            .iter_mut()
+            .find(|w| w.get("name").and_then(Value::as_str) == Some(world))?
+            .as_object_mut()
+    }
+
+    /// Whether the driven world has a ready check.
+    pub fn has_ready_check(&self) -> bool {
+        serde_json::from_str::<Value>(&self.text)
+            .ok()
+            .as_mut()
+            .and_then(|doc| Self::driven_world(doc, &self.world))
+            .is_some_and(|w| w.contains_key("readyCheck"))
+    }
+
+    /// The same rule set with the driven world's ready check removed,
+    /// labelled `label` (to show what the ready check costs).
+    pub fn without_ready_check(&self, label: &str) -> Self {
+        let mut out = self.clone();
+        if let Ok(mut doc) = serde_json::from_str::<Value>(&self.text) {
+            if let Some(w) = Self::driven_world(&mut doc, &self.world) {
+                w.remove("readyCheck");
+            }
+            out.text = doc.to_string();
+        }
+        out.label = label.to_owned();
+        out.notes.push(format!(
+            "{}: readyCheck removed (the comparison run)",
+            self.world
+        ));
+        out
+    }
+
     /// Validates the document through the core and returns the settings for
     /// `namespace` and the driven world.
     pub fn settings(
@@ -145,18 +188,54 @@ pub fn relax_seconds(world: &World) -> f64 {
     }
 }
 
+/// How a world's matches are made up.
+pub fn shape_of(world: &World) -> Shape {
+    Shape {
+        teams: world.teams,
+        team_size: world.team_size,
+    }
+}
+
 /// A short description of a world's matching rules for the report.
 pub fn describe(world: &World) -> String {
     let ttl = humanize(world.ticket_ttl);
+    let shape = if world.teams > 1 {
+        format!("{} teams of {}", world.teams, world.team_size)
+    } else {
+        format!("team {}", world.team_size)
+    };
+    let parties = if world.max_party_size >= 2 {
+        format!(
+            ", parties up to {}{}",
+            world.max_party_size,
+            match (&world.mode, world.party_rating) {
+                (MatchMode::Rating(_), PartyRating::Max) => " (rated by their best)",
+                (MatchMode::Rating(_), PartyRating::Average) => " (rated by their average)",
+                _ => "",
+            }
+        )
+    } else {
+        ", no parties".to_owned()
+    };
+    let ready = world.ready_check.map_or_else(String::new, |r| {
+        format!(
+            ", ready check: accept within {}, cool-down {}",
+            humanize(r.accept_within),
+            humanize(r.decline_cooldown)
+        )
+    });
     match &world.mode {
-        MatchMode::Fifo => format!("FIFO, team {}, ticket TTL {ttl}", world.team_size),
+        MatchMode::Fifo => format!("FIFO, {shape}{parties}, ticket TTL {ttl}{ready}"),
         MatchMode::Rating(r) => format!(
-            "rating: window {} + {}/s up to {}, relax after {}; team {}, ticket TTL {ttl}",
+            "rating: window {} + {}/s up to {}, relax after {}{}; {shape}{parties}, ticket TTL {ttl}{ready}",
             r.base_window,
             r.widen_per_second,
             r.max_window,
             humanize(r.relax_after),
-            world.team_size
+            r.balance.as_ref().filter(|_| world.teams > 1).map_or_else(String::new, |b| format!(
+                "; team averages within {} + {}/s up to {}",
+                b.base_window, b.widen_per_second, b.max_window
+            )),
         ),
     }
 }
@@ -219,7 +298,7 @@ mod tests {
 
     #[test]
     fn the_fifo_baseline_is_a_valid_rule_set() {
-        let fifo = RuleSet::fifo(10, 900);
+        let fifo = RuleSet::fifo("FIFO", Shape::solo_team(10), 900);
         let (settings, world) = fifo.settings(&env(), "simfifo").unwrap();
         assert_eq!(settings.namespace, "simfifo");
         assert_eq!((world.team_size, world.ticket_ttl.as_secs()), (10, 900));
@@ -269,12 +348,52 @@ mod tests {
 
     #[test]
     fn the_shipped_rule_sets_are_valid() {
-        let files = expand(&[default_dir()]).unwrap();
-        assert!(!files.is_empty());
-        for f in files {
-            let rs = RuleSet::from_file(&f, None).unwrap();
-            let (_, world) = rs.settings(&env(), "sim0").unwrap();
-            assert_eq!(world.team_size, 10, "{}", f.display());
+        // The default set, and the team and ready-check sets below it.
+        for (dir, teams, ready) in [
+            (default_dir(), 1, false),
+            (default_dir().join("teams"), 2, false),
+            (default_dir().join("ready"), 1, true),
+        ] {
+            let files = expand(std::slice::from_ref(&dir)).unwrap();
+            assert!(!files.is_empty(), "{}", dir.display());
+            for f in files {
+                let rs = RuleSet::from_file(&f, None).unwrap();
+                let (_, world) = rs.settings(&env(), "sim0").unwrap();
+                assert_eq!(world.seats(), 10, "{}", f.display());
+                assert_eq!(world.teams, teams, "{}", f.display());
+                assert_eq!(rs.has_ready_check(), ready, "{}", f.display());
+                assert_eq!(world.ready_check.is_some(), ready, "{}", f.display());
+                if teams > 1 {
+                    // The party acceptance scenario's parties (up to 3) fit.
+                    assert!(world.max_party_size >= 3, "{}", f.display());
+                }
+            }
         }
+    }
+
+    #[test]
+    fn a_ready_check_can_be_removed_for_the_comparison_run() {
+        let text = r#"{"worlds": [
+            {"name": "other", "teamSize": 2, "readyCheck": {"acceptSeconds": 5, "declineCooldownSeconds": 0}},
+            {"name": "duel", "teamSize": 2, "teams": 2, "maxPartySize": 2,
+             "readyCheck": {"acceptSeconds": 10, "declineCooldownSeconds": 30}}
+        ]}"#;
+        let rs = RuleSet::from_text("r", "r.json", text, Some("duel")).unwrap();
+        assert!(rs.has_ready_check());
+        let (_, world) = rs.settings(&env(), "sim0").unwrap();
+        assert_eq!(shape_of(&world).to_string(), "2x2");
+        let d = describe(&world);
+        assert!(
+            d.contains("2 teams of 2, parties up to 2") && d.contains("accept within 10 s"),
+            "{d}"
+        );
+        let plain = rs.without_ready_check("r plain");
+        assert!(!plain.has_ready_check());
+        assert_eq!(plain.label, "r plain");
+        let (_, world) = plain.settings(&env(), "sim0").unwrap();
+        assert!(world.ready_check.is_none());
+        // Only the driven world lost it.
+        let (settings, _) = plain.settings(&env(), "sim0").unwrap();
+        assert!(settings.worlds.get("other").unwrap().ready_check.is_some());
     }
 }

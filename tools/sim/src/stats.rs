@@ -32,6 +32,7 @@ pub struct Dist {
     pub n: usize,
     pub mean: f64,
     pub p50: f64,
+    pub p90: f64,
     pub p95: f64,
     pub max: f64,
 }
@@ -45,6 +46,7 @@ impl Dist {
             n: sorted.len(),
             mean: mean(&sorted)?,
             p50: percentile_sorted(&sorted, 50.0),
+            p90: percentile_sorted(&sorted, 90.0),
             p95: percentile_sorted(&sorted, 95.0),
             max: *sorted.last()?,
         })
