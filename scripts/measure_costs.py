@@ -128,17 +128,24 @@ class Redis:
     def reset(self):
         self.call("CONFIG", "RESETSTAT")
 
-    def read(self):
+    def read(self, own_bytes=None):
         """Commands and bytes since reset(), less the probe's own."""
+        if own_bytes is None:
+            own_bytes = self.own_bytes
         stats = self.info("stats")
         cmds = {}
         for k, v in self.info("commandstats").items():
             f = dict(x.split("=") for x in v.split(","))
             name = k.replace("cmdstat_", "")
-            if name not in ("config", "info", "slowlog"):
+            if name.split("|")[0] not in ("config", "info", "slowlog"):
                 cmds[name] = (int(f["calls"]), int(f["usec"]))
         return {"cmds": cmds, "net": int(stats["total_net_input_bytes"])
-                + int(stats["total_net_output_bytes"])}
+                + int(stats["total_net_output_bytes"]) - own_bytes}
+
+    def calibrate(self):
+        """The bytes reset() and read() count of their own."""
+        self.reset()
+        self.own_bytes = self.read(0)["net"]
 
 
 # --- HTTP: Runtime API emulator and the @connections/JWKS stand-in ---------
@@ -369,6 +376,7 @@ def main():
                 time.sleep(0.05)
         else:
             raise SystemExit("redis-server did not start")
+        r.calibrate()
         env = json.load(open(os.path.join(ROOT, "env.json")))["Parameters"]
         issuer = Issuer(tmp, env["AUTH_ISSUER"], env["AUTH_AUDIENCE"])
         stand_in = StandIn(issuer.jwks)
