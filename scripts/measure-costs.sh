@@ -7,7 +7,7 @@
 # bytes of every invocation. Everything runs on 127.0.0.1 with a private
 # redis-server on a free port (never 6379). Not part of scripts/test.sh.
 #
-#   scripts/measure-costs.sh                             release build of the four functions, then ~2 minutes
+#   scripts/measure-costs.sh                             release build of the four functions, then about 3 minutes
 #   COST_BIN_DIR=target/release scripts/measure-costs.sh existing binaries, no build
 #
 # Knobs: COST_MATCHES (default 300), COST_HEARTBEATS (300), COST_MATCHER_SECS

@@ -416,6 +416,8 @@ def run(args, r, fns, issuer, stand_in, world, team, env):
     starts = {}           # function -> start of every invocation
 
     def call(fn, ev, kind, count=True, **kw):
+        """One invocation of function fn. count: True records it under kind;
+        False (SLOWLOG on) records kind's top-level commands; None neither."""
         f = fns[fn]
         r.reset()
         if count is False:
