@@ -17,7 +17,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh redis
-command -v openssl >/dev/null || { echo "openssl is needed (signs the test tokens)" >&2; exit 1; }
+if ! command -v openssl >/dev/null; then      # signs the test tokens
+  echo "installing openssl (apt-get)..." >&2
+  SUDO=""; [[ "$(id -u)" -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openssl >/dev/null
+fi
 
 if [[ -z "${COST_BIN_DIR:-}" ]]; then
   echo "building the functions (release)..." >&2
