@@ -343,6 +343,14 @@ mod tests {
             (ErrorCode::Forbidden, 403, "FORBIDDEN"),
             (ErrorCode::RatingRequired, 409, "RATING_REQUIRED"),
             (ErrorCode::InvalidRating, 400, "INVALID_RATING"),
+            (ErrorCode::InParty, 409, "IN_PARTY"),
+            (ErrorCode::MemberBusy, 409, "MEMBER_BUSY"),
+            (ErrorCode::PartyNotFound, 404, "PARTY_NOT_FOUND"),
+            (ErrorCode::InvalidParty, 400, "INVALID_PARTY"),
+            (ErrorCode::ProposalPending, 409, "PROPOSAL_PENDING"),
+            (ErrorCode::ProposalNotFound, 404, "PROPOSAL_NOT_FOUND"),
+            (ErrorCode::ProposalExpired, 409, "PROPOSAL_EXPIRED"),
+            (ErrorCode::CoolingDown, 409, "COOLING_DOWN"),
         ];
         for (code, status, name) in codes {
             assert_eq!(code.as_str(), name);
