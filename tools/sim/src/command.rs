@@ -1,0 +1,267 @@
+//! The command line's run: parse the flags, build the trace and the rule
+//! sets, simulate, analyse, write the report and the charts, print.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::engine::Answering;
+use crate::rules::RuleSet;
+use crate::scenario::{Generator, Scenario};
+use crate::{cli, plot, report, rules, simulate, Config};
+
+/// UTC time as `YYYYMMDD-HHMMSS`.
+pub fn utc_stamp(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// The commit of the core this binary was built from, as far as the source
+/// tree tells at run time: `abc1234`, with a mark when `shared/` or `lua/`
+/// have uncommitted changes. `None` outside a git checkout.
+fn core_version() -> Option<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let head = git(&["rev-parse", "--short", "HEAD"])?;
+    let dirty = git(&["status", "--porcelain", "--", "shared", "lua"])?;
+    Some(if dirty.is_empty() {
+        head
+    } else {
+        format!("{head} + uncommitted changes to shared/ or lua/")
+    })
+}
+
+/// The command line as it would be typed again.
+fn command_line(args: &[String]) -> String {
+    let mut parts = vec!["scripts/sim.sh".to_owned()];
+    parts.extend(args.iter().map(|a| {
+        if a.is_empty() || a.contains(char::is_whitespace) {
+            format!("'{a}'")
+        } else {
+            a.clone()
+        }
+    }));
+    parts.join(" ")
+}
+
+/// The whole command: parse, simulate, analyse, write the report and the
+/// charts, print. Returns the process exit status.
+pub async fn run_cli(args: &[String]) -> Result<i32, String> {
+    let opts = cli::parse(args)?;
+    if opts.help {
+        print!("{}", cli::USAGE);
+        return Ok(0);
+    }
+    let started = Instant::now();
+    let scenario = match &opts.trace {
+        Some(path) => Scenario::from_csv_file(path),
+        None => Scenario::generate(Generator {
+            rate: opts.rate,
+            seconds: opts.minutes * 60.0,
+            mean: opts.mean,
+            sd: opts.sd,
+            seed: opts.seed,
+            parties: opts.parties.clone(),
+            party_sd: opts.party_sd.min(opts.sd),
+        }),
+    }
+    .map_err(|e| e.to_string())?;
+    let rule_paths = if opts.rules.is_empty() {
+        let dir = rules::default_dir();
+        if dir.is_dir() {
+            vec![dir]
+        } else {
+            Vec::new()
+        }
+    } else {
+        opts.rules.clone()
+    };
+    let rule_sets = rules::expand(&rule_paths)?
+        .iter()
+        .map(|p| RuleSet::from_file(p, opts.world.as_deref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let team_size = match opts.team_size {
+        Some(n) => n,
+        None => first_match_size(&rule_sets).unwrap_or(10),
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let stamp = utc_stamp(now);
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("sim-results").join(&stamp));
+    eprintln!(
+        "simulating {} through {} rule set(s) + FIFO at x{} (about {:.0} s)...",
+        scenario.describe(),
+        rule_sets.len(),
+        opts.speed,
+        (scenario.last_arrival() + opts.drain) / opts.speed + 1.5
+    );
+    let config = Config {
+        scenario,
+        rule_sets,
+        team_size,
+        ticket_ttl_secs: opts.ticket_ttl,
+        instant_match: opts.instant_match,
+        drain: opts.drain,
+        oracle_periods: opts.oracle_periods.clone(),
+        speed: opts.speed,
+        in_flight: opts.in_flight,
+        redis_server: opts.redis_server.clone(),
+        work_dir: out.clone(),
+        accept_probabilities: opts.accept_probabilities.clone(),
+        answering: Answering {
+            accept_probability: 1.0,
+            refusal: opts.refusal,
+            delay: opts.answer_delay,
+            seed: opts.seed,
+        },
+    };
+    let outcome = simulate(&config).await?;
+    let frontier = report::frontier(&outcome.runs);
+    let checks = report::acceptance(&config.scenario, &outcome.runs, &frontier);
+    plot::frontier_chart(&out.join("frontier.svg"), &outcome.runs)?;
+    plot::decile_chart(
+        &out.join("waits-by-decile.svg"),
+        &config.scenario,
+        &outcome.runs,
+    )?;
+    let mut ctx = report::Context {
+        title: format!("Matchmaking simulation {stamp} UTC"),
+        scenario: config.scenario.describe(),
+        acceptance_note: config.scenario.differs_from_acceptance(),
+        team_size,
+        oracle_shape: outcome.oracle_shape,
+        drain: config.drain,
+        speed: config.speed,
+        measured_speed: outcome.measured_speed,
+        clock_error: outcome.clock_error,
+        wall_seconds: 0.0,
+        instant_match: config.instant_match,
+        rule_sets: outcome.rule_sets.clone(),
+        command: command_line(args),
+        core: core_version(),
+    };
+    ctx.wall_seconds = started.elapsed().as_secs_f64();
+    let markdown = report::render(&ctx, &config.scenario, &outcome.runs, &checks, true);
+    let path = out.join("report.md");
+    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    print!(
+        "{}",
+        report::render(&ctx, &config.scenario, &outcome.runs, &checks, false)
+    );
+    println!(
+        "\nreport: {}\ncharts: {}, {}",
+        path.display(),
+        out.join("frontier.svg").display(),
+        out.join("waits-by-decile.svg").display()
+    );
+    for run in outcome.runs.iter() {
+        if let Some(why) = &run.lagging {
+            eprintln!(
+                "mm-sim: WARNING: {} did not keep up with x{}: {why}; rerun with a lower --speed",
+                run.label, config.speed
+            );
+        }
+    }
+    let failed: Vec<String> = outcome
+        .runs
+        .iter()
+        .filter(|r| r.failures > 0)
+        .map(|r| format!("{} ({} failures)", r.label, r.failures))
+        .collect();
+    if !failed.is_empty() {
+        eprintln!(
+            "mm-sim: joins or ticks failed in {}: see the report's Run diagnostics",
+            failed.join(", ")
+        );
+        return Ok(2);
+    }
+    let missed = checks.iter().filter(|c| !c.pass).count();
+    Ok(if opts.fail_on_miss && missed > 0 {
+        3
+    } else {
+        0
+    })
+}
+
+/// Players per match of the first rule set's driven world.
+fn first_match_size(rule_sets: &[RuleSet]) -> Option<u32> {
+    let doc: serde_json::Value = serde_json::from_str(&rule_sets.first()?.text).ok()?;
+    let world = &rule_sets.first()?.world;
+    let w = doc
+        .get("worlds")?
+        .as_array()?
+        .iter()
+        .find(|w| w.get("name").and_then(|n| n.as_str()) == Some(world.as_str()))?;
+    let teams = w.get("teams").map_or(Some(1), serde_json::Value::as_u64)?;
+    w.get("teamSize")?
+        .as_u64()
+        .and_then(|n| u32::try_from(n * teams).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        assert_eq!(utc_stamp(951_782_400), "20000229-000000");
+        assert_eq!(utc_stamp(1_796_070_801), "20261130-203321");
+    }
+
+    #[test]
+    fn command_lines_quote_what_needs_it() {
+        assert_eq!(
+            command_line(&["--rules".into(), "my rules.json".into()]),
+            "scripts/sim.sh --rules 'my rules.json'"
+        );
+    }
+
+    #[test]
+    fn the_match_size_comes_from_the_first_rule_set() {
+        let rs = RuleSet::from_text(
+            "r",
+            "r.json",
+            r#"{"worlds": [{"name": "a", "teamSize": 4}, {"name": "b", "teamSize": 6},
+                {"name": "c", "teamSize": 5, "teams": 2}]}"#,
+            Some("b"),
+        )
+        .unwrap();
+        assert_eq!(first_match_size(std::slice::from_ref(&rs)), Some(6));
+        let c = RuleSet {
+            world: "c".into(),
+            ..rs
+        };
+        assert_eq!(first_match_size(&[c]), Some(10));
+        assert_eq!(first_match_size(&[]), None);
+    }
+}

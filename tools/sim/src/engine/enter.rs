@@ -1,0 +1,102 @@
+//! An arrival's calls into the core: a solo join, or a party's create and
+//! its members' joins.
+
+use shared::{
+    use_cases, JoinOutcome, MatchRecord, MatchStore, PartyCreateOutcome, PartyJoinOutcome,
+    PlayerId, ProposalView, Rating, StoreError, World,
+};
+
+use crate::scenario::Scenario;
+
+/// How an arrival entered the world.
+#[derive(Debug)]
+pub(super) enum Entered {
+    /// Its ticket waits in the queue.
+    Queued,
+    /// It completed one or more matches at once.
+    Matched(Vec<MatchRecord>),
+    /// It completed a match that is a proposal (a ready check).
+    Proposed(ProposalView),
+    /// The core refused it (why).
+    Refused(String),
+}
+
+pub(super) fn player_of(scenario: &Scenario, i: usize) -> Result<(PlayerId, Rating), StoreError> {
+    let a = &scenario.arrivals[i];
+    let player = PlayerId::parse(&a.player)
+        .map_err(|e| StoreError::Rejected(format!("player {:?}: {e}", a.player)))?;
+    let rating = Rating::new(a.rating)
+        .map_err(|e| StoreError::Rejected(format!("rating {}: {e}", a.rating)))?;
+    Ok((player, rating))
+}
+
+/// Enters group `group` of the trace: a solo player joins; a party's
+/// leader creates it and every invited member joins it, the last join
+/// queueing (or matching) the party as one ticket. Every player's rating
+/// arrives as the verified claim would; a fresh namespace has no
+/// ratings-store entry to take precedence over it. These are the calls that
+/// change with the core's join and party signatures. Returns the party id
+/// (once created) and how the arrival entered.
+pub(super) async fn enter(
+    store: &MatchStore,
+    world: &World,
+    scenario: &Scenario,
+    group: usize,
+) -> (Option<String>, Result<Entered, StoreError>) {
+    let members = &scenario.groups[group].members;
+    if members.len() == 1 {
+        let result =
+            match player_of(scenario, members[0]) {
+                Ok((player, rating)) => store.join(world, &player, None, Some(rating)).await.map(
+                    |outcome| match outcome {
+                        JoinOutcome::Queued(_) => Entered::Queued,
+                        JoinOutcome::Matched { formed, .. } => Entered::Matched(formed),
+                        JoinOutcome::Proposed(view) => Entered::Proposed(view),
+                        other => Entered::Refused(format!("{other:?}")),
+                    },
+                ),
+                Err(e) => Err(e),
+            };
+        return (None, result);
+    }
+    let mut party_id = None;
+    let result = async {
+        let players = members
+            .iter()
+            .map(|&m| player_of(scenario, m))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (leader, leader_rating) = &players[0];
+        let invited: Vec<PlayerId> = players[1..].iter().map(|(p, _)| p.clone()).collect();
+        let party = match use_cases::create_party(
+            store,
+            world,
+            leader,
+            &invited,
+            None,
+            Some(*leader_rating),
+        )
+        .await?
+        {
+            Ok(PartyCreateOutcome::Created(view)) => view.party_id,
+            Ok(other) => return Ok(Entered::Refused(format!("CreateParty {other:?}"))),
+            Err(rejection) => return Ok(Entered::Refused(format!("CreateParty {rejection}"))),
+        };
+        party_id = Some(party.to_string());
+        let last = players.len() - 1;
+        for (i, (player, rating)) in players.iter().enumerate().skip(1) {
+            let outcome = store
+                .join_party(world, &party, player, None, Some(*rating))
+                .await?;
+            return Ok(match outcome {
+                PartyJoinOutcome::Joined(_) if i < last => continue,
+                PartyJoinOutcome::Queued(_) if i == last => Entered::Queued,
+                PartyJoinOutcome::Matched { formed, .. } if i == last => Entered::Matched(formed),
+                PartyJoinOutcome::Proposed(view) if i == last => Entered::Proposed(view),
+                other => Entered::Refused(format!("JoinParty (member {}) {other:?}", i + 1)),
+            });
+        }
+        Ok(Entered::Refused("a party without invited members".into()))
+    }
+    .await;
+    (party_id, result)
+}
