@@ -2,8 +2,8 @@
 //! its members' joins.
 
 use shared::{
-    use_cases, JoinOutcome, MatchRecord, MatchStore, PartyCreateOutcome, PartyJoinOutcome,
-    PlayerId, ProposalView, Rating, StoreError, World,
+    use_cases, ConnectionId, JoinOutcome, MatchRecord, MatchStore, PartyCreateOutcome,
+    PartyJoinOutcome, PlayerId, ProposalView, Rating, StoreError, World,
 };
 
 use crate::scenario::Scenario;
@@ -19,6 +19,25 @@ pub(super) enum Entered {
     Proposed(ProposalView),
     /// The core refused it (why).
     Refused(String),
+}
+
+/// Registers one WebSocket connection per member of group `group` (the
+/// `$connect` handler's call), so that the matcher's pushes reach someone:
+/// a notification for a player without a connection stays in the outbox and
+/// is retried until the match record expires, and every tick would claim
+/// the whole backlog again. The pusher delivers nothing either way.
+pub(super) async fn connect(
+    store: &MatchStore,
+    scenario: &Scenario,
+    group: usize,
+) -> Result<(), StoreError> {
+    for &m in &scenario.groups[group].members {
+        let (player, _) = player_of(scenario, m)?;
+        let conn = ConnectionId::parse(&format!("sim-{}", player.as_str()))
+            .map_err(|e| StoreError::Rejected(format!("connection of {player:?}: {e}")))?;
+        store.register_connection(&conn, &player).await?;
+    }
+    Ok(())
 }
 
 pub(super) fn player_of(scenario: &Scenario, i: usize) -> Result<(PlayerId, Rating), StoreError> {

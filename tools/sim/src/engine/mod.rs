@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 
 use answer::{answer_proposals, AnswerLog};
 pub use answer::{Answering, Refusal, POLL_SECONDS};
-use enter::{enter, Entered};
+use enter::{connect, enter, Entered};
 
 use crate::clock::SimClock;
 use crate::outcome::{Kind, Run, Shape};
@@ -212,8 +212,14 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
         let tx = join_tx.clone();
         let proposals = proposal_tx.clone();
         tokio::spawn(async move {
+            // Connected first, as a client is before it joins; the wait
+            // starts with the join.
+            let connected = connect(&store, &scenario, group).await;
             let now = clock.sim_now();
-            let (party, result) = enter(&store, &world, &scenario, group).await;
+            let (party, result) = match connected {
+                Ok(()) => enter(&store, &world, &scenario, group).await,
+                Err(e) => (None, Err(e)),
+            };
             if let Ok(Entered::Proposed(view)) = &result {
                 let _ = proposals.send(view.clone());
             }
