@@ -329,7 +329,53 @@ async fn parties_are_never_split_and_every_player_is_accounted_for() {
     let ids: Vec<&str> = checks.iter().map(|c| c.id).collect();
     assert_eq!(ids, ["a", "b", "c", "d", "e"]);
     assert!(checks[3].pass, "{:?}", checks[3]);
+    assert_eq!(
+        checks[3].detail,
+        format!("0 of {} parties split", parties(&scenario))
+    );
+    // (e) from the match data: each match's team averages, recomputed here
+    // from the trace's ratings and the teams the core reported.
+    let mean_difference = |run: &Run| {
+        let diffs: Vec<f64> = run
+            .matches
+            .iter()
+            .map(|m| {
+                let averages: Vec<f64> = m
+                    .teams
+                    .as_ref()
+                    .unwrap()
+                    .iter()
+                    .map(|t| {
+                        t.iter().map(|&p| scenario.arrivals[p].rating).sum::<f64>() / t.len() as f64
+                    })
+                    .collect();
+                let hi = averages.iter().copied().fold(f64::MIN, f64::max);
+                let lo = averages.iter().copied().fold(f64::MAX, f64::min);
+                hi - lo
+            })
+            .collect();
+        diffs.iter().sum::<f64>() / diffs.len() as f64
+    };
+    let (ours, fifo) = (
+        mean_difference(&outcome.runs[0]),
+        mean_difference(&outcome.runs[1]),
+    );
+    assert!(ours < fifo, "rated {ours} vs FIFO-filled {fifo}");
+    let ratio = ours / fifo;
+    assert_eq!(checks[4].pass, ratio <= 0.25, "{:?}", checks[4]);
+    assert_eq!(
+        checks[4].detail,
+        format!("{ours:.1} vs FIFO {fifo:.1}: {:.1} %", ratio * 100.0)
+    );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+fn parties(scenario: &Scenario) -> usize {
+    scenario
+        .groups
+        .iter()
+        .filter(|g| g.members.len() > 1)
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
