@@ -10,6 +10,10 @@
 #   scripts/sim.sh                         the acceptance scenario
 #   scripts/sim.sh --rules my-rules.json   another rule set (repeatable)
 #   scripts/sim.sh --trace arrivals.csv    replay a trace (time,player,rating)
+#   scripts/sim.sh --rules tools/sim/rules/teams --party-sizes 1:0.6,2:0.25,3:0.15
+#                                          2x5 teams with parties (issue 12)
+#   scripts/sim.sh --rules tools/sim/rules/ready --accept-probability 1,0.95,0.9
+#                                          ready checks (issue 13)
 #   scripts/sim.sh --help                  every flag
 set -euo pipefail
 cd "$(dirname "$0")/.."
