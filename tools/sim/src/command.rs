@@ -153,6 +153,16 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         &config.scenario,
         &outcome.runs,
     )?;
+    if config.scenario.has_parties() {
+        plot::party_chart(
+            &out.join("waits-by-party-size.svg"),
+            &config.scenario,
+            &outcome.runs,
+        )?;
+    }
+    if outcome.runs.iter().any(|r| r.ready.is_some()) {
+        plot::ready_chart(&out.join("waits-by-acceptance.svg"), &outcome.runs)?;
+    }
     let mut ctx = report::Context {
         title: format!("Matchmaking simulation {stamp} UTC"),
         scenario: config.scenario.describe(),
@@ -177,11 +187,21 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         "{}",
         report::render(&ctx, &config.scenario, &outcome.runs, &checks, false)
     );
+    let charts: Vec<String> = [
+        "frontier.svg",
+        "waits-by-decile.svg",
+        "waits-by-party-size.svg",
+        "waits-by-acceptance.svg",
+    ]
+    .iter()
+    .map(|f| out.join(f))
+    .filter(|p| p.exists())
+    .map(|p| p.display().to_string())
+    .collect();
     println!(
-        "\nreport: {}\ncharts: {}, {}",
+        "\nreport: {}\ncharts: {}",
         path.display(),
-        out.join("frontier.svg").display(),
-        out.join("waits-by-decile.svg").display()
+        charts.join(", ")
     );
     for run in outcome.runs.iter() {
         if let Some(why) = &run.lagging {

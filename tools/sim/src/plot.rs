@@ -1,5 +1,6 @@
 //! The report's charts, drawn with plotters' SVG backend: the quality/wait
-//! frontier and the waits per rating decile.
+//! frontier, the waits per rating decile, per party size and per
+//! acceptance probability.
 
 use std::path::Path;
 
@@ -7,7 +8,7 @@ use plotters::prelude::*;
 
 use crate::oracle::trim_float;
 use crate::outcome::{Kind, Run};
-use crate::report::{frontier, summarize, Deciles};
+use crate::report::{frontier, party_rows, summarize, Deciles};
 use crate::scenario::Scenario;
 
 /// Values below this are drawn at it (log axes have no zero).
@@ -173,6 +174,106 @@ pub fn decile_chart(path: &Path, scenario: &Scenario, runs: &[Run]) -> Result<()
             (r.label.clone(), pick(|w| w.p50), pick(|w| w.p95))
         })
         .collect();
+    wait_lines(
+        path,
+        "Wait by rating decile: p50 (solid) and p95 (dashed)",
+        "rating decile (1 = lowest rated tenth)",
+        0.5..10.5,
+        &|v| format!("{v:.0}"),
+        series,
+        "p50",
+    )
+}
+
+/// Waits per party size: mean (solid) and p95 (dashed), one colour per
+/// rule set and FIFO. Only for a trace with parties.
+pub fn party_chart(path: &Path, scenario: &Scenario, runs: &[Run]) -> Result<(), String> {
+    let series: Vec<Series> = runs
+        .iter()
+        .filter(|r| !matches!(r.kind, Kind::Oracle { .. }))
+        .map(|r| {
+            let rows = party_rows(scenario, r);
+            let pick = |f: fn(&crate::stats::Dist) -> f64| -> Vec<(f64, f64)> {
+                rows.iter()
+                    .filter_map(|row| row.wait.map(|w| (f64::from(row.size), f(&w).max(FLOOR))))
+                    .collect()
+            };
+            (r.label.clone(), pick(|w| w.mean), pick(|w| w.p95))
+        })
+        .collect();
+    let largest = f64::from(scenario.largest_party());
+    wait_lines(
+        path,
+        "Wait by party size: mean (solid) and p95 (dashed)",
+        "players arriving together (1 = solo)",
+        0.5..largest + 0.5,
+        &|v| format!("{v:.0}"),
+        series,
+        "mean",
+    )
+}
+
+/// Waits per acceptance probability of each ready-check rule set: mean
+/// (solid) and p95 (dashed), and the same rule set without its ready check
+/// as a flat line. Only when a run has a ready check.
+pub fn ready_chart(path: &Path, runs: &[Run]) -> Result<(), String> {
+    let mut files: Vec<&str> = Vec::new();
+    for r in runs.iter().filter(|r| r.ready.is_some()) {
+        if let Kind::RuleSet { file, .. } = &r.kind {
+            if !files.contains(&file.as_str()) {
+                files.push(file);
+            }
+        }
+    }
+    let of_file = |r: &&Run, f: &str| matches!(&r.kind, Kind::RuleSet { file, .. } if file == f);
+    let lowest = runs
+        .iter()
+        .filter_map(|r| r.ready.as_ref().map(|s| s.accept_probability))
+        .fold(1.0f64, f64::min);
+    let x = (lowest - 0.05).max(0.0)..1.05;
+    let mut series: Vec<Series> = Vec::new();
+    for f in files {
+        let mut mean = Vec::new();
+        let mut p95 = Vec::new();
+        for r in runs.iter().filter(|r| of_file(r, f)) {
+            let Some(w) = summarize(r).wait else { continue };
+            match &r.ready {
+                Some(s) => {
+                    mean.push((s.accept_probability, w.mean.max(FLOOR)));
+                    p95.push((s.accept_probability, w.p95.max(FLOOR)));
+                }
+                None => series.push((
+                    r.label.clone(),
+                    vec![(x.start, w.mean.max(FLOOR)), (x.end, w.mean.max(FLOOR))],
+                    vec![(x.start, w.p95.max(FLOOR)), (x.end, w.p95.max(FLOOR))],
+                )),
+            }
+        }
+        mean.sort_by(|a, b| a.0.total_cmp(&b.0));
+        p95.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push((format!("{f} with its ready check"), mean, p95));
+    }
+    wait_lines(
+        path,
+        "Wait by acceptance probability: mean (solid) and p95 (dashed)",
+        "probability that each participant accepts a proposal",
+        x,
+        &|v| format!("{v:.2}"),
+        series,
+        "mean",
+    )
+}
+
+/// One line per series (solid: `solid`, dashed: p95) on a log wait axis.
+fn wait_lines(
+    path: &Path,
+    caption: &str,
+    x_desc: &str,
+    x: std::ops::Range<f64>,
+    x_fmt: &dyn Fn(&f64) -> String,
+    series: Vec<Series>,
+    solid: &str,
+) -> Result<(), String> {
     let y_range = log_range(
         series
             .iter()
@@ -182,30 +283,31 @@ pub fn decile_chart(path: &Path, scenario: &Scenario, runs: &[Run]) -> Result<()
     let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Wait by rating decile: p50 (solid) and p95 (dashed)",
-            ("sans-serif", 22),
-        )
+        .caption(caption, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(65)
-        .build_cartesian_2d(0.5f64..10.5f64, y_range.log_scale())
+        .build_cartesian_2d(x, y_range.log_scale())
         .map_err(err)?;
     chart
         .configure_mesh()
-        .x_desc("rating decile (1 = lowest rated tenth)")
+        .x_desc(x_desc)
         .y_desc("wait (simulated s, log)")
         .x_labels(10)
-        .x_label_formatter(&|v| format!("{v:.0}"))
+        .x_label_formatter(x_fmt)
         .y_label_formatter(&|v| trim_axis(*v))
         .draw()
         .map_err(err)?;
     for (i, (label, p50, p95)) in series.into_iter().enumerate() {
-        let c = if label == "FIFO" { RED } else { color(i) };
+        let c = if label.starts_with("FIFO") {
+            RED
+        } else {
+            color(i)
+        };
         chart
             .draw_series(LineSeries::new(p50.clone(), c.stroke_width(2)))
             .map_err(err)?
-            .label(format!("{label} p50 / p95"))
+            .label(format!("{label} {solid} / p95"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
         chart
             .draw_series(p50.iter().map(|p| Circle::new(*p, 3, c.filled())))

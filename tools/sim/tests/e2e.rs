@@ -333,6 +333,10 @@ async fn parties_are_never_split_and_every_player_is_accounted_for() {
         checks[3].detail,
         format!("0 of {} parties split", parties(&scenario))
     );
+    let chart = dir.join("waits-by-party-size.svg");
+    sim::plot::party_chart(&chart, &scenario, &outcome.runs).unwrap();
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("rated (ranked) mean / p95"));
     // (e) from the match data: each match's team averages, recomputed here
     // from the trace's ratings and the teams the core reported.
     let mean_difference = |run: &Run| {
@@ -408,6 +412,10 @@ async fn ready_checks_with_refusals_account_for_every_player() {
             seed: 5,
         };
         let outcome = simulate(&config).await.unwrap_or_else(|e| panic!("{e}"));
+        let chart = dir.join("waits-by-acceptance.svg");
+        sim::plot::ready_chart(&chart, &outcome.runs).unwrap();
+        let svg = std::fs::read_to_string(&chart).unwrap();
+        assert!(svg.contains("ready.json with its ready check mean / p95"));
         let labels: Vec<&str> = outcome.runs.iter().map(|r| r.label.as_str()).collect();
         let mut want: Vec<String> = probabilities
             .iter()

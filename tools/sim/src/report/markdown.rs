@@ -318,6 +318,9 @@ pub fn render(
     }
     if scenario.has_parties() {
         out.push_str("### Waits by party size\n\n");
+        if images {
+            out.push_str("![waits by party size](waits-by-party-size.svg)\n\n");
+        }
         out.push_str("An arrival is a solo player or a whole party; a party's wait runs from its creation to its match (every member waits as long).\n\n");
         let shown: Vec<Run> = runs
             .iter()
@@ -329,6 +332,9 @@ pub fn render(
     }
     if runs.iter().any(|r| r.ready.is_some()) {
         out.push_str("## Ready checks\n\n");
+        if images {
+            out.push_str("![waits by acceptance probability](waits-by-acceptance.svg)\n\n");
+        }
         out.push_str("Each participant of a proposal accepts with the given probability after a random delay, else declines (or stays silent until the time runs out). ");
         out.push_str("A failed proposal removes who declined or did not answer (with their party) and requeues everyone else at their place; waits run to the last accept. ");
         out.push_str("The same rule set without its ready check is the comparison.\n\n");
