@@ -44,7 +44,8 @@ async fn outbox_len(stack: &local_stack::LocalStack) -> u64 {
 }
 
 /// 300+ players with their own tokens and sockets join random worlds, some
-/// leave; every player who stayed gets exactly one MATCH_FOUND, matches are
+/// leave; every player who stayed hears exactly one match (a timed-out push may
+/// be repeated, identically: delivery is at least once), matches are
 /// well-formed, my-status agrees with the socket, leavers hear nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundreds_of_players_each_get_exactly_one_match() {
@@ -68,6 +69,7 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
         .collect();
 
     // Everyone joins at once; about one in seven then tries to leave.
+    let started = std::time::Instant::now();
     let joins = join_all(
         players
             .iter()
@@ -75,6 +77,7 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
             .map(|(p, (world, _))| p.join(&stack, world)),
     )
     .await;
+    eprintln!("300 joins answered in {:?}", started.elapsed());
     for (status, body) in &joins {
         assert_eq!(*status, 200, "{body}");
         assert!(
@@ -137,10 +140,17 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
 
     let mut matches: BTreeMap<String, Value> = BTreeMap::new();
     let mut seen_by: HashMap<String, BTreeSet<String>> = HashMap::new();
+    let mut repeats = 0;
     for p in &stayed {
         let found = p.messages_of_type("MATCH_FOUND");
-        assert_eq!(found.len(), 1, "{} got {} MATCH_FOUND", p.id, found.len());
+        // Delivery is at least once: a push that timed out on the join's
+        // path (800 ms) may still have arrived, and the outbox sends it
+        // again. A repeat must be the same message; a second match never.
         let m = &found[0];
+        for again in &found[1..] {
+            assert_eq!(again, m, "{} heard two different matches", p.id);
+            repeats += 1;
+        }
         let id = m["matchId"].as_str().expect("matchId").to_owned();
         let participants: Vec<&str> = m["participants"]
             .as_array()
@@ -192,7 +202,7 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
         assert_eq!(p.my_status(&stack).await["status"], "IDLE", "{}", p.id);
     }
     eprintln!(
-        "{} players, {} left, {} matches",
+        "{} players, {} left, {} matches, {repeats} repeated deliveries",
         stayed.len() + left.len(),
         left.len(),
         matches.len()

@@ -36,11 +36,22 @@ pub async fn start_stack_vars(vars: &[(&str, &str)]) -> LocalStack {
     LocalStack::start(config).await.expect("local stack starts")
 }
 
+/// One client for every call: building one loads the platform's root
+/// certificates, which in a debug build took ~25 ms per request and made 300
+/// simultaneous joins queue behind the tests' own client set-up. No pooled
+/// connections, since each test runs its own runtime and a pooled connection
+/// would outlive the runtime it was made on.
 pub fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .expect("http client")
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("http client")
+        })
+        .clone()
 }
 
 pub async fn token(stack: &LocalStack, sub: &str) -> String {
