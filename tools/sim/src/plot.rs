@@ -179,6 +179,7 @@ pub fn decile_chart(path: &Path, scenario: &Scenario, runs: &[Run]) -> Result<()
         "Wait by rating decile: p50 (solid) and p95 (dashed)",
         "rating decile (1 = lowest rated tenth)",
         0.5..10.5,
+        10,
         &|v| format!("{v:.0}"),
         series,
         "p50",
@@ -207,6 +208,7 @@ pub fn party_chart(path: &Path, scenario: &Scenario, runs: &[Run]) -> Result<(),
         "Wait by party size: mean (solid) and p95 (dashed)",
         "players arriving together (1 = solo)",
         0.5..largest + 0.5,
+        scenario.largest_party() as usize,
         &|v| format!("{v:.0}"),
         series,
         "mean",
@@ -258,6 +260,7 @@ pub fn ready_chart(path: &Path, runs: &[Run]) -> Result<(), String> {
         "Wait by acceptance probability: mean (solid) and p95 (dashed)",
         "probability that each participant accepts a proposal",
         x,
+        10,
         &|v| format!("{v:.2}"),
         series,
         "mean",
@@ -270,6 +273,7 @@ fn wait_lines(
     caption: &str,
     x_desc: &str,
     x: std::ops::Range<f64>,
+    x_labels: usize,
     x_fmt: &dyn Fn(&f64) -> String,
     series: Vec<Series>,
     solid: &str,
@@ -293,7 +297,7 @@ fn wait_lines(
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc("wait (simulated s, log)")
-        .x_labels(10)
+        .x_labels(x_labels)
         .x_label_formatter(x_fmt)
         .y_label_formatter(&|v| trim_axis(*v))
         .draw()
