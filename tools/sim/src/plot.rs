@@ -176,8 +176,10 @@ pub fn decile_chart(path: &Path, scenario: &Scenario, runs: &[Run]) -> Result<()
         .collect();
     wait_lines(
         path,
-        "Wait by rating decile: p50 (solid) and p95 (dashed)",
-        "rating decile (1 = lowest rated tenth)",
+        (
+            "Wait by rating decile: p50 (solid) and p95 (dashed)",
+            "rating decile (1 = lowest rated tenth)",
+        ),
         0.5..10.5,
         10,
         &|v| format!("{v:.0}"),
@@ -205,8 +207,10 @@ pub fn party_chart(path: &Path, scenario: &Scenario, runs: &[Run]) -> Result<(),
     let largest = f64::from(scenario.largest_party());
     wait_lines(
         path,
-        "Wait by party size: mean (solid) and p95 (dashed)",
-        "players arriving together (1 = solo)",
+        (
+            "Wait by party size: mean (solid) and p95 (dashed)",
+            "players arriving together (1 = solo)",
+        ),
         0.5..largest + 0.5,
         scenario.largest_party() as usize,
         &|v| format!("{v:.0}"),
@@ -257,8 +261,10 @@ pub fn ready_chart(path: &Path, runs: &[Run]) -> Result<(), String> {
     }
     wait_lines(
         path,
-        "Wait by acceptance probability: mean (solid) and p95 (dashed)",
-        "probability that each participant accepts a proposal",
+        (
+            "Wait by acceptance probability: mean (solid) and p95 (dashed)",
+            "probability that each participant accepts a proposal",
+        ),
         x,
         10,
         &|v| format!("{v:.2}"),
@@ -267,11 +273,11 @@ pub fn ready_chart(path: &Path, runs: &[Run]) -> Result<(), String> {
     )
 }
 
-/// One line per series (solid: `solid`, dashed: p95) on a log wait axis.
+/// One line per series (solid: `solid`, dashed: p95) on a log wait axis,
+/// under `caption`, with `x_desc` along the x axis.
 fn wait_lines(
     path: &Path,
-    caption: &str,
-    x_desc: &str,
+    (caption, x_desc): (&str, &str),
     x: std::ops::Range<f64>,
     x_labels: usize,
     x_fmt: &dyn Fn(&f64) -> String,
