@@ -12,13 +12,16 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
+use futures_util::{SinkExt, StreamExt};
 use local_stack::{LocalStack, StackConfig};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::common::{Config, Ctx, Res};
+
+/// The documented client heartbeat interval (`MM_HEARTBEAT_SECS` default).
+const HEARTBEAT: Duration = Duration::from_secs(60);
 use crate::report::{count, dur, Report, Table, Verdict};
 use crate::stats::{percentile, summarize, Summary};
 
@@ -146,7 +149,21 @@ impl Pool {
             let (i, socket) = s?;
             let state = state.clone();
             readers.push(tokio::spawn(async move {
-                let (_write, mut read) = socket.split();
+                let (mut write, mut read) = socket.split();
+                // Heartbeats, as every client must send them: without them
+                // the registrations lapse after the presence timeout (150 s)
+                // and later runs' matches reach nobody.
+                let heartbeat = tokio::spawn(async move {
+                    let mut every = tokio::time::interval(HEARTBEAT);
+                    every.tick().await;
+                    loop {
+                        every.tick().await;
+                        let ping = Message::Text(r#"{"action":"ping"}"#.into());
+                        if write.send(ping).await.is_err() {
+                            break;
+                        }
+                    }
+                });
                 while let Some(Ok(msg)) = read.next().await {
                     let Message::Text(text) = msg else { continue };
                     let at = Instant::now();
@@ -157,6 +174,7 @@ impl Pool {
                         lock(&state).on_match_found(i, &value, at);
                     }
                 }
+                heartbeat.abort();
             }));
         }
         Ok(Self {
