@@ -79,6 +79,15 @@ def pct(values, p):
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
+def wait_until(condition, timeout_s, what):
+    """Polls `condition` until it holds; fails after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -221,7 +230,8 @@ class Function:
         self.proc = subprocess.Popen([binary], env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines, self.lock = [], threading.Lock()   # (time ns, bytes incl. newline, text)
-        threading.Thread(target=self._follow, daemon=True).start()
+        self.follower = threading.Thread(target=self._follow, daemon=True)
+        self.follower.start()
         while not self.ready.wait(0.01):
             self._check()
             if time.perf_counter() - t > 60:
@@ -235,7 +245,7 @@ class Function:
 
     def _check(self):
         if self.init_error or self.proc.poll() is not None:
-            time.sleep(0.2)
+            self.follower.join(timeout=5)    # its last lines: the output ends with the process
             tail = "\n".join(l[2] for l in self.lines[-20:])
             raise SystemExit(f"{self.name}: init error {self.init_error!r} / exit "
                              f"{self.proc.poll()}\n{tail}")
@@ -476,7 +486,9 @@ def run(args, r, fns, issuer, stand_in, world, team, env):
     posts0 = len(stand_in.posts)
     for _ in range(args.matches):
         match()
-    time.sleep(0.2)
+    # Per match: a QUEUED push to each queued joiner, MATCH_FOUND to all.
+    expected = args.matches * (2 * team - 1)
+    wait_until(lambda: len(stand_in.posts) - posts0 >= expected, 10, f"{expected} pushes")
     pushes = stand_in.posts[posts0:]
 
     print(f"{args.heartbeats} heartbeats ...", file=sys.stderr)
@@ -520,7 +532,15 @@ def run(args, r, fns, issuer, stand_in, world, team, env):
 
     # Each invocation's output: the lines its process wrote from its start
     # to the start of the process's next invocation.
-    time.sleep(0.5)
+    # Everything was written before each response; the readers may lag:
+    # wait until no process's output has grown for five polls.
+    history = []
+
+    def outputs_settled():
+        history.append([len(f.lines) for f in fns.values()])
+        return len(history) >= 5 and all(h == history[-1] for h in history[-5:])
+
+    wait_until(outputs_settled, 10, "the functions' output to settle")
     for recs in records.values():
         for x in recs:
             later = [t for t in starts[x["fn"]] if t > x["start"]]

@@ -611,14 +611,14 @@ mod tests {
         let api = RuntimeApi::start().await;
         let next = format!("GET {RUNTIME_PREFIX}/invocation/next");
         // The long poll waits for an event.
-        let polling = tokio::spawn(raw(
+        let mut polling = tokio::spawn(raw(
             api.addr,
             "GET /2018-06-01/runtime/invocation/next",
             "",
             "",
         ));
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        assert!(!polling.is_finished(), "no event yet: the poll waits");
+        let early = tokio::time::timeout(Duration::from_millis(100), &mut polling).await;
+        assert!(early.is_err(), "no event yet: the poll waits");
         let (id, answer) = api.enqueue("fn-a", br#"{"a":1}"#, &Deadline::RawMs("600000".into()));
         let (status, head, body) = polling.await.unwrap();
         assert_eq!((status, body.as_str()), (200, r#"{"a":1}"#));
