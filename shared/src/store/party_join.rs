@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use super::reply::Reply;
+use super::reply::{FormedMatches, Reply};
 use super::{flag, millis, rated_args, ready_args, team_args, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    MatchRecord, NotificationId, PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView,
-    Rating, TicketData, WaitStats, WorldName,
+    PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating, TicketData, WaitStats,
+    WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -106,23 +106,11 @@ impl MatchStore {
                 PartyJoinOutcome::Queued(q)
             }
             "MATCHED" => {
-                let count = reply.uint("match count")?;
-                let formed = (0..count)
-                    .map(|_| reply.json::<MatchRecord>("match record"))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let mut notifications = Vec::with_capacity(reply.remaining());
-                while reply.remaining() > 0 {
-                    notifications.push(reply.parsed("notification id", NotificationId::parse)?);
-                }
-                let record = formed
-                    .iter()
-                    .find(|m| m.includes(player))
-                    .cloned()
-                    .ok_or_else(|| {
-                        StoreError::UnexpectedReply(format!(
-                            "{SCRIPT}: MATCHED without the player's match"
-                        ))
-                    })?;
+                let FormedMatches {
+                    record,
+                    formed,
+                    notifications,
+                } = reply.formed_matches(player)?;
                 PartyJoinOutcome::Matched {
                     party: view(&detail)?,
                     record,

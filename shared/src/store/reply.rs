@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 
 use redis::Value;
 
+use crate::domain::{MatchRecord, NotificationId, PlayerId};
 use crate::error::StoreError;
 
 /// The values of one script reply, consumed in order.
@@ -118,6 +119,46 @@ impl Reply {
             )));
         }
         Ok(())
+    }
+}
+
+/// The matches a join formed, read from the tail of its reply.
+pub(crate) struct FormedMatches {
+    /// The one that holds the joining player.
+    pub record: MatchRecord,
+    /// Every match formed (the player's among them).
+    pub formed: Vec<MatchRecord>,
+    pub notifications: Vec<NotificationId>,
+}
+
+impl Reply {
+    /// Reads the rest of a MATCHED reply, `{ count, record JSON x count,
+    /// notification id... }` (join.lua and party_join.lua), and finds the
+    /// match that holds `player`.
+    pub fn formed_matches(&mut self, player: &PlayerId) -> Result<FormedMatches, StoreError> {
+        let count = self.uint("match count")?;
+        let formed = (0..count)
+            .map(|_| self.json::<MatchRecord>("match record"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut notifications = Vec::with_capacity(self.remaining());
+        while self.remaining() > 0 {
+            notifications.push(self.parsed("notification id", NotificationId::parse)?);
+        }
+        let record = formed
+            .iter()
+            .find(|m| m.includes(player))
+            .cloned()
+            .ok_or_else(|| {
+                StoreError::UnexpectedReply(format!(
+                    "{}: MATCHED without the player's match",
+                    self.script
+                ))
+            })?;
+        Ok(FormedMatches {
+            record,
+            formed,
+            notifications,
+        })
     }
 }
 
