@@ -557,6 +557,40 @@ impl LocalFunction {
         self.output()
     }
 
+    /// [`LocalFunction::stop`], asserting that the function logged no error.
+    pub fn stop_without_errors(self) -> Vec<String> {
+        let output = self.stop();
+        assert!(
+            local::log_records(&output, "ERROR").is_empty(),
+            "{}",
+            output.join("\n")
+        );
+        output
+    }
+
+    /// Invokes `event` on a function whose configuration is refused: the
+    /// start must fail visibly (`Runtime.InitError` naming `variable`,
+    /// posted to `/runtime/init/error`) without ever asking for an event.
+    pub async fn expect_init_error(&mut self, event: &[u8], variable: &str) -> InitError {
+        let init = match self
+            .invoke(event, &local::function_deadline(), local::WAIT)
+            .await
+        {
+            Err(Failure::InitError(init)) => init,
+            other => self.fail(&format!("answered {other:?} instead of an init error")),
+        };
+        let json = init.json();
+        assert_eq!(json["errorType"], "Runtime.InitError", "{json}");
+        assert!(
+            json["errorMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains(variable)),
+            "{json}"
+        );
+        assert_eq!(self.api.next_requests(), 0, "it never asked for an event");
+        init
+    }
+
     fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -11,7 +11,6 @@ use integration_tests::runtime_api::local::{
     function_deadline, http_envelope, log_records, LocalEnv, WAIT,
 };
 use integration_tests::runtime_api::template::claimed_events;
-use integration_tests::runtime_api::Failure;
 use integration_tests::scenarios::player;
 use serde_json::{json, Value};
 use shared::{ConnectionId, MatchStore};
@@ -130,12 +129,7 @@ async fn every_event_routed_to_join_is_answered_by_the_built_binary() {
             other => unreachable!("{other} is not claimed"),
         }
     }
-    let output = join.stop();
-    assert!(
-        log_records(&output, "ERROR").is_empty(),
-        "{}",
-        output.join("\n")
-    );
+    join.stop_without_errors();
 }
 
 /// Without `MM_WS_ENDPOINT` join starts (one warning), answers its event,
@@ -181,7 +175,7 @@ async fn join_answers_without_mm_ws_endpoint_and_keeps_the_match_for_the_matcher
         outbox.contains(&format!("M|{match_id}")),
         "MATCH_FOUND stays in the outbox: {outbox:?}"
     );
-    let output = join.stop();
+    let output = join.stop_without_errors();
     let warnings: Vec<Value> = log_records(&output, "WARN")
         .into_iter()
         .filter(|r| r["variable"] == "MM_WS_ENDPOINT")
@@ -193,11 +187,6 @@ async fn join_answers_without_mm_ws_endpoint_and_keeps_the_match_for_the_matcher
             .is_some_and(|m| m.contains("MM_WS_ENDPOINT is not set")),
         "{}",
         warnings[0]
-    );
-    assert!(
-        log_records(&output, "ERROR").is_empty(),
-        "{}",
-        output.join("\n")
     );
 }
 
@@ -216,19 +205,6 @@ async fn a_malformed_endpoint_is_an_init_error_not_a_hang() {
         )
         .await;
     let event = serde_json::to_vec(&events["join.json"]).unwrap();
-    match join.invoke(&event, &function_deadline(), WAIT).await {
-        Err(Failure::InitError(init)) => {
-            let json = init.json();
-            assert_eq!(json["errorType"], "Runtime.InitError", "{json}");
-            assert!(
-                json["errorMessage"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("MM_WS_ENDPOINT")),
-                "{json}"
-            );
-            assert_eq!(init.error_type.as_deref(), Some("Runtime.InitError"));
-        }
-        other => join.fail(&format!("answered {other:?} instead of an init error")),
-    }
-    assert_eq!(join.api.next_requests(), 0, "it never asked for an event");
+    let init = join.expect_init_error(&event, "MM_WS_ENDPOINT").await;
+    assert_eq!(init.error_type.as_deref(), Some("Runtime.InitError"));
 }

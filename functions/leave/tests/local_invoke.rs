@@ -5,11 +5,8 @@
 //! Also: a configuration the function refuses is reported as an init error.
 
 use integration_tests::lambda_events::set_party_id;
-use integration_tests::runtime_api::local::{
-    function_deadline, http_envelope, log_records, LocalEnv, WAIT,
-};
+use integration_tests::runtime_api::local::{function_deadline, http_envelope, LocalEnv, WAIT};
 use integration_tests::runtime_api::template::claimed_events;
-use integration_tests::runtime_api::Failure;
 use integration_tests::scenarios::player;
 use serde_json::json;
 use shared::{MatchStore, PartyCreateOutcome};
@@ -92,12 +89,7 @@ async fn every_event_routed_to_leave_is_answered_by_the_built_binary() {
             other => unreachable!("{other} is not claimed"),
         }
     }
-    let output = leave.stop();
-    assert!(
-        log_records(&output, "ERROR").is_empty(),
-        "{}",
-        output.join("\n")
-    );
+    leave.stop_without_errors();
 }
 
 /// A configuration the function refuses fails the start visibly: the error
@@ -111,20 +103,7 @@ async fn a_refused_configuration_is_an_init_error_not_a_hang() {
         .function_with(BIN, NAME, &[("MM_WORLDS", Some("World One:3"))])
         .await;
     let event = serde_json::to_vec(&events["leave.json"]).unwrap();
-    match leave.invoke(&event, &function_deadline(), WAIT).await {
-        Err(Failure::InitError(init)) => {
-            let json = init.json();
-            assert_eq!(json["errorType"], "Runtime.InitError", "{json}");
-            assert!(
-                json["errorMessage"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("MM_WORLDS")),
-                "{json}"
-            );
-        }
-        other => leave.fail(&format!("answered {other:?} instead of an init error")),
-    }
-    assert_eq!(leave.api.next_requests(), 0, "it never asked for an event");
+    leave.expect_init_error(&event, "MM_WORLDS").await;
     // It exits: Lambda starts a fresh environment for the next invoke.
     integration_tests::eventually("leave to exit", WAIT, || {
         let exited = leave.exit_status();
