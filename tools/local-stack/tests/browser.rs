@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::cdp::Browser;
+use support::cdp::{Browser, Page};
 use support::start_stack;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -15,28 +15,8 @@ async fn three_browser_players_see_the_same_match() {
     let mut browser = Browser::launch().await;
     let mut pages = Vec::new();
     for name in ["ann", "ben", "cat"] {
-        let page = browser
-            .open(&format!("{}/?player={name}&world=world1", stack.http_url))
-            .await;
-        browser
-            .wait_for(
-                &page,
-                "the page to load its worlds",
-                "document.getElementById('world').options.length > 0",
-                Duration::from_secs(15),
-            )
-            .await;
-        browser
-            .eval(&page, "document.getElementById('connect').click()")
-            .await;
-        browser
-            .wait_for(
-                &page,
-                "the socket to open",
-                "!document.getElementById('join').disabled",
-                Duration::from_secs(15),
-            )
-            .await;
+        let url = format!("{}/?player={name}&world=world1", stack.http_url);
+        let page = open_connected(&mut browser, &url, "join").await;
         pages.push(page);
     }
     for (i, page) in pages.iter().enumerate() {
@@ -118,28 +98,8 @@ async fn a_party_of_tabs_plays_in_one_team() {
     let mut browser = Browser::launch().await;
     let mut pages = Vec::new();
     for name in ["ann", "ben", "cat", "dan"] {
-        let page = browser
-            .open(&format!("{}/?player={name}&world=arena", stack.http_url))
-            .await;
-        browser
-            .wait_for(
-                &page,
-                "the page to load its worlds",
-                "document.getElementById('world').options.length > 0",
-                Duration::from_secs(15),
-            )
-            .await;
-        browser
-            .eval(&page, "document.getElementById('connect').click()")
-            .await;
-        browser
-            .wait_for(
-                &page,
-                "the socket to open",
-                "!document.getElementById('create-party').disabled",
-                Duration::from_secs(15),
-            )
-            .await;
+        let url = format!("{}/?player={name}&world=arena", stack.http_url);
+        let page = open_connected(&mut browser, &url, "create-party").await;
         pages.push(page);
     }
     let (ann, ben) = (&pages[0], &pages[1]);
@@ -216,28 +176,8 @@ async fn a_ready_check_dialog_counts_down_and_both_accept() {
     let mut browser = Browser::launch().await;
     let mut pages = Vec::new();
     for name in ["amy", "bo"] {
-        let page = browser
-            .open(&format!("{}/?player={name}&world=duel", stack.http_url))
-            .await;
-        browser
-            .wait_for(
-                &page,
-                "the page to load its worlds",
-                "document.getElementById('world').options.length > 0",
-                Duration::from_secs(15),
-            )
-            .await;
-        browser
-            .eval(&page, "document.getElementById('connect').click()")
-            .await;
-        browser
-            .wait_for(
-                &page,
-                "the socket to open",
-                "!document.getElementById('join').disabled",
-                Duration::from_secs(15),
-            )
-            .await;
+        let url = format!("{}/?player={name}&world=duel", stack.http_url);
+        let page = open_connected(&mut browser, &url, "join").await;
         browser
             .eval(&page, "document.getElementById('join').click()")
             .await;
@@ -280,4 +220,30 @@ async fn a_ready_check_dialog_counts_down_and_both_accept() {
             .await;
     }
     stack.stop().await;
+}
+
+/// Opens the demo page at `url`, waits for its worlds, connects, and waits
+/// until the button `enabled_id` is enabled (the socket is open).
+async fn open_connected(browser: &mut Browser, url: &str, enabled_id: &str) -> Page {
+    let page = browser.open(url).await;
+    browser
+        .wait_for(
+            &page,
+            "the page to load its worlds",
+            "document.getElementById('world').options.length > 0",
+            Duration::from_secs(15),
+        )
+        .await;
+    browser
+        .eval(&page, "document.getElementById('connect').click()")
+        .await;
+    browser
+        .wait_for(
+            &page,
+            "the socket to open",
+            &format!("!document.getElementById('{enabled_id}').disabled"),
+            Duration::from_secs(15),
+        )
+        .await;
+    page
 }
