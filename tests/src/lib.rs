@@ -473,6 +473,25 @@ pub async fn footprint(store: &shared::MatchStore) -> Footprint {
     }
 }
 
+/// Registers connection `conn` of `player` (both must be valid ids).
+pub async fn register_connection(store: &shared::MatchStore, conn: &str, player: &str) {
+    store
+        .register_connection(
+            &shared::ConnectionId::parse(conn).expect("connection id"),
+            &shared::PlayerId::parse(player).expect("player id"),
+        )
+        .await
+        .expect("register the connection");
+}
+
+/// Entries waiting in the outbox.
+pub async fn outbox_len(store: &shared::MatchStore) -> u64 {
+    store
+        .command(redis::cmd("ZCARD").arg(store.keys().outbox()))
+        .await
+        .expect("ZCARD outbox")
+}
+
 /// Makes a registered connection look registered `secs` ago (the registry
 /// keeps `<registered_ms> <player>`): a 410 from a connection registered
 /// moments ago is retried as a `$connect` still finishing, one from an

@@ -2,6 +2,8 @@
 //! function: `events/accept.json` driven through the real handler against
 //! real Redis, with the real `@connections` pusher aimed at the stand-in.
 
+use integration_tests::outbox_len;
+use integration_tests::register_connection;
 use std::time::Duration;
 
 use integration_tests::connections_server::ConnectionsServer;
@@ -13,7 +15,7 @@ use integration_tests::RedisServer;
 use lambda_common::push::ApiGatewayPusher;
 use lambda_http::Request;
 use serde_json::{json, Value};
-use shared::{ConnectionId, MatchStore, PlayerStatus};
+use shared::PlayerStatus;
 
 use join::*;
 
@@ -70,20 +72,6 @@ impl Fixture {
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
     }
-}
-
-async fn register(store: &MatchStore, conn: &str, p: &str) {
-    store
-        .register_connection(&ConnectionId::parse(conn).unwrap(), &player(p))
-        .await
-        .unwrap();
-}
-
-async fn outbox_size(store: &MatchStore) -> u64 {
-    store
-        .command(redis::cmd("ZCARD").arg(store.keys().outbox()))
-        .await
-        .unwrap()
 }
 
 /// Calls the handler and checks the envelope; returns (status, body).
@@ -151,7 +139,7 @@ async fn accept_events_answer_accepted_then_matched_and_push_match_found() {
         ("conn-A2=", "player-1"),
         ("conn-B1=", "player-2"),
     ] {
-        register(&fx.app.store, conn, p).await;
+        register_connection(&fx.app.store, conn, p).await;
     }
     let proposal = propose(&fx).await;
     let id = proposal["matchId"].as_str().unwrap().to_owned();
@@ -222,7 +210,7 @@ async fn accept_events_answer_accepted_then_matched_and_push_match_found() {
         assert_eq!(message["participants"], record["participants"], "{conn}");
     }
     assert_eq!(
-        outbox_size(&fx.app.store).await,
+        outbox_len(&fx.app.store).await,
         0,
         "MATCH_FOUND delivered and settled"
     );
@@ -329,8 +317,8 @@ async fn the_accept_fixture_as_is_is_proposal_not_found() {
 async fn a_declining_accept_event_cancels_the_proposal_and_requeues_the_other() {
     let server = RedisServer::start();
     let fx = fixture(&server, "accept-decline", READY_RULES).await;
-    register(&fx.app.store, "conn-A1=", "player-1").await;
-    register(&fx.app.store, "conn-B1=", "player-2").await;
+    register_connection(&fx.app.store, "conn-A1=", "player-1").await;
+    register_connection(&fx.app.store, "conn-B1=", "player-2").await;
     let proposal = propose(&fx).await;
     let id = proposal["matchId"].as_str().unwrap().to_owned();
     take_notes(&fx.app.store).await;

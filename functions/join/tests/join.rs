@@ -1,7 +1,8 @@
 //! `join` driven by its event file(s) in `events/` against real Redis.
 
+use integration_tests::outbox_len;
+use integration_tests::register_connection;
 use lambda_http::Request;
-use shared::MatchStore;
 use std::time::Duration;
 
 use base64::Engine;
@@ -14,7 +15,6 @@ use integration_tests::scenarios::{player, Env};
 use integration_tests::RedisServer;
 use lambda_common::push::ApiGatewayPusher;
 use serde_json::{json, Value};
-use shared::ConnectionId;
 
 use join::*;
 
@@ -93,26 +93,12 @@ async fn refused(fx: &Fixture, req: Request, status: u16, code: &str) -> Value {
     body
 }
 
-async fn register(store: &MatchStore, conn: &str, p: &str) {
-    store
-        .register_connection(&ConnectionId::parse(conn).unwrap(), &player(p))
-        .await
-        .unwrap();
-}
-
-async fn outbox_size(store: &MatchStore) -> u64 {
-    store
-        .command(redis::cmd("ZCARD").arg(store.keys().outbox()))
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_event_queues_the_caller_and_pushes_queued() {
     let server = RedisServer::start();
     let fx = fixture(&server, "join-queued", &[]).await;
-    register(&fx.app.store, "conn-A1=", "player-1").await;
-    register(&fx.app.store, "conn-B1=", "player-2").await;
+    register_connection(&fx.app.store, "conn-A1=", "player-1").await;
+    register_connection(&fx.app.store, "conn-B1=", "player-2").await;
     pre_join(&fx.app.store, "world1", "player-2").await;
 
     let (status, body) = call(&fx, event(|_| {})).await;
@@ -146,10 +132,10 @@ async fn join_event_queues_the_caller_and_pushes_queued() {
 async fn join_completing_a_group_matches_and_pushes_match_found_to_everyone() {
     let server = RedisServer::start();
     let fx = fixture(&server, "join-matched", &[]).await;
-    register(&fx.app.store, "conn-A1=", "player-1").await;
-    register(&fx.app.store, "conn-A2=", "player-1").await;
-    register(&fx.app.store, "conn-B1=", "player-2").await;
-    register(&fx.app.store, "conn-C1=", "player-3").await;
+    register_connection(&fx.app.store, "conn-A1=", "player-1").await;
+    register_connection(&fx.app.store, "conn-A2=", "player-1").await;
+    register_connection(&fx.app.store, "conn-B1=", "player-2").await;
+    register_connection(&fx.app.store, "conn-C1=", "player-3").await;
     pre_join(&fx.app.store, "world1", "player-2").await;
     pre_join(&fx.app.store, "world1", "player-3").await;
 
@@ -178,7 +164,7 @@ async fn join_completing_a_group_matches_and_pushes_match_found_to_everyone() {
         assert_eq!(message["participants"], record["participants"], "{conn}");
     }
     assert_eq!(
-        outbox_size(&fx.app.store).await,
+        outbox_len(&fx.app.store).await,
         0,
         "all delivered and settled"
     );
@@ -192,9 +178,9 @@ async fn failed_pushes_never_fail_the_join() {
     fx.connections.respond("conn-A1=", [500; 8]);
     fx.connections.set_gone("conn-B1=");
     fx.connections.respond("conn-C1=", [429; 8]);
-    register(&fx.app.store, "conn-A1=", "player-1").await;
-    register(&fx.app.store, "conn-B1=", "player-2").await;
-    register(&fx.app.store, "conn-C1=", "player-3").await;
+    register_connection(&fx.app.store, "conn-A1=", "player-1").await;
+    register_connection(&fx.app.store, "conn-B1=", "player-2").await;
+    register_connection(&fx.app.store, "conn-C1=", "player-3").await;
     pre_join(&fx.app.store, "world1", "player-2").await;
 
     // QUEUED push fails: still queued.
@@ -219,7 +205,7 @@ async fn failed_pushes_never_fail_the_join() {
         !posts.is_empty() && posts.iter().all(|p| !p.delivered()),
         "{posts:?}"
     );
-    assert_eq!(outbox_size(&fx.app.store).await, 1, "the match's one entry");
+    assert_eq!(outbox_len(&fx.app.store).await, 1, "the match's one entry");
 }
 
 /// A join never waits long on a slow `@connections` endpoint: every push is
@@ -234,7 +220,7 @@ async fn a_stalled_push_endpoint_does_not_hold_the_join() {
         ("conn-B1=", "player-2"),
         ("conn-C1=", "player-3"),
     ] {
-        register(&fx.app.store, conn, p).await;
+        register_connection(&fx.app.store, conn, p).await;
         fx.connections.stall(conn, Duration::from_secs(20));
     }
     pre_join(&fx.app.store, "world1", "player-2").await;
@@ -251,7 +237,7 @@ async fn a_stalled_push_endpoint_does_not_hold_the_join() {
         took < shared::use_cases::JOIN_PUSH_TIMEOUT + Duration::from_secs(2),
         "the join took {took:?} with every push stalled"
     );
-    assert_eq!(outbox_size(&fx.app.store).await, 1, "left for the matcher");
+    assert_eq!(outbox_len(&fx.app.store).await, 1, "left for the matcher");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -560,7 +546,7 @@ async fn party_events_create_a_party_that_is_matched_whole_once_everyone_joined(
         ("conn-B1=", "player-2"),
         ("conn-C1=", "player-3"),
     ] {
-        register(&fx.app.store, conn, p).await;
+        register_connection(&fx.app.store, conn, p).await;
     }
 
     let (status, body) = call(&fx, http_event(CREATE_PARTY, |_| {})).await;
@@ -641,7 +627,7 @@ async fn party_events_create_a_party_that_is_matched_whole_once_everyone_joined(
         assert_eq!(message["type"], "MATCH_FOUND", "{conn}");
         assert_eq!(message["matchId"], record["matchId"], "{conn}");
     }
-    assert_eq!(outbox_size(&fx.app.store).await, 0, "all delivered");
+    assert_eq!(outbox_len(&fx.app.store).await, 0, "all delivered");
     // The party is gone with its match.
     let before = fx.connections.posts().len();
     assert_refused(

@@ -7,13 +7,14 @@
 //! instead of hanging the invoke.
 
 use integration_tests::lambda_events::set_party_id;
+use integration_tests::register_connection;
 use integration_tests::runtime_api::local::{
     function_deadline, http_envelope, log_records, LocalEnv, WAIT,
 };
 use integration_tests::runtime_api::template::claimed_events;
 use integration_tests::scenarios::player;
 use serde_json::{json, Value};
-use shared::{ConnectionId, MatchStore};
+use shared::MatchStore;
 
 const BIN: &str = env!("CARGO_BIN_EXE_join");
 /// The function's name under `sam local invoke` (its logical id).
@@ -26,13 +27,6 @@ const CLAIMS: &[&str] = &[
     "join-party.json",
     "accept.json",
 ];
-
-async fn register(store: &MatchStore, conn: &str, p: &str) {
-    store
-        .register_connection(&ConnectionId::parse(conn).unwrap(), &player(p))
-        .await
-        .unwrap();
-}
 
 async fn pre_join(store: &MatchStore, p: &str) {
     let world = store.settings().worlds.get("world1").unwrap();
@@ -50,7 +44,7 @@ async fn every_event_routed_to_join_is_answered_by_the_built_binary() {
         env.flush().await;
         match name.as_str() {
             "join.json" => {
-                register(&store, "conn-player-1=", "player-1").await;
+                register_connection(&store, "conn-player-1=", "player-1").await;
                 let answer = join.respond(event, &function_deadline(), WAIT).await;
                 let (status, body) = http_envelope(&answer);
                 assert_eq!(status, 200, "{body}");
@@ -140,7 +134,7 @@ async fn join_answers_without_mm_ws_endpoint_and_keeps_the_match_for_the_matcher
     let env = LocalEnv::start().await;
     let store = env.store();
     for p in ["player-1", "player-2", "player-3"] {
-        register(&store, &format!("conn-{p}="), p).await;
+        register_connection(&store, &format!("conn-{p}="), p).await;
     }
     // player-1's join completes a group of three: an instant match to push.
     pre_join(&store, "player-2").await;

@@ -1,5 +1,6 @@
 //! `ws-disconnect` driven by its event file(s) in `events/` against real Redis.
 
+use integration_tests::register_connection;
 use integration_tests::RedisServer;
 use lambda_runtime::Context;
 use serde_json::Value;
@@ -7,7 +8,7 @@ use shared::{PlayerId, PlayerStatus};
 
 use aws_lambda_events::event::apigw::ApiGatewayWebsocketProxyRequest;
 use lambda_runtime::LambdaEvent;
-use shared::{ConnectionId, MatchStore};
+use shared::MatchStore;
 use ws_disconnect::*;
 
 /// The connection id in events/ws-disconnect.json.
@@ -37,16 +38,6 @@ fn store_for(redis: &RedisServer, ns: &str) -> MatchStore {
     .unwrap()
 }
 
-async fn register(store: &MatchStore, conn: &str, player: &str) {
-    store
-        .register_connection(
-            &ConnectionId::parse(conn).unwrap(),
-            &PlayerId::parse(player).unwrap(),
-        )
-        .await
-        .unwrap();
-}
-
 async fn status(store: &MatchStore, player: &str) -> PlayerStatus {
     store
         .player_status(&PlayerId::parse(player).unwrap())
@@ -67,7 +58,7 @@ async fn the_last_connection_closing_unregisters_it_and_removes_the_ticket() {
     let store = store_for(&redis, "disconnect-last");
     let world = store.settings().worlds.get("world1").unwrap().clone();
     let player = PlayerId::parse("player-1").unwrap();
-    register(&store, EVENT_CONNECTION, "player-1").await;
+    register_connection(&store, EVENT_CONNECTION, "player-1").await;
     store.join(&world, &player, None, None).await.unwrap();
     assert!(matches!(
         status(&store, "player-1").await,
@@ -87,8 +78,8 @@ async fn another_open_connection_keeps_the_ticket() {
     let store = store_for(&redis, "disconnect-other");
     let world = store.settings().worlds.get("world1").unwrap().clone();
     let player = PlayerId::parse("player-1").unwrap();
-    register(&store, EVENT_CONNECTION, "player-1").await;
-    register(&store, "second-tab", "player-1").await;
+    register_connection(&store, EVENT_CONNECTION, "player-1").await;
+    register_connection(&store, "second-tab", "player-1").await;
     store.join(&world, &player, None, None).await.unwrap();
 
     assert_eq!(disconnect(&store, Some(EVENT_CONNECTION)).await, 200);
@@ -104,7 +95,7 @@ async fn another_open_connection_keeps_the_ticket() {
 async fn unknown_connections_are_fine_and_invalid_ids_are_bad_requests() {
     let mut redis = RedisServer::start();
     let store = store_for(&redis, "disconnect-odd");
-    register(&store, "someone-else", "player-2").await;
+    register_connection(&store, "someone-else", "player-2").await;
     assert_eq!(disconnect(&store, Some(EVENT_CONNECTION)).await, 200);
     assert_eq!(disconnect(&store, Some("has space")).await, 400);
     assert_eq!(disconnect(&store, None).await, 400);

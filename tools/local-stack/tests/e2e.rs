@@ -3,6 +3,7 @@
 
 mod support;
 
+use integration_tests::outbox_len;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
@@ -33,14 +34,6 @@ async fn waiting(stack: &local_stack::LocalStack, token: &str, world: &str) -> u
     .await;
     assert_eq!(status, 200, "{body}");
     body["data"]["waiting"].as_u64().expect("waiting")
-}
-
-async fn outbox_len(stack: &local_stack::LocalStack) -> u64 {
-    stack
-        .store
-        .command(redis::cmd("ZCARD").arg(stack.store.keys().outbox()))
-        .await
-        .expect("ZCARD outbox")
 }
 
 /// 300+ players with their own tokens and sockets join random worlds, some
@@ -133,7 +126,7 @@ async fn hundreds_of_players_each_get_exactly_one_match() {
             let all = stayed
                 .iter()
                 .all(|p| !p.messages_of_type("MATCH_FOUND").is_empty());
-            (all && outbox_len(&stack).await == 0).then_some(())
+            (all && outbox_len(&stack.store).await == 0).then_some(())
         },
     )
     .await;

@@ -9,6 +9,7 @@
 
 mod support;
 
+use integration_tests::outbox_len;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -173,13 +174,6 @@ fn match_seq(id: &str) -> u64 {
 /// The MATCH_FOUND push of `record`, as JSON.
 fn match_found(record: &MatchRecord) -> Value {
     serde_json::from_str(&ServerMessage::match_found(record.clone()).to_json()).unwrap()
-}
-
-async fn outbox_len(store: &MatchStore) -> u64 {
-    store
-        .command(redis::cmd("ZCARD").arg(store.keys().outbox()))
-        .await
-        .expect("ZCARD outbox")
 }
 
 // ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 mod support;
 
+use integration_tests::outbox_len;
 use std::time::Duration;
 
 use integration_tests::eventually;
@@ -37,14 +38,6 @@ async fn pushed(p: &Player, kind: &str, n: usize) -> Vec<Value> {
         (got.len() >= n).then_some(got)
     })
     .await
-}
-
-async fn outbox_len(stack: &local_stack::LocalStack) -> u64 {
-    stack
-        .store
-        .command(redis::cmd("ZCARD").arg(stack.store.keys().outbox()))
-        .await
-        .expect("ZCARD")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,7 +92,7 @@ async fn everyone_accepts_and_hears_match_found_exactly_once() {
     }
     // Once the outbox is empty no other copy can come: exactly one each.
     eventually("the outbox to drain", WAIT, || async {
-        (outbox_len(&stack).await == 0).then_some(())
+        (outbox_len(&stack.store).await == 0).then_some(())
     })
     .await;
     for p in [&ann, &bob] {
