@@ -59,6 +59,20 @@ pub struct WorldKeys {
     pub due: String,
 }
 
+impl WorldKeys {
+    /// The world block, in the order every script that takes a whole world
+    /// takes it: queue, deadlines, rate, ratings, due.
+    pub fn block(self) -> [String; 5] {
+        [
+            self.queue,
+            self.deadlines,
+            self.rate,
+            self.ratings,
+            self.due,
+        ]
+    }
+}
+
 impl KeyLayout {
     /// `namespace` must already be validated (`[a-z0-9_-]{1,32}`), which
     /// [`crate::config::Settings`] guarantees.

@@ -55,11 +55,9 @@ impl MatchStore {
         }
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
-            inv.key(wk.queue)
-                .key(wk.deadlines)
-                .key(wk.rate)
-                .key(wk.ratings)
-                .key(wk.due);
+            for key in wk.block() {
+                inv.key(key);
+            }
         }
         inv.arg(player.as_str())
             .arg(index + 1)

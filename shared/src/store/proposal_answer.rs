@@ -47,15 +47,10 @@ impl MatchStore {
         for key in k.party_block() {
             inv.key(key);
         }
-        for key in k.proposal_block() {
+        for key in k.proposal_block().into_iter().chain(wk.block()) {
             inv.key(key);
         }
-        inv.key(wk.queue)
-            .key(wk.deadlines)
-            .key(wk.rate)
-            .key(wk.ratings)
-            .key(wk.due)
-            .arg(player.as_str())
+        inv.arg(player.as_str())
             .arg(id.as_str())
             .arg(if accept { "1" } else { "0" })
             .arg(world.as_str())
