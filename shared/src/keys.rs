@@ -71,6 +71,12 @@ impl WorldKeys {
             self.due,
         ]
     }
+
+    /// The keys removing a ticket touches, in the order the scripts that
+    /// only remove tickets take them: queue, deadlines, ratings, due.
+    pub fn removal_block(self) -> [String; 4] {
+        [self.queue, self.deadlines, self.ratings, self.due]
+    }
 }
 
 impl KeyLayout {

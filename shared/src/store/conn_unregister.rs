@@ -43,10 +43,9 @@ impl MatchStore {
         }
         for w in s.worlds.iter() {
             let wk = k.world(&w.name);
-            inv.key(wk.queue)
-                .key(wk.deadlines)
-                .key(wk.ratings)
-                .key(wk.due);
+            for key in wk.removal_block() {
+                inv.key(key);
+            }
         }
         inv.arg(conn.as_str())
             .arg(flag(s.remove_ticket_on_disconnect));

@@ -26,10 +26,9 @@ impl MatchStore {
         for key in k.party_block() {
             inv.key(key);
         }
-        inv.key(wk.queue)
-            .key(wk.deadlines)
-            .key(wk.ratings)
-            .key(wk.due);
+        for key in wk.removal_block() {
+            inv.key(key);
+        }
         for key in k.proposal_block() {
             inv.key(key);
         }
