@@ -7,7 +7,6 @@ mod support;
 
 use std::time::Duration;
 
-use integration_tests::eventually;
 use serde_json::{json, Value};
 use support::{call, Player};
 
@@ -40,14 +39,6 @@ async fn join_party(stack: &local_stack::LocalStack, p: &Player, id: &str) -> (u
     .await
 }
 
-async fn pushed(p: &Player, kind: &str, n: usize) -> Vec<Value> {
-    eventually(&format!("{} to hear {n} {kind}", p.id), WAIT, || async {
-        let got = p.messages_of_type(kind);
-        (got.len() >= n).then_some(got)
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_party_is_invited_assembled_and_matched_whole_into_one_team() {
     let stack = support::start_stack_vars(&[("MM_RULES", RULES)]).await;
@@ -61,7 +52,7 @@ async fn a_party_is_invited_assembled_and_matched_whole_into_one_team() {
     let id = party["partyId"].as_str().expect("party id").to_owned();
 
     // The invitation reaches ben's socket.
-    let invite = pushed(&ben, "PARTY_UPDATE", 1).await;
+    let invite = ben.heard("PARTY_UPDATE", 1, WAIT).await;
     assert_eq!(invite[0]["party"]["partyId"], id.as_str());
     assert_eq!(
         invite[0]["party"]["members"],
@@ -74,7 +65,7 @@ async fn a_party_is_invited_assembled_and_matched_whole_into_one_team() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["data"]["status"], "QUEUED");
     assert_eq!(body["data"]["party"]["state"], "QUEUED");
-    let update = pushed(&ana, "PARTY_UPDATE", 1).await;
+    let update = ana.heard("PARTY_UPDATE", 1, WAIT).await;
     assert_eq!(update[0]["party"]["state"], "QUEUED");
     assert_eq!(ana.my_status(&stack).await["party"]["partyId"], id.as_str());
 
@@ -89,7 +80,7 @@ async fn a_party_is_invited_assembled_and_matched_whole_into_one_team() {
         "{body}"
     );
     for p in [&ana, &ben, &cid, &dee] {
-        let found = pushed(p, "MATCH_FOUND", 1).await;
+        let found = p.heard("MATCH_FOUND", 1, WAIT).await;
         let teams = &found[0]["teams"];
         assert!(
             teams == &json!([["ana", "ben"], ["cid", "dee"]])
@@ -116,7 +107,7 @@ async fn a_members_last_disconnect_cancels_the_party_for_the_others() {
     let (code, _) = join_party(&stack, &ben, &id).await;
     assert_eq!(code, 200);
     ben.disconnect().await;
-    let cancelled = pushed(&ana, "PARTY_CANCELLED", 1).await;
+    let cancelled = ana.heard("PARTY_CANCELLED", 1, WAIT).await;
     assert_eq!(
         cancelled[0],
         json!({"type": "PARTY_CANCELLED", "partyId": id, "worldType": "arena",

@@ -32,14 +32,6 @@ async fn answer(
     .await
 }
 
-async fn pushed(p: &Player, kind: &str, n: usize) -> Vec<Value> {
-    eventually(&format!("{} to hear {n} {kind}", p.id), WAIT, || async {
-        let got = p.messages_of_type(kind);
-        (got.len() >= n).then_some(got)
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everyone_accepts_and_hears_match_found_exactly_once() {
     let stack = support::start_stack_vars(&[("MM_RULES", RULES)]).await;
@@ -57,7 +49,7 @@ async fn everyone_accepts_and_hears_match_found_exactly_once() {
         .unwrap()
         .to_owned();
     for p in [&ann, &bob] {
-        let asked = pushed(p, "MATCH_PROPOSED", 1).await;
+        let asked = p.heard("MATCH_PROPOSED", 1, WAIT).await;
         assert_eq!(asked[0]["matchId"], id.as_str());
         assert_eq!(asked[0]["participants"], json!(["ann", "bob"]));
         assert!(asked[0]["acceptBy"].as_u64().is_some());
@@ -71,7 +63,7 @@ async fn everyone_accepts_and_hears_match_found_exactly_once() {
         "{body}"
     );
     for p in [&ann, &bob] {
-        let progress = pushed(p, "MATCH_ACCEPT_PROGRESS", 1).await;
+        let progress = p.heard("MATCH_ACCEPT_PROGRESS", 1, WAIT).await;
         assert_eq!(
             (
                 progress[0]["accepted"].as_u64(),
@@ -87,7 +79,7 @@ async fn everyone_accepts_and_hears_match_found_exactly_once() {
         "{body}"
     );
     for p in [&ann, &bob] {
-        let found = pushed(p, "MATCH_FOUND", 1).await;
+        let found = p.heard("MATCH_FOUND", 1, WAIT).await;
         assert_eq!(found[0]["matchId"], id.as_str());
     }
     // Once the outbox is empty no other copy can come: exactly one each.
@@ -130,12 +122,12 @@ async fn a_decline_requeues_the_others_and_the_world_refills() {
         (200, Some("CANCELLED")),
         "{body}"
     );
-    let back = pushed(&cat, "MATCH_CANCELLED", 1).await;
+    let back = cat.heard("MATCH_CANCELLED", 1, WAIT).await;
     assert_eq!(
         (back[0]["reason"].as_str(), back[0]["requeued"].as_bool()),
         (Some("DECLINED"), Some(true))
     );
-    let out = pushed(&dan, "MATCH_CANCELLED", 1).await;
+    let out = dan.heard("MATCH_CANCELLED", 1, WAIT).await;
     assert_eq!(out[0]["requeued"], false);
     let (code, body) = dan.join(&stack, "duel").await;
     assert_eq!(

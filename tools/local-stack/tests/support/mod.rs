@@ -236,6 +236,16 @@ impl Player {
             .collect()
     }
 
+    /// Waits (up to `wait`) until at least `n` messages of type `kind`
+    /// arrived; returns all of them.
+    pub async fn heard(&self, kind: &str, n: usize, wait: Duration) -> Vec<Value> {
+        integration_tests::eventually(&format!("{} to hear {n} {kind}", self.id), wait, || async {
+            let got = self.messages_of_type(kind);
+            (got.len() >= n).then_some(got)
+        })
+        .await
+    }
+
     pub async fn join(&self, stack: &LocalStack, world: &str) -> (u16, Value) {
         call(
             stack,
