@@ -353,6 +353,18 @@ def event(name, **changes):
     return e
 
 
+def script_label(names, args):
+    """The operation a top-level FCALL (function mm_<hash>_<op>) or EVALSHA
+    (by the standalone script's SHA1) ran; None for other commands."""
+    cmd = args[0].upper()
+    if cmd == "FCALL":
+        parts = args[1].split("_", 2)
+        return parts[2] if len(parts) == 3 else "script?"
+    if cmd == "EVALSHA":
+        return names.get(args[1].lower(), "script?")
+    return None
+
+
 def script_names():
     lib = "".join(open(os.path.join(ROOT, "lua", f)).read() + "\n" for f in LIB_ORDER)
     return {hashlib.sha1((lib + open(p).read()).encode()).hexdigest(): os.path.basename(p)[:-4]
@@ -445,8 +457,7 @@ def run(args, r, fns, issuer, stand_in, world, team, env):
             top = [e for e in entries if len(e) > 4 and e[4] and not e[4].startswith("?")
                    and e[3][0].upper() not in ("CONFIG", "SLOWLOG", "INFO")]
             slowlog.setdefault(kind, []).append(
-                [(names.get(e[3][1].lower(), "script?") if e[3][0].upper() == "EVALSHA"
-                  else e[3][0].upper(), int(e[2])) for e in top])
+                [(script_label(names, e[3]) or e[3][0].upper(), int(e[2])) for e in top])
         return inv["answer"]
 
     def match(count=True):
@@ -465,8 +476,8 @@ def run(args, r, fns, issuer, stand_in, world, team, env):
             a = call("ws-disconnect", event("ws-disconnect.json", connection=c), "disconnect", count)
             assert a["statusCode"] == 200, a
 
-    # Warm-up: Redis connections, scripts loaded (the first EVALSHA answers
-    # NOSCRIPT), JWKS fetched, @connections client set up.
+    # Warm-up: Redis connections, function library loaded (the first FCALL
+    # answers "Function not found"), JWKS fetched, @connections client set up.
     for _ in range(5):
         match(count=None)
     c = base64.b64encode(os.urandom(11)).decode()
@@ -554,14 +565,19 @@ def run(args, r, fns, issuer, stand_in, world, team, env):
             "peak_rss_kb": {n: f.peak_rss_kb() for n, f in fns.items()}}
 
 
+# The commands that run an operation: FCALL of the function library, or
+# EVALSHA/EVAL where functions are unavailable.
+SCRIPT_CALLS = ("fcall", "evalsha", "eval")
+
+
 def ecpu(red, top_level):
     """ECPUs of one invocation's Redis work (an estimate): per script call
     max(1, execution us / EST["ecpu_us"]) summed as max(calls, usec / 3) per
     command name, 1 per top-level simple command, and at least the KB
     transferred."""
     cmds = red["cmds"]
-    cpu = sum(max(c, u / EST["ecpu_us"]) for n, (c, u) in cmds.items() if n in ("evalsha", "eval"))
-    cpu += sum(1 for label, _ in top_level if label.isupper() and label not in ("EVALSHA", "EVAL"))
+    cpu = sum(max(c, u / EST["ecpu_us"]) for n, (c, u) in cmds.items() if n in SCRIPT_CALLS)
+    cpu += sum(1 for label, _ in top_level if label.isupper() and label.lower() not in SCRIPT_CALLS)
     return max(cpu, red["net"] / 1024)
 
 
@@ -570,7 +586,8 @@ def summarize(res):
     for kind, recs in res["records"].items():
         ms = [x["ms"] for x in recs]
         top = res["top_level"].get("matcher tick (idle)" if kind.startswith("matcher") else kind, [])
-        ev = [x["redis"]["cmds"].get("evalsha", (0, 0)) for x in recs]
+        ev = [tuple(map(sum, zip(*(x["redis"]["cmds"].get(n, (0, 0)) for n in SCRIPT_CALLS))))
+              for x in recs]
         S[kind] = {
             "n": len(recs), "p50_ms": pct(ms, 0.5), "p90_ms": pct(ms, 0.9), "p99_ms": pct(ms, 0.99),
             "mean_ms": statistics.mean(ms), "billed_ms": statistics.mean(math.ceil(x) for x in ms),

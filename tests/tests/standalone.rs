@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use integration_tests::scenarios::{self, Env};
 use integration_tests::RedisServer;
+use shared::domain::PlayerStatus;
 
 fn env(server: &RedisServer) -> Env {
     Env {
@@ -108,11 +109,16 @@ async fn a_connection_dropped_while_idle_is_replaced_transparently() {
     }
 }
 
-/// SCRIPT FLUSH drops every cached script; calls reload them and succeed.
+/// SCRIPT FLUSH drops every cached script; calls reload them and succeed
+/// (on EVALSHA: functions off, or a server without them).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_flush_mid_run_is_survived() {
     let server = RedisServer::start();
-    let store = env(&server).store_with("flush", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
+    let store = env(&server).store_with(
+        "flush",
+        "world1:3",
+        &[("MM_INSTANT_MATCH", "false"), ("REDIS_FUNCTIONS", "false")],
+    );
     let world = store.settings().worlds.get("world1").unwrap().clone();
     for i in 0..30 {
         if i % 5 == 0 {
@@ -138,6 +144,139 @@ async fn script_flush_mid_run_is_survived() {
         store.form_matches(&world, 0).await.unwrap().matches.len(),
         10
     );
+}
+
+/// FUNCTION FLUSH drops the function library; the next call loads it again.
+/// Runs on functions (FCALL), never falling back to EVALSHA.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn function_flush_mid_run_is_survived() {
+    let server = RedisServer::start();
+    let store = env(&server).store_with("fflush", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
+    let world = store.settings().worlds.get("world1").unwrap().clone();
+    for i in 0..30 {
+        if i % 5 == 0 {
+            let _: () = redis::cmd("FUNCTION")
+                .arg("FLUSH")
+                .query(&mut server.connection())
+                .unwrap();
+        }
+        store
+            .join(&world, &scenarios::player(&format!("p{i}")), None, None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        store.form_matches(&world, 0).await.unwrap().matches.len(),
+        10
+    );
+    assert!(store.uses_functions());
+    let calls = command_calls(&server);
+    assert!(
+        calls.of("fcall") >= 31 && calls.of("function|load") >= 6,
+        "{calls:?}"
+    );
+    assert_eq!(
+        calls.of("evalsha") + calls.of("eval"),
+        0,
+        "no EVALSHA fallback"
+    );
+}
+
+/// With `REDIS_FUNCTIONS=false` every operation runs as EVALSHA and no
+/// function library is loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn functions_off_runs_every_operation_as_evalsha() {
+    let server = RedisServer::start();
+    let env = env(&server);
+    let store = env.store_with("evalsha", "world1:3", &[("REDIS_FUNCTIONS", "false")]);
+    let world = store.settings().worlds.get("world1").unwrap().clone();
+    for i in 0..6 {
+        store
+            .join(&world, &scenarios::player(&format!("p{i}")), None, None)
+            .await
+            .unwrap();
+    }
+    assert!(matches!(
+        store.player_status(&scenarios::player("p0")).await.unwrap(),
+        PlayerStatus::Matched(_)
+    ));
+    assert!(!store.uses_functions());
+    let calls = command_calls(&server);
+    assert!(calls.of("evalsha") >= 7, "{calls:?}");
+    assert_eq!(calls.of("fcall") + calls.of("function|load"), 0);
+}
+
+/// A server that denies FUNCTION (here an ACL user without it, as some
+/// managed offerings do) gets EVALSHA: the first refused load switches the
+/// store over and every operation still succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_refusing_functions_falls_back_to_evalsha() {
+    let server = RedisServer::start();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("nofunctions")
+        .arg("on")
+        .arg(">secret")
+        .arg("~*")
+        .arg("+@all")
+        .arg("-function")
+        .query(&mut server.connection())
+        .unwrap();
+    let url = format!("redis://nofunctions:secret@127.0.0.1:{}", server.port);
+    let store = shared::MatchStore::new(integration_tests::settings_for(
+        &url,
+        false,
+        "acl",
+        "world1:3",
+        &[],
+    ))
+    .unwrap();
+    let world = store.settings().worlds.get("world1").unwrap().clone();
+    for i in 0..3 {
+        store
+            .join(&world, &scenarios::player(&format!("p{i}")), None, None)
+            .await
+            .unwrap();
+    }
+    assert!(matches!(
+        store.player_status(&scenarios::player("p2")).await.unwrap(),
+        PlayerStatus::Matched(_)
+    ));
+    assert!(!store.uses_functions());
+    let calls = command_calls(&server);
+    assert!(calls.of("evalsha") >= 4, "{calls:?}");
+}
+
+/// Calls per command since the server started (`INFO commandstats`);
+/// subcommands are named `parent|sub`.
+fn command_calls(server: &RedisServer) -> CommandCalls {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.connection())
+        .unwrap();
+    let stats: std::collections::BTreeMap<String, u64> = info
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_string(), calls))
+        })
+        .collect();
+    CommandCalls(stats)
+}
+
+#[derive(Debug)]
+struct CommandCalls(std::collections::BTreeMap<String, u64>);
+
+impl CommandCalls {
+    fn of(&self, command: &str) -> u64 {
+        self.0.get(command).copied().unwrap_or(0)
+    }
 }
 
 /// `rediss://` works and verifies the server: with the CA configured every

@@ -31,6 +31,10 @@ pub struct RedisSettings {
     /// PEM file of the CA(s) to trust for `rediss://` instead of the public
     /// web roots (a self-hosted Redis with its own CA). ElastiCache needs none.
     pub ca_cert: Option<std::path::PathBuf>,
+    /// Run operations as Redis functions (`FUNCTION LOAD` once, `FCALL`),
+    /// falling back to EVALSHA when the server refuses them; off: EVALSHA
+    /// only.
+    pub functions: bool,
 }
 
 /// Everything the core needs to know.
@@ -228,6 +232,7 @@ impl Settings {
                 connect_timeout: millis("REDIS_CONNECT_TIMEOUT_MS", 1000)?,
                 idle_check_after: millis("REDIS_IDLE_CHECK_MS", 15_000)?,
                 ca_cert: get("REDIS_CA_CERT").map(std::path::PathBuf::from),
+                functions: flag("REDIS_FUNCTIONS", true)?,
             },
         })
     }

@@ -27,20 +27,21 @@ mod rating_set;
 mod reply;
 mod sweep_tickets;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, ScriptInvocation, Value};
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
 use tokio::sync::OnceCell;
 
 use crate::config::Settings;
 use crate::domain::{ConnectionId, PlayerId};
 use crate::error::{ConfigError, StoreError};
 use crate::keys::KeyLayout;
+use crate::scripts::{Invocation, FUNCTIONS};
 
 pub use conn_heartbeat::Heartbeat;
 pub use conn_register::{Registered, MATCH_REPLAY_WINDOW};
@@ -98,6 +99,9 @@ struct Inner {
     /// Milliseconds since `epoch` of the last successful command.
     last_ok_ms: AtomicU64,
     epoch: Instant,
+    /// Operations run as `FCALL`s of the function library until the server
+    /// refuses `FUNCTION LOAD`; then as EVALSHA of standalone scripts.
+    functions: AtomicBool,
 }
 
 /// Handle to the matchmaking state of one namespace. Cheap to clone; build it
@@ -150,11 +154,12 @@ impl MatchStore {
         Ok(Self {
             inner: Arc::new(Inner {
                 keys: KeyLayout::new(&settings.namespace),
-                settings,
                 client,
                 conn: OnceCell::new(),
                 last_ok_ms: AtomicU64::new(0),
                 epoch: Instant::now(),
+                functions: AtomicBool::new(settings.redis.functions),
+                settings,
             }),
         })
     }
@@ -205,11 +210,7 @@ impl MatchStore {
 
     /// Runs one script invocation within the command timeout. Only
     /// `idempotent` scripts are retried after a dropped connection.
-    async fn invoke(
-        &self,
-        inv: &ScriptInvocation<'_>,
-        idempotent: bool,
-    ) -> Result<Value, StoreError> {
+    async fn invoke(&self, inv: &Invocation<'_>, idempotent: bool) -> Result<Value, StoreError> {
         let timeout = self.timeout();
         let attempt = async {
             let mut conn = self.connection().await?;
@@ -230,12 +231,11 @@ impl MatchStore {
                     redis::cmd("PING").query_async::<()>(&mut conn).await?;
                 }
             }
-            match inv.invoke_async::<Value>(&mut conn).await {
+            match self.call(&mut conn, inv).await {
                 Ok(v) => Ok(v),
-                Err(e) if idempotent && (e.is_connection_dropped() || e.is_io_error()) => inv
-                    .invoke_async::<Value>(&mut conn)
-                    .await
-                    .map_err(StoreError::from),
+                Err(e) if idempotent && (e.is_connection_dropped() || e.is_io_error()) => {
+                    self.call(&mut conn, inv).await.map_err(StoreError::from)
+                }
                 Err(e) => Err(StoreError::from(e)),
             }
         };
@@ -246,6 +246,53 @@ impl MatchStore {
             .last_ok_ms
             .store(self.elapsed_ms(), Ordering::Relaxed);
         Ok(value)
+    }
+
+    /// One call: `FCALL`, loading the library first when the server does not
+    /// have it (a new or flushed server, a new cluster node, a new version),
+    /// or EVALSHA where functions are off or unavailable.
+    async fn call(&self, conn: &mut Connection, inv: &Invocation<'_>) -> Result<Value, RedisError> {
+        if self.inner.functions.load(Ordering::Relaxed) {
+            match inv.fcall().query_async::<Value>(conn).await {
+                Err(e) if function_missing(&e) => {
+                    if self.load_functions(conn).await? {
+                        return inv.fcall().query_async::<Value>(conn).await;
+                    }
+                }
+                other => return other,
+            }
+        }
+        inv.script_invocation().invoke_async::<Value>(conn).await
+    }
+
+    /// Loads the function library (on every primary of a cluster). `false`
+    /// when the server does not offer functions (before Redis 7, or an ACL
+    /// that denies `FUNCTION`): the store then stays on EVALSHA.
+    async fn load_functions(&self, conn: &mut Connection) -> Result<bool, RedisError> {
+        let loaded = redis::cmd("FUNCTION")
+            .arg("LOAD")
+            .arg("REPLACE")
+            .arg(&FUNCTIONS.code)
+            .query_async::<Value>(conn)
+            .await;
+        match loaded {
+            Ok(_) => {
+                tracing::debug!(library = %FUNCTIONS.name, "loaded the function library");
+                Ok(true)
+            }
+            // Our own code failing to load is a bug, never a reason to fall back.
+            Err(e) if e.is_io_error() || e.is_connection_dropped() || library_broken(&e) => Err(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "Redis refused FUNCTION LOAD; running operations as EVALSHA");
+                self.inner.functions.store(false, Ordering::Relaxed);
+                Ok(false)
+            }
+        }
+    }
+
+    /// Whether operations currently run as functions (tests and tooling).
+    pub fn uses_functions(&self) -> bool {
+        self.inner.functions.load(Ordering::Relaxed)
     }
 
     /// Round trip to Redis (readiness checks).
@@ -295,9 +342,24 @@ impl MatchStore {
     }
 }
 
+/// `FCALL` of a function the server does not have, or a server without
+/// `FCALL` at all.
+fn function_missing(e: &RedisError) -> bool {
+    let text = e.to_string();
+    text.contains("Function not found") || text.contains("unknown command")
+}
+
+/// The server rejected the library's code (a Lua error in `lua/`).
+fn library_broken(e: &RedisError) -> bool {
+    let text = e.to_string();
+    text.contains("Error compiling")
+        || text.contains("Error registering")
+        || text.contains("user_function")
+}
+
 /// The mode and window arguments every script that matches takes: `"fifo"`
 /// and five empty strings, or `"rating"` and the world's rules.
-fn rated_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
+fn rated_args(inv: &mut Invocation<'_>, world: &crate::config::World) {
     match world.rating() {
         None => {
             inv.arg("fifo").arg("").arg("").arg("").arg("").arg("");
@@ -315,7 +377,7 @@ fn rated_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
 
 /// The team arguments every script that matches takes: teams per match and
 /// the balance window (base, widening, maximum; empty without one).
-fn team_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
+fn team_args(inv: &mut Invocation<'_>, world: &crate::config::World) {
     inv.arg(world.teams);
     match world.rating().and_then(|r| r.balance.as_ref()) {
         None => {
@@ -332,7 +394,7 @@ fn team_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
 /// The ready check arguments every script that matches takes: the
 /// acceptance time limit and the decline cool-down, in ms (0 and 0 without
 /// a ready check).
-fn ready_args(inv: &mut ScriptInvocation<'_>, world: &crate::config::World) {
+fn ready_args(inv: &mut Invocation<'_>, world: &crate::config::World) {
     match world.ready_check {
         None => {
             inv.arg(0).arg(0);

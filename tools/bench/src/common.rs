@@ -242,6 +242,10 @@ pub async fn commandstats(conn: &mut MultiplexedConnection) -> Res<HashMap<Strin
     Ok(out)
 }
 
+/// The commands that run one of our operations: FCALL (the function
+/// library), or EVALSHA/EVAL (the fallback, and the seed's and floors' scripts).
+pub const SCRIPT_CALLS: &[&str] = &["fcall", "evalsha", "eval"];
+
 /// Commands only a client can send (what a round trip carries): everything a
 /// script runs inside itself (ZADD, HSET, ...) is counted by Redis as well,
 /// so round trips are counted from these alone.
@@ -253,6 +257,7 @@ pub const CLIENT_COMMANDS: &[&str] = &[
     "script|load",
     "script",
     "fcall",
+    "function|load",
     "ping",
     "multi",
     "exec",
@@ -362,7 +367,7 @@ pub fn script_breakdown(
         })
         .collect();
     inner.sort_by_key(|entry| std::cmp::Reverse(entry.2));
-    let (_, script_us) = calls_between(before, after, &["evalsha", "eval"]);
+    let (_, script_us) = calls_between(before, after, SCRIPT_CALLS);
     let inner_us: u64 = inner.iter().map(|(_, _, us)| us).sum();
     let per = per.max(1.0);
     let lua = script_us.saturating_sub(inner_us) as f64 / per;

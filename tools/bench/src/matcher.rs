@@ -11,7 +11,7 @@ use shared::MatchStore;
 
 use crate::common::{
     calls_between, commandstats, fill_queue, micros_since, raw_connection, Config, Ctx, Res,
-    CLIENT_COMMANDS,
+    CLIENT_COMMANDS, SCRIPT_CALLS,
 };
 use crate::report::{count, dur_range, Report, Table, Verdict};
 use crate::stats::summarize;
@@ -81,7 +81,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             ));
         }
         let (client, _) = calls_between(&before, &after, CLIENT_COMMANDS);
-        let (_, script_us) = calls_between(&before, &after, &["evalsha", "eval"]);
+        let (_, script_us) = calls_between(&before, &after, SCRIPT_CALLS);
         server_times.push(script_us as f64);
         let all: u64 = after
             .iter()

@@ -14,7 +14,7 @@ use shared::{JoinOutcome, MatchStore, PlayerId, Rating, World};
 
 use crate::common::{
     calls_between, commandstats, cpu_micros, raw_connection, redis_pid, script_breakdown, Config,
-    Ctx, Res,
+    Ctx, Res, SCRIPT_CALLS,
 };
 use crate::floor::{run_floor, Floor, RatingFn};
 use crate::report::{count, dur, Report, Table, Verdict};
@@ -142,7 +142,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 };
                 let (srv1, cli1) = (cpu_micros(redis_pid)?, cpu_micros(own_pid)?);
                 let after = commandstats(&mut admin).await?;
-                let (calls, usec) = calls_between(&before, &after, &["evalsha"]);
+                let (calls, usec) = calls_between(&before, &after, SCRIPT_CALLS);
                 if rep == 0 && c == 16 && matches!(mode, Mode::JoinInstant | Mode::JoinQueued) {
                     let (text, _, _) = script_breakdown(&before, &after, calls as f64);
                     breakdowns.push(format!("{}: {text}", mode.label()));

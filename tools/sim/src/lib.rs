@@ -283,7 +283,7 @@ async fn server_usage(control: &mut MultiplexedConnection) -> Option<String> {
         if let Some((key, value)) = line.split_once(':') {
             match key {
                 "used_cpu_user" | "used_cpu_sys" => cpu += value.trim().parse::<f64>().ok()?,
-                "cmdstat_evalsha" | "cmdstat_eval" => {
+                "cmdstat_fcall" | "cmdstat_evalsha" | "cmdstat_eval" => {
                     scripts += value
                         .split(',')
                         .find_map(|kv| kv.strip_prefix("calls="))?

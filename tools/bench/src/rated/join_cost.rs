@@ -42,13 +42,18 @@ fn short(n: usize) -> String {
     }
 }
 
-/// The SHA1 the redis crate sends for one of the core's scripts.
-fn sha_of(script: &str) -> Res<String> {
-    shared::scripts::SOURCES
+/// The names a call of one of the core's scripts carries: its function in
+/// the library (FCALL) and the SHA1 of its standalone script (EVALSHA).
+fn ids_of(script: &str) -> Res<[String; 2]> {
+    let sha = shared::scripts::SOURCES
         .iter()
         .find(|(name, _)| *name == script)
         .map(|(_, src)| Script::new(src).get_hash().to_owned())
-        .ok_or_else(|| format!("no script {script} in shared::scripts::SOURCES"))
+        .ok_or_else(|| format!("no script {script} in shared::scripts::SOURCES"))?;
+    let function = shared::scripts::FUNCTIONS
+        .function(script)
+        .ok_or_else(|| format!("no function for {script}"))?;
+    Ok([function, sha])
 }
 
 pub(super) async fn run(
@@ -58,10 +63,12 @@ pub(super) async fn run(
     sizes: &[Filled],
 ) -> Res<()> {
     let samples = if cfg.quick { 200 } else { 2_000 };
-    let shas = BTreeMap::from([
-        (sha_of("join.lua")?, Op::Join),
-        (sha_of("leave.lua")?, Op::Leave),
-    ]);
+    let mut shas = BTreeMap::new();
+    for (script, op) in [("join.lua", Op::Join), ("leave.lua", Op::Leave)] {
+        for id in ids_of(script)? {
+            shas.insert(id, op);
+        }
+    }
     redis::cmd("CONFIG")
         .arg("SET")
         .arg("slowlog-log-slower-than")
@@ -126,13 +133,13 @@ pub(super) async fn run(
             log.extend(slowlog(conn).await?.into_iter().rev());
         }
     }
-    // Server times: our EVALSHAs by script and by namespace (`mm:{r<n>}:`).
+    // Server times: our FCALLs (or EVALSHAs) by script and by namespace (`mm:{r<n>}:`).
     let mut server: BTreeMap<(Op, usize), Vec<f64>> = BTreeMap::new();
     for e in &log {
         let is_eval = e
             .args
             .first()
-            .is_some_and(|c| c.eq_ignore_ascii_case("evalsha"));
+            .is_some_and(|c| c.eq_ignore_ascii_case("fcall") || c.eq_ignore_ascii_case("evalsha"));
         let Some(&op) = e.args.get(1).filter(|_| is_eval).and_then(|s| shas.get(s)) else {
             continue;
         };

@@ -13,6 +13,7 @@ use super::fill::Filled;
 use super::TEAM;
 use crate::common::{
     calls_between, commandstats, micros_since, script_breakdown, Config, Ctx, Res, CLIENT_COMMANDS,
+    SCRIPT_CALLS,
 };
 use crate::report::{count, dur, dur_range, Report, Table, Verdict};
 use crate::stats::summarize;
@@ -33,19 +34,15 @@ pub(super) async fn run(
     let (mut client, mut inside, mut formed, mut trips, mut commands) =
         (vec![], vec![], vec![], vec![], vec![]);
     let mut breakdown = String::new();
-    // Load the script first, so the first call is one EVALSHA (row 3 warms
-    // up with a call instead, which here would change the filled state).
-    let source = shared::scripts::SOURCES
-        .iter()
-        .find(|(name, _)| *name == "form_matches.lua")
-        .map(|(_, src)| *src)
-        .ok_or("no form_matches.lua in shared::scripts::SOURCES")?;
-    redis::cmd("SCRIPT")
+    // Load the function library first, so the first call is one FCALL (row 3
+    // warms up with a call instead, which here would change the filled state).
+    redis::cmd("FUNCTION")
         .arg("LOAD")
-        .arg(source)
+        .arg("REPLACE")
+        .arg(&shared::scripts::FUNCTIONS.code)
         .query_async::<String>(conn)
         .await
-        .ctx("SCRIPT LOAD form_matches.lua")?;
+        .ctx("FUNCTION LOAD")?;
     for rep in 0..reps {
         eprintln!("  [6b] repetition {}/{reps}", rep + 1);
         let before = commandstats(conn).await?;
@@ -76,7 +73,7 @@ pub(super) async fn run(
             ));
         }
         let (sent, _) = calls_between(&before, &after, CLIENT_COMMANDS);
-        let (_, script_us) = calls_between(&before, &after, &["evalsha", "eval"]);
+        let (_, script_us) = calls_between(&before, &after, SCRIPT_CALLS);
         let all: u64 = after
             .iter()
             .map(|(k, (calls, _))| calls.saturating_sub(before.get(k).map_or(0, |v| v.0)))

@@ -14,7 +14,7 @@ use integration_tests::RedisServer;
 use super::{normal, store, TEAM, WORLD};
 use crate::common::{
     calls_between, commandstats, cpu_micros, raw_connection, redis_pid, script_breakdown, Config,
-    Ctx, Res,
+    Ctx, Res, SCRIPT_CALLS,
 };
 use crate::floor::{run_floor, Floor};
 use crate::report::{count, dur, Report, Table, Verdict};
@@ -114,7 +114,7 @@ pub(super) async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                     if is_join { "rated join" } else { "floor" }
                 ));
             }
-            let (calls, usec) = calls_between(&before, &after, &["evalsha"]);
+            let (calls, usec) = calls_between(&before, &after, SCRIPT_CALLS);
             if rep == 0 && is_join {
                 breakdown = script_breakdown(&before, &after, calls as f64).0;
             }

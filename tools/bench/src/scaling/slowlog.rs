@@ -36,12 +36,12 @@ pub(super) async fn learn_our_shas(b: &mut Bench) -> Res<()> {
         let sha = entries
             .iter()
             .filter(|e| {
-                e.args
-                    .first()
-                    .is_some_and(|c| c.eq_ignore_ascii_case("evalsha"))
+                e.args.first().is_some_and(|c| {
+                    c.eq_ignore_ascii_case("fcall") || c.eq_ignore_ascii_case("evalsha")
+                })
             })
             .find_map(|e| e.args.get(1).cloned())
-            .ok_or("no EVALSHA in SLOWLOG: cannot attribute server times")?;
+            .ok_or("no FCALL or EVALSHA in SLOWLOG: cannot attribute server times")?;
         b.shas.insert(sha, (Impl::Ours, op));
     }
     redis::cmd("CONFIG")
@@ -125,8 +125,9 @@ pub(super) async fn collect_slowlog(b: &mut Bench, block: Op) -> Res<()> {
         }
         let cmd = e.args[0].to_ascii_lowercase();
         let (imp, op, key) = match cmd.as_str() {
-            "evalsha" | "eval" => {
-                let Some(&(imp, op)) = e.args.get(1).and_then(|sha| b.shas.get(sha)) else {
+            "fcall" | "evalsha" | "eval" => {
+                // args[1]: our function's name, or the seed script's SHA1.
+                let Some(&(imp, op)) = e.args.get(1).and_then(|id| b.shas.get(id)) else {
                     continue;
                 };
                 let op = match (imp, op, block) {
