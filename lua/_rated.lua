@@ -105,16 +105,23 @@ end
 -- and due ZSETs; or nil when no match can be formed yet (the anchor is then
 -- due again after retry_ms). With `presence`, tickets with a player without
 -- a live connection met on the way are removed (TICKET_REMOVED); the count
--- is added to `stats.removed`.
-local function rated_attempt(k, world, seats, teams, rules, anchor, now, presence, stats)
-  local seq = tonumber(redis.call('ZSCORE', k.queue, anchor))
-  local ticket = redis.call('HGET', k.tickets, anchor)
+-- is added to `stats.removed`. `known` ({ seq, ticket, rating }, optional):
+-- the anchor's state when the caller has just written it (a join), which
+-- spares reading it back.
+local function rated_attempt(k, world, seats, teams, rules, anchor, now, presence, stats, known)
+  local seq, ticket
+  if known then
+    seq, ticket = known.seq, known.ticket
+  else
+    seq = tonumber(redis.call('ZSCORE', k.queue, anchor))
+    ticket = redis.call('HGET', k.tickets, anchor)
+  end
   if not seq or not ticket then
     redis.call('ZREM', k.due, anchor)
     return nil
   end
   local anchor_member = rating_member(seq, anchor)
-  local r = tonumber(redis.call('ZSCORE', k.ratings, anchor_member))
+  local r = known and known.rating or tonumber(redis.call('ZSCORE', k.ratings, anchor_member))
   local a = nil
   if r and is_party_ticket(anchor) then
     a = ticket_info(k, anchor, r)

@@ -67,7 +67,10 @@ local function queued_parties_field(world)
   return 'queued|' .. world
 end
 
+-- k.no_parties: the caller saw no party member anywhere in the namespace
+-- (a queued party's members keep their pointers), so none can be queued.
 local function queued_parties(k, world)
+  if k.no_parties then return 0 end
   return tonumber(redis.call('HGET', k.counters, queued_parties_field(world))) or 0
 end
 
