@@ -182,6 +182,33 @@ async fn function_flush_mid_run_is_survived() {
     );
 }
 
+/// A crowd of first calls in one process loads the library once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_calls_load_the_library_once() {
+    let server = RedisServer::start();
+    let store = env(&server).store_with("crowd", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
+    let world = store.settings().worlds.get("world1").unwrap().clone();
+    let mut joins = tokio::task::JoinSet::new();
+    for i in 0..32 {
+        let (store, world) = (store.clone(), world.clone());
+        joins.spawn(async move {
+            store
+                .join(&world, &scenarios::player(&format!("p{i}")), None, None)
+                .await
+        });
+    }
+    while let Some(joined) = joins.join_next().await {
+        joined.unwrap().unwrap();
+    }
+    let calls = command_calls(&server);
+    assert_eq!(calls.of("function|load"), 1, "{calls:?}");
+    let queued: u64 = redis::cmd("ZCARD")
+        .arg(store.keys().world(&world.name).queue)
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(queued, 32);
+}
+
 /// With `REDIS_FUNCTIONS=false` every operation runs as EVALSHA and no
 /// function library is loaded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -102,6 +102,11 @@ struct Inner {
     /// Operations run as `FCALL`s of the function library until the server
     /// refuses `FUNCTION LOAD`; then as EVALSHA of standalone scripts.
     functions: AtomicBool,
+    /// Serializes library loads within the process and counts them, so a
+    /// crowd of first calls (the local stack, a matcher's parallel work)
+    /// loads the library once, not once per call.
+    function_loads: AtomicU64,
+    load_lock: tokio::sync::Mutex<()>,
 }
 
 /// Handle to the matchmaking state of one namespace. Cheap to clone; build it
@@ -159,6 +164,8 @@ impl MatchStore {
                 last_ok_ms: AtomicU64::new(0),
                 epoch: Instant::now(),
                 functions: AtomicBool::new(settings.redis.functions),
+                function_loads: AtomicU64::new(0),
+                load_lock: tokio::sync::Mutex::new(()),
                 settings,
             }),
         })
@@ -253,9 +260,10 @@ impl MatchStore {
     /// or EVALSHA where functions are off or unavailable.
     async fn call(&self, conn: &mut Connection, inv: &Invocation<'_>) -> Result<Value, RedisError> {
         if self.inner.functions.load(Ordering::Relaxed) {
+            let loads_before = self.inner.function_loads.load(Ordering::Acquire);
             match inv.fcall().query_async::<Value>(conn).await {
                 Err(e) if function_missing(&e) => {
-                    if self.load_functions(conn).await? {
+                    if self.load_functions(conn, loads_before).await? {
                         return inv.fcall().query_async::<Value>(conn).await;
                     }
                 }
@@ -268,7 +276,16 @@ impl MatchStore {
     /// Loads the function library (on every primary of a cluster). `false`
     /// when the server does not offer functions (before Redis 7, or an ACL
     /// that denies `FUNCTION`): the store then stays on EVALSHA.
-    async fn load_functions(&self, conn: &mut Connection) -> Result<bool, RedisError> {
+    async fn load_functions(
+        &self,
+        conn: &mut Connection,
+        loads_before: u64,
+    ) -> Result<bool, RedisError> {
+        let _loading = self.inner.load_lock.lock().await;
+        if self.inner.function_loads.load(Ordering::Acquire) != loads_before {
+            // Another call of this process loaded it since ours was sent.
+            return Ok(self.inner.functions.load(Ordering::Relaxed));
+        }
         let loaded = redis::cmd("FUNCTION")
             .arg("LOAD")
             .arg("REPLACE")
@@ -277,6 +294,7 @@ impl MatchStore {
             .await;
         match loaded {
             Ok(_) => {
+                self.inner.function_loads.fetch_add(1, Ordering::Release);
                 tracing::debug!(library = %FUNCTIONS.name, "loaded the function library");
                 Ok(true)
             }
@@ -285,6 +303,7 @@ impl MatchStore {
             Err(e) => {
                 tracing::warn!(error = %e, "Redis refused FUNCTION LOAD; running operations as EVALSHA");
                 self.inner.functions.store(false, Ordering::Relaxed);
+                self.inner.function_loads.fetch_add(1, Ordering::Release);
                 Ok(false)
             }
         }
