@@ -229,6 +229,9 @@ if expired_ticket then
   end
   size = redis.call('ZCARD', queue)
 end
+-- Parties (tickets of several seats) and teams need the general matching.
+local general = teams > 1 or k.accept ~= nil or queued_parties(k, world) > 0
+local attempt = instant == '1' and (general or size + 1 >= seats)
 local seq = redis.call('INCR', KEYS[2])
 local deadline = now + ticket_ttl
 redis.call('ZADD', queue, seq, player)
@@ -237,30 +240,41 @@ local ticket = encode_ticket(world, seq, now, deadline, data)
 redis.call('HSET', tickets, player, ticket)
 if rules then
   redis.call('ZADD', ratings, rating, rating_member(seq, player))
-  redis.call('ZADD', due, next_due(rules, now), player)
+  -- An attempt that fails schedules the anchor itself (retry_later).
+  if not attempt then
+    redis.call('ZADD', due, next_due(rules, now), player)
+  end
 end
 
 -- The new ticket has the highest sequence, so it is last: rank `size`. The
 -- reply is computed rather than read back, to keep the hot path short.
--- Parties (tickets of several seats) and teams need the general matching.
-local general = teams > 1 or k.accept ~= nil or queued_parties(k, world) > 0
-if instant == '1' and (general or size + 1 >= seats) then
-  local records, ids
+if attempt then
+  local records, ids, still_queued
   if rules then
     -- One attempt with the joiner as the anchor (window: the base).
     local _, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
     records, ids = {}, {}
-    if not more_expired then
+    local items = nil
+    if more_expired then
+      retry_later(k, rules, player, now)
+    else
       local known = { seq = seq, ticket = ticket, rating = rating }
-      local items = rated_attempt(k, world, seats, teams, rules, player, now, presence == '1', { removed = 0 }, known)
+      items = rated_attempt(k, world, seats, teams, rules, player, now, presence == '1', { removed = 0 }, known)
       if items then
         records, ids = record_rated(k, world, seats, teams, { items }, match_ttl, now, window)
       end
     end
+    if items and (teams > 1 or k.accept) then
+      -- Packed teams and proposals are recorded by the general path.
+      still_queued = redis.call('HEXISTS', tickets, player) == 1
+    else
+      -- The joiner passed the presence check: only a match takes its ticket.
+      still_queued = items == nil
+    end
   else
     records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, presence == '1', INSTANT_SCAN * seats, player)
+    still_queued = redis.call('HEXISTS', tickets, player) == 1
   end
-  local still_queued = redis.call('HEXISTS', tickets, player) == 1
   if not still_queued and k.accept then
     local reply = proposed_reply(redis.call('HGET', k.player_proposal, player) or '', 'PROPOSED')
     if reply then return reply end

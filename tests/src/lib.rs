@@ -596,6 +596,8 @@ pub async fn assert_consistent(
             .arg(0)
             .arg(-1)
             .arg("WITHSCORES");
+        pipe.cmd("ZCARD").arg(&wk.ratings);
+        pipe.cmd("ZRANGE").arg(&wk.due).arg(0).arg(-1);
     }
     pipe.cmd("HGETALL").arg(k.tickets());
     pipe.cmd("HGETALL").arg(k.matches());
@@ -610,9 +612,20 @@ pub async fn assert_consistent(
     let mut values: Vec<redis::Value> = pipe.query_async(&mut conn).await.expect("atomic snapshot");
     let mut next = || values.remove(0);
     let mut per_world: Vec<(Scored, Scored)> = Vec::new();
-    for _ in &worlds {
+    for w in &worlds {
         let q: Scored = redis::from_redis_value(next()).expect("queue");
         let d: Scored = redis::from_redis_value(next()).expect("deadlines");
+        let rated: usize = redis::from_redis_value(next()).expect("ratings");
+        let mut due: Vec<String> = redis::from_redis_value(next()).expect("due");
+        if w.rating().is_some() {
+            // Every waiting rated ticket has one ratings entry and is due to
+            // be tried as an anchor (else it could wait forever).
+            let mut queued: Vec<String> = q.iter().map(|(t, _)| t.clone()).collect();
+            queued.sort();
+            due.sort();
+            assert_eq!(rated, queued.len(), "{}: ratings entries vs queue", w.name);
+            assert_eq!(due, queued, "{}: due anchors vs queue", w.name);
+        }
         per_world.push((q, d));
     }
     let tickets: HashMap<String, String> = redis::from_redis_value(next()).expect("tickets");
