@@ -275,6 +275,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_function_library_registers_every_operation_once() {
+        let own: Vec<&str> = OWN_SOURCES.iter().map(|(f, _)| *f).collect();
+        let all: Vec<&str> = SOURCES.iter().map(|(f, _)| *f).collect();
+        assert_eq!(own, all, "OWN_SOURCES and SOURCES list the same files");
+        assert!(FUNCTIONS
+            .code
+            .starts_with(&format!("#!lua name={}\n", FUNCTIONS.name)));
+        assert!(!FUNCTIONS.code.contains(NAME_SLOT));
+        for file in own {
+            let name = FUNCTIONS.function(file).unwrap();
+            let registration = format!("function_name='{name}',");
+            assert_eq!(FUNCTIONS.code.matches(&registration).count(), 1, "{file}");
+        }
+        assert_eq!(FUNCTIONS.function("nope.lua"), None);
+        for file in READ_ONLY {
+            assert!(OWN_SOURCES.iter().any(|(f, _)| f == file), "{file}");
+        }
+    }
+
+    #[test]
     fn every_script_documents_keys_argv_and_reply() {
         for (name, src) in SOURCES {
             let own = src.split_once(&format!("-- {name}:")).map(|(_, rest)| rest);

@@ -102,6 +102,17 @@ struct Pool {
     readers: Vec<JoinHandle<()>>,
 }
 
+/// Aborts a task when dropped: aborting a socket's reader also ends its
+/// heartbeat (a dropped `JoinHandle` leaves the task running: the first
+/// stack's clients kept sending heartbeats after it was stopped).
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     // A panicking reader must not stop the benchmark: the data is still usable.
     state.lock().unwrap_or_else(|e| e.into_inner())
@@ -153,7 +164,7 @@ impl Pool {
                 // Heartbeats, as every client must send them: without them
                 // the registrations lapse after the presence timeout (150 s)
                 // and later runs' matches reach nobody.
-                let heartbeat = tokio::spawn(async move {
+                let heartbeat = AbortOnDrop(tokio::spawn(async move {
                     let mut every = tokio::time::interval(HEARTBEAT);
                     every.tick().await;
                     loop {
@@ -163,7 +174,7 @@ impl Pool {
                             break;
                         }
                     }
-                });
+                }));
                 while let Some(Ok(msg)) = read.next().await {
                     let Message::Text(text) = msg else { continue };
                     let at = Instant::now();
@@ -174,7 +185,7 @@ impl Pool {
                         lock(&state).on_match_found(i, &value, at);
                     }
                 }
-                heartbeat.abort();
+                drop(heartbeat);
             }));
         }
         Ok(Self {
