@@ -172,9 +172,9 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let mut table = Table::new(
         "3. Matcher: 10 000 matches from 30 000 waiting players (N = 3), one tick",
         &format!(
-            "Median (min–max) over {reps} repetitions. Round trips = commands the client sent (EVALSHA/EVAL/SCRIPT/PING \
+            "Median (min–max) over {reps} repetitions. Round trips = commands the client sent (FCALL/FUNCTION LOAD/EVALSHA/EVAL/SCRIPT/PING \
              calls in the `INFO commandstats` delta); commands the script ran inside Redis are counted separately. \
-             \"inside the script\": EVALSHA execution time (`INFO commandstats` usec); the rest of the client time is \
+             \"inside the script\": FCALL (or the seed's EVALSHA) execution time (`INFO commandstats` usec); the rest of the client time is \
              the reply transfer and decoding 10 000 match records in Rust. The script writes one outbox entry per \
              match (not per player). \"vs seed\": the seed's time for the same 10 000 groups ÷ ours, median of \
              the per-repetition ratios (both run in every repetition)."

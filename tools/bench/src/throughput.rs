@@ -180,7 +180,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
              (`MatchStore`, or one redis `ConnectionManager` for the floors), every join a distinct player; the \
              four modes alternate within each repetition. \"÷ write floor\" (info): joins/s ÷ a script that \
              writes only the entries a queued join writes (INCR ticket-seq, ZADD queue, ZADD deadlines, HSET \
-             ticket, with TIME), median of the per-repetition ratios. \"script µs/call\": time inside EVALSHA \
+             ticket, with TIME), median of the per-repetition ratios. \"script µs/call\": time inside the script call (FCALL for joins, EVALSHA for the floors) \
              (`INFO commandstats`); \"redis CPU\": the redis-server process's CPU (user + system, \
              /proc) per operation and as a share of one core, its single-thread limit; \"client CPU\": \
              this process's CPU per operation (the machine has 2 cores for both).",

@@ -130,7 +130,7 @@ pub(super) async fn run(
             "`form_matches(world, 0)` on a rated world (N = {TEAM}, window {window} around the anchor, every \
              ticket due, ratings N(1500, 300)): up to {anchors} anchors, oldest first, each with its nearest \
              players. Median (min–max) over {reps} repetitions; the matched players and the anchors' due times \
-             are restored between them (untimed). \"inside Redis\": EVALSHA time (`INFO commandstats` usec \
+             are restored between them (untimed). \"inside Redis\": FCALL time (`INFO commandstats` usec \
              delta); round trips = commands the client sent.{}",
             if cfg.quick {
                 " BENCH_QUICK: 100 k instead of 1 M."

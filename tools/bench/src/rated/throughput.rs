@@ -157,7 +157,7 @@ pub(super) async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
              rating. The floor is one EVALSHA writing exactly what a queued rated join writes (TIME, INCR \
              ticket-seq, ZADD queue, ZADD deadlines, HSET ticket, ZADD ratings, ZADD due); both runs are \
              checked to leave the same number of entries in every structure. Matches formed by the joins \
-             over all runs: {}. \"script µs/call\": time inside EVALSHA (`INFO commandstats`); \"redis CPU\": \
+             over all runs: {}. \"script µs/call\": time inside the script call (FCALL for joins, EVALSHA for the floor; `INFO commandstats`); \"redis CPU\": \
              the redis-server process's share of one core.",
             window.as_secs_f64(),
             count(matches as f64)
