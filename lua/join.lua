@@ -18,13 +18,13 @@
 -- KEYS[15..18] the proposal block: proposals (HASH), proposal_expiry (ZSET),
 --           player_proposal (HASH player -> match id), cooldowns (ZSET
 --           player -> may join again from ms); see _proposals.lua
--- KEYS[19..] for every configured world, in ARGV order: queue (ZSET ticket
+-- KEYS[19..] for every world named in ARGV[27..], in that order: queue (ZSET ticket
 --           -> seq), deadlines (ZSET ticket -> deadline ms), rate (HASH of
 --           match rate statistics, see _lib.lua), ratings and due (rated
 --           worlds, see _rated.lua): five keys per world.
 --
 -- ARGV[1]  player id
--- ARGV[2]  index (1-based) of the world to join among the configured worlds
+-- ARGV[2]  index (1-based) of the world to join among the worlds named in ARGV[27..]
 -- ARGV[3]  seats per match N (>= 2): teams x team size
 -- ARGV[4]  ticket lifetime ms (> 0)
 -- ARGV[5]  ticket data JSON, "" for none (already validated and size-capped)
@@ -45,7 +45,8 @@
 --          second and maximum ("" otherwise)
 -- ARGV[25] ready check: acceptance time limit ms (0 = none: matches are final)
 -- ARGV[26] ready check: cool-down ms for who declines or does not answer
--- ARGV[27..] configured world names, one per world key group
+-- ARGV[27..] world names, one per world key group: the store gives the joined
+--          world, and the world of the player's ticket when it is another
 --
 -- A rated world's rating is, in this order: the ratings store's entry for
 -- this world, its entry for every world ("*"), the token claim, the default.
@@ -59,9 +60,11 @@
 --                      every record formed in this call (one holds the
 --                      player) and the outbox ids announcing them
 --   status "ALREADY" : the player already waits in `world` at `position`
---   status "STALE"   : the player holds a ticket of `world`, which is no longer
---                      configured; nothing was written (the caller drops that
---                      ticket with drop_stale_ticket.lua and joins again)
+--   status "STALE"   : the player holds a ticket of `world`, whose keys were
+--                      not given; nothing was written (the caller joins again
+--                      with that world's keys too, or, when the world is no
+--                      longer configured, drops that ticket with
+--                      drop_stale_ticket.lua first)
 --   status "IN_PARTY": the player belongs to a party (assembling or queued) of
 --                      `world`; nothing was written
 --   status "PROPOSED": the join made a match proposal (a ready check) of
@@ -167,8 +170,9 @@ if existing then
     end
   end
   if existing then
-    -- The ticket belongs to a world that is no longer configured: its keys are
-    -- not in KEYS, so the caller removes it with a script that declares them.
+    -- The ticket belongs to a world whose keys are not in KEYS: the caller
+    -- calls again with them, or removes a ticket of a world no longer
+    -- configured with a script that declares its keys.
     return { 'STALE', other or '', 0, 0, 0, 0, '' }
   end
 end

@@ -34,6 +34,7 @@ macro_rules! for_each_scenario {
             join_positions_and_instant_match,
             instant_match_can_be_turned_off,
             one_ticket_per_player_across_worlds,
+            an_expired_ticket_elsewhere_gives_way_to_a_join,
             leave_outcomes,
             matcher_forms_all_complete_groups,
             ticket_data_reaches_the_match,
@@ -243,6 +244,51 @@ pub async fn one_ticket_per_player_across_worlds(env: &Env) {
         before,
         "an already-queued join must not write"
     );
+}
+
+/// A ticket of another world that is past its deadline (not swept yet) is
+/// expired by the join itself, which then queues the player: the join is
+/// given that world's keys only when it needs them.
+pub async fn an_expired_ticket_elsewhere_gives_way_to_a_join(env: &Env) {
+    let store = env.store("expired-elsewhere", "world1:3:1,world2:3");
+    join(&store, "world1", "x").await;
+    join(&store, "world1", "alice").await;
+    let queued = eventually(
+        "alice's world1 ticket to expire",
+        Duration::from_secs(20),
+        || {
+            let store = store.clone();
+            async move {
+                match join(&store, "world2", "alice").await {
+                    JoinOutcome::AlreadyQueued(q) => {
+                        assert_eq!(q.world_type.as_str(), "world1");
+                        None
+                    }
+                    JoinOutcome::Queued(q) => Some(q),
+                    other => panic!("expected ALREADY or QUEUED, got {other:?}"),
+                }
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        (
+            queued.world_type.as_str(),
+            queued.position,
+            queued.queue_size
+        ),
+        ("world2", 1, 1)
+    );
+    let w1 = store.keys().world(&world_name("world1"));
+    assert_eq!(
+        zcard_of(&store, w1.queue).await,
+        1,
+        "only x is left in world1"
+    );
+    match store.player_status(&player("alice")).await.unwrap() {
+        PlayerStatus::Queued(q) => assert_eq!(q.world_type.as_str(), "world2"),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// Leave reports the previous position and the remaining size; leaving when

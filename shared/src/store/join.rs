@@ -11,7 +11,7 @@ use crate::domain::{
     WorldName,
 };
 use crate::error::StoreError;
-use crate::scripts::SCRIPTS;
+use crate::scripts::{Invocation, SCRIPTS};
 
 const SCRIPT: &str = "join.lua";
 
@@ -27,16 +27,54 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<JoinOutcome, StoreError> {
+        if self.settings().worlds.get(&world.name).is_none() {
+            return Err(StoreError::Rejected(format!(
+                "world {} is not configured",
+                world.name
+            )));
+        }
+        // The script is given the joined world's keys only (its cost does
+        // not grow with the number of configured worlds); when the player
+        // holds a ticket elsewhere it answers STALE with that world, and the
+        // call is repeated with that world's keys too (or, for a world no
+        // longer configured, after dropping the ticket). Another join of the
+        // same player can move the ticket in between, hence a few rounds.
+        let mut also: Option<&World> = None;
+        for _ in 0..3 {
+            let inv = self.join_invocation(world, also, player, data, claimed);
+            match self.decode_join(player, self.invoke(&inv, false).await?)? {
+                Decoded::Outcome(outcome) => return Ok(*outcome),
+                Decoded::Stale(other) => match self.settings().worlds.get(&other) {
+                    Some(w) if also.is_none_or(|a| a.name != w.name) => also = Some(w),
+                    Some(_) => {
+                        return Err(StoreError::UnexpectedReply(format!(
+                            "{SCRIPT}: STALE ({other}) although its keys were given"
+                        )))
+                    }
+                    // A ticket of a world removed from the configuration:
+                    // nobody matches or sweeps it any more. Drop it, then
+                    // join for real.
+                    None => self.drop_stale_ticket(&other, player).await?,
+                },
+            }
+        }
+        Err(StoreError::UnexpectedReply(format!(
+            "{SCRIPT}: the player's ticket kept moving between worlds"
+        )))
+    }
+
+    /// `join.lua`'s KEYS and ARGV, in the order of its header: the joined
+    /// world first, then `also` (the world of the player's current ticket).
+    fn join_invocation(
+        &self,
+        world: &World,
+        also: Option<&World>,
+        player: &PlayerId,
+        data: Option<&TicketData>,
+        claimed: Option<Rating>,
+    ) -> Invocation<'static> {
         let s = self.settings();
         let k = self.keys();
-        let index = s
-            .worlds
-            .iter()
-            .position(|w| w.name == world.name)
-            .ok_or_else(|| {
-                StoreError::Rejected(format!("world {} is not configured", world.name))
-            })?;
-        // KEYS and ARGV in the order of join.lua's header.
         let mut inv = SCRIPTS.join.prepare_invoke();
         inv.key(k.tickets())
             .key(k.ticket_seq())
@@ -53,14 +91,14 @@ impl MatchStore {
         for key in k.proposal_block() {
             inv.key(key);
         }
-        for w in s.worlds.iter() {
-            let wk = k.world(&w.name);
-            for key in wk.block() {
+        let worlds: Vec<&World> = std::iter::once(world).chain(also).collect();
+        for w in &worlds {
+            for key in k.world(&w.name).block() {
                 inv.key(key);
             }
         }
         inv.arg(player.as_str())
-            .arg(index + 1)
+            .arg(1)
             .arg(world.seats())
             .arg(millis(world.ticket_ttl))
             .arg(data.map_or("", TicketData::as_json))
@@ -77,23 +115,10 @@ impl MatchStore {
             .arg(r.max);
         team_args(&mut inv, world);
         ready_args(&mut inv, world);
-        for name in self.world_names() {
-            inv.arg(name);
+        for w in &worlds {
+            inv.arg(w.name.as_str());
         }
-        match self.decode_join(player, self.invoke(&inv, false).await?)? {
-            Decoded::Outcome(outcome) => Ok(*outcome),
-            Decoded::Stale(retired) => {
-                // A ticket of a world removed from the configuration: nobody
-                // matches or sweeps it any more. Drop it, then join for real.
-                self.drop_stale_ticket(&retired, player).await?;
-                match self.decode_join(player, self.invoke(&inv, false).await?)? {
-                    Decoded::Outcome(outcome) => Ok(*outcome),
-                    Decoded::Stale(world) => Err(StoreError::UnexpectedReply(format!(
-                        "{SCRIPT}: still STALE ({world}) after dropping the stale ticket"
-                    ))),
-                }
-            }
-        }
+        inv
     }
 
     fn decode_join(&self, player: &PlayerId, value: redis::Value) -> Result<Decoded, StoreError> {
