@@ -44,8 +44,9 @@ end
 local function nearest(ratings_key, r, w, fetch)
   local lo = w and num(r - w) or '-inf'
   local hi = w and num(r + w) or '+inf'
-  local below = redis.call('ZREVRANGEBYSCORE', ratings_key, '(' .. num(r), lo, 'WITHSCORES', 'LIMIT', 0, fetch)
-  local above = redis.call('ZRANGEBYSCORE', ratings_key, num(r), hi, 'WITHSCORES', 'LIMIT', 0, fetch)
+  local at = num(r)
+  local below = redis.call('ZREVRANGEBYSCORE', ratings_key, '(' .. at, lo, 'WITHSCORES', 'LIMIT', 0, fetch)
+  local above = redis.call('ZRANGEBYSCORE', ratings_key, at, hi, 'WITHSCORES', 'LIMIT', 0, fetch)
   local out, n = {}, 0
   local function add(list, reversed_ties)
     local first = n + 1
@@ -105,7 +106,8 @@ end
 -- and due ZSETs; or nil when no match can be formed yet (the anchor is then
 -- due again after retry_ms). With `presence`, tickets with a player without
 -- a live connection met on the way are removed (TICKET_REMOVED); the count
--- is added to `stats.removed`. `known` ({ seq, ticket, rating }, optional):
+-- is added to `stats.removed`. `known` ({ seq, ticket, rating, joined,
+-- data }, optional):
 -- the anchor's state when the caller has just written it (a join), which
 -- spares reading it back.
 local function rated_attempt(k, world, seats, teams, rules, anchor, now, presence, stats, known)
@@ -126,7 +128,13 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
   if r and is_party_ticket(anchor) then
     a = ticket_info(k, anchor, r)
   elseif r then
-    local _, _, _, _, data = decode_ticket(ticket)
+    local data
+    if known then
+      data = known.data
+    else
+      local _, _, _, _, d = decode_ticket(ticket)
+      data = d
+    end
     a = rated_solo(anchor, r)
     a.data = { data or '' }
   end
@@ -139,7 +147,13 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
     stats.removed = stats.removed + 1
     return nil
   end
-  local _, _, joined = decode_ticket(ticket)
+  local joined
+  if known then
+    joined = known.joined
+  else
+    local _, _, j = decode_ticket(ticket)
+    joined = j
+  end
   local wait = now - (joined or now)
   local w = rated_window(rules, wait)
   local cap = seats / teams

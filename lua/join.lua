@@ -262,7 +262,7 @@ if attempt then
     if more_expired then
       retry_later(k, rules, player, now)
     else
-      local known = { seq = seq, ticket = ticket, rating = rating }
+      local known = { seq = seq, ticket = ticket, rating = rating, joined = now, data = data }
       items = rated_attempt(k, world, seats, teams, rules, player, now, presence == '1', { removed = 0 }, known)
       if items then
         records, ids = record_rated(k, world, seats, teams, { items }, match_ttl, now, window)
