@@ -1,9 +1,10 @@
 -- _lib.lua: basic helpers shared by the operation scripts.
 --
--- The library files are not scripts of their own: the Rust crate prepends
--- them, in this order, to every operation script at compile time (see
--- shared/src/scripts.rs), so each operation stays a single EVALSHA with no
--- cross-script calls:
+-- The library files are not scripts of their own: the Rust crate loads them,
+-- in this order, once as a Redis function library with one function per
+-- operation script (and, for servers without functions, prepends them to
+-- every operation script), so each operation stays a single FCALL (or
+-- EVALSHA) with no cross-script calls (see shared/src/scripts.rs):
 --   _lib.lua       arguments, chunking, tickets' encoding, statistics, outbox
 --   _tickets.lua   removing tickets (solo and party), sweeps, parties, notes
 --   _presence.lua  the connection registry and presence
