@@ -5,7 +5,7 @@
 //! self-contained script (library + operation) for servers without
 //! functions (before Redis 7) and for tests that drive helpers directly.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use redis::{Cmd, Script, ScriptInvocation, ToRedisArgs};
 
@@ -31,7 +31,7 @@ macro_rules! library {
 }
 
 macro_rules! lua {
-    ($file:literal) => {
+    ($file:expr) => {
         concat!(library!(), include_str!(concat!("../../lua/", $file)))
     };
 }
@@ -40,46 +40,29 @@ macro_rules! lua {
 /// such as the team packer, through a script of their own on top of this).
 pub const LIBRARY: &str = library!();
 
-/// Source of every operation script, by file name (for tests and tooling).
-pub const SOURCES: &[(&str, &str)] = &[
-    ("join.lua", lua!("join.lua")),
-    ("leave.lua", lua!("leave.lua")),
-    ("drop_stale_ticket.lua", lua!("drop_stale_ticket.lua")),
-    ("form_matches.lua", lua!("form_matches.lua")),
-    ("queue_status.lua", lua!("queue_status.lua")),
-    ("player_status.lua", lua!("player_status.lua")),
-    ("match_record.lua", lua!("match_record.lua")),
-    ("rating_set.lua", lua!("rating_set.lua")),
-    ("sweep_tickets.lua", lua!("sweep_tickets.lua")),
-    ("housekeeping.lua", lua!("housekeeping.lua")),
-    ("outbox_claim.lua", lua!("outbox_claim.lua")),
-    ("outbox_settle.lua", lua!("outbox_settle.lua")),
-    ("conn_register.lua", lua!("conn_register.lua")),
-    ("conn_unregister.lua", lua!("conn_unregister.lua")),
-    ("conn_heartbeat.lua", lua!("conn_heartbeat.lua")),
-    ("lease_acquire.lua", lua!("lease_acquire.lua")),
-    ("lease_release.lua", lua!("lease_release.lua")),
-    ("party_create.lua", lua!("party_create.lua")),
-    ("party_join.lua", lua!("party_join.lua")),
-    ("party_cancel.lua", lua!("party_cancel.lua")),
-    ("proposal_answer.lua", lua!("proposal_answer.lua")),
-];
-
 /// One operation: a function of the [`FUNCTIONS`] library (the fast path)
 /// and the same code as a standalone script (the EVALSHA fallback for a
 /// server that refuses `FUNCTION LOAD`).
 pub(crate) struct Operation {
     /// The function's name in the loaded library.
     pub function: String,
-    pub script: Script,
+    /// Library + operation, hashed into a [`Script`] only when EVALSHA is
+    /// used: hashing all 21 (~1.4 MB) would slow every cold start.
+    source: &'static str,
+    script: OnceLock<Script>,
 }
 
 impl Operation {
     fn new(file: &'static str, source: &'static str) -> Self {
         Self {
             function: function_name(file),
-            script: Script::new(source),
+            source,
+            script: OnceLock::new(),
         }
+    }
+
+    fn script(&self) -> &Script {
+        self.script.get_or_init(|| Script::new(self.source))
     }
 
     /// Starts an invocation; add KEYS and ARGV in the order of the script's header.
@@ -123,7 +106,7 @@ impl Invocation<'_> {
     /// The same call as `EVALSHA` of the standalone script (reloaded on
     /// NOSCRIPT by the redis crate).
     pub fn script_invocation(&self) -> ScriptInvocation<'_> {
-        let mut inv = self.operation.script.prepare_invoke();
+        let mut inv = self.operation.script().prepare_invoke();
         for key in &self.keys {
             inv.key(key.as_slice());
         }
@@ -191,84 +174,60 @@ pub static FUNCTIONS: LazyLock<FunctionLibrary> = LazyLock::new(|| {
     }
 });
 
-macro_rules! own_sources {
-    ($($file:literal),* $(,)?) => {
-        &[$(($file, include_str!(concat!("../../lua/", $file)))),*]
+/// Declares the operations once: `lua/<op>.lua` for each name, as a
+/// standalone source ([`SOURCES`]), as its own body ([`OWN_SOURCES`], for the
+/// function library) and as a field of [`SCRIPTS`].
+macro_rules! operations {
+    ($($op:ident),* $(,)?) => {
+        /// Source of every operation script, by file name (for tests and tooling).
+        pub const SOURCES: &[(&str, &str)] = &[
+            $((concat!(stringify!($op), ".lua"), lua!(concat!(stringify!($op), ".lua")))),*
+        ];
+
+        /// Each operation's own code, without the library.
+        const OWN_SOURCES: &[(&str, &str)] = &[
+            $((
+                concat!(stringify!($op), ".lua"),
+                include_str!(concat!("../../lua/", stringify!($op), ".lua")),
+            )),*
+        ];
+
+        pub(crate) struct Scripts {
+            $(pub $op: Operation,)*
+        }
+
+        pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+            $($op: Operation::new(
+                concat!(stringify!($op), ".lua"),
+                lua!(concat!(stringify!($op), ".lua")),
+            ),)*
+        });
     };
 }
 
-/// Each operation's own code, without the library.
-const OWN_SOURCES: &[(&str, &str)] = own_sources!(
-    "join.lua",
-    "leave.lua",
-    "drop_stale_ticket.lua",
-    "form_matches.lua",
-    "queue_status.lua",
-    "player_status.lua",
-    "match_record.lua",
-    "rating_set.lua",
-    "sweep_tickets.lua",
-    "housekeeping.lua",
-    "outbox_claim.lua",
-    "outbox_settle.lua",
-    "conn_register.lua",
-    "conn_unregister.lua",
-    "conn_heartbeat.lua",
-    "lease_acquire.lua",
-    "lease_release.lua",
-    "party_create.lua",
-    "party_join.lua",
-    "party_cancel.lua",
-    "proposal_answer.lua",
+operations!(
+    join,
+    leave,
+    drop_stale_ticket,
+    form_matches,
+    queue_status,
+    player_status,
+    match_record,
+    rating_set,
+    sweep_tickets,
+    housekeeping,
+    outbox_claim,
+    outbox_settle,
+    conn_register,
+    conn_unregister,
+    conn_heartbeat,
+    lease_acquire,
+    lease_release,
+    party_create,
+    party_join,
+    party_cancel,
+    proposal_answer,
 );
-
-pub(crate) struct Scripts {
-    pub join: Operation,
-    pub leave: Operation,
-    pub drop_stale_ticket: Operation,
-    pub form_matches: Operation,
-    pub queue_status: Operation,
-    pub player_status: Operation,
-    pub match_record: Operation,
-    pub rating_set: Operation,
-    pub sweep_tickets: Operation,
-    pub housekeeping: Operation,
-    pub outbox_claim: Operation,
-    pub outbox_settle: Operation,
-    pub conn_register: Operation,
-    pub conn_unregister: Operation,
-    pub conn_heartbeat: Operation,
-    pub lease_acquire: Operation,
-    pub lease_release: Operation,
-    pub party_create: Operation,
-    pub party_join: Operation,
-    pub party_cancel: Operation,
-    pub proposal_answer: Operation,
-}
-
-pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    join: Operation::new("join.lua", lua!("join.lua")),
-    leave: Operation::new("leave.lua", lua!("leave.lua")),
-    drop_stale_ticket: Operation::new("drop_stale_ticket.lua", lua!("drop_stale_ticket.lua")),
-    form_matches: Operation::new("form_matches.lua", lua!("form_matches.lua")),
-    queue_status: Operation::new("queue_status.lua", lua!("queue_status.lua")),
-    player_status: Operation::new("player_status.lua", lua!("player_status.lua")),
-    match_record: Operation::new("match_record.lua", lua!("match_record.lua")),
-    rating_set: Operation::new("rating_set.lua", lua!("rating_set.lua")),
-    sweep_tickets: Operation::new("sweep_tickets.lua", lua!("sweep_tickets.lua")),
-    housekeeping: Operation::new("housekeeping.lua", lua!("housekeeping.lua")),
-    outbox_claim: Operation::new("outbox_claim.lua", lua!("outbox_claim.lua")),
-    outbox_settle: Operation::new("outbox_settle.lua", lua!("outbox_settle.lua")),
-    conn_register: Operation::new("conn_register.lua", lua!("conn_register.lua")),
-    conn_unregister: Operation::new("conn_unregister.lua", lua!("conn_unregister.lua")),
-    conn_heartbeat: Operation::new("conn_heartbeat.lua", lua!("conn_heartbeat.lua")),
-    lease_acquire: Operation::new("lease_acquire.lua", lua!("lease_acquire.lua")),
-    lease_release: Operation::new("lease_release.lua", lua!("lease_release.lua")),
-    party_create: Operation::new("party_create.lua", lua!("party_create.lua")),
-    party_join: Operation::new("party_join.lua", lua!("party_join.lua")),
-    party_cancel: Operation::new("party_cancel.lua", lua!("party_cancel.lua")),
-    proposal_answer: Operation::new("proposal_answer.lua", lua!("proposal_answer.lua")),
-});
 
 #[cfg(test)]
 mod tests {
