@@ -18,6 +18,15 @@ pub(crate) struct Reply {
     next: usize,
 }
 
+/// The matches a join formed, read from the tail of its reply.
+pub(crate) struct FormedMatches {
+    /// The one that holds the joining player.
+    pub record: MatchRecord,
+    /// Every match formed (the player's among them).
+    pub formed: Vec<MatchRecord>,
+    pub notifications: Vec<NotificationId>,
+}
+
 impl Reply {
     /// A reply that must be an array (the scripts' flat replies).
     pub fn new(script: &'static str, value: Value) -> Result<Self, StoreError> {
@@ -120,18 +129,7 @@ impl Reply {
         }
         Ok(())
     }
-}
 
-/// The matches a join formed, read from the tail of its reply.
-pub(crate) struct FormedMatches {
-    /// The one that holds the joining player.
-    pub record: MatchRecord,
-    /// Every match formed (the player's among them).
-    pub formed: Vec<MatchRecord>,
-    pub notifications: Vec<NotificationId>,
-}
-
-impl Reply {
     /// Reads the rest of a MATCHED reply, `{ count, record JSON x count,
     /// notification id... }` (join.lua and party_join.lua), and finds the
     /// match that holds `player`.
