@@ -122,10 +122,7 @@ async fn script_flush_mid_run_is_survived() {
     let world = store.settings().worlds.get("world1").unwrap().clone();
     for i in 0..30 {
         if i % 5 == 0 {
-            let _: () = redis::cmd("SCRIPT")
-                .arg("FLUSH")
-                .query(&mut server.connection())
-                .unwrap();
+            flush(&server, "SCRIPT");
         }
         store
             .join(&world, &scenarios::player(&format!("p{i}")), None, None)
@@ -136,10 +133,7 @@ async fn script_flush_mid_run_is_survived() {
             .await
             .unwrap();
     }
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query(&mut server.connection())
-        .unwrap();
+    flush(&server, "SCRIPT");
     assert_eq!(
         store.form_matches(&world, 0).await.unwrap().matches.len(),
         10
@@ -155,10 +149,7 @@ async fn function_flush_mid_run_is_survived() {
     let world = store.settings().worlds.get("world1").unwrap().clone();
     for i in 0..30 {
         if i % 5 == 0 {
-            let _: () = redis::cmd("FUNCTION")
-                .arg("FLUSH")
-                .query(&mut server.connection())
-                .unwrap();
+            flush(&server, "FUNCTION");
         }
         store
             .join(&world, &scenarios::player(&format!("p{i}")), None, None)
@@ -217,12 +208,7 @@ async fn functions_off_runs_every_operation_as_evalsha() {
     let env = env(&server);
     let store = env.store_with("evalsha", "world1:3", &[("REDIS_FUNCTIONS", "false")]);
     let world = store.settings().worlds.get("world1").unwrap().clone();
-    for i in 0..6 {
-        store
-            .join(&world, &scenarios::player(&format!("p{i}")), None, None)
-            .await
-            .unwrap();
-    }
+    join_players(&store, &world, 6).await;
     assert!(matches!(
         store.player_status(&scenarios::player("p0")).await.unwrap(),
         PlayerStatus::Matched(_)
@@ -259,12 +245,7 @@ async fn a_server_refusing_functions_falls_back_to_evalsha() {
     ))
     .unwrap();
     let world = store.settings().worlds.get("world1").unwrap().clone();
-    for i in 0..3 {
-        store
-            .join(&world, &scenarios::player(&format!("p{i}")), None, None)
-            .await
-            .unwrap();
-    }
+    join_players(&store, &world, 3).await;
     assert!(matches!(
         store.player_status(&scenarios::player("p2")).await.unwrap(),
         PlayerStatus::Matched(_)
@@ -272,6 +253,24 @@ async fn a_server_refusing_functions_falls_back_to_evalsha() {
     assert!(!store.uses_functions());
     let calls = command_calls(&server);
     assert!(calls.of("evalsha") >= 4, "{calls:?}");
+}
+
+/// Joins players `p0`, `p1`, ... one after the other.
+async fn join_players(store: &shared::MatchStore, world: &shared::World, n: usize) {
+    for i in 0..n {
+        store
+            .join(world, &scenarios::player(&format!("p{i}")), None, None)
+            .await
+            .unwrap();
+    }
+}
+
+/// `SCRIPT FLUSH` or `FUNCTION FLUSH`: the server forgets our code.
+fn flush(server: &RedisServer, what: &str) {
+    let _: () = redis::cmd(what)
+        .arg("FLUSH")
+        .query(&mut server.connection())
+        .unwrap();
 }
 
 /// Calls per command since the server started (`INFO commandstats`);
