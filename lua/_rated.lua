@@ -107,13 +107,12 @@ end
 -- due again after retry_ms). With `presence`, tickets with a player without
 -- a live connection met on the way are removed (TICKET_REMOVED); the count
 -- is added to `stats.removed`. `known` ({ seq, ticket, rating, joined,
--- data }, optional):
--- the anchor's state when the caller has just written it (a join), which
--- spares reading it back.
+-- data }, optional): the anchor's state when the caller has just written it
+-- (a join), which spares reading and decoding it back.
 local function rated_attempt(k, world, seats, teams, rules, anchor, now, presence, stats, known)
-  local seq, ticket
+  local seq, ticket, r, joined, data
   if known then
-    seq, ticket = known.seq, known.ticket
+    seq, ticket, r, joined, data = known.seq, known.ticket, known.rating, known.joined, known.data
   else
     seq = tonumber(redis.call('ZSCORE', k.queue, anchor))
     ticket = redis.call('HGET', k.tickets, anchor)
@@ -123,18 +122,15 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
     return nil
   end
   local anchor_member = rating_member(seq, anchor)
-  local r = known and known.rating or tonumber(redis.call('ZSCORE', k.ratings, anchor_member))
+  if not known then
+    r = tonumber(redis.call('ZSCORE', k.ratings, anchor_member))
+    local _
+    _, _, joined, _, data = decode_ticket(ticket)
+  end
   local a = nil
   if r and is_party_ticket(anchor) then
     a = ticket_info(k, anchor, r)
   elseif r then
-    local data
-    if known then
-      data = known.data
-    else
-      local _, _, _, _, d = decode_ticket(ticket)
-      data = d
-    end
     a = rated_solo(anchor, r)
     a.data = { data or '' }
   end
@@ -146,13 +142,6 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
     remove_tickets(k, world, { anchor }, 'G', now)
     stats.removed = stats.removed + 1
     return nil
-  end
-  local joined
-  if known then
-    joined = known.joined
-  else
-    local _, _, j = decode_ticket(ticket)
-    joined = j
   end
   local wait = now - (joined or now)
   local w = rated_window(rules, wait)
