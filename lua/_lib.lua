@@ -12,6 +12,7 @@
 --   _proposals.lua ready checks: match proposals, accepted or cancelled
 --   _matching.lua  recording matches; FIFO matching
 --   _rated.lua     rated matching (windows, anchors)
+--   _config.lua    a world's configuration (one argument, parsed once)
 --
 -- Conventions every script follows:
 --   * All keys arrive in KEYS and share the namespace hash tag, so a script runs

@@ -80,6 +80,20 @@ local function nearest(ratings_key, r, w, fetch)
   return out
 end
 
+-- Whether an anchor of rating `r` that has waited `wait_ms` can find
+-- `seats_needed` more seats within its window at all, counting each other
+-- ticket there as at most `ticket_seats` seats: one ZCOUNT (O(log N))
+-- instead of an attempt's range reads, so a join into a sparse window
+-- stays cheap. The anchor's own ratings entry is counted and taken off.
+-- True only means a match may form (counted tickets may be expired, absent
+-- or not fit).
+local function rated_may_match(k, rules, r, wait_ms, seats_needed, ticket_seats)
+  local w = rated_window(rules, wait_ms)
+  if not w then return true end
+  local others = redis.call('ZCOUNT', k.ratings, num(r - w), num(r + w)) - 1
+  return others * ticket_seats >= seats_needed
+end
+
 -- A solo rated ticket as ticket_info describes it, from its ratings entry
 -- alone; its data is read when the match is recorded (data = nil).
 local function rated_solo(t, rating)

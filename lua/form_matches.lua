@@ -28,20 +28,9 @@
 --          player_proposal, cooldowns (see _proposals.lua)
 --
 -- ARGV[1]  world name
--- ARGV[2]  seats per match N (>= 2)
--- ARGV[3]  match record lifetime ms (> 0)
--- ARGV[4]  FIFO: most groups to form in this call (0 = all);
+-- ARGV[2]  FIFO: most groups to form in this call (0 = all);
 --          rating: most anchors to try in this call (> 0)
--- ARGV[5]  rate statistics window ms
--- ARGV[6]  the world requires presence: "1" or "0"
--- ARGV[7]  matching mode: "fifo" or "rating"
--- ARGV[8..12] rated worlds: base window, widening per second, maximum window,
---          relax after ms, retry an anchor after ms ("" for fifo)
--- ARGV[13] teams per match (>= 1, divides N)
--- ARGV[14..16] rated worlds with teams: balance window base, widening per
---          second and maximum ("" otherwise)
--- ARGV[17] ready check: acceptance time limit ms (0 = none)
--- ARGV[18] ready check: cool-down ms for who declines or does not answer
+-- ARGV[3]  the world's configuration (see _config.lua)
 --
 -- Reply: { queue_size_after, expired_removed, absent_removed, more_due,
 --          proposed, match_json... }
@@ -54,29 +43,14 @@
 
 if #KEYS ~= 21 then return fail('expected 21 keys') end
 local world = ARGV[1]
-local seats = int_arg(ARGV[2])
-local teams = int_arg(ARGV[13])
-local accept_ms, cooldown_ms = int_arg(ARGV[17]), int_arg(ARGV[18])
-local match_ttl = int_arg(ARGV[3])
-local limit = int_arg(ARGV[4])
-local window = int_arg(ARGV[5])
-local presence = ARGV[6]
-local mode = ARGV[7]
+local limit = int_arg(ARGV[2])
+local cfg, bad_config = world_config(ARGV[3])
 if world == nil or world == '' then return fail('world is empty') end
-if seats == nil or seats < 2 then return fail('seats must be an integer >= 2') end
-if teams == nil or teams < 1 or seats % teams ~= 0 then return fail('teams must divide the seats') end
-if match_ttl == nil or match_ttl == 0 then return fail('match lifetime must be > 0') end
 if limit == nil then return fail('limit must be an integer >= 0') end
-if window == nil then return fail('window must be an integer >= 0') end
-if presence ~= '0' and presence ~= '1' then return fail('presence must be 0 or 1') end
-if accept_ms == nil or cooldown_ms == nil then return fail('ready check times must be integers >= 0') end
-if mode ~= 'fifo' and mode ~= 'rating' then return fail('mode must be fifo or rating') end
-local rules = nil
-if mode == 'rating' then
-  rules = rated_rules(ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[14], ARGV[15], ARGV[16])
-  if not rules then return fail('bad rating rules') end
-  if limit == 0 then return fail('rated worlds need a limit of anchors > 0') end
-end
+if not cfg then return fail(bad_config) end
+local rules = cfg.rules
+if rules and limit == 0 then return fail('rated worlds need a limit of anchors > 0') end
+local seats, teams, match_ttl, window = cfg.seats, cfg.teams, cfg.match_ttl, cfg.window
 
 local k = {
   queue = KEYS[1], deadlines = KEYS[2], rate = KEYS[3], tickets = KEYS[4],
@@ -85,14 +59,14 @@ local k = {
   ratings = KEYS[11], due = KEYS[12], parties = KEYS[13], party_expiry = KEYS[14],
   player_party = KEYS[15], notes = KEYS[16], counters = KEYS[17], proposals = KEYS[18],
   proposal_expiry = KEYS[19], player_proposal = KEYS[20], cooldowns = KEYS[21],
+  accept = cfg.accept,
 }
-if accept_ms > 0 then k.accept = { ms = accept_ms, cooldown = cooldown_ms } end
 local now = now_ms()
 local records, ids, expired, removed, more
 if rules then
-  records, ids, expired, removed, more = form_rated(k, world, seats, teams, rules, limit, match_ttl, now, window, presence == '1')
+  records, ids, expired, removed, more = form_rated(k, world, seats, teams, rules, limit, match_ttl, now, window, cfg.presence)
 else
-  records, ids, expired, removed, more = form_matches(k, world, seats, teams, limit, match_ttl, now, window, presence == '1')
+  records, ids, expired, removed, more = form_matches(k, world, seats, teams, limit, match_ttl, now, window, cfg.presence)
 end
 
 local reply = { redis.call('ZCARD', KEYS[1]), expired, removed, more and 1 or 0, k.proposed or 0 }

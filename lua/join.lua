@@ -18,34 +18,17 @@
 -- KEYS[15..18] the proposal block: proposals (HASH), proposal_expiry (ZSET),
 --           player_proposal (HASH player -> match id), cooldowns (ZSET
 --           player -> may join again from ms); see _proposals.lua
--- KEYS[19..] for every world named in ARGV[27..], in that order: queue (ZSET ticket
+-- KEYS[19..] for every world named in ARGV[6..], in that order: queue (ZSET ticket
 --           -> seq), deadlines (ZSET ticket -> deadline ms), rate (HASH of
 --           match rate statistics, see _lib.lua), ratings and due (rated
 --           worlds, see _rated.lua): five keys per world.
 --
 -- ARGV[1]  player id
--- ARGV[2]  index (1-based) of the world to join among the worlds named in ARGV[27..]
--- ARGV[3]  seats per match N (>= 2): teams x team size
--- ARGV[4]  ticket lifetime ms (> 0)
--- ARGV[5]  ticket data JSON, "" for none (already validated and size-capped)
--- ARGV[6]  instant match: "1" on, "0" off
--- ARGV[7]  match record lifetime ms (> 0)
--- ARGV[8]  queue capacity (0 = unbounded)
--- ARGV[9]  statistics window ms
--- ARGV[10] the world requires presence: "1" (only players with a live
---          WebSocket connection may wait and be matched) or "0"
--- ARGV[11] matching mode: "fifo" or "rating"
--- ARGV[12..16] rated worlds: base window, widening per second, maximum
---          window, relax after ms, retry an anchor after ms ("" for fifo)
--- ARGV[17] the rating from the caller's verified token claim, "" for none
--- ARGV[18] the default rating for players without one, "" for none
--- ARGV[19], ARGV[20] the lowest and highest rating accepted
--- ARGV[21] teams per match (>= 1, divides N)
--- ARGV[22..24] rated worlds with teams: balance window base, widening per
---          second and maximum ("" otherwise)
--- ARGV[25] ready check: acceptance time limit ms (0 = none: matches are final)
--- ARGV[26] ready check: cool-down ms for who declines or does not answer
--- ARGV[27..] world names, one per world key group: the store gives the joined
+-- ARGV[2]  index (1-based) of the world to join among the worlds named in ARGV[6..]
+-- ARGV[3]  ticket data JSON, "" for none (already validated and size-capped)
+-- ARGV[4]  the rating from the caller's verified token claim, "" for none
+-- ARGV[5]  the joined world's configuration (see _config.lua)
+-- ARGV[6..] world names, one per world key group: the store gives the joined
 --          world, and the world of the player's ticket when it is another
 --
 -- A rated world's rating is, in this order: the ratings store's entry for
@@ -88,43 +71,19 @@
 
 local player = ARGV[1]
 local world_index = int_arg(ARGV[2])
-local seats = int_arg(ARGV[3])
-local ticket_ttl = int_arg(ARGV[4])
-local data = ARGV[5]
-local instant = ARGV[6]
-local match_ttl = int_arg(ARGV[7])
-local capacity = int_arg(ARGV[8])
-local window = int_arg(ARGV[9])
-local presence = ARGV[10]
-local mode = ARGV[11]
-local claimed, default_rating = ARGV[17], ARGV[18]
-local min_rating, max_rating = tonumber(ARGV[19]), tonumber(ARGV[20])
-local teams = int_arg(ARGV[21])
-local accept_ms, cooldown_ms = int_arg(ARGV[25]), int_arg(ARGV[26])
-local FIXED_KEYS, FIXED_ARGS, PER_WORLD = 18, 26, 5
+local data = ARGV[3]
+local claimed = ARGV[4]
+local cfg, bad_config = world_config(ARGV[5])
+local FIXED_KEYS, FIXED_ARGS, PER_WORLD = 18, 5, 5
 local worlds = #ARGV - FIXED_ARGS
 
 if player == nil or player == '' then return fail('player id is empty') end
+if not cfg then return fail(bad_config) end
 if worlds < 1 or #KEYS ~= FIXED_KEYS + PER_WORLD * worlds then return fail('world keys do not match world names') end
 if world_index == nil or world_index < 1 or world_index > worlds then return fail('world index out of range') end
-if seats == nil or seats < 2 then return fail('seats must be an integer >= 2') end
-if teams == nil or teams < 1 or seats % teams ~= 0 then return fail('teams must divide the seats') end
-if ticket_ttl == nil or ticket_ttl == 0 then return fail('ticket lifetime must be > 0') end
-if match_ttl == nil or match_ttl == 0 then return fail('match lifetime must be > 0') end
-if capacity == nil then return fail('capacity must be an integer >= 0') end
-if window == nil then return fail('window must be an integer >= 0') end
-if instant ~= '0' and instant ~= '1' then return fail('instant must be 0 or 1') end
-if presence ~= '0' and presence ~= '1' then return fail('presence must be 0 or 1') end
-if mode ~= 'fifo' and mode ~= 'rating' then return fail('mode must be fifo or rating') end
-if accept_ms == nil or cooldown_ms == nil then return fail('ready check times must be integers >= 0') end
-local rules = nil
-if mode == 'rating' then
-  rules = rated_rules(ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[22], ARGV[23], ARGV[24])
-  if not rules then return fail('bad rating rules') end
-  if not min_rating or not max_rating or min_rating > max_rating then return fail('bad rating range') end
-  if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
-  if default_rating ~= '' and not tonumber(default_rating) then return fail('default rating is not a number') end
-end
+if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
+local seats, teams, ticket_ttl, match_ttl = cfg.seats, cfg.teams, cfg.ticket_ttl, cfg.match_ttl
+local capacity, window, rules = cfg.capacity, cfg.window, cfg.rules
 
 local tickets = KEYS[1]
 local function world_keys(i)
@@ -140,9 +99,8 @@ local k = {
   rate = rate, match_seq = KEYS[7], presence = KEYS[8], ratings = ratings, due = due,
   parties = KEYS[10], party_expiry = KEYS[11], player_party = KEYS[12], notes = KEYS[13],
   counters = KEYS[14], proposals = KEYS[15], proposal_expiry = KEYS[16],
-  player_proposal = KEYS[17], cooldowns = KEYS[18],
+  player_proposal = KEYS[17], cooldowns = KEYS[18], accept = cfg.accept,
 }
-if accept_ms > 0 then k.accept = { ms = accept_ms, cooldown = cooldown_ms } end
 
 -- A player in a pending proposal answers it first.
 local function proposed_reply(id, status)
@@ -202,18 +160,18 @@ if capacity > 0 and size >= capacity then
   local wp, ws = wait_stats(rate, now, window)
   return { 'FULL', world, 0, size, wp, ws, '' }
 end
-if presence == '1' and not is_present(KEYS[8], player, now) then
+if cfg.presence and not is_present(KEYS[8], player, now) then
   local wp, ws = wait_stats(rate, now, window)
   return { 'ABSENT', world, 0, size, wp, ws, '' }
 end
 local rating = nil
 if rules then
   local stored = redis.call('HMGET', KEYS[9], world .. '|' .. player, '*|' .. player)
-  rating = tonumber(stored[1]) or tonumber(stored[2]) or tonumber(claimed) or tonumber(default_rating)
+  rating = tonumber(stored[1]) or tonumber(stored[2]) or tonumber(claimed) or cfg.default_rating
   if not rating then
     return { 'NO_RATING', world, 0, size, 0, 0, '' }
   end
-  if rating < min_rating or rating > max_rating then
+  if rating < cfg.min_rating or rating > cfg.max_rating then
     return { 'BAD_RATING', world, 0, size, 0, 0, num(rating) }
   end
 end
@@ -234,8 +192,9 @@ if expired_ticket then
   size = redis.call('ZCARD', queue)
 end
 -- Parties (tickets of several seats) and teams need the general matching.
-local general = teams > 1 or k.accept ~= nil or queued_parties(k, world) > 0
-local attempt = instant == '1' and (general or size + 1 >= seats)
+local parties_queued = queued_parties(k, world) > 0
+local general = teams > 1 or k.accept ~= nil or parties_queued
+local attempt = cfg.instant and (general or size + 1 >= seats)
 local seq = redis.call('INCR', KEYS[2])
 local deadline = now + ticket_ttl
 redis.call('ZADD', queue, seq, player)
@@ -255,15 +214,21 @@ end
 if attempt then
   local records, ids, still_queued
   if rules then
-    -- One attempt with the joiner as the anchor (window: the base).
-    local _, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
+    -- One attempt with the joiner as the anchor (window: the base), unless
+    -- too few tickets lie in its window to fill the match at all.
     records, ids = {}, {}
     local items = nil
-    if more_expired then
+    local more_expired = false
+    local fits = rated_may_match(k, rules, rating, 0, seats - 1, parties_queued and seats / teams or 1)
+    if fits then
+      local _
+      _, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
+    end
+    if not fits or more_expired then
       retry_later(k, rules, player, now)
     else
       local known = { seq = seq, ticket = ticket, rating = rating, joined = now, data = data }
-      items = rated_attempt(k, world, seats, teams, rules, player, now, presence == '1', { removed = 0 }, known)
+      items = rated_attempt(k, world, seats, teams, rules, player, now, cfg.presence, { removed = 0 }, known)
       if items then
         records, ids = record_rated(k, world, seats, teams, { items }, match_ttl, now, window)
       end
@@ -276,7 +241,7 @@ if attempt then
       still_queued = items == nil
     end
   else
-    records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, presence == '1', INSTANT_SCAN * seats, player)
+    records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, cfg.presence, INSTANT_SCAN * seats, player)
     still_queued = redis.call('HEXISTS', tickets, player) == 1
   end
   if not still_queued and k.accept then

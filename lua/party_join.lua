@@ -23,25 +23,9 @@
 -- ARGV[1]  player id
 -- ARGV[2]  party id
 -- ARGV[3]  the party's world (the world part of the party id)
--- ARGV[4]  seats per match N (>= 2)
--- ARGV[5]  ticket lifetime ms (> 0)
--- ARGV[6]  the player's ticket data JSON, "" for none
--- ARGV[7]  instant match: "1" on, "0" off
--- ARGV[8]  match record lifetime ms (> 0)
--- ARGV[9]  queue capacity (0 = unbounded)
--- ARGV[10] statistics window ms
--- ARGV[11] the world requires presence: "1" or "0"
--- ARGV[12] matching mode: "fifo" or "rating"
--- ARGV[13..17] rated worlds: base window, widening per second, maximum
---          window, relax after ms, retry an anchor after ms ("" for fifo)
--- ARGV[18] the rating from the player's verified token claim, "" for none
--- ARGV[19] the default rating, "" for none
--- ARGV[20], ARGV[21] the lowest and highest rating accepted
--- ARGV[22] teams per match (>= 1, divides N)
--- ARGV[23..25] balance window base, widening per second, maximum ("" for none)
--- ARGV[26] a rated party's rating: "average" or "max" of its members'
--- ARGV[27] ready check: acceptance time limit ms (0 = none)
--- ARGV[28] ready check: cool-down ms for who declines or does not answer
+-- ARGV[4]  the player's ticket data JSON, "" for none
+-- ARGV[5]  the rating from the player's verified token claim, "" for none
+-- ARGV[6]  the world's configuration (see _config.lua)
 --
 -- Reply: { status, detail, position, queue_size, rating } and, for MATCHED
 --          only, { match_count, match_json..., notification_id... }
@@ -64,38 +48,15 @@
 
 if #KEYS ~= 23 then return fail('expected 23 keys') end
 local player, party_id, world = ARGV[1], ARGV[2], ARGV[3]
-local seats = int_arg(ARGV[4])
-local ticket_ttl = int_arg(ARGV[5])
-local data, instant = ARGV[6], ARGV[7]
-local match_ttl = int_arg(ARGV[8])
-local capacity = int_arg(ARGV[9])
-local window = int_arg(ARGV[10])
-local presence, mode = ARGV[11], ARGV[12]
-local claimed, default_rating = ARGV[18], ARGV[19]
-local min_rating, max_rating = tonumber(ARGV[20]), tonumber(ARGV[21])
-local teams = int_arg(ARGV[22])
-local aggregate = ARGV[26]
-local accept_ms, cooldown_ms = int_arg(ARGV[27]), int_arg(ARGV[28])
+local data, claimed = ARGV[4], ARGV[5]
+local cfg, bad_config = world_config(ARGV[6])
 if player == nil or player == '' then return fail('player id is empty') end
 if party_id == nil or party_id == '' then return fail('party id is empty') end
 if world == nil or world == '' then return fail('world is empty') end
-if seats == nil or seats < 2 then return fail('seats must be an integer >= 2') end
-if teams == nil or teams < 1 or seats % teams ~= 0 then return fail('teams must divide the seats') end
-if ticket_ttl == nil or ticket_ttl == 0 then return fail('ticket lifetime must be > 0') end
-if match_ttl == nil or match_ttl == 0 then return fail('match lifetime must be > 0') end
-if capacity == nil then return fail('capacity must be an integer >= 0') end
-if window == nil then return fail('window must be an integer >= 0') end
-if instant ~= '0' and instant ~= '1' then return fail('instant must be 0 or 1') end
-if presence ~= '0' and presence ~= '1' then return fail('presence must be 0 or 1') end
-if mode ~= 'fifo' and mode ~= 'rating' then return fail('mode must be fifo or rating') end
-if aggregate ~= 'average' and aggregate ~= 'max' then return fail('aggregate must be average or max') end
-if accept_ms == nil or cooldown_ms == nil then return fail('ready check times must be integers >= 0') end
-local rules = nil
-if mode == 'rating' then
-  rules = rated_rules(ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[23], ARGV[24], ARGV[25])
-  if not rules then return fail('bad rating rules') end
-  if not min_rating or not max_rating or min_rating > max_rating then return fail('bad rating range') end
-end
+if not cfg then return fail(bad_config) end
+if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
+local seats, teams, ticket_ttl, match_ttl = cfg.seats, cfg.teams, cfg.ticket_ttl, cfg.match_ttl
+local capacity, window, rules, aggregate = cfg.capacity, cfg.window, cfg.rules, cfg.aggregate
 
 local k = {
   tickets = KEYS[1], matches = KEYS[3], match_expiry = KEYS[4], player_match = KEYS[5],
@@ -103,8 +64,8 @@ local k = {
   party_expiry = KEYS[11], player_party = KEYS[12], notes = KEYS[13], counters = KEYS[14],
   queue = KEYS[15], deadlines = KEYS[16], rate = KEYS[17], ratings = KEYS[18], due = KEYS[19],
   proposals = KEYS[20], proposal_expiry = KEYS[21], player_proposal = KEYS[22], cooldowns = KEYS[23],
+  accept = cfg.accept,
 }
-if accept_ms > 0 then k.accept = { ms = accept_ms, cooldown = cooldown_ms } end
 local now = now_ms()
 local party = load_party(k, party_id)
 if not party or party.world ~= world then return { 'NOT_FOUND', '', 0, 0, '' } end
@@ -132,14 +93,14 @@ if pending then
 end
 local cooling = cooling_until(k, player, now)
 if cooling then return { 'COOLING_DOWN', tostring(cooling - now), 0, 0, '' } end
-if presence == '1' and not is_present(k.presence, player, now) then
+if cfg.presence and not is_present(k.presence, player, now) then
   return { 'ABSENT', '', 0, 0, '' }
 end
 if rules then
   local stored = redis.call('HMGET', KEYS[9], world .. '|' .. player, '*|' .. player)
-  local r = tonumber(stored[1]) or tonumber(stored[2]) or tonumber(claimed) or tonumber(default_rating)
+  local r = tonumber(stored[1]) or tonumber(stored[2]) or tonumber(claimed) or cfg.default_rating
   if not r then return { 'NO_RATING', '', 0, 0, '' } end
-  if r < min_rating or r > max_rating then return { 'BAD_RATING', num(r), 0, 0, '' } end
+  if r < cfg.min_rating or r > cfg.max_rating then return { 'BAD_RATING', num(r), 0, 0, '' } end
   me.r = num(r)
 end
 local complete = joined + 1 == #party.members
@@ -186,17 +147,17 @@ if rules then
 end
 
 local records, ids = {}, {}
-if instant == '1' then
+if cfg.instant then
   if rules then
     local _, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
     if not more_expired then
-      local items = rated_attempt(k, world, seats, teams, rules, ticket_id, now, presence == '1', { removed = 0 })
+      local items = rated_attempt(k, world, seats, teams, rules, ticket_id, now, cfg.presence, { removed = 0 })
       if items then
         records, ids = record_rated(k, world, seats, teams, { items }, match_ttl, now, window)
       end
     end
   else
-    records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, presence == '1', INSTANT_SCAN * seats, ticket_id)
+    records, ids = form_matches(k, world, seats, teams, 0, match_ttl, now, window, cfg.presence, INSTANT_SCAN * seats, ticket_id)
   end
 end
 local view = cjson.encode(party_view(party))

@@ -50,7 +50,8 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNTIME = "/2018-06-01/runtime"
 LIB_ORDER = ["_lib.lua", "_tickets.lua", "_presence.lua", "_teams.lua",
-             "_proposals.lua", "_matching.lua", "_rated.lua"]
+             "_proposals.lua", "_matching.lua", "_rated.lua",
+             "_config.lua"]
 
 # AWS list prices, us-east-1, looked up 2026-11-30 (docs/deploy.md section 9).
 PRICE = {"lambda_gb_s": 0.0000133334, "lambda_req": 0.20, "http_req": 1.00, "ws_msg": 1.00,

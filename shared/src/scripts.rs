@@ -26,6 +26,8 @@ macro_rules! library {
             "\n",
             include_str!("../../lua/_rated.lua"),
             "\n",
+            include_str!("../../lua/_config.lua"),
+            "\n",
         )
     };
 }

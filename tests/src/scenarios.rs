@@ -891,20 +891,43 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     ];
     match_keys.extend(party_block.iter().cloned());
     match_keys.extend(proposal_block.iter().cloned());
-    let good_join = [
-        "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "fifo", "", "", "", "", "", "",
-        "", "0", "10", "1", "", "", "", "0", "0", "world1",
+    // The world configuration argument (`lua/_config.lua`), field by field.
+    let fifo_config = [
+        "3", "1", "60000", "60000", "1", "0", "1000", "0", "fifo", "-", "-", "-", "-", "-", "-",
+        "-", "-", "0", "0", "-", "0", "10", "average",
     ];
-    let good_rated = [
-        "p", "1", "3", "60000", "", "1", "60000", "0", "1000", "0", "rating", "50", "10", "400",
-        "60000", "1000", "1500", "", "0", "3000", "1", "", "", "", "0", "0", "world1",
+    let rated_config = [
+        "3", "1", "60000", "60000", "1", "0", "1000", "0", "rating", "50", "10", "400", "60000",
+        "1000", "-", "-", "-", "0", "0", "-", "0", "3000", "average",
     ];
+    // `base` with the given fields replaced, joined as the scripts take it.
+    let config = |base: &[&str; 23], changes: &[(usize, &str)]| {
+        let mut fields = base.map(str::to_string);
+        for (i, v) in changes {
+            fields[*i] = v.to_string();
+        }
+        fields.join(" ")
+    };
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let join_args = |claimed: &str, config: String| {
+        vec![
+            "p".to_string(),
+            "1".to_string(),
+            String::new(),
+            claimed.to_string(),
+            config,
+            "world1".to_string(),
+        ]
+    };
+    let good_join = join_args("", config(&fifo_config, &[]));
+    let good_rated = join_args("1500", config(&rated_config, &[]));
     // The well-formed calls the bad ones are made from do succeed: each bad
     // case below fails for its one bad value, not for a wrong shape.
-    let fifo_tail = ["fifo", "", "", "", "", "", "1", "", "", "", "0", "0"];
-    let mut good_match = s(&["world1", "3", "60000", "0", "1000", "0"]);
-    good_match.extend(s(&fifo_tail));
+    let good_match = vec![
+        "world1".to_string(),
+        "0".to_string(),
+        config(&fifo_config, &[]),
+    ];
     let party_create_keys = {
         let mut v = vec![k.tickets(), k.presence(), k.player_ratings(), k.outbox()];
         v.extend(party_block.iter().cloned());
@@ -915,7 +938,8 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         "leader", "world1", "3", "60000", "0", "fifo", "", "", "", "0", "10", "friend",
     ];
     for (name, keys, args) in [
-        ("join.lua", join_keys.clone(), s(&good_join)),
+        ("join.lua", join_keys.clone(), good_join.clone()),
+        ("join.lua", join_keys.clone(), good_rated.clone()),
         ("form_matches.lua", match_keys.clone(), good_match.clone()),
         (
             "party_create.lua",
@@ -929,78 +953,113 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     }
 
     let mut cases: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
-    for (i, bad) in [
-        (0, ""),
-        (1, "0"),
-        (1, "2"),
-        (2, "1"),
-        (2, "x"),
-        (3, "0"),
-        (5, "yes"),
-        (6, "-5"),
-        (7, "1.5"),
-        (9, "2"),
-        (10, "elo"),
-        (20, "0"),
-        (20, "2"),
-        (24, "-1"),
-        (25, "x"),
-    ] {
-        let mut args = s(&good_join);
+    for (i, bad) in [(0, ""), (1, "0"), (1, "2"), (3, "high"), (4, "")] {
+        let mut args = good_join.clone();
         args[i] = bad.to_string();
         cases.push(("join.lua", join_keys.clone(), args));
     }
-    for (i, bad) in [
-        (11, "-1"),
-        (12, "x"),
-        (13, "10"),
-        (15, "0"),
-        (16, "high"),
-        (17, "1.5e"),
-        (18, "5000"),
-        (21, "x"),
+    let mut short_config = good_join.clone();
+    short_config[4] = fifo_config[..22].join(" ");
+    cases.push(("join.lua", join_keys.clone(), short_config));
+    // One bad configuration field each (seats, teams, lifetimes, flags,
+    // mode, ready check, rating range, default rating, party aggregate).
+    for changes in [
+        &[(0, "1")][..],
+        &[(0, "x")],
+        &[(1, "0")],
+        &[(1, "2")],
+        &[(2, "0")],
+        &[(3, "-5")],
+        &[(4, "yes")],
+        &[(5, "1.5")],
+        &[(6, "-1")],
+        &[(7, "2")],
+        &[(8, "elo")],
+        &[(17, "-1")],
+        &[(18, "x")],
+        &[(19, "1.5e")],
+        &[(20, "50"), (21, "10")],
+        &[(22, "median")],
     ] {
-        let mut args = s(&good_rated);
-        args[i] = bad.to_string();
-        if i == 21 {
-            // A balance window needs teams; its base is not a number.
-            args[20] = "3".to_string();
-            args[22] = "1".to_string();
-            args[23] = "5".to_string();
-        }
-        cases.push(("join.lua", join_keys.clone(), args));
+        cases.push((
+            "join.lua",
+            join_keys.clone(),
+            join_args("", config(&fifo_config, changes)),
+        ));
     }
-    cases.push(("join.lua", join_keys[..12].to_vec(), s(&good_join)));
-    for head in [
-        ["", "3", "60000", "0", "1000", "0"],
-        ["world1", "1", "60000", "0", "1000", "0"],
-        ["world1", "3", "0", "0", "1000", "0"],
-        ["world1", "3", "60000", "0", "-1", "0"],
-        ["world1", "3", "60000", "0", "1000", "yes"],
+    // Rated rules: a negative base, a widening that is no number, a
+    // maximum below the base, a zero retry, a balance window that is no
+    // number (with teams).
+    for changes in [
+        &[(9, "-1")][..],
+        &[(10, "x")],
+        &[(11, "10")],
+        &[(13, "0")],
+        &[(1, "3"), (14, "x"), (15, "1"), (16, "5")],
     ] {
-        let mut args = s(&head);
-        args.extend(s(&fifo_tail));
-        cases.push(("form_matches.lua", match_keys.clone(), args));
+        cases.push((
+            "join.lua",
+            join_keys.clone(),
+            join_args("1500", config(&rated_config, changes)),
+        ));
     }
-    let mut no_teams = good_match.clone();
-    no_teams[12] = "0".to_string();
-    cases.push(("form_matches.lua", match_keys.clone(), no_teams));
-    let mut bad_accept = good_match.clone();
-    bad_accept[16] = "soon".to_string();
-    cases.push(("form_matches.lua", match_keys.clone(), bad_accept));
+    let mut bad_claim = good_rated.clone();
+    bad_claim[3] = "1.5e".to_string();
+    cases.push(("join.lua", join_keys.clone(), bad_claim));
+    cases.push(("join.lua", join_keys[..12].to_vec(), good_join.clone()));
     for args in [
-        s(&[
-            "world1", "3", "60000", "0", "1000", "0", "rating", "50", "10", "400", "60000", "1000",
-            "1", "", "", "", "0", "0",
-        ]),
-        s(&[
-            "world1", "3", "60000", "5", "1000", "0", "rating", "50", "10", "40", "60000", "1000",
-            "1", "", "", "", "0", "0",
-        ]),
-        s(&[
-            "world1", "3", "60000", "5", "1000", "0", "elo", "", "", "", "", "", "1", "", "", "",
-            "0", "0",
-        ]),
+        vec!["".to_string(), "0".to_string(), config(&fifo_config, &[])],
+        vec![
+            "world1".to_string(),
+            "x".to_string(),
+            config(&fifo_config, &[]),
+        ],
+        vec![
+            "world1".to_string(),
+            "0".to_string(),
+            config(&fifo_config, &[(0, "1")]),
+        ],
+        vec![
+            "world1".to_string(),
+            "0".to_string(),
+            config(&fifo_config, &[(1, "0")]),
+        ],
+        vec![
+            "world1".to_string(),
+            "0".to_string(),
+            config(&fifo_config, &[(3, "0")]),
+        ],
+        vec![
+            "world1".to_string(),
+            "0".to_string(),
+            config(&fifo_config, &[(6, "-1")]),
+        ],
+        vec![
+            "world1".to_string(),
+            "0".to_string(),
+            config(&fifo_config, &[(7, "yes")]),
+        ],
+        vec![
+            "world1".to_string(),
+            "0".to_string(),
+            config(&fifo_config, &[(8, "elo")]),
+        ],
+        vec![
+            "world1".to_string(),
+            "0".to_string(),
+            config(&fifo_config, &[(17, "soon")]),
+        ],
+        // A rated world needs a limit of anchors, and sane rules.
+        vec![
+            "world1".to_string(),
+            "0".to_string(),
+            config(&rated_config, &[]),
+        ],
+        vec![
+            "world1".to_string(),
+            "5".to_string(),
+            config(&rated_config, &[(11, "40")]),
+        ],
     ] {
         cases.push(("form_matches.lua", match_keys.clone(), args));
     }
@@ -1198,50 +1257,31 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         wk.due.clone(),
     ]);
     party_join_keys.extend(proposal_block.iter().cloned());
-    let good_party_join = [
-        "friend",
-        "world1.1-1",
-        "world1",
-        "3",
-        "60000",
-        "",
-        "1",
-        "60000",
-        "0",
-        "1000",
-        "0",
-        "fifo",
-        "",
-        "",
-        "",
-        "",
-        "",
-        "",
-        "",
-        "0",
-        "10",
-        "1",
-        "",
-        "",
-        "",
-        "average",
-        "0",
-        "0",
-    ];
-    for (i, bad) in [
-        (0, ""),
-        (1, ""),
-        (3, "1"),
-        (4, "0"),
-        (6, "x"),
-        (11, "elo"),
-        (21, "2"),
-        (25, "median"),
-        (26, "-3"),
-    ] {
-        let mut args = s(&good_party_join);
+    let party_join_args = |config: String| {
+        s(&["friend", "world1.1-1", "world1", "", ""])
+            .into_iter()
+            .chain([config])
+            .collect::<Vec<_>>()
+    };
+    for (i, bad) in [(0, ""), (1, ""), (2, ""), (4, "x")] {
+        let mut args = party_join_args(config(&fifo_config, &[]));
         args[i] = bad.to_string();
         cases.push(("party_join.lua", party_join_keys.clone(), args));
+    }
+    for changes in [
+        &[(0, "1")][..],
+        &[(2, "0")],
+        &[(4, "x")],
+        &[(8, "elo")],
+        &[(1, "2")],
+        &[(22, "median")],
+        &[(17, "-3")],
+    ] {
+        cases.push((
+            "party_join.lua",
+            party_join_keys.clone(),
+            party_join_args(config(&fifo_config, changes)),
+        ));
     }
     let mut party_cancel_keys = vec![k.tickets(), k.outbox()];
     party_cancel_keys.extend(party_block.iter().cloned());

@@ -2,7 +2,7 @@
 //! complete group of a world's queue, oldest first, in one atomic call.
 
 use super::reply::Reply;
-use super::{flag, millis, rated_args, ready_args, team_args, MatchStore};
+use super::MatchStore;
 use crate::config::World;
 use crate::domain::MatchRecord;
 use crate::error::StoreError;
@@ -60,18 +60,12 @@ impl MatchStore {
             inv.key(key);
         }
         inv.arg(world.name.as_str())
-            .arg(world.seats())
-            .arg(millis(self.settings().match_ttl))
             .arg(
                 world
                     .rating()
                     .map_or(max_groups, |r| u64::from(r.anchors_per_call)),
             )
-            .arg(self.window_ms())
-            .arg(flag(world.require_presence));
-        rated_args(&mut inv, world);
-        team_args(&mut inv, world);
-        ready_args(&mut inv, world);
+            .arg(self.world_config(world));
         let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
         let queue_size = reply.uint("queue size")?;
         let expired = reply.uint("expired removed")?;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::reply::{FormedMatches, Reply};
-use super::{flag, millis, rated_args, ready_args, team_args, MatchStore};
+use super::MatchStore;
 use crate::config::World;
 use crate::domain::{
     JoinOutcome, PlayerId, ProposalView, QueuePosition, RatedTicket, Rating, TicketData, WaitStats,
@@ -73,7 +73,6 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Invocation<'static> {
-        let s = self.settings();
         let k = self.keys();
         let mut inv = SCRIPTS.join.prepare_invoke();
         inv.key(k.tickets())
@@ -99,22 +98,9 @@ impl MatchStore {
         }
         inv.arg(player.as_str())
             .arg(1)
-            .arg(world.seats())
-            .arg(millis(world.ticket_ttl))
             .arg(data.map_or("", TicketData::as_json))
-            .arg(flag(s.instant_match))
-            .arg(millis(s.match_ttl))
-            .arg(s.queue_capacity)
-            .arg(self.window_ms())
-            .arg(flag(world.require_presence));
-        rated_args(&mut inv, world);
-        let r = &s.ratings;
-        inv.arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
-            .arg(r.default.map(|d| d.to_string()).unwrap_or_default())
-            .arg(r.min)
-            .arg(r.max);
-        team_args(&mut inv, world);
-        ready_args(&mut inv, world);
+            .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
+            .arg(self.world_config(world));
         for w in &worlds {
             inv.arg(w.name.as_str());
         }

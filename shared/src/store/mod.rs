@@ -4,6 +4,7 @@
 //! holds what they share: the connection (single endpoint or cluster), the
 //! command timeout and the idle check.
 
+mod config;
 mod conn_heartbeat;
 mod conn_register;
 mod conn_unregister;
@@ -93,6 +94,8 @@ enum Client {
 
 struct Inner {
     settings: Settings,
+    /// Every world's configuration argument (`lua/_config.lua`).
+    world_configs: config::WorldConfigs,
     keys: KeyLayout,
     client: Client,
     conn: OnceCell<Connection>,
@@ -159,6 +162,7 @@ impl MatchStore {
         Ok(Self {
             inner: Arc::new(Inner {
                 keys: KeyLayout::new(&settings.namespace),
+                world_configs: config::WorldConfigs::new(&settings),
                 client,
                 conn: OnceCell::new(),
                 last_ok_ms: AtomicU64::new(0),
@@ -356,6 +360,11 @@ impl MatchStore {
     }
 
     /// The rate statistics window, in ms.
+    /// `world`'s configuration, the argument of the scripts that join and match.
+    fn world_config(&self, world: &crate::config::World) -> String {
+        self.inner.world_configs.get(&self.inner.settings, world)
+    }
+
     fn window_ms(&self) -> u64 {
         millis(self.inner.settings.wait_window)
     }
@@ -374,55 +383,6 @@ fn library_broken(e: &RedisError) -> bool {
     text.contains("Error compiling")
         || text.contains("Error registering")
         || text.contains("user_function")
-}
-
-/// The mode and window arguments every script that matches takes: `"fifo"`
-/// and five empty strings, or `"rating"` and the world's rules.
-fn rated_args(inv: &mut Invocation<'_>, world: &crate::config::World) {
-    match world.rating() {
-        None => {
-            inv.arg("fifo").arg("").arg("").arg("").arg("").arg("");
-        }
-        Some(r) => {
-            inv.arg("rating")
-                .arg(r.base_window)
-                .arg(r.widen_per_second)
-                .arg(r.max_window)
-                .arg(millis(r.relax_after))
-                .arg(millis(r.retry));
-        }
-    }
-}
-
-/// The team arguments every script that matches takes: teams per match and
-/// the balance window (base, widening, maximum; empty without one).
-fn team_args(inv: &mut Invocation<'_>, world: &crate::config::World) {
-    inv.arg(world.teams);
-    match world.rating().and_then(|r| r.balance.as_ref()) {
-        None => {
-            inv.arg("").arg("").arg("");
-        }
-        Some(b) => {
-            inv.arg(b.base_window)
-                .arg(b.widen_per_second)
-                .arg(b.max_window);
-        }
-    }
-}
-
-/// The ready check arguments every script that matches takes: the
-/// acceptance time limit and the decline cool-down, in ms (0 and 0 without
-/// a ready check).
-fn ready_args(inv: &mut Invocation<'_>, world: &crate::config::World) {
-    match world.ready_check {
-        None => {
-            inv.arg(0).arg(0);
-        }
-        Some(r) => {
-            inv.arg(millis(r.accept_within).max(1))
-                .arg(millis(r.decline_cooldown));
-        }
-    }
 }
 
 /// A flag argument as the scripts take it.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::reply::{FormedMatches, Reply};
-use super::{flag, millis, rated_args, ready_args, team_args, MatchStore};
+use super::MatchStore;
 use crate::config::World;
 use crate::domain::{
     PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating, TicketData, WaitStats,
@@ -27,7 +27,6 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<PartyJoinOutcome, StoreError> {
-        let s = self.settings();
         let k = self.keys();
         let wk = k.world(&world.name);
         let mut inv = SCRIPTS.party_join.prepare_invoke();
@@ -52,23 +51,9 @@ impl MatchStore {
         inv.arg(player.as_str())
             .arg(party.as_str())
             .arg(world.name.as_str())
-            .arg(world.seats())
-            .arg(millis(world.ticket_ttl))
             .arg(data.map_or("", TicketData::as_json))
-            .arg(flag(s.instant_match))
-            .arg(millis(s.match_ttl))
-            .arg(s.queue_capacity)
-            .arg(self.window_ms())
-            .arg(flag(world.require_presence));
-        rated_args(&mut inv, world);
-        let r = &s.ratings;
-        inv.arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
-            .arg(r.default.map(|d| d.to_string()).unwrap_or_default())
-            .arg(r.min)
-            .arg(r.max);
-        team_args(&mut inv, world);
-        inv.arg(world.party_rating.as_str());
-        ready_args(&mut inv, world);
+            .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
+            .arg(self.world_config(world));
 
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let status = reply.text("status")?;
