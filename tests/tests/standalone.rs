@@ -255,6 +255,37 @@ async fn a_server_refusing_functions_falls_back_to_evalsha() {
     assert!(calls.of("evalsha") >= 4, "{calls:?}");
 }
 
+/// The function library keeps each parsed world configuration: a new
+/// deployment's configuration of the same world (here a team of 2 instead
+/// of 3, served side by side with the old one) takes effect on its first
+/// call, and the old one keeps its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_world_configuration_takes_effect_at_once() {
+    let server = RedisServer::start();
+    let env = env(&server);
+    let old = env.store_with("redeploy", "world1:3", &[]);
+    let new = env.store_with("redeploy", "world1:2", &[]);
+    let old_world = old.settings().worlds.get("world1").unwrap().clone();
+    let new_world = new.settings().worlds.get("world1").unwrap().clone();
+    let join = |store: &shared::MatchStore, world: &shared::World, name: &str| {
+        let (store, world, player) = (store.clone(), world.clone(), scenarios::player(name));
+        async move { store.join(&world, &player, None, None).await.unwrap() }
+    };
+    let seats = |outcome: shared::JoinOutcome| match outcome {
+        shared::JoinOutcome::Matched { record, .. } => record.participants.len(),
+        shared::JoinOutcome::Queued(_) => 0,
+        other => panic!("unexpected {other:?}"),
+    };
+    // One waits under the old rules; the new rules need 2, so the next
+    // join through the new store matches at once, with 2.
+    assert_eq!(seats(join(&old, &old_world, "a").await), 0);
+    assert_eq!(seats(join(&new, &new_world, "b").await), 2);
+    // And the old store still plays by its own: 3 players per match.
+    assert_eq!(seats(join(&old, &old_world, "c").await), 0);
+    assert_eq!(seats(join(&old, &old_world, "d").await), 0);
+    assert_eq!(seats(join(&old, &old_world, "e").await), 3);
+}
+
 /// Joins players `p0`, `p1`, ... one after the other.
 async fn join_players(store: &shared::MatchStore, world: &shared::World, n: usize) {
     for i in 0..n {
