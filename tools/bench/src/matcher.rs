@@ -1,7 +1,9 @@
 //! Row 3: one `form_matches(world, 0)` call forming 10 000 matches from
 //! 30 000 waiting players (N = 3): time and round trips. The seed's
 //! extractUsers (one group per call) is run on the same queue in the same
-//! repetition, and ours must be at least 10x faster than it.
+//! repetition, and ours must be at least 10x faster than it. A write floor
+//! (`MATCHER_FLOOR`) shows what any one-call matcher that records its
+//! matches durably costs on the same machine.
 
 use std::time::Instant;
 
@@ -18,6 +20,51 @@ use crate::stats::summarize;
 
 const PLAYERS: usize = 30_000;
 const TEAM: usize = 3;
+
+/// The least a one-call matcher must do to record 10 000 matches of 3
+/// durably, with no checks and no ticket data in the records: read the
+/// tickets (for their data), take the players off the queue by rank, write
+/// one record (`{"matchId":…}`), one expiry and one outbox entry per match,
+/// and one pointer per player written over its ticket (no deletions, no
+/// deadlines removed). KEYS: queue, tickets, matches, match_expiry, outbox.
+const MATCHER_FLOOR: &str = r#"
+local CHUNK = 4000
+local function chunked(cmd, key, args)
+  local i = 1
+  while i <= #args do
+    local last = math.min(i + CHUNK - 1, #args)
+    redis.call(cmd, key, unpack(args, i, last))
+    i = last + 1
+  end
+end
+local players = redis.call('ZRANGE', KEYS[1], 0, -1)
+local i = 1
+while i <= #players do
+  local last = math.min(i + CHUNK - 1, #players)
+  redis.call('HMGET', KEYS[2], unpack(players, i, last))
+  i = last + 1
+end
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -1)
+local groups = math.floor(#players / 3)
+local records, entries, pointers = {}, {}, {}
+for g = 0, groups - 1 do
+  local id = 'm' .. g
+  records[2 * g + 1] = id
+  records[2 * g + 2] = '{"matchId":"' .. id .. '"}'
+  entries[2 * g + 1] = 1
+  entries[2 * g + 2] = id
+  for m = 1, 3 do
+    local idx = 3 * g + m
+    pointers[2 * idx - 1] = players[idx]
+    pointers[2 * idx] = id
+  end
+end
+chunked('HSET', KEYS[3], records)
+chunked('ZADD', KEYS[4], entries)
+chunked('ZADD', KEYS[5], entries)
+chunked('HSET', KEYS[2], pointers)
+return groups
+"#;
 
 pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let server = RedisServer::start();
@@ -37,6 +84,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         .ok_or("world1 is not configured")?;
     let mut conn = raw_connection(&server.url()).await?;
     let extract = Script::new(include_str!("../../../bench/baseline/extractUsers.lua"));
+    let floor = Script::new(MATCHER_FLOOR);
     // Load the script (the first call would add a SCRIPT LOAD round trip).
     store.form_matches(&world, 0).await.ctx("warm-up")?;
 
@@ -46,6 +94,8 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let mut seed_times = Vec::new();
     let mut speedups = Vec::new();
     let mut server_times = Vec::new();
+    let mut floor_times = Vec::new();
+    let mut floor_speedups = Vec::new();
     let mut breakdown = String::new();
     let keys = store.keys().clone();
     let reps = if cfg.quick { cfg.reps.min(3) } else { cfg.reps };
@@ -133,6 +183,52 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         if left != 0 {
             return Err(format!("seed extractUsers left {left} players"));
         }
+
+        // The write floor, on the same queue as ours.
+        redis::cmd("FLUSHALL")
+            .query_async::<()>(&mut conn)
+            .await
+            .ctx("FLUSHALL")?;
+        fill_queue(
+            &mut conn,
+            &keys,
+            "world1",
+            0..PLAYERS,
+            |i| format!("p{i}"),
+            600_000,
+        )
+        .await?;
+        let wk = keys.world(&world.name);
+        floor
+            .prepare_invoke()
+            .load_async(&mut conn)
+            .await
+            .ctx("load the floor")?;
+        let before = commandstats(&mut conn).await?;
+        let groups: u64 = floor
+            .key(&wk.queue)
+            .key(keys.tickets())
+            .key(keys.matches())
+            .key(keys.match_expiry())
+            .key(keys.outbox())
+            .invoke_async(&mut conn)
+            .await
+            .ctx("matcher floor")?;
+        let after = commandstats(&mut conn).await?;
+        let records: u64 = redis::cmd("HLEN")
+            .arg(keys.matches())
+            .query_async(&mut conn)
+            .await
+            .ctx("HLEN")?;
+        if groups != (PLAYERS / TEAM) as u64 || records != groups {
+            return Err(format!(
+                "the matcher floor recorded {records} of {groups} groups; expected {}",
+                PLAYERS / TEAM
+            ));
+        }
+        let (_, floor_us) = calls_between(&before, &after, SCRIPT_CALLS);
+        floor_times.push(floor_us as f64);
+        floor_speedups.push(seed_us / floor_us.max(1) as f64);
     }
 
     let time = summarize(&times);
@@ -213,6 +309,19 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         count((PLAYERS / TEAM) as f64),
         "".into(),
         "1x".into(),
+        "".into(),
+        "info".into(),
+    ]);
+    let floor_time = summarize(&floor_times);
+    let floor_speedup = summarize(&floor_speedups);
+    table.row(vec![
+        "write floor: one script recording the same 10 000 matches with the least writes (no checks, records of ids only, pointers over the tickets; see `MATCHER_FLOOR`)"
+            .into(),
+        "".into(),
+        dur_range(&floor_time),
+        "1".into(),
+        "".into(),
+        format!("{:.1}x faster (inside Redis only)", floor_speedup.median),
         "".into(),
         "info".into(),
     ]);
