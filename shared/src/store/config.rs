@@ -3,7 +3,6 @@
 //! built once per store, parsed once per loaded function library.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use super::millis;
 use crate::config::{Settings, World};
@@ -81,14 +80,7 @@ fn encode(settings: &Settings, world: &World) -> String {
     fields.push(ratings.min.to_string());
     fields.push(ratings.max.to_string());
     fields.push(world.party_rating.as_str().to_string());
-    let mut out = String::new();
-    for (i, f) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        let _ = write!(out, "{f}");
-    }
-    out
+    fields.join(" ")
 }
 
 #[cfg(test)]
