@@ -2,9 +2,10 @@
 //! (`lua/_config.lua`): one string per world instead of ~20 arguments,
 //! built once per store, parsed once per loaded function library.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-use super::millis;
+use super::{flag, millis};
 use crate::config::{Settings, World};
 use crate::domain::WorldName;
 
@@ -25,17 +26,16 @@ impl WorldConfigs {
     /// `world`'s configuration: built at start for the configured worlds;
     /// a world given from elsewhere (not the configured one of its name)
     /// is encoded on the spot.
-    pub(super) fn get(&self, settings: &Settings, world: &World) -> String {
+    pub(super) fn get<'a>(&'a self, settings: &Settings, world: &World) -> Cow<'a, str> {
         match self.0.get(&world.name) {
-            Some(s) if settings.worlds.get(&world.name) == Some(world) => s.clone(),
-            _ => encode(settings, world),
+            Some(s) if settings.worlds.get(&world.name) == Some(world) => Cow::Borrowed(s),
+            _ => Cow::Owned(encode(settings, world)),
         }
     }
 }
 
 /// The fields in `_config.lua`'s order, space-separated, "-" for none.
 fn encode(settings: &Settings, world: &World) -> String {
-    let flag = |on: bool| if on { "1" } else { "0" };
     let mut fields: Vec<String> = vec![
         world.seats().to_string(),
         world.teams.to_string(),
@@ -101,7 +101,8 @@ mod tests {
     fn a_fifo_world_has_every_field_in_order() {
         let s = settings("world1:3");
         let w = s.worlds.get("world1").unwrap();
-        let encoded = WorldConfigs::new(&s).get(&s, w);
+        let configs = WorldConfigs::new(&s);
+        let encoded = configs.get(&s, w);
         let fields: Vec<&str> = encoded.split(' ').collect();
         assert_eq!(fields.len(), 23, "{encoded}");
         assert_eq!(fields[0], "3");

@@ -65,7 +65,7 @@ impl MatchStore {
                     .rating()
                     .map_or(max_groups, |r| u64::from(r.anchors_per_call)),
             )
-            .arg(self.world_config(world));
+            .arg(self.world_config(world).as_ref());
         let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
         let queue_size = reply.uint("queue size")?;
         let expired = reply.uint("expired removed")?;

@@ -100,7 +100,7 @@ impl MatchStore {
             .arg(1)
             .arg(data.map_or("", TicketData::as_json))
             .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
-            .arg(self.world_config(world));
+            .arg(self.world_config(world).as_ref());
         for w in &worlds {
             inv.arg(w.name.as_str());
         }

@@ -359,12 +359,12 @@ impl MatchStore {
         self.inner.settings.worlds.iter().map(|w| w.name.as_str())
     }
 
-    /// The rate statistics window, in ms.
     /// `world`'s configuration, the argument of the scripts that join and match.
-    fn world_config(&self, world: &crate::config::World) -> String {
+    fn world_config(&self, world: &crate::config::World) -> std::borrow::Cow<'_, str> {
         self.inner.world_configs.get(&self.inner.settings, world)
     }
 
+    /// The rate statistics window, in ms.
     fn window_ms(&self) -> u64 {
         millis(self.inner.settings.wait_window)
     }

@@ -53,7 +53,7 @@ impl MatchStore {
             .arg(world.name.as_str())
             .arg(data.map_or("", TicketData::as_json))
             .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
-            .arg(self.world_config(world));
+            .arg(self.world_config(world).as_ref());
 
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let status = reply.text("status")?;
