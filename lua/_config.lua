@@ -42,7 +42,6 @@ local function parse_world_config(s)
   local c = {
     seats = int_arg(f[1]), teams = int_arg(f[2]), ticket_ttl = int_arg(f[3]),
     match_ttl = int_arg(f[4]), capacity = int_arg(f[6]), window = int_arg(f[7]),
-    accept_ms = int_arg(f[18]), cooldown_ms = int_arg(f[19]),
     min_rating = tonumber(f[21]), max_rating = tonumber(f[22]), aggregate = f[23],
   }
   if not c.seats or c.seats < 2 then return nil, 'seats must be an integer >= 2' end
@@ -54,7 +53,8 @@ local function parse_world_config(s)
   if not c.window then return nil, 'window must be an integer >= 0' end
   if f[8] ~= '0' and f[8] ~= '1' then return nil, 'presence must be 0 or 1' end
   if f[9] ~= 'fifo' and f[9] ~= 'rating' then return nil, 'mode must be fifo or rating' end
-  if not c.accept_ms or not c.cooldown_ms then return nil, 'ready check times must be integers >= 0' end
+  local accept_ms, cooldown_ms = int_arg(f[18]), int_arg(f[19])
+  if not accept_ms or not cooldown_ms then return nil, 'ready check times must be integers >= 0' end
   if not c.min_rating or not c.max_rating or c.min_rating > c.max_rating then return nil, 'bad rating range' end
   if f[20] then
     c.default_rating = tonumber(f[20])
@@ -66,7 +66,7 @@ local function parse_world_config(s)
     c.rules = rated_rules(f[10], f[11], f[12], f[13], f[14], f[15], f[16], f[17])
     if not c.rules then return nil, 'bad rating rules' end
   end
-  if c.accept_ms > 0 then c.accept = { ms = c.accept_ms, cooldown = c.cooldown_ms } end
+  if accept_ms > 0 then c.accept = { ms = accept_ms, cooldown = cooldown_ms } end
   return c
 end
 
