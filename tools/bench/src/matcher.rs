@@ -8,8 +8,9 @@
 use std::time::Instant;
 
 use integration_tests::{settings_for, RedisServer};
+use redis::aio::MultiplexedConnection;
 use redis::Script;
-use shared::MatchStore;
+use shared::{KeyLayout, MatchStore};
 
 use crate::common::{
     calls_between, commandstats, fill_queue, micros_since, raw_connection, Config, Ctx, Res,
@@ -66,6 +67,24 @@ chunked('HSET', KEYS[2], pointers)
 return groups
 "#;
 
+/// An empty server but for `world1`'s queue of `PLAYERS` tickets, as a join
+/// writes them (ours and the floor start from the same state).
+async fn fresh_queue(conn: &mut MultiplexedConnection, keys: &KeyLayout) -> Res<()> {
+    redis::cmd("FLUSHALL")
+        .query_async::<()>(conn)
+        .await
+        .ctx("FLUSHALL")?;
+    fill_queue(
+        conn,
+        keys,
+        "world1",
+        0..PLAYERS,
+        |i| format!("p{i}"),
+        600_000,
+    )
+    .await
+}
+
 pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let server = RedisServer::start();
     let store = MatchStore::new(settings_for(
@@ -101,19 +120,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let reps = if cfg.quick { cfg.reps.min(3) } else { cfg.reps };
     for rep in 0..reps {
         eprintln!("  [3] repetition {}/{reps}", rep + 1);
-        redis::cmd("FLUSHALL")
-            .query_async::<()>(&mut conn)
-            .await
-            .ctx("FLUSHALL")?;
-        fill_queue(
-            &mut conn,
-            &keys,
-            "world1",
-            0..PLAYERS,
-            |i| format!("p{i}"),
-            600_000,
-        )
-        .await?;
+        fresh_queue(&mut conn, &keys).await?;
         let before = commandstats(&mut conn).await?;
         let t = Instant::now();
         let batch = store.form_matches(&world, 0).await.ctx("form_matches")?;
@@ -185,19 +192,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         }
 
         // The write floor, on the same queue as ours.
-        redis::cmd("FLUSHALL")
-            .query_async::<()>(&mut conn)
-            .await
-            .ctx("FLUSHALL")?;
-        fill_queue(
-            &mut conn,
-            &keys,
-            "world1",
-            0..PLAYERS,
-            |i| format!("p{i}"),
-            600_000,
-        )
-        .await?;
+        fresh_queue(&mut conn, &keys).await?;
         let wk = keys.world(&world.name);
         floor
             .prepare_invoke()
