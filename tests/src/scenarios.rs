@@ -923,11 +923,10 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     let good_rated = join_args("1500", config(&rated_config, &[]));
     // The well-formed calls the bad ones are made from do succeed: each bad
     // case below fails for its one bad value, not for a wrong shape.
-    let good_match = vec![
-        "world1".to_string(),
-        "0".to_string(),
-        config(&fifo_config, &[]),
-    ];
+    let match_args = |world: &str, limit: &str, config: String| {
+        vec![world.to_string(), limit.to_string(), config]
+    };
+    let good_match = match_args("world1", "0", config(&fifo_config, &[]));
     let party_create_keys = {
         let mut v = vec![k.tickets(), k.presence(), k.player_ratings(), k.outbox()];
         v.extend(party_block.iter().cloned());
@@ -1007,60 +1006,21 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     bad_claim[3] = "1.5e".to_string();
     cases.push(("join.lua", join_keys.clone(), bad_claim));
     cases.push(("join.lua", join_keys[..12].to_vec(), good_join.clone()));
-    for args in [
-        vec!["".to_string(), "0".to_string(), config(&fifo_config, &[])],
-        vec![
-            "world1".to_string(),
-            "x".to_string(),
-            config(&fifo_config, &[]),
-        ],
-        vec![
-            "world1".to_string(),
-            "0".to_string(),
-            config(&fifo_config, &[(0, "1")]),
-        ],
-        vec![
-            "world1".to_string(),
-            "0".to_string(),
-            config(&fifo_config, &[(1, "0")]),
-        ],
-        vec![
-            "world1".to_string(),
-            "0".to_string(),
-            config(&fifo_config, &[(3, "0")]),
-        ],
-        vec![
-            "world1".to_string(),
-            "0".to_string(),
-            config(&fifo_config, &[(6, "-1")]),
-        ],
-        vec![
-            "world1".to_string(),
-            "0".to_string(),
-            config(&fifo_config, &[(7, "yes")]),
-        ],
-        vec![
-            "world1".to_string(),
-            "0".to_string(),
-            config(&fifo_config, &[(8, "elo")]),
-        ],
-        vec![
-            "world1".to_string(),
-            "0".to_string(),
-            config(&fifo_config, &[(17, "soon")]),
-        ],
+    for (world, limit, config) in [
+        ("", "0", config(&fifo_config, &[])),
+        ("world1", "x", config(&fifo_config, &[])),
+        ("world1", "0", config(&fifo_config, &[(0, "1")])),
+        ("world1", "0", config(&fifo_config, &[(1, "0")])),
+        ("world1", "0", config(&fifo_config, &[(3, "0")])),
+        ("world1", "0", config(&fifo_config, &[(6, "-1")])),
+        ("world1", "0", config(&fifo_config, &[(7, "yes")])),
+        ("world1", "0", config(&fifo_config, &[(8, "elo")])),
+        ("world1", "0", config(&fifo_config, &[(17, "soon")])),
         // A rated world needs a limit of anchors, and sane rules.
-        vec![
-            "world1".to_string(),
-            "0".to_string(),
-            config(&rated_config, &[]),
-        ],
-        vec![
-            "world1".to_string(),
-            "5".to_string(),
-            config(&rated_config, &[(11, "40")]),
-        ],
+        ("world1", "0", config(&rated_config, &[])),
+        ("world1", "5", config(&rated_config, &[(11, "40")])),
     ] {
+        let args = match_args(world, limit, config);
         cases.push(("form_matches.lua", match_keys.clone(), args));
     }
     let mut leave_keys = vec![
