@@ -176,10 +176,13 @@ local function is_present(presence_key, player, now)
   return until_ms ~= nil and until_ms > now
 end
 
+-- Characters a player id may not carry between plain JSON quotes.
+local NEEDS_ESCAPE = '[%c"\\/\128-\255]'
+
 -- A player id as a JSON string. Most ids need no escaping; cjson (which
 -- also escapes '/') only for the rest.
 local function quote(p)
-  if string.find(p, '[%c"\\/\128-\255]') then
+  if string.find(p, NEEDS_ESCAPE) then
     return cjson.encode(p)
   end
   return '"' .. p .. '"'
