@@ -112,13 +112,50 @@ local function retry_later(k, rules, ticket, now)
   redis.call('ZADD', k.due, next_due(rules, now), ticket)
 end
 
+-- Steps (candidates tried) fill_exactly may take per attempt: it runs only
+-- when the nearest-first fill failed with enough seats in reach.
+local FILL_SEARCH_STEPS = 400
+
+-- Nearest first can strand a match that exists: an anchor party of three
+-- takes the two nearest solos and then no party of three fits the seat
+-- left, while the other party of three would have filled the match (and
+-- every one of the four is stranded as an anchor the same way). Searches
+-- `pool` ({ info, member } nearest first) for tickets that fill exactly
+-- `need` seats next to the anchor `a` and still pack into the teams,
+-- preferring nearer ones, within FILL_SEARCH_STEPS. Returns the chosen pool
+-- entries, or nil.
+local function fill_exactly(a, pool, need, teams, cap)
+  local items, chosen, steps = { a }, {}, 0
+  local function search(start, left)
+    if left == 0 then return true end
+    for i = start, #pool do
+      steps = steps + 1
+      if steps > FILL_SEARCH_STEPS then return false end
+      local c = pool[i]
+      if c.info.size <= left then
+        items[#items + 1] = c.info
+        if teams == 1 or can_pack(items, teams, cap) then
+          chosen[#chosen + 1] = c
+          if search(i + 1, left - c.info.size) then return true end
+          chosen[#chosen] = nil
+        end
+        items[#items] = nil
+      end
+    end
+    return false
+  end
+  if search(1, need) then return chosen end
+  return nil
+end
+
 -- One attempt to form a match of `seats` seats in `teams` teams around
 -- `anchor` (a ticket id): the nearest tickets within the anchor's window
 -- that fit whole (a party is never split; the team packing must stay
--- possible), then, with teams, a balance check. Returns the tickets' infos
--- (see ticket_info), in queue order, after taking them out of the ratings
--- and due ZSETs; or nil when no match can be formed yet (the anchor is then
--- due again after retry_ms). With `presence`, tickets with a player without
+-- possible), or, when taking the nearest first strands the match, the
+-- nearest set that fills it (fill_exactly); then, with teams, a balance
+-- check. Returns the tickets' infos (see ticket_info), in queue order,
+-- after taking them out of the ratings and due ZSETs; or nil when no match
+-- can be formed yet (the anchor is then due again after retry_ms). With `presence`, tickets with a player without
 -- a live connection met on the way are removed (TICKET_REMOVED); the count
 -- is added to `stats.removed`. `known` ({ seq, ticket, rating, joined,
 -- data }, optional): the anchor's state when the caller has just written it
@@ -160,9 +197,12 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
   local wait = now - (joined or now)
   local w = rated_window(rules, wait)
   local cap = seats / teams
-  local remaining = seats - a.size
+  local need = seats - a.size
+  local remaining = need
   local candidates = nearest(k.ratings, r, w, remaining + 8)
   local items, members, gone = { a }, { anchor_member }, {}
+  -- Every candidate that could take part, nearest first, for fill_exactly.
+  local pool, pool_seats = {}, 0
   for _, c in ipairs(candidates) do
     if remaining == 0 then break end
     local member = c[1]
@@ -177,13 +217,17 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
       end
       if info and presence and not all_present(k.presence, info.players, now) then
         gone[#gone + 1] = t
-      elseif info and info.size <= remaining then
-        items[#items + 1] = info
-        if teams == 1 or can_pack(items, teams, cap) then
-          members[#members + 1] = member
-          remaining = remaining - info.size
-        else
-          items[#items] = nil
+      elseif info and info.size <= need then
+        pool[#pool + 1] = { info = info, member = member }
+        pool_seats = pool_seats + info.size
+        if info.size <= remaining then
+          items[#items + 1] = info
+          if teams == 1 or can_pack(items, teams, cap) then
+            members[#members + 1] = member
+            remaining = remaining - info.size
+          else
+            items[#items] = nil
+          end
         end
       end
     end
@@ -191,6 +235,17 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
   if #gone > 0 then
     remove_tickets(k, world, gone, 'G', now)
     stats.removed = stats.removed + #gone
+  end
+  if remaining > 0 and pool_seats >= need then
+    local picked = fill_exactly(a, pool, need, teams, cap)
+    if picked then
+      items, members = { a }, { anchor_member }
+      for i, c in ipairs(picked) do
+        items[i + 1] = c.info
+        members[i + 1] = c.member
+      end
+      remaining = 0
+    end
   end
   if remaining > 0 then
     retry_later(k, rules, anchor, now)

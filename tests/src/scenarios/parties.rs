@@ -529,3 +529,45 @@ async fn create_ok_rated(store: &MatchStore, leader: &str, members: &[&str], r: 
         other => panic!("{other:?}"),
     }
 }
+
+/// Taking the nearest tickets first must not strand a match that exists: in
+/// teams of three, two trios and two solos all equally near can only form
+/// trio against trio, yet each trio as an anchor first takes the two solos
+/// (nearer) and then has one seat left that no trio fits.
+pub async fn nearest_first_never_strands_a_match_that_exists(env: &Env) {
+    let rules = r#"{"ratings": {"min": 0, "max": 5000}, "worlds": [
+        {"name": "ranked", "teamSize": 3, "teams": 2, "mode": "rating",
+         "rating": {"baseWindow": 2000, "widenPerSecond": 0, "maxWindow": 2000, "relaxAfterSeconds": 600}}
+    ]}"#;
+    let store = env.store_with("strand", "", &[("MM_RULES", rules)]);
+    let ranked = world(&store, "ranked");
+    let first = create_ok_rated(&store, "a", &["b", "c"], 1000.0).await;
+    join_party_rated(&store, &first, "b", Some(1000.0)).await;
+    join_party_rated(&store, &first, "c", Some(1000.0)).await;
+    for (p, r) in [("s1", 1001.0), ("s2", 1002.0)] {
+        let outcome = store
+            .join(ranked, &player(p), None, Some(rating(r)))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, JoinOutcome::Queued(_)), "{outcome:?}");
+    }
+    let second = create_ok_rated(&store, "d", &["e", "f"], 1010.0).await;
+    join_party_rated(&store, &second, "e", Some(1010.0)).await;
+    join_party_rated(&store, &second, "f", Some(1010.0)).await;
+    // Whether the last member's join or the matcher forms it.
+    store.form_matches(ranked, 0).await.unwrap();
+    let record = match store.player_status(&player("a")).await.unwrap() {
+        PlayerStatus::Matched(record) => record,
+        other => panic!("the two trios were not matched: {other:?}"),
+    };
+    let mut participants: Vec<String> = record.participants.iter().map(|p| p.to_string()).collect();
+    participants.sort();
+    assert_eq!(participants, ["a", "b", "c", "d", "e", "f"], "{record:?}");
+    for solo in ["s1", "s2"] {
+        let status = store.player_status(&player(solo)).await.unwrap();
+        assert!(
+            matches!(status, PlayerStatus::Queued(_)),
+            "{solo}: {status:?}"
+        );
+    }
+}
