@@ -353,7 +353,9 @@ end
 -- tickets in queue order, each into the oldest incomplete match where it
 -- fits whole (its team packing still possible), so a party is never split
 -- and an older ticket is never passed over by a newer one that fits the
--- same seats. Examines at most `scan` tickets. With `only` (a ticket id: a
+-- same seats, except when that order strands the oldest open match for
+-- good (then the set that fills it exactly is taken; see fill_exactly).
+-- Examines at most `scan` tickets. With `only` (a ticket id: a
 -- join's instant match), records only the match that ticket completes; any
 -- other complete match is left to the matcher. Returns the records, outbox
 -- ids, absent count and whether the scan was cut short.
@@ -361,9 +363,10 @@ local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, 
   local cap = seats / teams
   local tickets = redis.call('ZRANGE', k.queue, 0, scan - 1)
   local open, done, gone = {}, {}, {}
-  for _, t in ipairs(tickets) do
+  for pos, t in ipairs(tickets) do
     if max_groups > 0 and #done >= max_groups then break end
     local info = ticket_info(k, t, nil)
+    if info then info.pos = pos end
     if info and presence and not all_present(k.presence, info.players, now) then
       gone[#gone + 1] = t
     elseif info and info.size <= cap then
@@ -390,6 +393,25 @@ local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, 
           open[#open + 1] = { items = { info }, seats = info.size }
         end
       end
+    end
+  end
+  -- Oldest first can strand the oldest open match (see fill_exactly): when
+  -- the whole queue was read and no later ticket can complete it, its
+  -- oldest ticket takes the oldest waiting tickets that fill a match
+  -- exactly. One such match per call; the next call looks again.
+  if #tickets < scan and #open > 0 and (max_groups == 0 or #done < max_groups) then
+    local waiting = {}
+    for _, m in ipairs(open) do
+      for _, it in ipairs(m.items) do waiting[#waiting + 1] = it end
+    end
+    table.sort(waiting, function(a, b) return a.pos < b.pos end)
+    local pool = {}
+    for i = 2, #waiting do pool[i - 1] = { info = waiting[i] } end
+    local picked = fill_exactly(waiting[1], pool, seats - waiting[1].size, teams, cap)
+    if picked then
+      local items = { waiting[1] }
+      for i, c in ipairs(picked) do items[i + 1] = c.info end
+      done[#done + 1] = items
     end
   end
   remove_tickets(k, world, gone, 'G', now)

@@ -112,42 +112,6 @@ local function retry_later(k, rules, ticket, now)
   redis.call('ZADD', k.due, next_due(rules, now), ticket)
 end
 
--- Steps (candidates tried) fill_exactly may take per attempt: it runs only
--- when the nearest-first fill failed with enough seats in reach.
-local FILL_SEARCH_STEPS = 400
-
--- Nearest first can strand a match that exists: an anchor party of three
--- takes the two nearest solos and then no party of three fits the seat
--- left, while the other party of three would have filled the match (and
--- every one of the four is stranded as an anchor the same way). Searches
--- `pool` ({ info, member } nearest first) for tickets that fill exactly
--- `need` seats next to the anchor `a` and still pack into the teams,
--- preferring nearer ones, within FILL_SEARCH_STEPS. Returns the chosen pool
--- entries, or nil.
-local function fill_exactly(a, pool, need, teams, cap)
-  local items, chosen, steps = { a }, {}, 0
-  local function search(start, left)
-    if left == 0 then return true end
-    for i = start, #pool do
-      steps = steps + 1
-      if steps > FILL_SEARCH_STEPS then return false end
-      local c = pool[i]
-      if c.info.size <= left then
-        items[#items + 1] = c.info
-        if teams == 1 or can_pack(items, teams, cap) then
-          chosen[#chosen + 1] = c
-          if search(i + 1, left - c.info.size) then return true end
-          chosen[#chosen] = nil
-        end
-        items[#items] = nil
-      end
-    end
-    return false
-  end
-  if search(1, need) then return chosen end
-  return nil
-end
-
 -- One attempt to form a match of `seats` seats in `teams` teams around
 -- `anchor` (a ticket id): the nearest tickets within the anchor's window
 -- that fit whole (a party is never split; the team packing must stay
@@ -202,7 +166,7 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
   local candidates = nearest(k.ratings, r, w, remaining + 8)
   local items, members, gone = { a }, { anchor_member }, {}
   -- Every candidate that could take part, nearest first, for fill_exactly.
-  local pool, pool_seats = {}, 0
+  local pool = {}
   for _, c in ipairs(candidates) do
     if remaining == 0 then break end
     local member = c[1]
@@ -219,7 +183,6 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
         gone[#gone + 1] = t
       elseif info and info.size <= need then
         pool[#pool + 1] = { info = info, member = member }
-        pool_seats = pool_seats + info.size
         if info.size <= remaining then
           items[#items + 1] = info
           if teams == 1 or can_pack(items, teams, cap) then
@@ -236,7 +199,7 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
     remove_tickets(k, world, gone, 'G', now)
     stats.removed = stats.removed + #gone
   end
-  if remaining > 0 and pool_seats >= need then
+  if remaining > 0 then
     local picked = fill_exactly(a, pool, need, teams, cap)
     if picked then
       items, members = { a }, { anchor_member }

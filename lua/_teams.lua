@@ -116,6 +116,48 @@ local function can_pack(items, teams, cap)
   return fits or pack_search(items, teams, cap) ~= nil
 end
 
+-- Work fill_exactly may do per call, in tickets looked at (each candidate
+-- tried costs the tickets chosen so far, for the packing check): it runs
+-- only when filling a match oldest or nearest first failed, and a miss
+-- only means the match waits for the next try.
+local FILL_SEARCH_WORK = 2000
+
+-- Taking tickets in order (nearest first, or oldest first) can strand a
+-- match that exists: an anchor trio takes the two solos next to it and then
+-- no trio fits the seat left, though the other trio would have filled the
+-- match; or duo, duo and solo fill five of six seats and no later ticket
+-- fits, though duo, solo and a trio behind them make a match. Searches
+-- `pool` ({ info, ... } in order of preference) for tickets that fill
+-- exactly `need` seats next to the anchor `a` and still pack into the
+-- teams, preferring earlier ones, within FILL_SEARCH_WORK. Returns the
+-- chosen pool entries in pool order, or nil.
+local function fill_exactly(a, pool, need, teams, cap)
+  local seats = 0
+  for _, c in ipairs(pool) do seats = seats + c.info.size end
+  if seats < need then return nil end
+  local items, chosen, work = { a }, {}, 0
+  local function search(start, left)
+    if left == 0 then return true end
+    for i = start, #pool do
+      work = work + #items
+      if work > FILL_SEARCH_WORK then return false end
+      local c = pool[i]
+      if c.info.size <= left then
+        items[#items + 1] = c.info
+        if teams == 1 or can_pack(items, teams, cap) then
+          chosen[#chosen + 1] = c
+          if search(i + 1, left - c.info.size) then return true end
+          chosen[#chosen] = nil
+        end
+        items[#items] = nil
+      end
+    end
+    return false
+  end
+  if search(1, need) then return chosen end
+  return nil
+end
+
 -- Swaps two equally big tickets between teams while that brings the two
 -- teams' sums closer without widening the overall spread.
 local function improve_packing(items, assign, sums)

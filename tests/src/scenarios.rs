@@ -62,6 +62,7 @@ macro_rules! for_each_scenario {
             a_party_ends_as_a_whole,
             teams_hold_parties_whole_and_balance_ratings,
             nearest_first_never_strands_a_match_that_exists,
+            oldest_first_never_strands_a_match_that_exists,
             a_ready_check_makes_the_match_final_when_all_accept,
             decliners_are_removed_and_everyone_else_keeps_their_place,
             a_proposal_that_times_out_removes_only_the_silent,

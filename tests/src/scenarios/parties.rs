@@ -571,3 +571,34 @@ pub async fn nearest_first_never_strands_a_match_that_exists(env: &Env) {
         );
     }
 }
+
+/// Oldest first must not strand the oldest players either: in teams of
+/// three, duo, duo and solo fill five of six seats and the trio behind them
+/// fits no open match; duo, solo and trio make a match, so they are
+/// matched and the second duo keeps waiting.
+pub async fn oldest_first_never_strands_a_match_that_exists(env: &Env) {
+    let rules = r#"{"worlds": [{"name": "arena", "teamSize": 3, "teams": 2}]}"#;
+    let store = env.store_with("strand-fifo", "", &[("MM_RULES", rules)]);
+    for (leader, member) in [("a", "b"), ("c", "d")] {
+        let duo = create_ok(&store, "arena", leader, &[member]).await.party_id;
+        join_party(&store, &duo, member).await;
+    }
+    let solo = join(&store, "arena", "e").await;
+    assert!(matches!(solo, JoinOutcome::Queued(_)), "{solo:?}");
+    let trio = create_ok(&store, "arena", "f", &["g", "h"]).await.party_id;
+    join_party(&store, &trio, "g").await;
+    join_party(&store, &trio, "h").await;
+    // Whether the trio's last join or the matcher forms it.
+    store.form_matches(world(&store, "arena"), 0).await.unwrap();
+    let record = match store.player_status(&player("a")).await.unwrap() {
+        PlayerStatus::Matched(record) => record,
+        other => panic!("the oldest duo was not matched: {other:?}"),
+    };
+    let mut participants: Vec<String> = record.participants.iter().map(|p| p.to_string()).collect();
+    participants.sort();
+    assert_eq!(participants, ["a", "b", "e", "f", "g", "h"], "{record:?}");
+    for p in ["c", "d"] {
+        let status = store.player_status(&player(p)).await.unwrap();
+        assert!(matches!(status, PlayerStatus::Queued(_)), "{p}: {status:?}");
+    }
+}
