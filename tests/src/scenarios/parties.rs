@@ -556,19 +556,21 @@ pub async fn nearest_first_never_strands_a_match_that_exists(env: &Env) {
     join_party_rated(&store, &second, "f", Some(1010.0)).await;
     // Whether the last member's join or the matcher forms it.
     store.form_matches(ranked, 0).await.unwrap();
-    let record = match store.player_status(&player("a")).await.unwrap() {
+    assert_matched_together(&store, &["a", "b", "c", "d", "e", "f"], &["s1", "s2"]).await;
+}
+
+/// `together` (sorted) form one match; `waiting` are still queued.
+async fn assert_matched_together(store: &MatchStore, together: &[&str], waiting: &[&str]) {
+    let record = match store.player_status(&player(together[0])).await.unwrap() {
         PlayerStatus::Matched(record) => record,
-        other => panic!("the two trios were not matched: {other:?}"),
+        other => panic!("{} was not matched: {other:?}", together[0]),
     };
     let mut participants: Vec<String> = record.participants.iter().map(|p| p.to_string()).collect();
     participants.sort();
-    assert_eq!(participants, ["a", "b", "c", "d", "e", "f"], "{record:?}");
-    for solo in ["s1", "s2"] {
-        let status = store.player_status(&player(solo)).await.unwrap();
-        assert!(
-            matches!(status, PlayerStatus::Queued(_)),
-            "{solo}: {status:?}"
-        );
+    assert_eq!(participants, together, "{record:?}");
+    for p in waiting {
+        let status = store.player_status(&player(p)).await.unwrap();
+        assert!(matches!(status, PlayerStatus::Queued(_)), "{p}: {status:?}");
     }
 }
 
@@ -590,15 +592,5 @@ pub async fn oldest_first_never_strands_a_match_that_exists(env: &Env) {
     join_party(&store, &trio, "h").await;
     // Whether the trio's last join or the matcher forms it.
     store.form_matches(world(&store, "arena"), 0).await.unwrap();
-    let record = match store.player_status(&player("a")).await.unwrap() {
-        PlayerStatus::Matched(record) => record,
-        other => panic!("the oldest duo was not matched: {other:?}"),
-    };
-    let mut participants: Vec<String> = record.participants.iter().map(|p| p.to_string()).collect();
-    participants.sort();
-    assert_eq!(participants, ["a", "b", "e", "f", "g", "h"], "{record:?}");
-    for p in ["c", "d"] {
-        let status = store.player_status(&player(p)).await.unwrap();
-        assert!(matches!(status, PlayerStatus::Queued(_)), "{p}: {status:?}");
-    }
+    assert_matched_together(&store, &["a", "b", "e", "f", "g", "h"], &["c", "d"]).await;
 }
