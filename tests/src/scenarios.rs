@@ -911,6 +911,12 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         fields.join(" ")
     };
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    // `good` with argument `i` replaced by `bad`.
+    let with_arg = |good: &[String], i: usize, bad: &str| {
+        let mut args = good.to_vec();
+        args[i] = bad.to_string();
+        args
+    };
     let join_args = |claimed: &str, config: String| {
         vec![
             "p".to_string(),
@@ -955,13 +961,14 @@ pub async fn scripts_validate_before_writing(env: &Env) {
 
     let mut cases: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
     for (i, bad) in [(0, ""), (1, "0"), (1, "2"), (3, "high"), (4, "")] {
-        let mut args = good_join.clone();
-        args[i] = bad.to_string();
-        cases.push(("join.lua", join_keys.clone(), args));
+        cases.push(("join.lua", join_keys.clone(), with_arg(&good_join, i, bad)));
     }
-    let mut short_config = good_join.clone();
-    short_config[4] = fifo_config[..22].join(" ");
-    cases.push(("join.lua", join_keys.clone(), short_config));
+    let short_config = fifo_config[..22].join(" ");
+    cases.push((
+        "join.lua",
+        join_keys.clone(),
+        with_arg(&good_join, 4, &short_config),
+    ));
     // One bad configuration field each (seats, teams, lifetimes, flags,
     // mode, ready check, rating range, default rating, party aggregate).
     for changes in [
@@ -1004,9 +1011,11 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             join_args("1500", config(&rated_config, changes)),
         ));
     }
-    let mut bad_claim = good_rated.clone();
-    bad_claim[3] = "1.5e".to_string();
-    cases.push(("join.lua", join_keys.clone(), bad_claim));
+    cases.push((
+        "join.lua",
+        join_keys.clone(),
+        with_arg(&good_rated, 3, "1.5e"),
+    ));
     cases.push(("join.lua", join_keys[..12].to_vec(), good_join.clone()));
     for (world, limit, config) in [
         ("", "0", config(&fifo_config, &[])),
@@ -1184,8 +1193,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (5, "elo"),
         (11, "leader"),
     ] {
-        let mut args = s(&good_party);
-        args[i] = bad.to_string();
+        let args = with_arg(&s(&good_party), i, bad);
         cases.push(("party_create.lua", party_create_keys.clone(), args));
     }
     let mut too_many = s(&good_party);
@@ -1225,9 +1233,9 @@ pub async fn scripts_validate_before_writing(env: &Env) {
             .chain([config])
             .collect::<Vec<_>>()
     };
+    let good_party_join = party_join_args(config(&fifo_config, &[]));
     for (i, bad) in [(0, ""), (1, ""), (2, ""), (4, "x")] {
-        let mut args = party_join_args(config(&fifo_config, &[]));
-        args[i] = bad.to_string();
+        let args = with_arg(&good_party_join, i, bad);
         cases.push(("party_join.lua", party_join_keys.clone(), args));
     }
     for changes in [
