@@ -405,12 +405,11 @@ local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, 
       for _, it in ipairs(m.items) do waiting[#waiting + 1] = it end
     end
     table.sort(waiting, function(a, b) return a.pos < b.pos end)
-    local pool = {}
-    for i = 2, #waiting do pool[i - 1] = { info = waiting[i] } end
-    local picked = fill_exactly(waiting[1], pool, seats - waiting[1].size, teams, cap)
+    local oldest = table.remove(waiting, 1)
+    local picked = fill_exactly(oldest, waiting, seats - oldest.size, teams, cap)
     if picked then
-      local items = { waiting[1] }
-      for i, c in ipairs(picked) do items[i + 1] = c.info end
+      local items = { oldest }
+      for i, j in ipairs(picked) do items[i + 1] = waiting[j] end
       done[#done + 1] = items
     end
   end

@@ -166,7 +166,7 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
   local candidates = nearest(k.ratings, r, w, remaining + 8)
   local items, members, gone = { a }, { anchor_member }, {}
   -- Every candidate that could take part, nearest first, for fill_exactly.
-  local pool = {}
+  local pool, pool_members = {}, {}
   for _, c in ipairs(candidates) do
     if remaining == 0 then break end
     local member = c[1]
@@ -182,7 +182,8 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
       if info and presence and not all_present(k.presence, info.players, now) then
         gone[#gone + 1] = t
       elseif info and info.size <= need then
-        pool[#pool + 1] = { info = info, member = member }
+        pool[#pool + 1] = info
+        pool_members[#pool] = member
         if info.size <= remaining then
           items[#items + 1] = info
           if teams == 1 or can_pack(items, teams, cap) then
@@ -203,9 +204,9 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
     local picked = fill_exactly(a, pool, need, teams, cap)
     if picked then
       items, members = { a }, { anchor_member }
-      for i, c in ipairs(picked) do
-        items[i + 1] = c.info
-        members[i + 1] = c.member
+      for i, j in ipairs(picked) do
+        items[i + 1] = pool[j]
+        members[i + 1] = pool_members[j]
       end
       remaining = 0
     end

@@ -127,13 +127,13 @@ local FILL_SEARCH_WORK = 2000
 -- no trio fits the seat left, though the other trio would have filled the
 -- match; or duo, duo and solo fill five of six seats and no later ticket
 -- fits, though duo, solo and a trio behind them make a match. Searches
--- `pool` ({ info, ... } in order of preference) for tickets that fill
+-- `pool` (ticket infos in order of preference) for tickets that fill
 -- exactly `need` seats next to the anchor `a` and still pack into the
 -- teams, preferring earlier ones, within FILL_SEARCH_WORK. Returns the
--- chosen pool entries in pool order, or nil.
+-- chosen positions in `pool`, ascending, or nil.
 local function fill_exactly(a, pool, need, teams, cap)
   local seats = 0
-  for _, c in ipairs(pool) do seats = seats + c.info.size end
+  for _, it in ipairs(pool) do seats = seats + it.size end
   if seats < need then return nil end
   local items, chosen, work = { a }, {}, 0
   local function search(start, left)
@@ -141,12 +141,12 @@ local function fill_exactly(a, pool, need, teams, cap)
     for i = start, #pool do
       work = work + #items
       if work > FILL_SEARCH_WORK then return false end
-      local c = pool[i]
-      if c.info.size <= left then
-        items[#items + 1] = c.info
+      local it = pool[i]
+      if it.size <= left then
+        items[#items + 1] = it
         if teams == 1 or can_pack(items, teams, cap) then
-          chosen[#chosen + 1] = c
-          if search(i + 1, left - c.info.size) then return true end
+          chosen[#chosen + 1] = i
+          if search(i + 1, left - it.size) then return true end
           chosen[#chosen] = nil
         end
         items[#items] = nil
