@@ -349,12 +349,68 @@ local function record_groups(k, world, seats, teams, groups, match_ttl, now, win
   return {}, {}
 end
 
+-- Work the rescue of stranded FIFO matches may do per call, in tickets
+-- looked at (see fill_exactly): it runs only on what ordered filling left.
+local RESCUE_WORK = 8000
+
+-- Filling matches oldest first can leave complete matches unformed: duo,
+-- duo and solo fill five of six seats and no later ticket fits the sixth,
+-- though duo, solo and a trio behind them make a match; or three duos hold
+-- the open matches (none can be completed without solos) while two trios
+-- behind them make a match on their own. `waiting` (ticket infos, oldest
+-- first) is what ordered filling left. The oldest ticket that can take part
+-- in a match filled exactly takes the oldest tickets that complete it
+-- (fill_exactly prefers earlier ones), so an older ticket keeps its
+-- precedence wherever it can take the seats, and one that cannot blocks
+-- nobody. Unrated FIFO packs by sizes alone, so an anchor that cannot be
+-- completed rules out every later ticket of its size (the pool only
+-- shrinks). Bounded by RESCUE_WORK and `limit` matches (nil: no limit).
+-- Returns the matches found, each a list of ticket infos.
+local function rescue_stranded(waiting, seats, teams, cap, limit)
+  local found, failed, budget = {}, {}, RESCUE_WORK
+  local i = 1
+  while i <= #waiting and budget > 0 and (limit == nil or #found < limit) do
+    local a = waiting[i]
+    if failed[a.size] then
+      i = i + 1
+    else
+      local pool = {}
+      for j, it in ipairs(waiting) do
+        if j ~= i then pool[#pool + 1] = it end
+      end
+      local picked, work = fill_exactly(a, pool, seats - a.size, teams, cap, budget)
+      local cut_short = work > budget
+      budget = budget - work
+      if picked then
+        local items, taken = { a }, { [a] = true }
+        for n, j in ipairs(picked) do
+          items[n + 1] = pool[j]
+          taken[pool[j]] = true
+        end
+        found[#found + 1] = items
+        local rest = {}
+        for _, it in ipairs(waiting) do
+          if not taken[it] then rest[#rest + 1] = it end
+        end
+        waiting = rest
+      elseif cut_short then
+        break
+      else
+        failed[a.size] = true
+        i = i + 1
+      end
+    end
+  end
+  return found
+end
+
 -- FIFO matching when tickets differ in size (parties) or matches have teams:
 -- tickets in queue order, each into the oldest incomplete match where it
 -- fits whole (its team packing still possible), so a party is never split
 -- and an older ticket is never passed over by a newer one that fits the
--- same seats, except when that order strands the oldest open match for
--- good (then the set that fills it exactly is taken; see fill_exactly).
+-- same seats, except when that order strands matches that exist (then the
+-- oldest ticket that can take part in an exact fill takes the oldest
+-- tickets that complete it; see rescue_stranded).
 -- Examines at most `scan` tickets. With `only` (a ticket id: a
 -- join's instant match), records only the match that ticket completes; any
 -- other complete match is left to the matcher. Returns the records, outbox
@@ -362,7 +418,7 @@ end
 local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, now, window, presence, scan, only)
   local cap = seats / teams
   local tickets = redis.call('ZRANGE', k.queue, 0, scan - 1)
-  local open, done, gone = {}, {}, {}
+  local open, done, gone, unplaced = {}, {}, {}, {}
   for pos, t in ipairs(tickets) do
     if max_groups > 0 and #done >= max_groups then break end
     local info = ticket_info(k, t, nil)
@@ -386,31 +442,30 @@ local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, 
           m.items[#m.items] = nil
         end
       end
-      if not placed and #open < OPEN_MATCHES then
+      if not placed then
         if info.size == seats then
           done[#done + 1] = { info }
-        else
+        elseif #open < OPEN_MATCHES then
           open[#open + 1] = { items = { info }, seats = info.size }
+        else
+          unplaced[#unplaced + 1] = info
         end
       end
     end
   end
-  -- Oldest first can strand the oldest open match (see fill_exactly): when
-  -- the whole queue was read and no later ticket can complete it, its
-  -- oldest ticket takes the oldest waiting tickets that fill a match
-  -- exactly. One such match per call; the next call looks again.
-  if #tickets < scan and #open > 0 and (max_groups == 0 or #done < max_groups) then
-    local waiting = {}
+  -- Oldest first can strand matches that exist: when the whole queue was
+  -- read, what is left is searched for exact fills (rescue_stranded).
+  if #tickets < scan and (max_groups == 0 or #done < max_groups) then
+    local waiting = unplaced
     for _, m in ipairs(open) do
       for _, it in ipairs(m.items) do waiting[#waiting + 1] = it end
     end
-    table.sort(waiting, function(a, b) return a.pos < b.pos end)
-    local oldest = table.remove(waiting, 1)
-    local picked = fill_exactly(oldest, waiting, seats - oldest.size, teams, cap)
-    if picked then
-      local items = { oldest }
-      for i, j in ipairs(picked) do items[i + 1] = waiting[j] end
-      done[#done + 1] = items
+    if #waiting > 0 then
+      table.sort(waiting, function(a, b) return a.pos < b.pos end)
+      local limit = max_groups > 0 and max_groups - #done or nil
+      for _, items in ipairs(rescue_stranded(waiting, seats, teams, cap, limit)) do
+        done[#done + 1] = items
+      end
     end
   end
   remove_tickets(k, world, gone, 'G', now)

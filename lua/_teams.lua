@@ -129,18 +129,20 @@ local FILL_SEARCH_WORK = 2000
 -- fits, though duo, solo and a trio behind them make a match. Searches
 -- `pool` (ticket infos in order of preference) for tickets that fill
 -- exactly `need` seats next to the anchor `a` and still pack into the
--- teams, preferring earlier ones, within FILL_SEARCH_WORK. Returns the
--- chosen positions in `pool`, ascending, or nil.
-local function fill_exactly(a, pool, need, teams, cap)
+-- teams, preferring earlier ones, within `budget` tickets looked at
+-- (FILL_SEARCH_WORK when nil). Returns the chosen positions in `pool`,
+-- ascending, or nil; and the work spent.
+local function fill_exactly(a, pool, need, teams, cap, budget)
+  budget = budget or FILL_SEARCH_WORK
   local seats = 0
   for _, it in ipairs(pool) do seats = seats + it.size end
-  if seats < need then return nil end
+  if seats < need then return nil, 0 end
   local items, chosen, work = { a }, {}, 0
   local function search(start, left)
     if left == 0 then return true end
     for i = start, #pool do
       work = work + #items
-      if work > FILL_SEARCH_WORK then return false end
+      if work > budget then return false end
       local it = pool[i]
       if it.size <= left then
         items[#items + 1] = it
@@ -154,8 +156,8 @@ local function fill_exactly(a, pool, need, teams, cap)
     end
     return false
   end
-  if search(1, need) then return chosen end
-  return nil
+  if search(1, need) then return chosen, work end
+  return nil, work
 end
 
 -- Swaps two equally big tickets between teams while that brings the two

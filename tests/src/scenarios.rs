@@ -63,6 +63,8 @@ macro_rules! for_each_scenario {
             teams_hold_parties_whole_and_balance_ratings,
             nearest_first_never_strands_a_match_that_exists,
             oldest_first_never_strands_a_match_that_exists,
+            unplaceable_older_tickets_do_not_block_younger_matches,
+            fifo_leftovers_hold_no_match_whatever_the_arrival_order,
             a_ready_check_makes_the_match_final_when_all_accept,
             decliners_are_removed_and_everyone_else_keeps_their_place,
             a_proposal_that_times_out_removes_only_the_silent,
