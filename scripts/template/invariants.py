@@ -203,29 +203,42 @@ check(any(st.get("Principal") == {"Service": "events.amazonaws.com"} and
       "MatcherFailureQueue: no policy letting the matcher's rule (only) send to it")
 
 # ----------------------------------------------------------------- HTTP API
+# The routes come from the template itself (the OpenAPI body SAM builds from
+# the functions' HttpApi events); that they are exactly the Rust route table
+# (functions/lambda-common/src/http/routes.rs) is checked by
+# functions/lambda-common/tests/routes.rs. Here: each route is sound.
 body = props("HttpApi").get("Body", {})
-want = {
-    ("post", "/v1/matching/join"): "JoinFunction",
-    ("post", "/v1/matching/leave"): "LeaveFunction",
-    ("get", "/v1/matching/queue-status/{worldType}"): "StatusFunction",
-    ("get", "/v1/matching/my-status"): "StatusFunction",
-    ("get", "/v1/matching/matches/{matchId}"): "StatusFunction",
-    ("put", "/v1/ratings/{playerId}"): "StatusFunction",
-    ("post", "/v1/parties"): "JoinFunction",
-    ("post", "/v1/parties/{partyId}/join"): "JoinFunction",
-    ("post", "/v1/matching/accept"): "JoinFunction",
-    ("delete", "/v1/parties/{partyId}"): "LeaveFunction",
-}
-got = {}
+routes = {}  # (method, path) -> function logical id
 for path, methods in body.get("paths", {}).items():
     for method, op in methods.items():
         integ = op.get("x-amazon-apigateway-integration", {})
         target = json.dumps(integ.get("uri", ""))
         fn = next((f for f in binaries if "${%s.Arn}" % f in target), None)
-        got[(method, path)] = fn
+        check(fn is not None, "%s %s: integration targets none of the functions (%s)" % (method, path, target))
+        routes[(method, path)] = fn
         check(op.get("security") == [{"JwtAuthorizer": []}], "%s %s: not behind JwtAuthorizer" % (method, path))
         check(integ.get("payloadFormatVersion") == "2.0", "%s %s: payload format" % (method, path))
-check(got == want, "HTTP routes are %s" % got)
+check(routes, "HTTP API: no routes")
+
+
+def http_api_source_arn(method, path):
+    """The SourceArn SAM gives a route's invoke permission: path parameters
+    become `*`, any stage."""
+    return {"Fn::Sub": ["arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${__ApiId__}/${__Stage__}/%s%s"
+                        % (method.upper(), re.sub(r"\{[^}/]+\}", "*", path)),
+                        {"__ApiId__": ref("HttpApi"), "__Stage__": "*"}]}
+
+
+# API Gateway may invoke each route's function for that route, and for
+# nothing else: one permission per route, none left over.
+http_permissions = [p for p in (v["Properties"] for v in res.values() if v["Type"] == "AWS::Lambda::Permission")
+                    if "HttpApi" in json.dumps(p.get("SourceArn"))]
+for (method, path), fn in routes.items():
+    want_permission = {"Action": "lambda:InvokeFunction", "FunctionName": ref(fn),
+                       "Principal": "apigateway.amazonaws.com", "SourceArn": http_api_source_arn(method, path)}
+    check(want_permission in http_permissions, "%s %s: no permission for API Gateway to invoke %s" % (method, path, fn))
+check(len(http_permissions) == len(routes),
+      "HTTP API: %d invoke permissions for %d routes" % (len(http_permissions), len(routes)))
 
 # CORS only when origins are given, as a list made at deploy time.
 cors = body.get("x-amazon-apigateway-cors")
@@ -236,7 +249,7 @@ if isinstance(cors, dict) and "Fn::If" in cors:
           "HTTP API: allowOrigins is not a Fn::Split of CorsAllowedOrigins")
     # A browser's preflight must allow every method a route answers.
     allowed = {m.upper() for m in cors["Fn::If"][1].get("allowMethods", [])}
-    missing = {m.upper() for m, _ in want} - allowed
+    missing = {m.upper() for m, _ in routes} - allowed
     check(not missing, "HTTP API: CORS allowMethods lacks %s" % sorted(missing))
 
 stages = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::ApiGatewayV2::Stage"}

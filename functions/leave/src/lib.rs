@@ -2,7 +2,7 @@
 //! cancels a party, or an invited player declines). The mapping lives in [`lambda_common::http`]; this
 //! crate only wires it to the Lambda runtime.
 
-use lambda_common::http::{self, Route};
+use lambda_common::http::{self, Function, Route};
 use lambda_http::{Body, Error, Request, Response};
 use shared::MatchStore;
 
@@ -13,9 +13,10 @@ pub struct App {
 
 #[tracing::instrument(skip_all, fields(method = %req.method(), path = %req.uri().path()))]
 pub async fn handle(app: &App, req: Request) -> Result<Response<Body>, Error> {
-    match Route::of(&req) {
+    match http::route_for(Function::Leave, &req) {
         Some(Route::Leave) => http::leave(&app.store, req).await,
         Some(Route::CancelParty) => http::cancel_party(&app.store, req).await,
+        // Another function's route, or none: what an unknown path gets.
         _ => Ok(http::not_found(&req)),
     }
 }

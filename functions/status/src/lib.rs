@@ -4,7 +4,7 @@
 //! The mapping lives in [`lambda_common::http`]; this crate only wires it to the
 //! Lambda runtime.
 
-use lambda_common::http::{self, Route};
+use lambda_common::http::{self, Function, Route};
 use lambda_http::{Body, Error, Request, Response};
 use shared::MatchStore;
 
@@ -15,11 +15,12 @@ pub struct App {
 
 #[tracing::instrument(skip_all, fields(method = %req.method(), path = %req.uri().path()))]
 pub async fn handle(app: &App, req: Request) -> Result<Response<Body>, Error> {
-    match Route::of(&req) {
+    match http::route_for(Function::Status, &req) {
         Some(Route::QueueStatus) => http::queue_status(&app.store, req).await,
         Some(Route::MyStatus) => http::my_status(&app.store, req).await,
         Some(Route::Match) => http::match_record(&app.store, req).await,
         Some(Route::Rating) => http::put_rating(&app.store, req).await,
+        // Another function's route, or none: what an unknown path gets.
         _ => Ok(http::not_found(&req)),
     }
 }

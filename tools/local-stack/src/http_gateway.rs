@@ -1,4 +1,5 @@
-//! API Gateway HTTP API emulation: exactly the four routes, a JWT authorizer
+//! API Gateway HTTP API emulation: exactly the routes of the route table
+//! (`lambda_common::http::ROUTES`), a JWT authorizer
 //! (RS256 against the development key, 401 like API Gateway's), each request
 //! built into a payload format 2.0 event and handed to the same handler
 //! functions the Lambda binaries run. Plus the development endpoints and the
@@ -16,79 +17,31 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use lambda_common::http::{Route, ROUTES};
 use serde_json::{json, Value};
 use shared::{MatchStore, PlayerId};
 
 use crate::dev_auth::DevIssuer;
 use crate::websocket_gateway::ConnectionHub;
 
-/// The HTTP API's routes (route keys as in the SAM template).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApiRoute {
-    Join,
-    Leave,
-    QueueStatus,
-    MyStatus,
-    Match,
-    Rating,
-    CreateParty,
-    JoinParty,
-    CancelParty,
-    Accept,
-}
-
-impl ApiRoute {
-    pub fn route_key(self) -> &'static str {
-        match self {
-            ApiRoute::Join => "POST /v1/matching/join",
-            ApiRoute::Leave => "POST /v1/matching/leave",
-            ApiRoute::QueueStatus => "GET /v1/matching/queue-status/{worldType}",
-            ApiRoute::MyStatus => "GET /v1/matching/my-status",
-            ApiRoute::Match => "GET /v1/matching/matches/{matchId}",
-            ApiRoute::Rating => "PUT /v1/ratings/{playerId}",
-            ApiRoute::CreateParty => "POST /v1/parties",
-            ApiRoute::JoinParty => "POST /v1/parties/{partyId}/join",
-            ApiRoute::CancelParty => "DELETE /v1/parties/{partyId}",
-            ApiRoute::Accept => "POST /v1/matching/accept",
-        }
-    }
-
-    /// Matches a request like API Gateway does: method and path must both
-    /// match a route key, otherwise the answer is 404 `Not Found`.
-    fn resolve(method: &Method, path: &str) -> Option<(Self, HashMap<String, String>)> {
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        match (method.as_str(), segments.as_slice()) {
-            ("POST", ["v1", "matching", "join"]) => Some((ApiRoute::Join, HashMap::new())),
-            ("POST", ["v1", "matching", "leave"]) => Some((ApiRoute::Leave, HashMap::new())),
-            ("GET", ["v1", "matching", "my-status"]) => Some((ApiRoute::MyStatus, HashMap::new())),
-            ("POST", ["v1", "matching", "accept"]) => Some((ApiRoute::Accept, HashMap::new())),
-            ("GET", ["v1", "matching", "queue-status", world]) if !world.is_empty() => {
-                let world = percent_decode(world);
-                Some((
-                    ApiRoute::QueueStatus,
-                    HashMap::from([("worldType".to_owned(), world)]),
-                ))
-            }
-            ("GET", ["v1", "matching", "matches", id]) if !id.is_empty() => Some((
-                ApiRoute::Match,
-                HashMap::from([("matchId".to_owned(), percent_decode(id))]),
-            )),
-            ("PUT", ["v1", "ratings", player]) if !player.is_empty() => Some((
-                ApiRoute::Rating,
-                HashMap::from([("playerId".to_owned(), percent_decode(player))]),
-            )),
-            ("POST", ["v1", "parties"]) => Some((ApiRoute::CreateParty, HashMap::new())),
-            ("POST", ["v1", "parties", id, "join"]) if !id.is_empty() => Some((
-                ApiRoute::JoinParty,
-                HashMap::from([("partyId".to_owned(), percent_decode(id))]),
-            )),
-            ("DELETE", ["v1", "parties", id]) if !id.is_empty() => Some((
-                ApiRoute::CancelParty,
-                HashMap::from([("partyId".to_owned(), percent_decode(id))]),
-            )),
-            _ => None,
-        }
-    }
+/// Matches a request like API Gateway does: method and path must both fit a
+/// row of the route table, otherwise the answer is 404 `Not Found`. The path
+/// parameters are percent-decoded, as API Gateway sends them.
+fn resolve(method: &Method, path: &str) -> Option<(Route, HashMap<String, String>)> {
+    // Leading slashes collapse (`//v1/...` resolves), as this emulation has
+    // always done; the function, which gets the raw path, answers NOT_FOUND.
+    let path = format!("/{}", path.trim_start_matches('/'));
+    ROUTES
+        .iter()
+        .filter(|spec| spec.method == *method)
+        .find_map(|spec| {
+            let parameters = spec.match_path(&path)?;
+            let decoded = parameters
+                .into_iter()
+                .map(|(name, raw)| (name.to_owned(), percent_decode(raw)))
+                .collect();
+            Some((spec.route, decoded))
+        })
 }
 
 fn percent_decode(s: &str) -> String {
@@ -116,7 +69,7 @@ fn percent_decode(s: &str) -> String {
 pub trait HttpHandlers: Send + Sync + 'static {
     fn invoke(
         &self,
-        route: ApiRoute,
+        route: Route,
         request: lambda_http::Request,
     ) -> impl Future<Output = Result<lambda_http::Response<lambda_http::Body>, lambda_http::Error>> + Send;
 }
@@ -263,7 +216,7 @@ async fn api<H: HttpHandlers>(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some((route, path_parameters)) = ApiRoute::resolve(&method, uri.path()) else {
+    let Some((route, path_parameters)) = resolve(&method, uri.path()) else {
         return api_gateway_message(StatusCode::NOT_FOUND, "Not Found");
     };
     // The JWT authorizer runs before the function; its failures never reach it.
@@ -321,7 +274,7 @@ async fn api<H: HttpHandlers>(
 /// The payload format 2.0 event API Gateway would send for this request.
 #[allow(clippy::too_many_arguments)]
 fn http_api_event(
-    route: ApiRoute,
+    route: Route,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,

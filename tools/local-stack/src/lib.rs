@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
+use lambda_common::http::{Function, Route};
 use lambda_common::push::ApiGatewayPusher;
 use lambda_runtime::{Context, LambdaEvent};
 use shared::{ConfigError, MatchStore, Settings};
@@ -23,7 +24,7 @@ use tokio::task::JoinHandle;
 
 use crate::dev_auth::DevIssuer;
 use crate::embedded_redis::EmbeddedRedis;
-use crate::http_gateway::{ApiRoute, HttpHandlers};
+use crate::http_gateway::HttpHandlers;
 use crate::websocket_gateway::{ConnectionHub, GatewayTiming, WebsocketHandlers};
 
 /// The demo page, built into the binary (no build step).
@@ -123,17 +124,13 @@ struct LambdaHandlers {
 impl HttpHandlers for Arc<LambdaHandlers> {
     async fn invoke(
         &self,
-        route: ApiRoute,
+        route: Route,
         request: lambda_http::Request,
     ) -> Result<lambda_http::Response<lambda_http::Body>, lambda_http::Error> {
-        match route {
-            ApiRoute::Join | ApiRoute::CreateParty | ApiRoute::JoinParty | ApiRoute::Accept => {
-                join::handle(&self.join, request).await
-            }
-            ApiRoute::Leave | ApiRoute::CancelParty => leave::handle(&self.leave, request).await,
-            ApiRoute::QueueStatus | ApiRoute::MyStatus | ApiRoute::Match | ApiRoute::Rating => {
-                status::handle(&self.status, request).await
-            }
+        match route.function() {
+            Function::Join => join::handle(&self.join, request).await,
+            Function::Leave => leave::handle(&self.leave, request).await,
+            Function::Status => status::handle(&self.status, request).await,
         }
     }
 }

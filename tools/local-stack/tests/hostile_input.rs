@@ -58,6 +58,7 @@ use integration_tests::connections_server::{
 use integration_tests::keyspace::{walk, KeyContents, Scope};
 use integration_tests::{eventually, RedisServer};
 use lambda_common::auth::{AuthSettings, JwtVerifier};
+use lambda_common::http::{Function, Route, RouteSpec, ROUTES};
 use lambda_common::push::ApiGatewayPusher;
 use lambda_http::{Body, Request, Response};
 use lambda_runtime::{Context, LambdaEvent};
@@ -184,15 +185,6 @@ fn runtime() -> tokio::runtime::Runtime {
 // ---------------------------------------------------------------------------
 // Cases (also the corpus file format)
 // ---------------------------------------------------------------------------
-
-/// Which Lambda function gets the event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum Function {
-    Join,
-    Leave,
-    Status,
-}
 
 /// Who the authorizer says the caller is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -672,61 +664,30 @@ fn assert_only_known_keys(store: &MatchStore, state: &BTreeMap<String, KeyConten
 // The oracle, from docs/http-api.md
 // ---------------------------------------------------------------------------
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-enum Route {
-    Join,
-    Leave,
-    QueueStatus,
-    MyStatus,
-    Match,
-    Rating,
-    /// `POST /v1/parties`
-    CreateParty,
-    /// `POST /v1/parties/{partyId}/join`
-    JoinParty,
-    /// `DELETE /v1/parties/{partyId}`
-    CancelParty,
-    /// `POST /v1/matching/accept`
-    Accept,
-}
+// The routes, their methods and functions: the route table
+// (`lambda_common::http::ROUTES`), which a test of lambda-common holds equal
+// to template.yaml's and docs/http-api.md's.
 
-const ACCEPT_PATH: &str = "/v1/matching/accept";
-const PARTIES_PATH: &str = "/v1/parties";
+const ACCEPT_PATH: &str = Route::Accept.path_template();
+const PARTIES_PATH: &str = Route::CreateParty.path_template();
 const PARTIES_PREFIX: &str = "/v1/parties/";
 
+/// The route whose template `path` (after the stage) fits, whatever the method.
 fn route_of(path: &str) -> Option<Route> {
-    match path {
-        "/v1/matching/join" => Some(Route::Join),
-        "/v1/matching/leave" => Some(Route::Leave),
-        "/v1/matching/my-status" => Some(Route::MyStatus),
-        PARTIES_PATH => Some(Route::CreateParty),
-        ACCEPT_PATH => Some(Route::Accept),
-        _ if segment(path, "/v1/matching/queue-status/").is_some() => Some(Route::QueueStatus),
-        _ if segment(path, "/v1/matching/matches/").is_some() => Some(Route::Match),
-        _ if segment(path, "/v1/ratings/").is_some() => Some(Route::Rating),
-        _ => match party_path(path) {
-            Some((_, true)) => Some(Route::JoinParty),
-            Some((_, false)) => Some(Route::CancelParty),
-            None => None,
-        },
-    }
+    ROUTES
+        .iter()
+        .find(|spec| spec.match_path(path).is_some())
+        .map(|spec| spec.route)
 }
 
-/// The one non-empty segment of `path` after `prefix`.
-fn segment<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
-    path.strip_prefix(prefix)
-        .filter(|w| !w.is_empty() && !w.contains('/'))
-}
-
-/// The `{partyId}` of a party path and whether it is the join route: what
-/// follows `/v1/parties/`, less a trailing `/join`, as one non-empty segment.
-fn party_path(path: &str) -> Option<(&str, bool)> {
-    let rest = path.strip_prefix(PARTIES_PREFIX)?;
-    let (id, join) = match rest.strip_suffix("/join") {
-        Some(id) => (id, true),
-        None => (rest, false),
-    };
-    (!id.is_empty() && !id.contains('/')).then_some((id, join))
+/// The segment of `path` where `route`'s template names `name`, as sent.
+fn raw_path_param<'p>(route: Route, path: &'p str, name: &str) -> Option<&'p str> {
+    route
+        .spec()
+        .match_path(path)?
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, value)| value)
 }
 
 /// A match id as the scripts make them: `[0-9a-z-]{1,64}`.
@@ -769,28 +730,11 @@ fn configured(world: &str) -> bool {
 }
 
 fn serves(function: Function, route: Route) -> bool {
-    matches!(
-        (function, route),
-        (
-            Function::Join,
-            Route::Join | Route::CreateParty | Route::JoinParty | Route::Accept
-        ) | (Function::Leave, Route::Leave | Route::CancelParty)
-            | (
-                Function::Status,
-                Route::QueueStatus | Route::MyStatus | Route::Match | Route::Rating
-            )
-    )
+    route.function() == function
 }
 
 fn route_method(route: Route) -> &'static str {
-    match route {
-        Route::Join | Route::Leave | Route::CreateParty | Route::JoinParty | Route::Accept => {
-            "POST"
-        }
-        Route::QueueStatus | Route::MyStatus | Route::Match => "GET",
-        Route::Rating => "PUT",
-        Route::CancelParty => "DELETE",
-    }
+    route.method_name()
 }
 
 /// "1–128 characters, no control characters".
@@ -838,18 +782,21 @@ fn valid_ticket_data(data: Option<&Value>) -> bool {
 }
 
 /// A path parameter as the function reads it: the one API Gateway sent, or
-/// else `raw` (the segment of the path, as sent).
-fn path_param(case: &HttpCase, name: &str, raw: &str) -> String {
+/// else the segment of the path where the route's template names it, as sent.
+fn path_param(case: &HttpCase, name: &str) -> String {
     case.path_parameters
         .as_ref()
         .and_then(|p| p.get(name).cloned())
-        .unwrap_or_else(|| raw.to_owned())
+        .or_else(|| {
+            let route = route_of(&case.path)?;
+            raw_path_param(route, &case.path, name).map(str::to_owned)
+        })
+        .unwrap_or_default()
 }
 
 /// The `{partyId}` of a party route's case.
 fn party_param(case: &HttpCase) -> String {
-    let raw = party_path(&case.path).map_or("", |(id, _)| id);
-    path_param(case, "partyId", raw)
+    path_param(case, "partyId")
 }
 
 /// The body of a case, when it is a JSON object.
@@ -1377,11 +1324,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
     match route {
         Route::MyStatus => return before.map_or(unavailable, |_| Expected::Ok(Success::Read)),
         Route::QueueStatus => {
-            let world = path_param(
-                case,
-                "worldType",
-                &case.path["/v1/matching/queue-status/".len()..],
-            );
+            let world = path_param(case, "worldType");
             return if !valid_world_name(&world) {
                 Refused(400, "INVALID_REQUEST", field("worldType"))
             } else if !configured(&world) {
@@ -1391,7 +1334,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             };
         }
         Route::Match => {
-            let id = path_param(case, "matchId", &case.path["/v1/matching/matches/".len()..]);
+            let id = path_param(case, "matchId");
             // No generated id names one of the caller's matches.
             return if !valid_match_id(&id) {
                 Refused(400, "INVALID_REQUEST", field("matchId"))
@@ -1402,7 +1345,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             };
         }
         Route::Rating => {
-            let id = path_param(case, "playerId", &case.path["/v1/ratings/".len()..]);
+            let id = path_param(case, "playerId");
             if !valid_player_id(&id) {
                 return Refused(400, "INVALID_REQUEST", field("playerId"));
             }
@@ -2833,41 +2776,63 @@ fn party_segment(id: &str) -> String {
     }
 }
 
-/// A path (after the stage) and the path parameters API Gateway would send.
+/// A path parameter's value, by the parameter's name.
+fn path_parameter_strategy(name: &str) -> BoxedStrategy<String> {
+    match name {
+        "worldType" => world_strategy(),
+        "playerId" => sub_strategy(),
+        "partyId" => party_id_strategy(),
+        // `matchId`, and the parameters of routes added later.
+        _ => nasty_string(),
+    }
+}
+
+/// A path of one route, its parameters generated by name, and (mostly) the
+/// path parameters API Gateway would send.
+fn route_path_strategy(
+    spec: &'static RouteSpec,
+) -> BoxedStrategy<(String, Option<BTreeMap<String, String>>)> {
+    let names: Vec<&'static str> = spec.parameter_names().collect();
+    if names.is_empty() {
+        return Just((spec.path.to_owned(), None)).boxed();
+    }
+    let values: Vec<BoxedStrategy<String>> =
+        names.iter().map(|n| path_parameter_strategy(n)).collect();
+    (values, prop::bool::weighted(0.85))
+        .prop_map(move |(values, send_params)| {
+            let mut path = spec.path.to_owned();
+            for (name, value) in names.iter().zip(&values) {
+                // Placeholders are replaced before the call; anything else
+                // is percent-encoded into its one segment.
+                let segment = if *name == "partyId" {
+                    party_segment(value)
+                } else {
+                    percent_encode(value)
+                };
+                path = path.replace(&format!("{{{name}}}"), &segment);
+            }
+            let params =
+                send_params.then(|| names.iter().map(|n| (*n).to_owned()).zip(values).collect());
+            (path, params)
+        })
+        .boxed()
+}
+
+/// A path (after the stage) and the path parameters API Gateway would send:
+/// every route of the route table, and paths near them that are none.
 fn path_strategy() -> BoxedStrategy<(String, Option<BTreeMap<String, String>>)> {
-    let queue_status = (world_strategy(), prop::bool::weighted(0.9)).prop_map(|(w, params)| {
-        let path = format!("/v1/matching/queue-status/{}", percent_encode(&w));
-        let params = params.then(|| BTreeMap::from([("worldType".to_owned(), w)]));
-        (path, params)
+    let routes = ROUTES.iter().map(|spec| {
+        let weight = if spec.parameter_names().next().is_some() {
+            3
+        } else {
+            2
+        };
+        (weight, route_path_strategy(spec))
     });
+    let routes = prop::strategy::Union::new_weighted(routes.collect());
     prop_oneof![
-        6 => prop::sample::select(vec![
-            "/v1/matching/join", "/v1/matching/leave", "/v1/matching/my-status", ACCEPT_PATH,
-        ])
-        .prop_map(|p| (p.to_owned(), None)),
-        3 => queue_status,
-        2 => (sub_strategy(), prop::bool::weighted(0.9)).prop_map(|(id, params)| {
-            let path = format!("/v1/ratings/{}", percent_encode(&id));
-            let params = params.then(|| BTreeMap::from([("playerId".to_owned(), id)]));
-            (path, params)
-        }),
-        2 => (nasty_string(), prop::bool::weighted(0.9)).prop_map(|(id, params)| {
-            let path = format!("/v1/matching/matches/{}", percent_encode(&id));
-            let params = params.then(|| BTreeMap::from([("matchId".to_owned(), id)]));
-            (path, params)
-        }),
-        2 => Just(("/v1/parties".to_owned(), None)),
-        3 => (party_id_strategy(), prop::bool::weighted(0.8)).prop_map(|(id, params)| {
-            let path = format!("/v1/parties/{}/join", party_segment(&id));
-            let params = params.then(|| BTreeMap::from([("partyId".to_owned(), id)]));
-            (path, params)
-        }),
-        3 => (party_id_strategy(), prop::bool::weighted(0.8)).prop_map(|(id, params)| {
-            let path = format!("/v1/parties/{}", party_segment(&id));
-            let params = params.then(|| BTreeMap::from([("partyId".to_owned(), id)]));
-            (path, params)
-        }),
-        2 => prop::sample::select(vec![
+        25 => routes,
+        3 => prop::sample::select(vec![
             "/", "/v1", "/v1/matching", "/v1/matching/", "/v1/matching/join/", "/V1/MATCHING/JOIN",
             "/v1//matching/join", "/v1/matching/queue-status/", "/v1/matching/queue-status/a/b",
             "/v1/matching/joins", "/v1/matching/join%00", "/v1/matching/my-status/alice",
@@ -2888,7 +2853,7 @@ fn http_case_strategy() -> BoxedStrategy<HttpCase> {
         prop::option::weighted(0.75, Just(())),
         prop::sample::select(METHODS.to_vec()),
         prop::option::weighted(0.7, Just(())),
-        prop::sample::select(vec![Function::Join, Function::Leave, Function::Status]),
+        prop::sample::select(Function::ALL.to_vec()),
         prop::option::weighted(
             0.15,
             prop_oneof![
@@ -2914,12 +2879,7 @@ fn http_case_strategy() -> BoxedStrategy<HttpCase> {
                     _ => random_method.to_owned(),
                 };
                 let function = match (route, right_fn) {
-                    (Some(Route::Join), Some(())) => Function::Join,
-                    (Some(Route::Leave), Some(())) => Function::Leave,
-                    (Some(Route::QueueStatus | Route::MyStatus), Some(())) => Function::Status,
-                    (Some(Route::CreateParty | Route::JoinParty), Some(())) => Function::Join,
-                    (Some(Route::CancelParty), Some(())) => Function::Leave,
-                    (Some(Route::Accept), Some(())) => Function::Join,
+                    (Some(r), Some(())) => r.function(),
                     _ => random_fn,
                 };
                 let body = if method == "GET" || method == "HEAD" {
@@ -3711,6 +3671,44 @@ async fn corpus_replays_with_the_same_properties() {
     }
     let state = redis_state(&h.store).await;
     assert_only_known_keys(&h.store, &state, "after the corpus");
+}
+
+/// Every row of the route table reaches a handler of its own function and of
+/// no other (they answer NOT_FOUND, as for an unknown path): a route added to
+/// the table without its arm in its function's `handle` fails here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_of_the_table_is_served_by_its_function_only() {
+    let h = Harness::start("hostile-routes").await;
+    for spec in ROUTES {
+        let path = spec
+            .parameter_names()
+            .fold(spec.path.to_owned(), |path, name| {
+                path.replace(&format!("{{{name}}}"), "x")
+            });
+        for function in Function::ALL {
+            // No identity: the route's own handler answers 401 before it
+            // reads anything else.
+            let mut case = post(function, &path, None, Identity::NoAuthorizer);
+            case.method = spec.method.to_string();
+            let context = shown(&case);
+            let request = lambda_http::request::from_str(&http_event(&case).to_string())
+                .unwrap_or_else(|e| panic!("not a valid HTTP API event ({e}): {context}"));
+            let resp = h.invoke(function, request).await;
+            let status = resp.status().as_u16();
+            let body = check_envelope(&resp, &context);
+            let want = if function == spec.function {
+                (401, "UNAUTHORIZED")
+            } else {
+                (404, "NOT_FOUND")
+            };
+            assert_eq!(
+                (status, body["data"]["error"].as_str().unwrap_or_default()),
+                want,
+                "{} sent to {function:?}: {body}",
+                spec.route_key
+            );
+        }
+    }
 }
 
 /// The oracle's table of error codes is the one docs/http-api.md documents

@@ -2,7 +2,7 @@
 //! map its outcome. The party routes are in `parties.rs`.
 
 use lambda_http::http::StatusCode;
-use lambda_http::{Body, Error, Request, RequestExt, Response};
+use lambda_http::{Body, Error, Request, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shared::use_cases::RatingWrite;
@@ -16,11 +16,10 @@ use super::errors::{
     envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
 };
 use super::request::{
-    caller, check_method, claim, configured_world, invalid_field, json_body, scopes,
+    authorize, caller, check_method, claim, configured_world, forbidden, invalid_field, json_body,
+    scopes,
 };
-use super::{
-    request_path, segment_after, Route, MATCH_PREFIX, QUEUE_STATUS_PREFIX, RATINGS_PREFIX,
-};
+use super::{path_parameter, ConfiguredScope, Route};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -318,15 +317,6 @@ async fn leave_inner(store: &MatchStore, req: &Request) -> Result<Response<Body>
     }
 }
 
-/// The `{worldType}` of a queue-status request: the path parameter, or the
-/// last path segment when the request did not come with path parameters.
-fn queue_status_world(req: &Request) -> Option<String> {
-    if let Some(world) = req.path_parameters_ref().and_then(|p| p.first("worldType")) {
-        return Some(world.to_owned());
-    }
-    segment_after(request_path(req), QUEUE_STATUS_PREFIX).map(str::to_owned)
-}
-
 /// `GET /v1/matching/queue-status/{worldType}`: a world's queue depth.
 #[tracing::instrument(name = "http_queue_status", skip_all, fields(world = Empty))]
 pub async fn queue_status(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
@@ -336,7 +326,7 @@ pub async fn queue_status(store: &MatchStore, req: Request) -> Result<Response<B
 async fn queue_status_inner(store: &MatchStore, req: &Request) -> Result<Response<Body>, Failure> {
     check_method(req, Route::QueueStatus)?;
     caller(req)?;
-    let Some(name) = queue_status_world(req) else {
+    let Some(name) = path_parameter(req, "worldType") else {
         return Err(not_found_error(req).into());
     };
     let world = configured_world(store, &name)?;
@@ -391,12 +381,7 @@ async fn match_record_inner(store: &MatchStore, req: &Request) -> Result<Respons
     check_method(req, Route::Match)?;
     let player = caller(req)?;
     tracing::Span::current().record("player", player.as_str());
-    let raw = req
-        .path_parameters_ref()
-        .and_then(|p| p.first("matchId"))
-        .map(str::to_owned)
-        .or_else(|| segment_after(request_path(req), MATCH_PREFIX).map(str::to_owned))
-        .ok_or_else(|| not_found_error(req))?;
+    let raw = path_parameter(req, "matchId").ok_or_else(|| not_found_error(req))?;
     let id = MatchId::parse(&raw).map_err(|e| invalid_field("matchId", e))?;
     match use_cases::match_for_participant(store, &id, &player).await? {
         Some(record) => Ok(ok(
@@ -426,12 +411,7 @@ async fn put_rating_inner(store: &MatchStore, req: &Request) -> Result<Response<
     check_method(req, Route::Rating)?;
     let caller = caller(req)?;
     tracing::Span::current().record("caller", caller.as_str());
-    let raw = req
-        .path_parameters_ref()
-        .and_then(|p| p.first("playerId"))
-        .map(str::to_owned)
-        .or_else(|| segment_after(request_path(req), RATINGS_PREFIX).map(str::to_owned))
-        .ok_or_else(|| not_found_error(req))?;
+    let raw = path_parameter(req, "playerId").ok_or_else(|| not_found_error(req))?;
     let player = PlayerId::parse(&raw).map_err(|e| invalid_field("playerId", e))?;
     let body: RatingBody = json_body(req)?;
     let world = body
@@ -440,6 +420,9 @@ async fn put_rating_inner(store: &MatchStore, req: &Request) -> Result<Response<
         .map(|name| configured_world(store, name).map(|w| w.name.clone()))
         .transpose()?;
     let rating = Rating::new(body.rating).map_err(|e| invalid_field("rating", e))?;
+    // The route's access rule, once the request is read: a malformed write
+    // is a 400 whoever sends it.
+    authorize(req, Route::Rating, store.settings())?;
     match use_cases::set_rating(store, &scopes(req), &player, world.as_ref(), rating).await? {
         RatingWrite::Stored { previous } => Ok(ok(
             &format!("rating of {player} set to {rating}"),
@@ -450,14 +433,9 @@ async fn put_rating_inner(store: &MatchStore, req: &Request) -> Result<Response<
                 previous_rating: previous,
             },
         )),
-        RatingWrite::Forbidden => Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "writing ratings needs a token with the configured writer scope",
-        )
-        .with(ErrorDetails::Scope {
-            required: store.settings().ratings.writer_scope.clone(),
-        })
-        .into()),
+        RatingWrite::Forbidden => {
+            Err(forbidden(ConfiguredScope::RatingsWriter, store.settings()).into())
+        }
         RatingWrite::OutOfRange { .. } => {
             Err(invalid_rating(store, world, &rating.to_string(), "request"))
         }

@@ -14,8 +14,8 @@ mod handlers;
 mod parties;
 mod proposals;
 mod request;
+mod routes;
 
-use lambda_http::http::Method;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
@@ -24,101 +24,36 @@ pub use handlers::{join, leave, match_record, my_status, put_rating, queue_statu
 pub use parties::{cancel_party, create_party, join_party};
 pub use proposals::accept;
 pub use request::{caller, with_caller, MAX_BODY_BYTES};
-
-pub const JOIN_PATH: &str = "/v1/matching/join";
-pub const LEAVE_PATH: &str = "/v1/matching/leave";
-pub const MY_STATUS_PATH: &str = "/v1/matching/my-status";
-pub const ACCEPT_PATH: &str = "/v1/matching/accept";
-/// Followed by the world name: `/v1/matching/queue-status/{worldType}`.
-pub const QUEUE_STATUS_PREFIX: &str = "/v1/matching/queue-status/";
-/// Followed by the match id: `/v1/matching/matches/{matchId}`.
-pub const MATCH_PREFIX: &str = "/v1/matching/matches/";
-/// Followed by the player id: `PUT /v1/ratings/{playerId}`.
-pub const RATINGS_PREFIX: &str = "/v1/ratings/";
-/// `POST /v1/parties`; followed by `{partyId}` (`DELETE`) or
-/// `{partyId}/join` (`POST`).
-pub const PARTIES_PATH: &str = "/v1/parties";
-pub const PARTIES_PREFIX: &str = "/v1/parties/";
-const PARTY_JOIN_SUFFIX: &str = "/join";
-
-/// The routes of the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    Join,
-    Leave,
-    QueueStatus,
-    MyStatus,
-    Match,
-    Rating,
-    /// `POST /v1/parties`
-    CreateParty,
-    /// `POST /v1/parties/{partyId}/join`
-    JoinParty,
-    /// `DELETE /v1/parties/{partyId}`
-    CancelParty,
-    /// `POST /v1/matching/accept`
-    Accept,
-}
-
-/// The `{partyId}` of a party route path, and whether it is the join route.
-fn party_path(path: &str) -> Option<(&str, bool)> {
-    let rest = path.strip_prefix(PARTIES_PREFIX)?;
-    let (id, join) = match rest.strip_suffix(PARTY_JOIN_SUFFIX) {
-        Some(id) => (id, true),
-        None => (rest, false),
-    };
-    (!id.is_empty() && !id.contains('/')).then_some((id, join))
-}
-
-/// The last segment of `path` after `prefix`, if it is one non-empty segment.
-fn segment_after<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
-    path.strip_prefix(prefix)
-        .filter(|rest| !rest.is_empty() && !rest.contains('/'))
-}
+pub use routes::{Access, ConfiguredScope, Function, Route, RouteSpec, ROUTES};
 
 impl Route {
-    /// The route a request's path belongs to (any method), if any.
+    /// The route a request's path belongs to (any method: its handler
+    /// answers another method 405), the stage ignored.
     pub fn of(req: &Request) -> Option<Self> {
-        let path = request_path(req);
-        match path {
-            JOIN_PATH => Some(Route::Join),
-            LEAVE_PATH => Some(Route::Leave),
-            MY_STATUS_PATH => Some(Route::MyStatus),
-            ACCEPT_PATH => Some(Route::Accept),
-            _ if segment_after(path, QUEUE_STATUS_PREFIX).is_some() => Some(Route::QueueStatus),
-            _ if segment_after(path, MATCH_PREFIX).is_some() => Some(Route::Match),
-            _ if segment_after(path, RATINGS_PREFIX).is_some() => Some(Route::Rating),
-            PARTIES_PATH => Some(Route::CreateParty),
-            _ => match party_path(path) {
-                Some((_, true)) => Some(Route::JoinParty),
-                Some((_, false)) => Some(Route::CancelParty),
-                None => None,
-            },
-        }
+        Route::at(req.method(), request_path(req))
     }
+}
 
-    /// The one method the route answers.
-    pub fn method(self) -> Method {
-        match self {
-            Route::Join | Route::Leave | Route::CreateParty | Route::JoinParty | Route::Accept => {
-                Method::POST
-            }
-            Route::QueueStatus | Route::MyStatus | Route::Match => Method::GET,
-            Route::Rating => Method::PUT,
-            Route::CancelParty => Method::DELETE,
-        }
-    }
+/// The route of `req` if `function` serves it. A route of another function
+/// is answered like an unknown path ([`not_found`]), as API Gateway never
+/// sends a function another one's route.
+pub fn route_for(function: Function, req: &Request) -> Option<Route> {
+    Route::of(req).filter(|route| route.function() == function)
+}
 
-    fn method_name(self) -> &'static str {
-        match self {
-            Route::Join | Route::Leave | Route::CreateParty | Route::JoinParty | Route::Accept => {
-                "POST"
-            }
-            Route::QueueStatus | Route::MyStatus | Route::Match => "GET",
-            Route::Rating => "PUT",
-            Route::CancelParty => "DELETE",
-        }
+/// A path parameter of the request: the one API Gateway sent, else the
+/// segment of the path where the matching route's template names it.
+pub(crate) fn path_parameter(req: &Request, name: &str) -> Option<String> {
+    if let Some(value) = req.path_parameters_ref().and_then(|p| p.first(name)) {
+        return Some(value.to_owned());
     }
+    let route = Route::of(req)?;
+    route
+        .spec()
+        .match_path(request_path(req))?
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, value)| value.to_owned())
 }
 
 /// The request path without the stage. API Gateway puts a named stage in
@@ -147,6 +82,7 @@ pub fn request_path(req: &Request) -> &str {
 #[cfg(test)]
 mod tests {
     use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
+    use lambda_http::http::Method;
     use lambda_http::Body;
 
     use super::*;

@@ -3,7 +3,7 @@
 //! or decline an invitation).
 
 use lambda_http::http::StatusCode;
-use lambda_http::{Body, Error, Request, RequestExt, Response};
+use lambda_http::{Body, Error, Request, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shared::use_cases::{self, PartyRejection};
@@ -23,7 +23,7 @@ use super::handlers::{
 use super::request::{
     caller, check_method, claim, configured_world, invalid_field, json_body, optional_json_body,
 };
-use super::{party_path, request_path, Route};
+use super::{path_parameter, Route};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -73,12 +73,7 @@ fn rating_claim(
 
 /// The `{partyId}` of the request: the path parameter, else from the path.
 fn party_id(req: &Request) -> Result<PartyId, Failure> {
-    let raw = req
-        .path_parameters_ref()
-        .and_then(|p| p.first("partyId"))
-        .map(str::to_owned)
-        .or_else(|| party_path(request_path(req)).map(|(id, _)| id.to_owned()))
-        .ok_or_else(|| not_found_error(req))?;
+    let raw = path_parameter(req, "partyId").ok_or_else(|| not_found_error(req))?;
     Ok(PartyId::parse(&raw).map_err(|e| invalid_field("partyId", e))?)
 }
 

@@ -10,10 +10,10 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use shared::{MatchStore, PlayerId, World, WorldName};
+use shared::{MatchStore, PlayerId, Settings, World, WorldName};
 
 use super::errors::{method_not_allowed, ApiError, ErrorCode, ErrorDetails};
-use super::Route;
+use super::{Access, ConfiguredScope, Route};
 
 /// Largest request body accepted, in bytes (ticket data alone is capped at
 /// 4 KiB; the rest is room for the envelope around it).
@@ -85,6 +85,31 @@ pub fn scopes(req: &Request) -> Vec<&str> {
                 .filter(|s| !s.is_empty())
         });
     parsed.into_iter().chain(from_claims).collect()
+}
+
+/// Applies `route`'s access rule (its row of the route table) to the
+/// caller, whose identity [`caller`] has already checked.
+pub(super) fn authorize(req: &Request, route: Route, settings: &Settings) -> Result<(), ApiError> {
+    match route.access() {
+        Access::Player => Ok(()),
+        Access::Scope(scope) => {
+            let granted = scope
+                .required(settings)
+                .is_some_and(|required| scopes(req).contains(&required));
+            if granted {
+                Ok(())
+            } else {
+                Err(forbidden(scope, settings))
+            }
+        }
+    }
+}
+
+/// 403 FORBIDDEN: the caller's token lacks `scope` (or none is configured).
+pub(super) fn forbidden(scope: ConfiguredScope, settings: &Settings) -> ApiError {
+    ApiError::new(ErrorCode::Forbidden, scope.refusal()).with(ErrorDetails::Scope {
+        required: scope.required(settings).map(str::to_owned),
+    })
 }
 
 /// Attaches the identity a JWT authorizer would: `sub` = `player`. For the
@@ -228,7 +253,9 @@ mod tests {
     use lambda_http::Body;
 
     use super::*;
-    use crate::http::{JOIN_PATH, MY_STATUS_PATH};
+
+    const JOIN_PATH: &str = "/v1/matching/join";
+    const MY_STATUS_PATH: &str = "/v1/matching/my-status";
 
     fn request(method: Method, uri: &str, content_type: Option<&str>, body: &str) -> Request {
         let mut req = Request::new(Body::from(body));

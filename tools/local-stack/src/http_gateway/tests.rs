@@ -5,22 +5,15 @@ use super::*;
 #[test]
 fn routes_resolve_like_api_gateway() {
     assert_eq!(
-        ApiRoute::resolve(&Method::POST, "/v1/matching/join").map(|r| r.0),
-        Some(ApiRoute::Join)
+        resolve(&Method::POST, "/v1/matching/join").map(|r| r.0),
+        Some(Route::Join)
     );
-    assert_eq!(ApiRoute::resolve(&Method::GET, "/v1/matching/join"), None);
-    let (route, params) =
-        ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/world%7B1%7D").unwrap();
-    assert_eq!(route, ApiRoute::QueueStatus);
+    assert_eq!(resolve(&Method::GET, "/v1/matching/join"), None);
+    let (route, params) = resolve(&Method::GET, "/v1/matching/queue-status/world%7B1%7D").unwrap();
+    assert_eq!(route, Route::QueueStatus);
     assert_eq!(params["worldType"], "world{1}");
-    assert_eq!(
-        ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/"),
-        None
-    );
-    assert_eq!(
-        ApiRoute::resolve(&Method::GET, "/v1/matching/queue-status/a/b"),
-        None
-    );
+    assert_eq!(resolve(&Method::GET, "/v1/matching/queue-status/"), None);
+    assert_eq!(resolve(&Method::GET, "/v1/matching/queue-status/a/b"), None);
     assert_eq!(
         percent_decode("%é%4"),
         "%é%4",
@@ -36,7 +29,7 @@ fn events_carry_claims_as_strings_and_parse_as_payload_v2() {
     claims.insert("exp".into(), json!(1_900_000_000u64));
     let uri: Uri = "/v1/matching/join?x=1".parse().unwrap();
     let event = http_api_event(
-        ApiRoute::Join,
+        Route::Join,
         &Method::POST,
         &uri,
         &HeaderMap::new(),
@@ -65,7 +58,7 @@ fn events_carry_claims_as_strings_and_parse_as_payload_v2() {
         other => panic!("{other:?}"),
     }
     let binary = http_api_event(
-        ApiRoute::Join,
+        Route::Join,
         &Method::POST,
         &uri,
         &HeaderMap::new(),
