@@ -10,7 +10,8 @@
 //! Through the local stack (real HTTP and real WebSocket upgrades): every
 //! forged, foreign, expired or unsigned token is refused with 401 and changes
 //! nothing, and a token for one player cannot register a connection that
-//! receives another player's pushes.
+//! receives another player's pushes. A scope counts whether the token's
+//! `scope`/`scp` claim is a space-separated string or a JSON list.
 
 mod support;
 
@@ -786,6 +787,77 @@ async fn a_token_for_one_player_never_receives_another_players_pushes() {
     drop(mallory);
     for p in [alice, bob, carol] {
         p.disconnect().await;
+    }
+    stack.stop().await;
+}
+
+/// The writer scope the scope tests configure.
+const WRITER_SCOPE: &str = "matchmaking/ratings.write";
+
+/// A stack whose rule set names [`WRITER_SCOPE`] as the ratings writer scope.
+async fn start_stack_with_writer_scope() -> LocalStack {
+    let rules = format!(
+        r#"{{"ratings": {{"writerScope": "{WRITER_SCOPE}"}},
+            "worlds": [{{"name": "world1", "teamSize": 2}}]}}"#
+    );
+    support::start_stack_vars(&[("MM_RULES", &rules)]).await
+}
+
+/// `PUT /v1/ratings/target` with a token carrying `claims`: status and
+/// `data.error` (empty for a success).
+async fn rating_write_with(stack: &LocalStack, claims: Value) -> (u16, String) {
+    let token = support::token_with(stack, "game-server", claims).await;
+    let (status, body) = call(
+        stack,
+        "PUT",
+        "/v1/ratings/target",
+        Some(&token),
+        Some(json!({"rating": 1500})),
+    )
+    .await;
+    let code = body["data"]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (status, code)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_counts_in_a_string_claim_and_in_a_json_list_claim() {
+    let stack = start_stack_with_writer_scope().await;
+    let granted = [
+        json!({"scope": WRITER_SCOPE}),
+        json!({"scp": WRITER_SCOPE}),
+        json!({"scope": format!("matchmaking/play {WRITER_SCOPE}")}),
+        // The list form some identity providers issue.
+        json!({"scp": [WRITER_SCOPE]}),
+        json!({"scp": ["matchmaking/play", WRITER_SCOPE]}),
+        json!({"scope": [WRITER_SCOPE]}),
+    ];
+    for claims in granted {
+        assert_eq!(
+            rating_write_with(&stack, claims.clone()).await,
+            (200, String::new()),
+            "{claims}"
+        );
+    }
+    let refused = [
+        json!({}),
+        json!({"scp": ["matchmaking/play"]}),
+        json!({"scp": []}),
+        // Neither a prefix, nor the scope's text inside a longer one.
+        json!({"scp": ["matchmaking/ratings"]}),
+        json!({"scp": [format!("{WRITER_SCOPE}s")]}),
+        json!({"scp": [format!("{WRITER_SCOPE} x")]}),
+        json!({"scp": format!("[\"{WRITER_SCOPE}\"")}),
+        json!({"scp": {"scope": WRITER_SCOPE}}),
+    ];
+    for claims in refused {
+        assert_eq!(
+            rating_write_with(&stack, claims.clone()).await,
+            (403, "FORBIDDEN".to_owned()),
+            "{claims}"
+        );
     }
     stack.stop().await;
 }

@@ -423,7 +423,9 @@ async fn put_rating_inner(store: &MatchStore, req: &Request) -> Result<Response<
     // The route's access rule, once the request is read: a malformed write
     // is a 400 whoever sends it.
     authorize(req, Route::Rating, store.settings())?;
-    match use_cases::set_rating(store, &scopes(req), &player, world.as_ref(), rating).await? {
+    let scopes = scopes(req);
+    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+    match use_cases::set_rating(store, &scopes, &player, world.as_ref(), rating).await? {
         RatingWrite::Stored { previous } => Ok(ok(
             &format!("rating of {player} set to {rating}"),
             &RatingStored {

@@ -62,29 +62,44 @@ pub fn claim<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
 }
 
 /// The caller's OAuth scopes: what the JWT authorizer parsed into
-/// `jwt.scopes`, plus the `scope` claim (space-separated, Cognito access
-/// tokens) and `scp` (a list arrives as `[a b]`).
-pub fn scopes(req: &Request) -> Vec<&str> {
-    let parsed = match req.request_context_ref() {
+/// `jwt.scopes`, plus those of the `scope` and `scp` claims in any of the
+/// forms they arrive in (see [`claim_scopes`]).
+pub fn scopes(req: &Request) -> Vec<String> {
+    let parsed: Vec<String> = match req.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(ctx)) => ctx
             .authorizer
             .as_ref()
             .and_then(|a| a.jwt.as_ref())
-            .map(|jwt| jwt.scopes.iter().flatten().map(String::as_str).collect())
+            .map(|jwt| jwt.scopes.iter().flatten().cloned().collect())
             .unwrap_or_default(),
         _ => Vec::new(),
     };
     let from_claims = ["scope", "scp"]
         .into_iter()
         .filter_map(|name| claim(req, name))
-        .flat_map(|value| {
-            value
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .split([' ', ','])
-                .filter(|s| !s.is_empty())
-        });
+        .flat_map(claim_scopes);
     parsed.into_iter().chain(from_claims).collect()
+}
+
+/// The scopes in one claim. Every claim reaches the function as a string,
+/// whatever its JSON type in the token, so a list of scopes comes as
+/// - a space-separated string (`a b`: OAuth's `scope`, Cognito);
+/// - JSON text of a list of strings (`["a","b"]`: what the local stack
+///   passes, and what a string claim holding JSON looks like);
+/// - API Gateway's rendering of a list claim (`[a b]`).
+///
+/// A JSON list's elements are taken whole (a scope has no spaces).
+fn claim_scopes(value: &str) -> Vec<String> {
+    if let Ok(list) = serde_json::from_str::<Vec<String>>(value) {
+        return list.into_iter().filter(|s| !s.is_empty()).collect();
+    }
+    value
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(|c: char| c.is_ascii_whitespace() || c == ',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Applies `route`'s access rule (its row of the route table) to the
@@ -95,7 +110,7 @@ pub(super) fn authorize(req: &Request, route: Route, settings: &Settings) -> Res
         Access::Scope(scope) => {
             let granted = scope
                 .required(settings)
-                .is_some_and(|required| scopes(req).contains(&required));
+                .is_some_and(|required| scopes(req).iter().any(|have| have == required));
             if granted {
                 Ok(())
             } else {
@@ -288,6 +303,26 @@ mod tests {
             let req = request(Method::POST, JOIN_PATH, Some(bad), "{}");
             let err = check_content_type(&req).unwrap_err();
             assert_eq!(err.code, ErrorCode::UnsupportedMediaType, "{bad}");
+        }
+    }
+
+    #[test]
+    fn scope_claims_are_read_as_a_string_a_json_list_or_api_gateways_list() {
+        let cases: [(&str, &[&str]); 9] = [
+            ("a b", &["a", "b"]),
+            ("a", &["a"]),
+            // The local stack: a list claim as JSON text.
+            (r#"["a/x.write"]"#, &["a/x.write"]),
+            (r#"["a", "b"]"#, &["a", "b"]),
+            (r#"["a b"]"#, &["a b"]),
+            // API Gateway: a list claim as `[a b]`.
+            ("[a/x.write b]", &["a/x.write", "b"]),
+            ("[]", &[]),
+            ("", &[]),
+            (r#"{"scope":"a"}"#, &[r#"{"scope":"a"}"#]),
+        ];
+        for (claim, want) in cases {
+            assert_eq!(claim_scopes(claim), want, "{claim}");
         }
     }
 
