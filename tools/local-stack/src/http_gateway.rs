@@ -18,7 +18,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use lambda_common::http::{Route, ROUTES};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use shared::{MatchStore, PlayerId};
 
 use crate::dev_auth::DevIssuer;
@@ -119,34 +119,49 @@ async fn jwks<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>) -> Js
     Json(gateway.issuer.jwks().clone())
 }
 
+/// What `POST /dev/token` takes.
+const DEV_TOKEN_SHAPE: &str = r#"{"sub": "<player id>", "claims": {<extra claims>}}"#;
+
+/// The `sub` and extra claims of a `POST /dev/token` body. Anything it would
+/// not put in the token is refused rather than dropped, so a claim written
+/// next to `sub` instead of inside `claims` is not silently missing.
+fn dev_token_request(body: &[u8]) -> Result<(String, Map<String, Value>), String> {
+    let Ok(Value::Object(mut request)) = serde_json::from_slice::<Value>(body) else {
+        return Err(format!("body must be {DEV_TOKEN_SHAPE}"));
+    };
+    let claims = match request.remove("claims") {
+        None => Map::new(),
+        Some(Value::Object(claims)) => claims,
+        Some(_) => {
+            return Err(format!(
+                "\"claims\" must be an object of extra claims: {DEV_TOKEN_SHAPE}"
+            ))
+        }
+    };
+    let sub = match request.remove("sub") {
+        Some(Value::String(sub)) => sub,
+        _ => return Err(format!("body must be {DEV_TOKEN_SHAPE}")),
+    };
+    if let Some(field) = request.keys().next() {
+        return Err(format!(
+            "unknown field {field:?}: extra claims go inside \"claims\", \
+             e.g. {{\"sub\": {sub:?}, \"claims\": {{{field:?}: ...}}}}"
+        ));
+    }
+    PlayerId::parse(&sub).map_err(|e| e.to_string())?;
+    Ok((sub, claims))
+}
+
 async fn dev_token<H: HttpHandlers>(
     State(gateway): State<Arc<HttpGateway<H>>>,
     body: Bytes,
 ) -> Response {
-    let request = serde_json::from_slice::<Value>(&body).ok();
-    let extra = request
-        .as_ref()
-        .and_then(|v| v.get("claims"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let sub = request
-        .as_ref()
-        .and_then(|v| v.get("sub").and_then(Value::as_str).map(str::to_owned));
-    let Some(sub) = sub else {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"message": "body must be {\"sub\": \"<player id>\"}"})),
-        )
-            .into_response();
+    let (sub, extra) = match dev_token_request(&body) {
+        Ok(request) => request,
+        Err(message) => {
+            return (StatusCode::BAD_REQUEST, Json(json!({ "message": message }))).into_response()
+        }
     };
-    if let Err(e) = PlayerId::parse(&sub) {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"message": e.to_string()})),
-        )
-            .into_response();
-    }
     match gateway.issuer.mint_with(&sub, DEV_TOKEN_TTL, &extra) {
         Ok(token) => {
             Json(json!({ "token": token, "expiresIn": DEV_TOKEN_TTL.as_secs() })).into_response()

@@ -861,3 +861,57 @@ async fn a_scope_counts_in_a_string_claim_and_in_a_json_list_claim() {
     }
     stack.stop().await;
 }
+
+/// `POST /dev/token` with `body`: status and JSON answer.
+async fn dev_token(stack: &LocalStack, body: &Value) -> (u16, Value) {
+    let res = support::http()
+        .post(format!("{}/dev/token", stack.http_url))
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST /dev/token");
+    let status = res.status().as_u16();
+    (status, res.json().await.expect("JSON answer"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_token_refuses_fields_it_would_drop_and_says_where_claims_go() {
+    let stack = start_stack(WORLDS, &[]).await;
+    for (body, field) in [
+        (
+            json!({"sub": "alice", "scp": "matchmaking/ratings.write"}),
+            "scp",
+        ),
+        (json!({"sub": "alice", "claims": {}, "mmr": 1700}), "mmr"),
+        (json!({"sub": "alice", "Claims": {"mmr": 1700}}), "Claims"),
+    ] {
+        let (status, answer) = dev_token(&stack, &body).await;
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(answer.get("token").is_none(), "{body}: {answer}");
+        assert!(
+            message.contains(&format!("\"{field}\"")) && message.contains("claims"),
+            "the message names the field and points to claims: {message}"
+        );
+    }
+    // Claims that are not an object would be dropped as well.
+    let (status, answer) = dev_token(&stack, &json!({"sub": "alice", "claims": ["mmr"]})).await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.get("token").is_none(), "{answer}");
+
+    // What it takes: `sub`, and extra claims under `claims`.
+    let (status, answer) = dev_token(
+        &stack,
+        &json!({"sub": "alice", "claims": {"scp": ["matchmaking/ratings.write"], "mmr": 1700}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let token = answer["token"].as_str().expect("a token");
+    let claims = stack.issuer.verify(token).expect("a valid token");
+    assert_eq!(claims["sub"], "alice");
+    assert_eq!(claims["scp"], json!(["matchmaking/ratings.write"]));
+    assert_eq!(claims["mmr"], 1700);
+    let (status, answer) = dev_token(&stack, &json!({"sub": "alice"})).await;
+    assert_eq!(status, 200, "{answer}");
+    stack.stop().await;
+}
