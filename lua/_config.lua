@@ -1,73 +1,90 @@
--- _config.lua: a world's matching configuration, the one argument the
--- scripts that join and match take instead of ~20 (each argument costs
--- Redis ~0.1 µs to receive, and validating them all cost a join ~4 µs).
---
--- The configuration is one string of space-separated fields, "-" for none,
--- built once per world by the store (shared/src/store/config.rs):
---   1 seats per match N (>= 2)          2 teams per match (>= 1, divides N)
---   3 ticket lifetime ms (> 0)          4 match record lifetime ms (> 0)
---   5 instant match: 1 or 0             6 queue capacity (0 = unbounded)
---   7 statistics window ms (>= 0)       8 the world requires presence: 1 or 0
---   9 matching mode: fifo or rating
---   10..14 rated worlds: base window, widening per second, maximum window,
---          relax after ms, retry an anchor after ms ("-" each for fifo)
---   15..17 rated worlds with teams: balance window base, widening per
---          second and maximum ("-" each otherwise)
---   18 ready check: acceptance time limit ms (0 = none: matches are final)
---   19 ready check: cool-down ms for who declines or does not answer
---   20 the default rating for players without one ("-" for none)
---   21, 22 the lowest and highest rating accepted
---   23 a rated party's rating: average or max of its members'
---
--- A configuration is validated once and the parsed table kept for the next
--- call with the same string (in the function library, whose state lives as
--- long as the library is loaded; the EVALSHA fallback parses every call).
--- The parsed table is shared between calls: scripts only read it.
+-- _config.lua: a world's configuration, one JSON argument of the scripts
+-- that act on a world (built once per world by the store:
+-- shared/src/store/config.rs), decoded and validated once and kept for the
+-- next call with the same string (in the function library, whose state
+-- lives as long as the library is loaded; the EVALSHA fallback decodes it
+-- every call). The parsed table is shared between calls: scripts only read
+-- it. Fields (ms are milliseconds):
+--   seats (>= 2), teams (>= 1, divides seats), ticket_ttl, match_ttl (> 0),
+--   instant (bool), capacity (0 = unbounded), window (statistics, >= 0),
+--   presence (bool), max_party (>= 1), party_ttl (> 0),
+--   ratings = { min, max, default? }, party_rating ("average" or "max"),
+--   rating? = { base, per_sec, max, relax_ms, retry_ms (> 0),
+--               balance? = { base, per_sec, max } }   (rated worlds)
+--   ready_check? = { accept_ms (> 0), cooldown_ms }    (ready checks)
 
-local CONFIG_FIELDS = 23
 -- A deployment has a handful of worlds; the cap only bounds memory should
 -- configurations ever change often (each deployment's strings differ).
 local CONFIG_CACHE_MAX = 64
 local config_cache, config_cached = {}, 0
 
+local function is_int(v, min)
+  return type(v) == 'number' and v == math.floor(v) and v >= min
+end
+
+-- A widening window { base, per_sec, max } (ratings or team balance), or nil.
+local function window_rules(w)
+  if type(w) ~= 'table' then return nil end
+  if type(w.base) ~= 'number' or w.base < 0 or type(w.per_sec) ~= 'number' or w.per_sec < 0
+      or type(w.max) ~= 'number' or w.max < w.base then
+    return nil
+  end
+  return { base = w.base, per_sec = w.per_sec, max = w.max }
+end
+
+-- A rated world's rules: { base, per_sec, max, relax_ms, retry_ms,
+-- balance = { base, per_sec, max, relax_ms } or nil }, or nil when malformed.
+local function rated_rules(r)
+  local rules = window_rules(r)
+  if not rules or not is_int(r.relax_ms, 0) or not is_int(r.retry_ms, 1) then return nil end
+  rules.relax_ms, rules.retry_ms = r.relax_ms, r.retry_ms
+  if r.balance ~= nil then
+    rules.balance = window_rules(r.balance)
+    if not rules.balance then return nil end
+    rules.balance.relax_ms = r.relax_ms
+  end
+  return rules
+end
+
 local function parse_world_config(s)
-  local f, n = {}, 0
-  for v in string.gmatch(s, '%S+') do
-    n = n + 1
-    if v ~= '-' then f[n] = v end
+  local ok, c = pcall(cjson.decode, s)
+  if not ok or type(c) ~= 'table' then return nil, 'world config is not a JSON object' end
+  if not is_int(c.seats, 2) then return nil, 'seats must be an integer >= 2' end
+  if not is_int(c.teams, 1) or c.seats % c.teams ~= 0 then return nil, 'teams must divide the seats' end
+  if not is_int(c.ticket_ttl, 1) then return nil, 'ticket lifetime must be > 0' end
+  if not is_int(c.match_ttl, 1) then return nil, 'match lifetime must be > 0' end
+  if type(c.instant) ~= 'boolean' then return nil, 'instant must be true or false' end
+  if not is_int(c.capacity, 0) then return nil, 'capacity must be an integer >= 0' end
+  if not is_int(c.window, 0) then return nil, 'window must be an integer >= 0' end
+  if type(c.presence) ~= 'boolean' then return nil, 'presence must be true or false' end
+  if not is_int(c.max_party, 1) then return nil, 'max_party must be an integer >= 1' end
+  if not is_int(c.party_ttl, 1) then return nil, 'party lifetime must be > 0' end
+  local r = c.ratings
+  if type(r) ~= 'table' or type(r.min) ~= 'number' or type(r.max) ~= 'number' or r.min > r.max then
+    return nil, 'bad rating range'
   end
-  if n ~= CONFIG_FIELDS then
-    return nil, 'world config has ' .. n .. ' fields, expected ' .. CONFIG_FIELDS
+  if r.default ~= nil and type(r.default) ~= 'number' then return nil, 'default rating is not a number' end
+  if c.party_rating ~= 'average' and c.party_rating ~= 'max' then
+    return nil, 'party_rating must be average or max'
   end
-  local c = {
-    seats = int_arg(f[1]), teams = int_arg(f[2]), ticket_ttl = int_arg(f[3]),
-    match_ttl = int_arg(f[4]), capacity = int_arg(f[6]), window = int_arg(f[7]),
-    min_rating = tonumber(f[21]), max_rating = tonumber(f[22]), aggregate = f[23],
+  local parsed = {
+    seats = c.seats, teams = c.teams, ticket_ttl = c.ticket_ttl, match_ttl = c.match_ttl,
+    instant = c.instant, capacity = c.capacity, window = c.window, presence = c.presence,
+    max_party = c.max_party, party_ttl = c.party_ttl, party_rating = c.party_rating,
+    min_rating = r.min, max_rating = r.max, default_rating = r.default,
   }
-  if not c.seats or c.seats < 2 then return nil, 'seats must be an integer >= 2' end
-  if not c.teams or c.teams < 1 or c.seats % c.teams ~= 0 then return nil, 'teams must divide the seats' end
-  if not c.ticket_ttl or c.ticket_ttl == 0 then return nil, 'ticket lifetime must be > 0' end
-  if not c.match_ttl or c.match_ttl == 0 then return nil, 'match lifetime must be > 0' end
-  if f[5] ~= '0' and f[5] ~= '1' then return nil, 'instant must be 0 or 1' end
-  if not c.capacity then return nil, 'capacity must be an integer >= 0' end
-  if not c.window then return nil, 'window must be an integer >= 0' end
-  if f[8] ~= '0' and f[8] ~= '1' then return nil, 'presence must be 0 or 1' end
-  if f[9] ~= 'fifo' and f[9] ~= 'rating' then return nil, 'mode must be fifo or rating' end
-  local accept_ms, cooldown_ms = int_arg(f[18]), int_arg(f[19])
-  if not accept_ms or not cooldown_ms then return nil, 'ready check times must be integers >= 0' end
-  if not c.min_rating or not c.max_rating or c.min_rating > c.max_rating then return nil, 'bad rating range' end
-  if f[20] then
-    c.default_rating = tonumber(f[20])
-    if not c.default_rating then return nil, 'default rating is not a number' end
+  if c.rating ~= nil then
+    parsed.rules = rated_rules(c.rating)
+    if not parsed.rules then return nil, 'bad rating rules' end
   end
-  if c.aggregate ~= 'average' and c.aggregate ~= 'max' then return nil, 'aggregate must be average or max' end
-  c.instant, c.presence = f[5] == '1', f[8] == '1'
-  if f[9] == 'rating' then
-    c.rules = rated_rules(f[10], f[11], f[12], f[13], f[14], f[15], f[16], f[17])
-    if not c.rules then return nil, 'bad rating rules' end
+  if c.ready_check ~= nil then
+    local rc = c.ready_check
+    if type(rc) ~= 'table' or not is_int(rc.accept_ms, 1) or not is_int(rc.cooldown_ms, 0) then
+      return nil, 'ready check times must be integers (accept_ms > 0)'
+    end
+    parsed.accept = { ms = rc.accept_ms, cooldown = rc.cooldown_ms }
   end
-  if accept_ms > 0 then c.accept = { ms = accept_ms, cooldown = cooldown_ms } end
-  return c
+  return parsed
 end
 
 -- The parsed configuration, or nil and what is wrong with it.

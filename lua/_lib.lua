@@ -1,27 +1,28 @@
 -- _lib.lua: basic helpers shared by the operation scripts.
 --
--- The library files are not scripts of their own: the Rust crate loads them,
--- in this order, once as a Redis function library with one function per
--- operation script (and, for servers without functions, prepends them to
--- every operation script), so each operation stays a single FCALL (or
--- EVALSHA) with no cross-script calls (see shared/src/scripts.rs):
---   _lib.lua       arguments, chunking, tickets' encoding, statistics, outbox
---   _tickets.lua   removing tickets (solo and party), sweeps, parties, notes
---   _presence.lua  the connection registry and presence
---   _teams.lua     packing tickets into teams
---   _proposals.lua ready checks: match proposals, accepted or cancelled
---   _matching.lua  recording matches; FIFO matching
---   _rated.lua     rated matching (windows, anchors)
---   _config.lua    a world's configuration (one argument, parsed once)
+-- The library files are not scripts of their own: the Rust crate loads them
+-- (in the order of LIBRARY_FILES in shared/src/scripts.rs) once as a Redis
+-- function library with one function per operation script, and, for servers
+-- without functions, prepends them to every operation script. Each
+-- operation stays a single FCALL (or EVALSHA) with no cross-script calls.
 --
 -- Conventions every script follows:
---   * All keys arrive in KEYS and share the namespace hash tag, so a script runs
+--   * Keys and arguments are reached by name: `k.players`, `k.queue`,
+--     `args.player`. The accessors are generated in front of each script
+--     from its declaration in shared/src/scripts.rs (the key names come from
+--     shared/src/keys.rs); no script indexes its keys or arguments by number, and a
+--     name that was not declared is an error, not a nil.
+--   * All keys are declared to Redis and share the namespace hash tag, so a script runs
 --     unchanged on a single node, on Redis Cluster and on ElastiCache Serverless.
 --   * Every input is validated before the first write: Redis does not roll back a
 --     script that fails half-way, so a late error would leave a partial write.
 --   * Replies are flat arrays of strings and integers (never string-keyed tables,
---     which Redis turns into empty replies). Match records travel as JSON.
+--     which Redis turns into empty replies), a status first and then exactly
+--     that status's fields. Match records travel as JSON.
 --   * Time is Redis server time (TIME), so Lambdas with skewed clocks agree.
+--   * Helpers that need more than a few values take a table: `ctx` (a world's
+--     call: k = its keys, world = its name, now, cfg = its configuration when
+--     the caller has it) and named options.
 
 -- unpack() of more than ~8000 values fails ("too many results to unpack"), so
 -- variadic commands are issued in chunks of this many arguments.
@@ -29,6 +30,18 @@ local CHUNK = 4000
 
 local function fail(msg)
   return redis.error_reply('ERR_ARG ' .. msg)
+end
+
+-- Tables of keys and arguments: reading a name that is not there is a bug
+-- (an undeclared key would silently be nil), so it raises.
+local STRICT = {
+  __index = function(_, name)
+    error('no key or argument named ' .. tostring(name) .. ' was declared for this script')
+  end,
+}
+
+local function strict(t)
+  return setmetatable(t, STRICT)
 end
 
 local function now_ms()
@@ -58,18 +71,6 @@ local function chunked(cmd, key, args, stride)
   end
 end
 
--- A ticket is stored as "<world> <seq> <joined_ms> <deadline_ms> <data>" in
--- the tickets hash: world names contain no spaces (validated in Rust) and the
--- optional data JSON is everything after the fourth space.
-local function encode_ticket(world, seq, joined, deadline, data)
-  return world .. ' ' .. seq .. ' ' .. joined .. ' ' .. deadline .. ' ' .. data
-end
-
-local function decode_ticket(s)
-  local world, seq, joined, deadline, data = string.match(s, '^(%S+) (%d+) (%d+) (%d+) (.*)$')
-  return world, tonumber(seq), tonumber(joined), tonumber(deadline), data
-end
-
 -- A number as Redis and JSON should see it: integers without a fraction,
 -- others with enough digits to round-trip.
 local function num(x)
@@ -79,30 +80,25 @@ local function num(x)
   return string.format('%.17g', x)
 end
 
--- Rated worlds keep two more ZSETs next to the queue: `ratings` holds
--- "<seq, 12 digits>:<ticket>" -> rating (the zero-padded sequence makes
--- equally rated tickets sort oldest first), and `due` holds ticket -> when it
--- is next tried as an anchor (ms). FIFO worlds leave both empty.
-local SEQ_DIGITS = 12
-
-local function rating_member(seq, ticket)
-  return string.format('%012d', seq) .. ':' .. ticket
+-- A world's statistics (its `stats` HASH), read in one HMGET: the match
+-- rate for wait estimates, in O(1), as a two-bucket sliding window (as rate
+-- limiters use) of `window` ms -- start (ms the current bucket began), cur
+-- and prev (players matched in the current and previous bucket), first (ms
+-- of the first match counted, so a young history is not averaged over the
+-- whole window) -- and parties (party tickets waiting: while there are
+-- none, a one-team FIFO world takes its fast path).
+local function world_stats(stats_key)
+  local v = redis.call('HMGET', stats_key, 'start', 'cur', 'prev', 'first', 'parties')
+  return {
+    start = tonumber(v[1]), cur = tonumber(v[2]) or 0, prev = tonumber(v[3]) or 0,
+    first = tonumber(v[4]), parties = tonumber(v[5]) or 0,
+  }
 end
 
-local function member_ticket(member)
-  return string.sub(member, SEQ_DIGITS + 2)
-end
-
--- Match-rate statistics of one world, for wait estimates, in O(1): a HASH
--- with a two-bucket sliding window (as rate limiters use) of `window` ms.
--- Fields: start (ms the current bucket began), cur and prev (players matched
--- in the current and previous bucket) and first (ms of the first match
--- counted, so a young history is not averaged over the whole window).
--- Returns players matched within the last `window` ms (prev weighted by its
--- overlap) and the span they were matched over.
-local function wait_stats(rate_key, now, window)
-  local v = redis.call('HMGET', rate_key, 'start', 'cur', 'prev', 'first')
-  local start, cur, prev, first = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4])
+-- Players matched within the last `window` ms (prev weighted by its
+-- overlap) and the span they were matched over, from world_stats.
+local function wait_estimate(s, now, window)
+  local start, cur, prev, first = s.start, s.cur, s.prev, s.first
   if start == nil or first == nil or window == 0 then
     return 0, 0
   end
@@ -118,9 +114,13 @@ local function wait_stats(rate_key, now, window)
   return players, math.min(window, now - math.max(first, now - window))
 end
 
+local function wait_stats(stats_key, now, window)
+  return wait_estimate(world_stats(stats_key), now, window)
+end
+
 -- Adds `players` matched now to a world's rate statistics.
-local function record_rate(rate_key, now, window, players)
-  local v = redis.call('HMGET', rate_key, 'start', 'cur', 'prev', 'first')
+local function record_rate(stats_key, now, window, players)
+  local v = redis.call('HMGET', stats_key, 'start', 'cur', 'prev', 'first')
   local start, cur, prev, first = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4])
   if start == nil or window == 0 or now >= start + 2 * window then
     start, cur, prev, first = now, 0, 0, now
@@ -128,7 +128,7 @@ local function record_rate(rate_key, now, window, players)
     prev, cur, start = cur, 0, start + window
   end
   if first == nil or first < now - 2 * window then first = now end
-  redis.call('HSET', rate_key, 'start', start, 'cur', cur + players, 'prev', prev, 'first', first)
+  redis.call('HSET', stats_key, 'start', start, 'cur', cur + players, 'prev', prev, 'first', first)
 end
 
 -- Outbox entry ids. Only the scripts make them; Rust parses them
@@ -158,7 +158,6 @@ local function outbox_add(outbox_key, ids, count, now)
   end
 end
 
-
 -- Notes: a message (JSON, built with cjson so it has no raw newline) and its
 -- recipients, stored as "<message>\n<player>\n<player>..." (player ids never
 -- contain control characters) under a counter id, and announced by one
@@ -186,13 +185,4 @@ local function quote(p)
     return cjson.encode(p)
   end
   return '"' .. p .. '"'
-end
-
--- Ticket ids: a solo ticket's id is its player's id; a party's ticket id is
--- PARTY_MARK followed by the party id. Player ids never contain control
--- characters, so the two never collide.
-local PARTY_MARK = '\1'
-
-local function is_party_ticket(t)
-  return string.byte(t, 1) == 1
 end

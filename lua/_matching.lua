@@ -1,7 +1,9 @@
 -- _matching.lua: recording matches, and FIFO matching.
 --
--- k: queue, deadlines, rate, tickets, matches, match_expiry, player_match,
---    outbox, match_seq, presence, ratings, due and the party keys.
+-- ctx: { k = the world's keys with the namespace's (queue, deadlines, data,
+-- rate, ratings, due; players, matches, match_expiry, match_seq, outbox,
+-- presence and the party and proposal keys), world, now, cfg = the world's
+-- configuration, proposed = matches made proposals so far (ready checks) }.
 
 -- Expired tickets a match-forming call removes first, at most.
 local MATCH_SWEEP_LIMIT = 1000
@@ -12,16 +14,19 @@ local FIFO_SCAN = 2000
 local INSTANT_SCAN = 4
 -- Incomplete matches the general FIFO path fills at once.
 local OPEN_MATCHES = 8
+-- Work the rescue of stranded FIFO matches may do per call, in tickets
+-- looked at (see fill_exactly): it runs only on what ordered filling left.
+local RESCUE_WORK = 8000
 
 -- A waiting ticket's players: { ticket, size, players, data (ticket data JSON
 -- per player, '' for none), ratings (per player; nil when unrated), sum (of
 -- the ratings, 0 unrated), party (the party id or nil), rating (the
 -- ticket's own: a party's aggregate) }. `rating` is the ticket's rating
--- (rated worlds). nil when the ticket is gone.
-local function ticket_info(k, t, rating)
+-- (rated worlds). nil when a party ticket's party is gone.
+local function ticket_info(ctx, t, rating)
   if is_party_ticket(t) then
     local id = string.sub(t, 2)
-    local party = load_party(k, id)
+    local party = load_party(ctx.k, id)
     if not party then return nil end
     local info = {
       ticket = t, size = #party.members, players = {}, data = {}, sum = 0, party = id, rating = rating,
@@ -39,11 +44,8 @@ local function ticket_info(k, t, rating)
     if #ratings == #party.members then info.ratings = ratings end
     return info
   end
-  local raw = redis.call('HGET', k.tickets, t)
-  if not raw then return nil end
-  local _, _, _, _, data = decode_ticket(raw)
   return {
-    ticket = t, size = 1, players = { t }, data = { data or '' },
+    ticket = t, size = 1, players = { t }, data = { ticket_data(ctx, t) },
     ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
   }
 end
@@ -62,9 +64,10 @@ end
 -- queued) and the next ones take their seats; the scan is bounded by
 -- `scan_limit` removals. Returns the chosen players, in queue order, and how
 -- many were removed.
-local function pick_fifo(k, world, team, groups, now, presence, scan_limit)
+local function pick_fifo(ctx, team, groups, scan_limit)
+  local k = ctx.k
   local taken = groups * team
-  if not presence then
+  if not ctx.cfg.presence then
     return redis.call('ZRANGE', k.queue, 0, taken - 1), 0
   end
   local chosen, n, removed, gone = {}, 0, 0, {}
@@ -74,7 +77,7 @@ local function pick_fifo(k, world, team, groups, now, presence, scan_limit)
     if #batch == 0 then break end
     offset = offset + #batch
     for _, p in ipairs(batch) do
-      if is_present(k.presence, p, now) then
+      if is_present(k.presence, p, ctx.now) then
         n = n + 1
         chosen[n] = p
       elseif removed < scan_limit then
@@ -84,70 +87,58 @@ local function pick_fifo(k, world, team, groups, now, presence, scan_limit)
     end
     if removed >= scan_limit then break end
   end
-  remove_tickets(k, world, gone, 'G', now)
+  remove_tickets(ctx, gone, 'G')
   -- Only whole groups are matched; the rest keep waiting.
   local whole = math.floor(n / team) * team
   for i = whole + 1, n do chosen[i] = nil end
   return chosen, removed
 end
 
--- Records `groups` matches of `team` players each from `players` durably
--- before anyone is told: writes each match record, every player's pointer
--- to it, its expiry, ONE outbox entry per match and the world's
--- recent-match statistics. With `ratings` (player -> rating, rated worlds),
--- each record also carries the participants' ratings and the match's spread
--- (max - min).
+-- Records `groups` matches of `seats` players each from `players` durably
+-- before anyone is told: writes each match record, every player's state
+-- (the match id, written over the ticket), its expiry, ONE outbox entry per
+-- match and the world's recent-match statistics. With `opts.ratings`
+-- (player -> rating, rated worlds), each record also carries the
+-- participants' ratings and the match's spread (max - min).
 --
--- Without `extra` (the fast path: solo tickets, one team) the players are
--- the tickets: their data is read and the tickets are removed here, and each
--- group is in queue order. With `extra` the caller has removed the tickets
--- and gives extra.data (ticket data per player position, '' for none) and
--- extra.layouts[g] for each group: { teams = { {position...}... } or nil,
--- parties = { {position...}... } } (positions 1..team within the group).
--- With extra.propose the records are only built, not written (a ready
--- check: see _proposals.lua). `front`: the players are exactly the first
--- groups * team of the queue (removed by rank, cheaper than by member).
--- Returns the records as JSON strings and the outbox ids ("M|<match id>").
+-- Without `opts.extra` (the fast path: solo tickets, one team) the players
+-- are the tickets: their data is read (in worlds where tickets carry any)
+-- and they leave the queue here, each group in queue order. With
+-- `opts.extra` the caller has removed the tickets and gives extra.data
+-- (ticket data per player position, '' for none) and extra.layouts[g] for
+-- each group: { teams = { {position...}... } or nil, parties = {
+-- {position...}... } } (positions 1..seats within the group). With
+-- extra.propose the records are only built, not written (a ready check: see
+-- _proposals.lua). `opts.front`: the players are exactly the first groups *
+-- seats of the queue (removed by rank, cheaper than by member). Returns the
+-- records as JSON strings and the outbox ids ("M|<match id>").
 --
 -- This runs for every instant match and for up to tens of thousands of
 -- players per matcher tick, so it avoids per-player Redis calls and pattern
 -- matching, and fills arrays with explicit indexes (# is O(log n) in Lua 5.1).
-local function record_matches(k, world, team, players, groups, match_ttl, now, window, ratings, extra, front)
+local function record_matches(ctx, players, groups, opts)
+  local k, now, world, team = ctx.k, ctx.now, ctx.world, ctx.cfg.seats
+  local ratings, extra = opts.ratings, opts.extra
   local taken = groups * team
   local data
   if extra then
     data = extra.data
   else
-    data = {}
-    local i = 1
-    while i <= taken do
-      local last = math.min(i + CHUNK - 1, taken)
-      local part = redis.call('HMGET', k.tickets, unpack(players, i, last))
-      for j = 1, last - i + 1 do
-        local t = part[j]
-        -- A ticket without data ends with the space before its (empty) data.
-        if t and string.byte(t, -1) ~= 32 then
-          local _, _, _, _, td = decode_ticket(t)
-          data[i + j - 1] = td
-        end
-      end
-      i = last + 1
-    end
-    if front then
+    data = tickets_data(ctx, players, taken)
+    if opts.front then
       redis.call('ZREMRANGEBYRANK', k.queue, 0, taken - 1)
     else
       chunked('ZREM', k.queue, players, 1)
     end
-    chunked('ZREM', k.deadlines, players, 1)
-    chunked('HDEL', k.tickets, players, 1)
+    if ctx.has_data then chunked('HDEL', k.data, players, 1) end
   end
 
   local last_seq = redis.call('INCRBY', k.match_seq, groups)
   local first_seq = last_seq - groups + 1
-  local records, ids, match_fields, expiry_args, pointer_args, outbox_args = {}, {}, {}, {}, {}, {}
+  local records, ids, match_fields, expiry_args, state_args, outbox_args = {}, {}, {}, {}, {}, {}
   -- Scores as strings: Redis formats a Lua number argument with
   -- snprintf("%.17g") each time, 20 000 times for 10 000 matches.
-  local expires = string.format('%d', now + match_ttl)
+  local expires = string.format('%d', now + ctx.cfg.match_ttl)
   local matched_at = string.format('%d', now)
   local id_prefix = string.format('%x-', now)
   local prefix = '","worldType":"' .. world .. '","participants":['
@@ -168,8 +159,8 @@ local function record_matches(k, world, team, players, groups, match_ttl, now, w
     for idx = base + 1, base + team do
       local d = data[idx]
       if d and d ~= '' then with_data = true end
-      pointer_args[2 * idx - 1] = players[idx]
-      pointer_args[2 * idx] = id
+      state_args[2 * idx - 1] = players[idx]
+      state_args[2 * idx] = id
     end
     -- The participants, quoted and comma-separated; `open` is the quote
     -- the list still needs around it.
@@ -253,9 +244,9 @@ local function record_matches(k, world, team, players, groups, match_ttl, now, w
   end
   chunked('HSET', k.matches, match_fields, 2)
   chunked('ZADD', k.match_expiry, expiry_args, 2)
-  chunked('HSET', k.player_match, pointer_args, 2)
+  chunked('HSET', k.players, state_args, 2)
   chunked('ZADD', k.outbox, outbox_args, 2)
-  record_rate(k.rate, now, window, taken)
+  record_rate(k.stats, now, ctx.cfg.window, taken)
   return records, ids
 end
 
@@ -264,9 +255,11 @@ end
 -- Each group is packed into `teams` teams (balanced by rating when the
 -- tickets are rated); a group that cannot be packed is left waiting.
 -- Removes the tickets (and parties), then records; in a world with a ready
--- check (k.accept) it makes proposals instead (counted in k.proposed).
+-- check (cfg.accept) it makes proposals instead (counted in ctx.proposed).
 -- Returns the records and outbox ids of final matches.
-local function record_groups(k, world, seats, teams, groups, match_ttl, now, window, rated)
+local function record_groups(ctx, groups, rated)
+  local cfg = ctx.cfg
+  local seats, teams = cfg.seats, cfg.teams
   local cap = seats / teams
   -- Solo tickets picked from their ratings entry alone carry no data yet.
   local unread, n_unread = {}, 0
@@ -274,18 +267,18 @@ local function record_groups(k, world, seats, teams, groups, match_ttl, now, win
     for _, it in ipairs(items) do
       if not it.data then
         n_unread = n_unread + 1
-        unread[n_unread] = it
+        unread[n_unread] = it.ticket
       end
     end
   end
-  for i = 1, n_unread, CHUNK do
-    local last = math.min(i + CHUNK - 1, n_unread)
-    local names = {}
-    for j = i, last do names[j - i + 1] = unread[j].ticket end
-    local raw = redis.call('HMGET', k.tickets, unpack(names))
-    for j = i, last do
-      local _, _, _, _, data = decode_ticket(raw[j - i + 1] or '')
-      unread[j].data = { data or '' }
+  local read = tickets_data(ctx, unread, n_unread)
+  local at = 0
+  for _, items in ipairs(groups) do
+    for _, it in ipairs(items) do
+      if not it.data then
+        at = at + 1
+        it.data = { read[at] or '' }
+      end
     end
   end
   local players, data, ratings, layouts, tickets = {}, {}, rated and {} or nil, {}, {}
@@ -329,29 +322,24 @@ local function record_groups(k, world, seats, teams, groups, match_ttl, now, win
   end
   local formed = #packed
   if formed == 0 then return {}, {} end
-  local extra = { data = data, layouts = layouts, propose = k.accept ~= nil }
-  if not k.accept then
-    remove_tickets(k, world, tickets, nil, now)
-    return record_matches(k, world, seats, players, formed, match_ttl, now, window, ratings, extra)
+  local extra = { data = data, layouts = layouts, propose = cfg.accept ~= nil }
+  if not cfg.accept then
+    remove_tickets(ctx, tickets, nil, true)
+    return record_matches(ctx, players, formed, { ratings = ratings, extra = extra })
   end
-  local entries = {}
-  for g, items in ipairs(packed) do entries[g] = lift_tickets(k, world, items) end
-  local records, ids = record_matches(k, world, seats, players, formed, match_ttl, now, window, ratings, extra)
-  local match_ids, per_match = {}, {}
+  local records, ids = record_matches(ctx, players, formed, { ratings = ratings, extra = extra })
+  local match_ids, per_match, entries = {}, {}, {}
   for g = 1, formed do
     match_ids[g] = string.sub(ids[g], 3)
     local list = {}
     for m = 1, seats do list[m] = players[(g - 1) * seats + m] end
     per_match[g] = list
+    entries[g] = lift_tickets(ctx, match_ids[g], packed[g])
   end
-  create_proposals(k, world, match_ids, records, per_match, entries, now)
-  k.proposed = (k.proposed or 0) + formed
+  create_proposals(ctx, match_ids, records, per_match, entries)
+  ctx.proposed = (ctx.proposed or 0) + formed
   return {}, {}
 end
-
--- Work the rescue of stranded FIFO matches may do per call, in tickets
--- looked at (see fill_exactly): it runs only on what ordered filling left.
-local RESCUE_WORK = 8000
 
 -- Filling matches oldest first can leave complete matches unformed: duo,
 -- duo and solo fill five of six seats and no later ticket fits the sixth,
@@ -366,7 +354,8 @@ local RESCUE_WORK = 8000
 -- completed rules out every later ticket of its size (the pool only
 -- shrinks). Bounded by RESCUE_WORK and `limit` matches (nil: no limit).
 -- Returns the matches found, each a list of ticket infos.
-local function rescue_stranded(waiting, seats, teams, cap, limit)
+local function rescue_stranded(waiting, cfg, limit)
+  local seats, teams = cfg.seats, cfg.teams
   local found, failed, budget = {}, {}, RESCUE_WORK
   local i = 1
   while i <= #waiting and budget > 0 and (limit == nil or #found < limit) do
@@ -378,7 +367,9 @@ local function rescue_stranded(waiting, seats, teams, cap, limit)
       for j, it in ipairs(waiting) do
         if j ~= i then pool[#pool + 1] = it end
       end
-      local picked, work = fill_exactly(a, pool, seats - a.size, teams, cap, budget)
+      local picked, work = fill_exactly(a, pool, {
+        need = seats - a.size, teams = teams, cap = seats / teams, budget = budget,
+      })
       local cut_short = work > budget
       budget = budget - work
       if picked then
@@ -411,19 +402,21 @@ end
 -- same seats, except when that order strands matches that exist (then the
 -- oldest ticket that can take part in an exact fill takes the oldest
 -- tickets that complete it; see rescue_stranded).
--- Examines at most `scan` tickets. With `only` (a ticket id: a
--- join's instant match), records only the match that ticket completes; any
--- other complete match is left to the matcher. Returns the records, outbox
--- ids, absent count and whether the scan was cut short.
-local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, now, window, presence, scan, only)
+-- opts: max_groups (0 = all), scan (tickets examined at most), only (a
+-- ticket id: a join's instant match records only the match that ticket
+-- completes; any other complete match is left to the matcher). Returns the
+-- records, outbox ids, absent count and whether the scan was cut short.
+local function form_fifo_general(ctx, opts)
+  local k, cfg, max_groups = ctx.k, ctx.cfg, opts.max_groups
+  local seats, teams = cfg.seats, cfg.teams
   local cap = seats / teams
-  local tickets = redis.call('ZRANGE', k.queue, 0, scan - 1)
+  local tickets = redis.call('ZRANGE', k.queue, 0, opts.scan - 1)
   local open, done, gone, unplaced = {}, {}, {}, {}
   for pos, t in ipairs(tickets) do
     if max_groups > 0 and #done >= max_groups then break end
-    local info = ticket_info(k, t, nil)
+    local info = ticket_info(ctx, t, nil)
     if info then info.pos = pos end
-    if info and presence and not all_present(k.presence, info.players, now) then
+    if info and cfg.presence and not all_present(k.presence, info.players, ctx.now) then
       gone[#gone + 1] = t
     elseif info and info.size <= cap then
       local placed = false
@@ -455,7 +448,7 @@ local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, 
   end
   -- Oldest first can strand matches that exist: when the whole queue was
   -- read, what is left is searched for exact fills (rescue_stranded).
-  if #tickets < scan and (max_groups == 0 or #done < max_groups) then
+  if #tickets < opts.scan and (max_groups == 0 or #done < max_groups) then
     local waiting = unplaced
     for _, m in ipairs(open) do
       for _, it in ipairs(m.items) do waiting[#waiting + 1] = it end
@@ -463,62 +456,64 @@ local function form_fifo_general(k, world, seats, teams, max_groups, match_ttl, 
     if #waiting > 0 then
       table.sort(waiting, function(a, b) return a.pos < b.pos end)
       local limit = max_groups > 0 and max_groups - #done or nil
-      for _, items in ipairs(rescue_stranded(waiting, seats, teams, cap, limit)) do
+      for _, items in ipairs(rescue_stranded(waiting, cfg, limit)) do
         done[#done + 1] = items
       end
     end
   end
-  remove_tickets(k, world, gone, 'G', now)
-  if only then
+  remove_tickets(ctx, gone, 'G')
+  if opts.only then
     local mine = {}
     for _, items in ipairs(done) do
       for _, it in ipairs(items) do
-        if it.ticket == only then mine[1] = items end
+        if it.ticket == opts.only then mine[1] = items end
       end
     end
     done = mine
   end
-  local records, ids = record_groups(k, world, seats, teams, done, match_ttl, now, window, false)
-  return records, ids, #gone, #tickets == scan and (#records > 0 or (k.proposed or 0) > 0)
+  local records, ids = record_groups(ctx, done, false)
+  return records, ids, #gone, #tickets == opts.scan and (#records > 0 or (ctx.proposed or 0) > 0)
 end
 
--- Forms up to `max_groups` (0 = all) complete matches of `seats` players
--- (in `teams` teams) from the front (oldest first) of a world's queue.
--- Expired tickets are removed first (TICKET_EXPIRED), so nobody is matched
--- past their deadline; with `presence`, players without a live connection
--- are removed (TICKET_REMOVED) and never matched. A partial match is never
--- taken. Returns the match records (JSON), their outbox ids, how many
--- tickets were removed as expired and as absent, and whether more may be
--- matched right now. `scan` bounds the tickets the general path examines
--- (nil: FIFO_SCAN) and `only` restricts it to the match of that ticket (see
--- form_fifo_general).
-local function form_matches(k, world, seats, teams, max_groups, match_ttl, now, window, presence, scan, only)
-  local expired, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
+-- Forms up to `opts.max_groups` (0 = all) complete matches (cfg.seats
+-- players in cfg.teams teams) from the front (oldest first) of a world's
+-- queue. Expired tickets are removed first (TICKET_EXPIRED), so nobody is
+-- matched past their deadline; in a world that requires presence, players
+-- without a live connection are removed (TICKET_REMOVED) and never matched.
+-- A partial match is never taken. `opts.scan` bounds the tickets the
+-- general path examines (nil: FIFO_SCAN) and `opts.only` restricts it to
+-- the match of that ticket (see form_fifo_general). Returns the match
+-- records (JSON), their outbox ids, how many tickets were removed as expired
+-- and as absent, and whether more may be matched right now.
+local function form_matches(ctx, opts)
+  local k, cfg = ctx.k, ctx.cfg
+  local seats = cfg.seats
+  local expired, more_expired = sweep_expired(ctx, MATCH_SWEEP_LIMIT)
   if more_expired then
     -- A backlog of expired tickets: leave it to the sweep's next calls
     -- rather than risk matching one of them.
     return {}, {}, #expired, 0, true
   end
-  if teams > 1 or k.accept or queued_parties(k, world) > 0 then
-    local records, ids, removed, more = form_fifo_general(k, world, seats, teams, max_groups, match_ttl, now, window, presence,
-      math.min(scan or FIFO_SCAN, FIFO_SCAN), only)
+  if cfg.teams > 1 or cfg.accept or (opts.parties_queued or queued_parties(k)) > 0 then
+    local records, ids, removed, more = form_fifo_general(ctx, {
+      max_groups = opts.max_groups, scan = math.min(opts.scan or FIFO_SCAN, FIFO_SCAN), only = opts.only,
+    })
     return records, ids, #expired, removed, more
   end
   local size = redis.call('ZCARD', k.queue)
   local groups = math.floor(size / seats)
-  if max_groups > 0 and groups > max_groups then
-    groups = max_groups
+  if opts.max_groups > 0 and groups > opts.max_groups then
+    groups = opts.max_groups
   end
   if groups == 0 then
     return {}, {}, #expired, 0, false
   end
-  local players, removed = pick_fifo(k, world, seats, groups, now, presence, MATCH_SWEEP_LIMIT)
+  local players, removed = pick_fifo(ctx, seats, groups, MATCH_SWEEP_LIMIT)
   groups = math.floor(#players / seats)
   if groups == 0 then
     return {}, {}, #expired, removed, false
   end
   -- Without presence removals the players are the queue's first ranks.
-  local records, ids = record_matches(k, world, seats, players, groups, match_ttl, now, window,
-    nil, nil, removed == 0 and not presence)
+  local records, ids = record_matches(ctx, players, groups, { front = removed == 0 and not cfg.presence })
   return records, ids, #expired, removed, false
 end

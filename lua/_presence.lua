@@ -4,6 +4,7 @@
 -- space-separated conn ids (oldest first; connection ids never contain
 -- spaces); presence: ZSET player -> the latest expiry among the player's
 -- connections (a player is present while it lies in the future).
+
 local function decode_conn(v)
   if not v then return nil, nil end
   local born, player = string.match(v, '^(%d+) (.*)$')
@@ -27,9 +28,8 @@ end
 -- Removes one connection; when it was the player's last one and
 -- `remove_ticket` is set, the player's ticket goes too, so nobody is matched
 -- as a ghost, and a party the player belongs to is cancelled (the others are
--- told: DISCONNECTED). k: conns, conn_expiry, player_conns, presence,
--- tickets and the party keys. Returns player ('' if unknown), remaining
--- connection count and the world of a removed ticket or party ('' if none).
+-- told: DISCONNECTED). Returns player ('' if unknown), remaining connection
+-- count and the world of a removed ticket or party ('' if none).
 local function drop_connection(k, conn_id, remove_ticket, world_of, now)
   local player = decode_conn(redis.call('HGET', k.conns, conn_id))
   redis.call('HDEL', k.conns, conn_id)
@@ -52,9 +52,9 @@ local function drop_connection(k, conn_id, remove_ticket, world_of, now)
   redis.call('HDEL', k.player_conns, player)
   local removed = ''
   if remove_ticket then
-    removed = drop_ticket(k, player, world_of)
-    local party_id = redis.call('HGET', k.player_party, player)
-    if party_id then
+    removed = drop_ticket(k, player, world_of, now)
+    local kind, party_id = player_state(redis.call('HGET', k.players, player))
+    if kind == 'party' then
       local party = cancel_party(k, party_id, 'DISCONNECTED', player, now, world_of)
       if party and removed == '' then removed = party.world end
     end

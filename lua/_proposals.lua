@@ -1,6 +1,6 @@
 -- _proposals.lua: ready checks. In a world with an acceptance time limit a
 -- formed match is first a PROPOSAL: its tickets leave the queue but keep
--- their sequence, join time and deadline in the proposal, and every
+-- their sequence, join time, deadline and data in the proposal, and every
 -- participant is asked (MATCH_PROPOSED). When all accept, the match record
 -- is written and MATCH_FOUND goes out as for any match. When anyone
 -- declines, leaves or does not answer in time, the proposal is cancelled:
@@ -9,11 +9,11 @@
 -- goes back to its queue at its original sequence, its deadline extended by
 -- the time it spent in the proposal, and is due as an anchor at once.
 --
--- Keys (in `k`): proposals (HASH match id -> proposal JSON), proposal_expiry
--- (ZSET match id -> accept-by ms), player_proposal (HASH player -> match
--- id), cooldowns (ZSET player -> may join again from ms). k.accept, set by
--- the matching scripts of a world with a ready check: { ms = time limit,
--- cooldown = ms }.
+-- Keys (ctx.k): proposals (HASH match id -> proposal JSON), proposal_expiry
+-- (ZSET match id -> accept-by ms), players (a solo player in a proposal is
+-- in state "R <match id>"; a party's members stay "P <party id>" and the
+-- party names the proposal). ctx.cfg.accept: { ms = time limit, cooldown =
+-- ms } in a world with a ready check.
 --
 -- A proposal (cjson): { id, world, created, acceptBy, cooldown, record (the
 -- match record JSON, written as is when all accept), players (participants
@@ -21,63 +21,80 @@
 -- (ticket id), seq, joined, deadline, d (ticket data, solo tickets), r
 -- (rating, "" unrated), p (players) } ] }.
 
--- Takes tickets out of the queue for a proposal, keeping what requeueing
--- needs; parties stay (state PROPOSED). Returns the entries.
-local function lift_tickets(k, world, items)
+local function proposal_state(id)
+  return 'R ' .. id
+end
+
+local function load_proposal(k, id)
+  if not id then return nil end
+  local raw = redis.call('HGET', k.proposals, id)
+  if not raw then return nil end
+  return cjson.decode(raw)
+end
+
+-- The proposal a player in state (`kind`, `value`) is in, or nil.
+local function proposal_of(k, kind, value)
+  if kind == 'proposal' then return load_proposal(k, value) end
+  if kind == 'party' then
+    local party = load_party(k, value)
+    if party and party.state == 'PROPOSED' then return load_proposal(k, party.proposal) end
+  end
+  return nil
+end
+
+-- Takes the tickets of one match out of the queue for proposal `id`,
+-- keeping what requeueing needs; parties stay (state PROPOSED). Returns the
+-- entries.
+local function lift_tickets(ctx, id, items)
+  local k = ctx.k
   local entries, ids = {}, {}
   for i, it in ipairs(items) do
-    local _, seq, joined, deadline, data = decode_ticket(redis.call('HGET', k.tickets, it.ticket) or '')
+    local _, seq, joined, deadline = waiting_ticket(k, it.ticket)
     entries[i] = {
-      t = it.ticket, seq = seq, joined = joined, deadline = deadline, d = data or '',
+      t = it.ticket, seq = seq, joined = joined, deadline = deadline,
+      d = (it.data and not it.party and it.data[1]) or ticket_data(ctx, it.ticket),
       r = it.rating and num(it.rating) or '', p = it.players,
     }
     ids[i] = it.ticket
     if it.party then
       local party = load_party(k, it.party)
       if party then
-        local field = queued_parties_field(world)
-        if redis.call('HINCRBY', k.counters, field, -1) <= 0 then
-          redis.call('HDEL', k.counters, field)
-        end
+        count_queued_party(k, -1)
         party.state = 'PROPOSED'
+        party.proposal = id
         save_party(k, party)
       end
+      redis.call('HDEL', k.players, it.ticket)
+    else
+      redis.call('HSET', k.players, it.ticket, proposal_state(id))
     end
   end
-  drop_rated(k, ids)
+  drop_rated(ctx, ids)
   chunked('ZREM', k.queue, ids, 1)
-  chunked('ZREM', k.deadlines, ids, 1)
-  chunked('HDEL', k.tickets, ids, 1)
+  if world_has_data(ctx) then chunked('HDEL', k.data, ids, 1) end
   return entries
 end
 
--- Stores one proposal per formed match and asks its players. `records`
--- and `players` per match; `entries` the lifted tickets per match.
-local function create_proposals(k, world, ids, records, players, entries, now)
+-- Stores one proposal per formed match and asks its players. `ids`,
+-- `records`, `players` (per match) and `entries` (the lifted tickets per
+-- match).
+local function create_proposals(ctx, ids, records, players, entries)
+  local k, accept, now = ctx.k, ctx.cfg.accept, ctx.now
   for g, id in ipairs(ids) do
-    local accept_by = now + k.accept.ms
+    local accept_by = now + accept.ms
     local proposal = {
-      id = id, world = world, created = now, acceptBy = accept_by, cooldown = k.accept.cooldown,
+      id = id, world = ctx.world, created = now, acceptBy = accept_by, cooldown = accept.cooldown,
       record = records[g], players = players[g], accepted = {}, tickets = entries[g],
     }
     -- cjson would write an empty `accepted` as {}; it is read back with
     -- ipairs, which treats both alike.
     redis.call('HSET', k.proposals, id, cjson.encode(proposal))
     redis.call('ZADD', k.proposal_expiry, accept_by, id)
-    for _, p in ipairs(players[g]) do
-      redis.call('HSET', k.player_proposal, p, id)
-    end
     add_note(k, players[g], cjson.encode({
-      type = 'MATCH_PROPOSED', matchId = id, worldType = world, acceptBy = accept_by,
+      type = 'MATCH_PROPOSED', matchId = id, worldType = ctx.world, acceptBy = accept_by,
       participants = players[g],
     }), now)
   end
-end
-
-function load_proposal(k, id)
-  local raw = redis.call('HGET', k.proposals, id)
-  if not raw then return nil end
-  return cjson.decode(raw)
 end
 
 -- The proposal as its players see it (my-status).
@@ -91,28 +108,27 @@ end
 local function drop_proposal(k, p)
   redis.call('HDEL', k.proposals, p.id)
   redis.call('ZREM', k.proposal_expiry, p.id)
-  for _, player in ipairs(p.players) do
-    if redis.call('HGET', k.player_proposal, player) == p.id then
-      redis.call('HDEL', k.player_proposal, player)
-    end
-  end
 end
 
 -- Everyone accepted: the match becomes final, exactly as a match formed
--- without a ready check (record, pointers, expiry, one outbox entry,
--- statistics). Returns the record and its outbox id.
-local function finalize_proposal(k, p, match_ttl, window, now)
+-- without a ready check (record, the players' states, expiry, one outbox
+-- entry, statistics). Returns the record and its outbox id.
+local function finalize_proposal(ctx, p)
+  local k, now = ctx.k, ctx.now
   drop_proposal(k, p)
   for _, e in ipairs(p.tickets) do
-    if is_party_ticket(e.t) then dissolve_party(k, string.sub(e.t, 2)) end
+    if is_party_ticket(e.t) then dissolve_party(k, string.sub(e.t, 2), k) end
   end
   redis.call('HSET', k.matches, p.id, p.record)
-  redis.call('ZADD', k.match_expiry, now + match_ttl, p.id)
-  for _, player in ipairs(p.players) do
-    redis.call('HSET', k.player_match, player, p.id)
+  redis.call('ZADD', k.match_expiry, now + ctx.cfg.match_ttl, p.id)
+  local states = {}
+  for i, player in ipairs(p.players) do
+    states[2 * i - 1] = player
+    states[2 * i] = p.id
   end
+  chunked('HSET', k.players, states, 2)
   outbox_add(k.outbox, { 'M|' .. p.id }, 1, now)
-  record_rate(k.rate, now, window, #p.players)
+  record_rate(k.stats, now, ctx.cfg.window, #p.players)
   return p.record, 'M|' .. p.id
 end
 
@@ -120,10 +136,12 @@ end
 -- holding a player in `out` (a set) are removed, whole parties with them,
 -- and those players cool down; every other ticket is requeued at its
 -- original sequence with its deadline extended by the time spent in the
--- proposal, due as an anchor at once. `wk` holds the proposal world's
--- queue, deadlines, ratings and due (nil if the world is gone: nothing is
--- requeued). Returns how many tickets were requeued.
-function cancel_proposal(k, wk, p, reason, out, now)
+-- proposal, due as an anchor at once. `ctx.k` holds the proposal world's
+-- keys, or is nil when the world is gone (nothing is requeued; `k` the
+-- namespace's keys). Returns how many tickets were requeued.
+local function cancel_proposal(ctx, k, p, reason, out)
+  local now = ctx.now
+  local wk = ctx.k
   drop_proposal(k, p)
   local extension = now - p.created
   local requeued, removed, kept = {}, {}, 0
@@ -134,14 +152,19 @@ function cancel_proposal(k, wk, p, reason, out, now)
     end
     local party_id = is_party_ticket(e.t) and string.sub(e.t, 2) or nil
     if leaving then
-      if party_id then dissolve_party(k, party_id) end
+      if party_id then
+        dissolve_party(k, party_id, wk)
+      else
+        redis.call('HDEL', k.players, e.t)
+      end
       for _, player in ipairs(e.p) do removed[#removed + 1] = player end
     else
       kept = kept + 1
       local deadline = e.deadline + extension
       redis.call('ZADD', wk.queue, e.seq, e.t)
       redis.call('ZADD', wk.deadlines, deadline, e.t)
-      redis.call('HSET', k.tickets, e.t, encode_ticket(p.world, e.seq, e.joined, deadline, e.d))
+      redis.call('HSET', k.players, e.t, encode_ticket(p.world, e.seq, e.joined, deadline))
+      set_ticket_data(ctx, e.t, e.d)
       if e.r ~= '' then
         redis.call('ZADD', wk.ratings, e.r, rating_member(e.seq, e.t))
         redis.call('ZADD', wk.due, now, e.t)
@@ -151,8 +174,9 @@ function cancel_proposal(k, wk, p, reason, out, now)
         if party then
           party.state = 'QUEUED'
           party.expires = deadline
+          party.proposal = nil
           save_party(k, party)
-          redis.call('HINCRBY', k.counters, queued_parties_field(p.world), 1)
+          count_queued_party(wk, 1)
         end
       end
       for _, player in ipairs(e.p) do requeued[#requeued + 1] = player end
@@ -160,7 +184,7 @@ function cancel_proposal(k, wk, p, reason, out, now)
   end
   if p.cooldown > 0 then
     for player in pairs(out) do
-      redis.call('ZADD', k.cooldowns, now + p.cooldown, player)
+      redis.call('HSET', k.players, player, 'C ' .. (now + p.cooldown))
     end
   end
   local function tell(players, back)
@@ -191,17 +215,10 @@ local function sweep_proposals(k, limit, now, world_of)
   for _, id in ipairs(ids) do
     local p = load_proposal(k, id)
     if p then
-      cancel_proposal(k, world_of(p.world), p, 'TIMEOUT', not_accepted(p), now)
+      cancel_proposal({ k = world_of(p.world), world = p.world, now = now }, k, p, 'TIMEOUT', not_accepted(p))
     else
       redis.call('ZREM', k.proposal_expiry, id)
     end
   end
   return #ids
-end
-
--- When `player` may join again (ms), or nil.
-local function cooling_until(k, player, now)
-  local until_ms = tonumber(redis.call('ZSCORE', k.cooldowns, player))
-  if until_ms and until_ms > now then return until_ms end
-  return nil
 end

@@ -6,29 +6,8 @@
 -- tickets, whatever their rating. With teams, the team averages may differ
 -- by at most the balance window, which widens with the anchor's wait the
 -- same way (and is lifted at `relax_ms` too).
--- rules: { base, per_sec, max, relax_ms, retry_ms, balance = { base,
--- per_sec, max } or nil } (numbers).
-
--- Parses a rated world's rules from ARGV strings: five, then three for the
--- balance window ("" each when the world has one team); nil when malformed.
-local function rated_rules(base, per_sec, max, relax_ms, retry_ms, b_base, b_per_sec, b_max)
-  local r = {
-    base = tonumber(base), per_sec = tonumber(per_sec), max = tonumber(max),
-    relax_ms = int_arg(relax_ms), retry_ms = int_arg(retry_ms),
-  }
-  if not r.base or r.base < 0 or not r.per_sec or r.per_sec < 0 or not r.max
-      or r.max < r.base or not r.relax_ms or not r.retry_ms or r.retry_ms == 0 then
-    return nil
-  end
-  if b_base and b_base ~= '' then
-    local b = { base = tonumber(b_base), per_sec = tonumber(b_per_sec), max = tonumber(b_max), relax_ms = r.relax_ms }
-    if not b.base or b.base < 0 or not b.per_sec or b.per_sec < 0 or not b.max or b.max < b.base then
-      return nil
-    end
-    r.balance = b
-  end
-  return r
-end
+-- rules (cfg.rules, see _config.lua): { base, per_sec, max, relax_ms,
+-- retry_ms, balance = { base, per_sec, max, relax_ms } or nil }.
 
 -- The anchor's window after waiting `wait_ms`; nil means no limit (relaxed).
 local function rated_window(rules, wait_ms)
@@ -87,10 +66,10 @@ end
 -- stays cheap. The anchor's own ratings entry is counted and taken off.
 -- True only means a match may form (counted tickets may be expired, absent
 -- or not fit).
-local function rated_may_match(k, rules, r, wait_ms, seats_needed, ticket_seats)
-  local w = rated_window(rules, wait_ms)
+local function rated_may_match(ctx, r, wait_ms, seats_needed, ticket_seats)
+  local w = rated_window(ctx.cfg.rules, wait_ms)
   if not w then return true end
-  local others = redis.call('ZCOUNT', k.ratings, num(r - w), num(r + w)) - 1
+  local others = redis.call('ZCOUNT', ctx.k.ratings, num(r - w), num(r + w)) - 1
   return others * ticket_seats >= seats_needed
 end
 
@@ -108,57 +87,61 @@ local function next_due(rules, now)
 end
 
 -- Queues `ticket` to be tried as an anchor again after the retry delay.
-local function retry_later(k, rules, ticket, now)
-  redis.call('ZADD', k.due, next_due(rules, now), ticket)
+local function retry_later(ctx, ticket)
+  redis.call('ZADD', ctx.k.due, next_due(ctx.cfg.rules, ctx.now), ticket)
 end
 
--- One attempt to form a match of `seats` seats in `teams` teams around
+-- The anchor's state: { seq, rating, joined, data, info } read from its
+-- ticket and ratings entry, or nil when it waits no more (its due entry is
+-- dropped).
+local function read_anchor(ctx, anchor)
+  local k = ctx.k
+  local _, seq, joined = waiting_ticket(k, anchor)
+  local r = seq and tonumber(redis.call('ZSCORE', k.ratings, rating_member(seq, anchor)))
+  if not r then
+    redis.call('ZREM', k.due, anchor)
+    return nil
+  end
+  return { seq = seq, rating = r, joined = joined }
+end
+
+-- One attempt to form a match of cfg.seats seats in cfg.teams teams around
 -- `anchor` (a ticket id): the nearest tickets within the anchor's window
 -- that fit whole (a party is never split; the team packing must stay
 -- possible), or, when taking the nearest first strands the match, the
 -- nearest set that fills it (fill_exactly); then, with teams, a balance
 -- check. Returns the tickets' infos (see ticket_info), in queue order,
 -- after taking them out of the ratings and due ZSETs; or nil when no match
--- can be formed yet (the anchor is then due again after retry_ms). With `presence`, tickets with a player without
--- a live connection met on the way are removed (TICKET_REMOVED); the count
--- is added to `stats.removed`. `known` ({ seq, ticket, rating, joined,
--- data }, optional): the anchor's state when the caller has just written it
--- (a join), which spares reading and decoding it back.
-local function rated_attempt(k, world, seats, teams, rules, anchor, now, presence, stats, known)
-  local seq, ticket, r, joined, data
-  if known then
-    seq, ticket, r, joined, data = known.seq, known.ticket, known.rating, known.joined, known.data
+-- can be formed yet (the anchor is then due again after retry_ms). In a
+-- world that requires presence, tickets with a player without a live
+-- connection met on the way are removed (TICKET_REMOVED), counted in
+-- ctx.removed. `known` ({ seq, rating, joined, data }, optional): the
+-- anchor's state when the caller has just written it (a join), which spares
+-- reading it back.
+local function rated_attempt(ctx, anchor, known)
+  local k, cfg, now = ctx.k, ctx.cfg, ctx.now
+  local rules, seats, teams = cfg.rules, cfg.seats, cfg.teams
+  local state = known or read_anchor(ctx, anchor)
+  if not state then return nil end
+  local r = state.rating
+  local anchor_member = rating_member(state.seq, anchor)
+  local a
+  if is_party_ticket(anchor) then
+    a = ticket_info(ctx, anchor, r)
+    if not a then
+      redis.call('ZREM', k.due, anchor)
+      return nil
+    end
   else
-    seq = tonumber(redis.call('ZSCORE', k.queue, anchor))
-    ticket = redis.call('HGET', k.tickets, anchor)
-  end
-  if not seq or not ticket then
-    redis.call('ZREM', k.due, anchor)
-    return nil
-  end
-  local anchor_member = rating_member(seq, anchor)
-  if not known then
-    r = tonumber(redis.call('ZSCORE', k.ratings, anchor_member))
-    local _
-    _, _, joined, _, data = decode_ticket(ticket)
-  end
-  local a = nil
-  if r and is_party_ticket(anchor) then
-    a = ticket_info(k, anchor, r)
-  elseif r then
     a = rated_solo(anchor, r)
-    a.data = { data or '' }
+    a.data = { state.data or ticket_data(ctx, anchor) }
   end
-  if not a then
-    redis.call('ZREM', k.due, anchor)
+  if cfg.presence and not all_present(k.presence, a.players, now) then
+    remove_tickets(ctx, { anchor }, 'G')
+    ctx.removed = (ctx.removed or 0) + 1
     return nil
   end
-  if presence and not all_present(k.presence, a.players, now) then
-    remove_tickets(k, world, { anchor }, 'G', now)
-    stats.removed = stats.removed + 1
-    return nil
-  end
-  local wait = now - (joined or now)
+  local wait = now - (state.joined or now)
   local w = rated_window(rules, wait)
   local cap = seats / teams
   local need = seats - a.size
@@ -175,11 +158,11 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
       -- A solo ticket is all in its ratings entry: no read until recorded.
       local info
       if is_party_ticket(t) then
-        info = ticket_info(k, t, c[2])
+        info = ticket_info(ctx, t, c[2])
       else
         info = rated_solo(t, c[2])
       end
-      if info and presence and not all_present(k.presence, info.players, now) then
+      if info and cfg.presence and not all_present(k.presence, info.players, now) then
         gone[#gone + 1] = t
       elseif info and info.size <= need then
         pool[#pool + 1] = info
@@ -197,11 +180,11 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
     end
   end
   if #gone > 0 then
-    remove_tickets(k, world, gone, 'G', now)
-    stats.removed = stats.removed + #gone
+    remove_tickets(ctx, gone, 'G')
+    ctx.removed = (ctx.removed or 0) + #gone
   end
   if remaining > 0 then
-    local picked = fill_exactly(a, pool, need, teams, cap)
+    local picked = fill_exactly(a, pool, { need = need, teams = teams, cap = cap })
     if picked then
       items, members = { a }, { anchor_member }
       for i, j in ipairs(picked) do
@@ -212,14 +195,14 @@ local function rated_attempt(k, world, seats, teams, rules, anchor, now, presenc
     end
   end
   if remaining > 0 then
-    retry_later(k, rules, anchor, now)
+    retry_later(ctx, anchor)
     return nil
   end
   if teams > 1 then
     local assign, sums = pack_teams(items, teams, cap)
     local bw = rules.balance and rated_window(rules.balance, wait)
     if not assign or (bw and sums_spread(sums) / cap > bw) then
-      retry_later(k, rules, anchor, now)
+      retry_later(ctx, anchor)
       return nil
     end
   end
@@ -238,16 +221,16 @@ end
 -- Records the groups rated attempts formed (lists of ticket infos): solo
 -- tickets in one team without a ready check take the fast path, anything
 -- else record_groups.
-local function record_rated(k, world, seats, teams, groups, match_ttl, now, window)
+local function record_rated(ctx, groups)
   if #groups == 0 then return {}, {} end
-  local simple = teams == 1 and not k.accept
+  local simple = ctx.cfg.teams == 1 and not ctx.cfg.accept
   for _, items in ipairs(groups) do
     for _, it in ipairs(items) do
       if it.party then simple = false end
     end
   end
   if not simple then
-    return record_groups(k, world, seats, teams, groups, match_ttl, now, window, true)
+    return record_groups(ctx, groups, true)
   end
   local players, ratings, n = {}, {}, 0
   for _, items in ipairs(groups) do
@@ -257,34 +240,34 @@ local function record_rated(k, world, seats, teams, groups, match_ttl, now, wind
       ratings[it.ticket] = it.ratings[1]
     end
   end
-  return record_matches(k, world, seats, players, #groups, match_ttl, now, window, ratings)
+  return record_matches(ctx, players, #groups, { ratings = ratings })
 end
 
 -- The matcher's step for a rated world: removes expired tickets first, then
 -- tries up to `max_anchors` due anchors (oldest first) and records every
 -- match formed. Returns the records (JSON), their outbox ids, expired and
 -- absent counts, and whether more anchors are due right now.
-local function form_rated(k, world, seats, teams, rules, max_anchors, match_ttl, now, window, presence)
-  local expired, more_expired = sweep_expired(k, world, MATCH_SWEEP_LIMIT, now)
+local function form_rated(ctx, max_anchors)
+  local k = ctx.k
+  local expired, more_expired = sweep_expired(ctx, MATCH_SWEEP_LIMIT)
   if more_expired then
     return {}, {}, #expired, 0, true
   end
-  local due = redis.call('ZRANGEBYSCORE', k.due, '-inf', now, 'LIMIT', 0, max_anchors)
+  local due = redis.call('ZRANGEBYSCORE', k.due, '-inf', ctx.now, 'LIMIT', 0, max_anchors)
   local order = {}
   for i, t in ipairs(due) do
     order[i] = { tonumber(redis.call('ZSCORE', k.queue, t)) or 0, t }
   end
   table.sort(order, function(a, b) return a[1] < b[1] end)
   local groups = {}
-  local stats = { removed = 0 }
   for _, entry in ipairs(order) do
     local anchor = entry[2]
     -- An anchor may already have been taken into an earlier group.
     if redis.call('ZSCORE', k.due, anchor) then
-      local items = rated_attempt(k, world, seats, teams, rules, anchor, now, presence, stats)
+      local items = rated_attempt(ctx, anchor)
       if items then groups[#groups + 1] = items end
     end
   end
-  local records, ids = record_rated(k, world, seats, teams, groups, match_ttl, now, window)
-  return records, ids, #expired, stats.removed, #due == max_anchors
+  local records, ids = record_rated(ctx, groups)
+  return records, ids, #expired, ctx.removed or 0, #due == max_anchors
 end

@@ -128,12 +128,13 @@ local FILL_SEARCH_WORK = 2000
 -- match; or duo, duo and solo fill five of six seats and no later ticket
 -- fits, though duo, solo and a trio behind them make a match. Searches
 -- `pool` (ticket infos in order of preference) for tickets that fill
--- exactly `need` seats next to the anchor `a` and still pack into the
--- teams, preferring earlier ones, within `budget` tickets looked at
--- (FILL_SEARCH_WORK when nil). Returns the chosen positions in `pool`,
--- ascending, or nil; and the work spent.
-local function fill_exactly(a, pool, need, teams, cap, budget)
-  budget = budget or FILL_SEARCH_WORK
+-- exactly `opts.need` seats next to the anchor `a` and still pack into
+-- `opts.teams` teams of `opts.cap`, preferring earlier ones, within
+-- `opts.budget` tickets looked at (FILL_SEARCH_WORK when nil). Returns the
+-- chosen positions in `pool`, ascending, or nil; and the work spent.
+local function fill_exactly(a, pool, opts)
+  local need, teams, cap = opts.need, opts.teams, opts.cap
+  local budget = opts.budget or FILL_SEARCH_WORK
   local seats = 0
   for _, it in ipairs(pool) do seats = seats + it.size end
   if seats < need then return nil, 0 end

@@ -8,33 +8,24 @@
 -- unless the match's own notification will still reach it (not claimed yet,
 -- or waiting to retry this player): no socket hears a match twice.
 --
--- KEYS[1]  conns          HASH conn id -> "<registered_ms> <player>"
--- KEYS[2]  conn_expiry    ZSET conn id -> when the registration lapses (ms)
--- KEYS[3]  player_conns   HASH player -> space-separated conn ids, oldest first
--- KEYS[4]  presence       ZSET player -> latest expiry among their connections
--- KEYS[5]  player_match   HASH player -> id of the player's latest match
--- KEYS[6]  match_expiry   ZSET match id -> expiry ms
--- KEYS[7]  outbox         ZSET notification id -> due ms
--- KEYS[8]  outbox_meta    HASH notification id -> "<attempts>:<first_ms>:<in_flight>:<pending>"
--- KEYS[9]  matches        HASH match id -> match record JSON
---
--- ARGV[1]  connection id (no spaces)
--- ARGV[2]  player id
--- ARGV[3]  presence timeout ms (> 0): the registration lapses this long
---          after the last heartbeat
--- ARGV[4]  most connections per player (> 0)
--- ARGV[5]  replay window ms: a match formed this recently is pushed to the
---          new connection too (0 = never)
+-- KEYS   players matches match_expiry outbox outbox_meta conns conn_expiry
+-- KEYS   player_conns presence
+-- ARGV   conn     connection id (no spaces)
+-- ARGV   player   the player id
+-- ARGV   ttl      presence timeout ms (> 0): the registration lapses this
+--                 long after the last heartbeat
+-- ARGV   cap      most connections per player (> 0)
+-- ARGV   replay   replay window ms: a match formed this recently is pushed
+--                 to the new connection too (0 = never)
 --
 -- Reply: { connection_count, evicted_conn_id_or_empty, replayed_match_id_or_empty }
 
-if #KEYS ~= 9 then return fail('expected 9 keys') end
-local conn_id, player = ARGV[1], ARGV[2]
-local ttl = int_arg(ARGV[3])
-local cap = int_arg(ARGV[4])
-local replay = int_arg(ARGV[5])
-if conn_id == nil or conn_id == '' or string.find(conn_id, '[%s|]') then return fail('bad connection id') end
-if player == nil or player == '' then return fail('player id is empty') end
+local conn_id, player = args.conn, args.player
+local ttl = int_arg(args.ttl)
+local cap = int_arg(args.cap)
+local replay = int_arg(args.replay)
+if conn_id == '' or string.find(conn_id, '[%s|]') then return fail('bad connection id') end
+if player == '' then return fail('player id is empty') end
 if ttl == nil or ttl == 0 then return fail('lifetime must be an integer > 0') end
 if cap == nil or cap == 0 then return fail('cap must be an integer > 0') end
 if replay == nil then return fail('replay window must be an integer >= 0') end
@@ -43,15 +34,15 @@ if replay == nil then return fail('replay window must be an integer >= 0') end
 -- connection `player` has now: it was not claimed yet, or it waits (not in
 -- flight) to retry this player. A claim in flight took its connection list
 -- before this one existed.
-local function will_reach(outbox, outbox_meta, matches, match_id, player)
+local function will_reach(match_id)
   local entry = 'M|' .. match_id
-  if not redis.call('ZSCORE', outbox, entry) then return false end
-  local meta = redis.call('HGET', outbox_meta, entry)
+  if not redis.call('ZSCORE', k.outbox, entry) then return false end
+  local meta = redis.call('HGET', k.outbox_meta, entry)
   if not meta then return true end
   local in_flight, pending = string.match(meta, '^%d+:%d+:(%d):([%d,]*)$')
   if in_flight ~= '0' then return false end
   if pending == '' then return true end
-  local ok, record = pcall(cjson.decode, redis.call('HGET', matches, match_id) or '')
+  local ok, record = pcall(cjson.decode, redis.call('HGET', k.matches, match_id) or '')
   if not ok or type(record) ~= 'table' or type(record.participants) ~= 'table' then return false end
   for i, p in ipairs(record.participants) do
     if p == player then
@@ -63,7 +54,6 @@ local function will_reach(outbox, outbox_meta, matches, match_id, player)
   return false
 end
 
-local k = { conns = KEYS[1], conn_expiry = KEYS[2], player_conns = KEYS[3], presence = KEYS[4] }
 local now = now_ms()
 local previous = decode_conn(redis.call('HGET', k.conns, conn_id))
 if previous and previous ~= player then
@@ -98,15 +88,14 @@ redis.call('HSET', k.player_conns, player, table.concat(ids, ' '))
 refresh_presence(k, player, ids)
 
 local replayed = ''
-local match_id = redis.call('HGET', KEYS[5], player)
-if match_id and replay > 0 then
+local kind, match_id = player_state(redis.call('HGET', k.players, player))
+if kind == 'match' and replay > 0 then
   -- Match ids start with the hex ms they were formed at.
   local formed = tonumber(string.match(match_id, '^(%x+)-'), 16)
-  local expires = tonumber(redis.call('ZSCORE', KEYS[6], match_id))
-  if formed and formed >= now - replay and expires and expires > now
-      and not will_reach(KEYS[7], KEYS[8], KEYS[9], match_id, player) then
+  local expires = tonumber(redis.call('ZSCORE', k.match_expiry, match_id))
+  if formed and formed >= now - replay and expires and expires > now and not will_reach(match_id) then
     replayed = match_id
-    outbox_add(KEYS[7], { 'C|' .. match_id .. '|' .. conn_id }, 1, now)
+    outbox_add(k.outbox, { 'C|' .. match_id .. '|' .. conn_id }, 1, now)
   end
 end
 return { #ids, evicted, replayed }

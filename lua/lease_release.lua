@@ -1,14 +1,12 @@
 -- lease_release.lua: give the matcher lease back if the caller still holds it.
 --
--- KEYS[1]  lease          STRING holder token
---
--- ARGV[1]  holder token
+-- KEYS   matcher_lease
+-- ARGV   token    holder token
 --
 -- Reply: 1 when released, 0 when the caller did not hold it.
 
-if #KEYS ~= 1 then return fail('expected 1 key') end
-if ARGV[1] == nil or ARGV[1] == '' then return fail('token is empty') end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+if args.token == '' then return fail('token is empty') end
+if redis.call('GET', k.matcher_lease) == args.token then
+  return redis.call('DEL', k.matcher_lease)
 end
 return 0

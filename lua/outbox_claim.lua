@@ -3,19 +3,14 @@
 -- dies before settling it, the entry becomes due again and another matcher
 -- delivers it (at-least-once; clients dedupe by match id).
 --
--- KEYS[1]  outbox         ZSET notification id -> due ms
--- KEYS[2]  outbox_meta    HASH notification id -> "<attempts>:<first_attempt_ms>:<in_flight>:<pending>"
---                         (from the first claim on; see _lib.lua outbox ids)
--- KEYS[3]  matches        HASH match id -> match record JSON
--- KEYS[4]  player_conns   HASH player -> space-separated conn ids
--- KEYS[5]  conns          HASH conn id -> "<registered_ms> <player>"
--- KEYS[6]  notes          HASH note id -> "<message JSON>\n<player>\n..." (see _lib.lua)
---
--- ARGV[1]  lease ms (> 0)
--- ARGV[2]  most entries to claim (> 0)
--- ARGV[3]  young ms: connections registered this recently are listed apart
---          (a 410 from one of them may only mean its $connect is finishing)
--- ARGV[4..] optional: claim exactly these ids (if due) instead of the oldest due
+-- KEYS   matches outbox outbox_meta notes conns player_conns
+-- ARGV   lease    ms (> 0) a claimed entry stays hidden
+-- ARGV   limit    most entries to claim (> 0)
+-- ARGV   young    ms: connections registered this recently are listed apart
+--                 (a 410 from one of them may only mean its $connect is finishing)
+-- REST   only     optional: claim exactly these ids (if due) instead of the oldest due
+-- (outbox_meta: notification id -> "<attempts>:<first_attempt_ms>:<in_flight>:<pending>",
+-- from the first claim on; see _lib.lua outbox ids)
 --
 -- Reply: flat, per claimed entry:
 --   { id, attempts (including this one), age_ms, payload, target_count,
@@ -30,33 +25,32 @@
 --   and the young ones among them. A "C|" entry targets exactly its one
 --   connection (none once that connection is gone).
 
-if #KEYS ~= 6 then return fail('expected 6 keys') end
-local lease = int_arg(ARGV[1])
-local limit = int_arg(ARGV[2])
-local young = int_arg(ARGV[3])
+local lease = int_arg(args.lease)
+local limit = int_arg(args.limit)
+local young = int_arg(args.young)
 if lease == nil or lease == 0 then return fail('lease must be an integer > 0') end
 if limit == nil or limit == 0 then return fail('limit must be an integer > 0') end
 if young == nil then return fail('young must be an integer >= 0') end
 
 local now = now_ms()
 local ids
-if #ARGV > 3 then
+if #rest > 0 then
   ids = {}
-  for i = 4, #ARGV do
-    local due = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[i]))
-    if due and due <= now and #ids < limit then ids[#ids + 1] = ARGV[i] end
+  for _, id in ipairs(rest) do
+    local due = tonumber(redis.call('ZSCORE', k.outbox, id))
+    if due and due <= now and #ids < limit then ids[#ids + 1] = id end
   end
 else
-  ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+  ids = redis.call('ZRANGEBYSCORE', k.outbox, '-inf', now, 'LIMIT', 0, limit)
 end
 
 -- A player's connections, and the young ones among them.
 local function connections_of(player, only)
   local all, fresh = {}, {}
-  for id in string.gmatch(redis.call('HGET', KEYS[4], player) or '', '%S+') do
+  for id in string.gmatch(redis.call('HGET', k.player_conns, player) or '', '%S+') do
     if only == nil or id == only then
       all[#all + 1] = id
-      local _, born = decode_conn(redis.call('HGET', KEYS[5], id))
+      local _, born = decode_conn(redis.call('HGET', k.conns, id))
       if born and born > now - young then fresh[#fresh + 1] = id end
     end
   end
@@ -70,23 +64,23 @@ local function put(v)
 end
 
 for _, id in ipairs(ids) do
-  local meta = redis.call('HGET', KEYS[2], id) or ('0:' .. now .. ':0:')
+  local meta = redis.call('HGET', k.outbox_meta, id) or ('0:' .. now .. ':0:')
   local attempts, first, pending = string.match(meta, '^(%d+):(%d+):%d:([%d,]*)$')
   attempts = (tonumber(attempts) or 0) + 1
   first = tonumber(first) or now
   pending = pending or ''
-  redis.call('ZADD', KEYS[1], now + lease, id)
-  redis.call('HSET', KEYS[2], id, attempts .. ':' .. first .. ':1:' .. pending)
+  redis.call('ZADD', k.outbox, now + lease, id)
+  redis.call('HSET', k.outbox_meta, id, attempts .. ':' .. first .. ':1:' .. pending)
 
   local wanted = nil
   if pending ~= '' then
     wanted = {}
     for i in string.gmatch(pending, '%d+') do wanted[tonumber(i)] = true end
   end
-  local kind, ref, rest = string.match(id, '^(%u)|([^|]+)|?(.*)$')
+  local kind, ref, tail = string.match(id, '^(%u)|([^|]+)|?(.*)$')
   local payload, targets = '', {}
   if kind == 'M' or kind == 'C' then
-    payload = redis.call('HGET', KEYS[3], ref) or ''
+    payload = redis.call('HGET', k.matches, ref) or ''
   end
   if kind == 'M' and payload ~= '' then
     local ok, record = pcall(cjson.decode, payload)
@@ -96,12 +90,12 @@ for _, id in ipairs(ids) do
       end
     end
   elseif kind == 'C' then
-    local player = decode_conn(redis.call('HGET', KEYS[5], rest))
-    if player then targets[1] = { 1, player, rest } end
-  elseif (kind == 'X' or kind == 'G') and rest ~= '' then
-    targets[1] = { 1, rest }
+    local player = decode_conn(redis.call('HGET', k.conns, tail))
+    if player then targets[1] = { 1, player, tail } end
+  elseif (kind == 'X' or kind == 'G') and tail ~= '' then
+    targets[1] = { 1, tail }
   elseif kind == 'N' then
-    local note = redis.call('HGET', KEYS[6], ref)
+    local note = redis.call('HGET', k.notes, ref)
     if note then
       local i = 0
       for line in string.gmatch(note, '[^\n]+') do

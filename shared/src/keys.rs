@@ -1,4 +1,9 @@
-//! The Redis key layout. This module is the only place key names are built.
+//! The Redis key layout, declared once ([`key_layout!`] below): the
+//! namespace block and the per-world block, each in one fixed order. Every
+//! store module builds its scripts' KEYS from it (through the operations'
+//! declarations in [`crate::scripts`]), the scripts reach their keys by
+//! these names (`k.players`, `k.queue`, never `KEYS[n]`), the tests get
+//! their keys from it and the README's key table is checked against it.
 //!
 //! Every key of a namespace starts with `mm:{<namespace>}:`: the braces are a
 //! Redis Cluster hash tag, so all keys of one namespace live in one hash slot
@@ -8,75 +13,199 @@
 //! Keys are built only from the validated namespace and world names; player
 //! and connection ids are hash fields or set members, never part of a key.
 //! A ticket is a player id (a solo ticket) or `\x01<party id>` (a party's).
-//!
-//! | key                          | type   | contents                                   |
-//! |------------------------------|--------|--------------------------------------------|
-//! | `queue:<world>`              | ZSET   | ticket -> ticket sequence (FIFO order)     |
-//! | `deadlines:<world>`          | ZSET   | ticket -> ticket deadline (ms)             |
-//! | `rate:<world>`               | HASH   | match-rate statistics (wait estimates)     |
-//! | `ratings:<world>`            | ZSET   | `<seq>:<ticket>` -> rating (rated worlds)  |
-//! | `due:<world>`                | ZSET   | ticket -> next try as an anchor (ms)       |
-//! | `player-ratings`             | HASH   | `<world>\|<player>`, `*\|<player>` -> rating (trusted store) |
-//! | `tickets`                    | HASH   | ticket -> `<world> <seq> <joined> <deadline> <data>` |
-//! | `parties`                    | HASH   | party id -> party JSON (members, state)    |
-//! | `party-expiry`               | ZSET   | assembling party id -> assembly deadline (ms) |
-//! | `player-party`               | HASH   | player -> party id (members who joined)    |
-//! | `notes`                      | HASH   | note id -> message and recipients          |
-//! | `counters`                   | HASH   | party and note ids; queued parties per world |
-//! | `proposals`                  | HASH   | match id -> proposal JSON (ready checks)   |
-//! | `proposal-expiry`            | ZSET   | match id -> accept-by (ms)                 |
-//! | `player-proposal`            | HASH   | player -> match id of a pending proposal   |
-//! | `cooldowns`                  | ZSET   | player -> may join again from (ms)         |
-//! | `ticket-seq`, `match-seq`    | STRING | counters                                   |
-//! | `matches`                    | HASH   | match id -> match record JSON              |
-//! | `match-expiry`               | ZSET   | match id -> expiry (ms)                    |
-//! | `player-match`               | HASH   | player -> latest match id                  |
-//! | `outbox`                     | ZSET   | notification id -> due time (ms)           |
-//! | `outbox-meta`                | HASH   | notification id -> `<attempts>:<first try>:<pending>` |
-//! | `conns`                      | HASH   | connection id -> `<registered ms> <player>` |
-//! | `conn-expiry`                | ZSET   | connection id -> registration lapses (ms)  |
-//! | `player-conns`               | HASH   | player -> space-separated connection ids   |
-//! | `presence`                   | ZSET   | player -> present until (ms)               |
-//! | `matcher-lease`              | STRING | token of the active matcher loop (PX)      |
 
 use crate::config::WorldCatalog;
 use crate::domain::WorldName;
+
+/// Declares the namespace block and the world block. Each entry: the name
+/// scripts and Rust use, the key's suffix after the namespace prefix (a
+/// world key's is followed by `:<world>`), its Redis type and what it holds.
+macro_rules! key_layout {
+    (
+        namespace { $($nk:ident ($nvariant:ident) = $nsuffix:literal, $ntype:literal, $ndoc:literal;)* }
+        world { $($wk:ident ($wvariant:ident) = $wsuffix:literal, $wtype:literal, $wdoc:literal;)* }
+    ) => {
+        /// A key of the namespace block, in the block's order.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum NamespaceKey {
+            $($nvariant,)*
+        }
+
+        impl NamespaceKey {
+            /// Every namespace key, in the block's order.
+            pub const ALL: &'static [NamespaceKey] = &[$(NamespaceKey::$nvariant,)*];
+
+            /// The name scripts reach the key by (`k.<name>`).
+            pub const fn name(self) -> &'static str {
+                match self { $(NamespaceKey::$nvariant => stringify!($nk),)* }
+            }
+
+            /// The key's suffix after the namespace prefix.
+            pub const fn suffix(self) -> &'static str {
+                match self { $(NamespaceKey::$nvariant => $nsuffix,)* }
+            }
+
+            pub const fn redis_type(self) -> &'static str {
+                match self { $(NamespaceKey::$nvariant => $ntype,)* }
+            }
+
+            pub const fn contents(self) -> &'static str {
+                match self { $(NamespaceKey::$nvariant => $ndoc,)* }
+            }
+        }
+
+        /// A key of the world block, in the block's order.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum WorldKey {
+            $($wvariant,)*
+        }
+
+        impl WorldKey {
+            /// Every world key, in the block's order.
+            pub const ALL: &'static [WorldKey] = &[$(WorldKey::$wvariant,)*];
+
+            /// The name scripts reach the key by (`k.<name>`).
+            pub const fn name(self) -> &'static str {
+                match self { $(WorldKey::$wvariant => stringify!($wk),)* }
+            }
+
+            /// The key's suffix after the namespace prefix, before `:<world>`.
+            pub const fn suffix(self) -> &'static str {
+                match self { $(WorldKey::$wvariant => $wsuffix,)* }
+            }
+
+            pub const fn redis_type(self) -> &'static str {
+                match self { $(WorldKey::$wvariant => $wtype,)* }
+            }
+
+            pub const fn contents(self) -> &'static str {
+                match self { $(WorldKey::$wvariant => $wdoc,)* }
+            }
+        }
+
+        /// The keys of one world, by name.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct WorldKeys {
+            $(pub $wk: String,)*
+        }
+
+        impl WorldKeys {
+            /// The world block, in its order.
+            pub fn block(self) -> Vec<String> {
+                vec![$(self.$wk,)*]
+            }
+        }
+
+        impl KeyLayout {
+            /// The keys of `world`.
+            pub fn world(&self, world: &WorldName) -> WorldKeys {
+                WorldKeys {
+                    $($wk: self.world_key(world, WorldKey::$wvariant),)*
+                }
+            }
+
+            $(
+                #[doc = $ndoc]
+                pub fn $nk(&self) -> String {
+                    self.namespace_key(NamespaceKey::$nvariant)
+                }
+            )*
+        }
+    };
+}
+
+key_layout! {
+    namespace {
+        players (Players) = "players", "HASH",
+            "player -> state: a waiting ticket `<world> <seq> <joined_ms> <deadline_ms>`, the latest match id (no space), `P <party id>`, `R <match id>` (in a ready check) or `C <until_ms>` (cooling down); a party's ticket id -> its waiting ticket";
+        ticket_seq (TicketSeq) = "ticket-seq", "STRING", "counter giving every ticket its FIFO order";
+        match_seq (MatchSeq) = "match-seq", "STRING", "counter for match ids";
+        matches (Matches) = "matches", "HASH", "match id -> match record JSON";
+        match_expiry (MatchExpiry) = "match-expiry", "ZSET", "match id -> when the record expires (ms)";
+        outbox (Outbox) = "outbox", "ZSET",
+            "notification id -> due (ms): `M|<match>` per match, `C|<match>|<conn>` a replay to one connection, `X|`/`G|<world>|<player>` a removed ticket, `N|<note>` any other message";
+        outbox_meta (OutboxMeta) = "outbox-meta", "HASH",
+            "notification id -> `<attempts>:<first_attempt_ms>:<in_flight>:<pending targets>` (from the first claim on)";
+        notes (Notes) = "notes", "HASH", "note id -> `<message JSON>\\n<player>\\n...` (announced by `N|<id>`)";
+        counters (Counters) = "counters", "HASH", "party and note ids";
+        parties (Parties) = "parties", "HASH", "party id -> party JSON (members, state, the proposal it is in)";
+        party_expiry (PartyExpiry) = "party-expiry", "ZSET", "assembling party id -> assembly deadline (ms)";
+        proposals (Proposals) = "proposals", "HASH", "match id -> proposal JSON (ready checks)";
+        proposal_expiry (ProposalExpiry) = "proposal-expiry", "ZSET", "match id -> accept-by (ms)";
+        player_ratings (PlayerRatings) = "player-ratings", "HASH",
+            "the trusted ratings store: `<world>|<player>` or `*|<player>` -> rating";
+        conns (Conns) = "conns", "HASH", "WebSocket connection id -> `<registered_ms> <player>`";
+        conn_expiry (ConnExpiry) = "conn-expiry", "ZSET", "connection id -> when its registration lapses without a heartbeat (ms)";
+        player_conns (PlayerConns) = "player-conns", "HASH", "player -> space-separated connection ids, oldest first";
+        presence (Presence) = "presence", "ZSET", "player -> present until (ms): the latest expiry among their connections";
+        matcher_lease (MatcherLease) = "matcher-lease", "STRING", "token of the active matcher loop (PX expiry)";
+    }
+    world {
+        queue (Queue) = "queue", "ZSET", "ticket -> ticket sequence (FIFO order; rank + 1 = position)";
+        deadlines (Deadlines) = "deadlines", "ZSET",
+            "ticket -> deadline (ms); entries of tickets that left stay until due, when the sweep drops them";
+        data (Data) = "data", "HASH", "ticket -> ticket data JSON (tickets with data only)";
+        stats (Stats) = "stats", "HASH",
+            "`start`, `cur`, `prev`, `first`: players matched in a two-bucket sliding window (wait estimates in O(1)); `parties`: party tickets waiting";
+        ratings (Ratings) = "ratings", "ZSET", "rated worlds: `<seq, 12 digits>:<ticket>` -> rating";
+        due (Due) = "due", "ZSET", "rated worlds: ticket -> next try as an anchor (ms)";
+    }
+}
+
+/// A value of the `players` hash, as `lua/_players.lua` writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlayerState<'a> {
+    /// A waiting ticket (of a player, or a party's ticket id).
+    Waiting {
+        world: &'a str,
+        seq: u64,
+        joined_ms: u64,
+        deadline_ms: u64,
+    },
+    /// The player's latest match.
+    Matched(&'a str),
+    /// A member of this party.
+    Party(&'a str),
+    /// A solo player in the proposal of this match id.
+    Proposal(&'a str),
+    /// Cooling down until this time (ms).
+    CoolingDown(u64),
+}
+
+impl<'a> PlayerState<'a> {
+    /// The state a `players` value holds, `None` when it is malformed.
+    pub fn parse(value: &'a str) -> Option<Self> {
+        if let Some(rest) = value.strip_prefix("P ") {
+            return Some(PlayerState::Party(rest));
+        }
+        if let Some(rest) = value.strip_prefix("R ") {
+            return Some(PlayerState::Proposal(rest));
+        }
+        if let Some(rest) = value.strip_prefix("C ") {
+            return rest.parse().ok().map(PlayerState::CoolingDown);
+        }
+        if !value.contains(' ') {
+            return Some(PlayerState::Matched(value));
+        }
+        let mut parts = value.split(' ');
+        let (world, seq, joined, deadline) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() {
+            return None;
+        }
+        Some(PlayerState::Waiting {
+            world,
+            seq: seq.parse().ok()?,
+            joined_ms: joined.parse().ok()?,
+            deadline_ms: deadline.parse().ok()?,
+        })
+    }
+}
 
 /// Key names of one namespace.
 #[derive(Debug, Clone)]
 pub struct KeyLayout {
     prefix: String,
-}
-
-/// The keys that belong to one world (`ratings` and `due` stay empty in
-/// FIFO worlds).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorldKeys {
-    pub queue: String,
-    pub deadlines: String,
-    pub rate: String,
-    pub ratings: String,
-    pub due: String,
-}
-
-impl WorldKeys {
-    /// The world block, in the order every script that takes a whole world
-    /// takes it: queue, deadlines, rate, ratings, due.
-    pub fn block(self) -> [String; 5] {
-        [
-            self.queue,
-            self.deadlines,
-            self.rate,
-            self.ratings,
-            self.due,
-        ]
-    }
-
-    /// The keys removing a ticket touches, in the order the scripts that
-    /// only remove tickets take them: queue, deadlines, ratings, due.
-    pub fn removal_block(self) -> [String; 4] {
-        [self.queue, self.deadlines, self.ratings, self.due]
-    }
 }
 
 impl KeyLayout {
@@ -100,139 +229,47 @@ impl KeyLayout {
         &self.prefix[start..end]
     }
 
-    fn key(&self, name: &str) -> String {
-        format!("{}{name}", self.prefix)
+    pub fn namespace_key(&self, key: NamespaceKey) -> String {
+        format!("{}{}", self.prefix, key.suffix())
     }
 
-    pub fn world(&self, world: &WorldName) -> WorldKeys {
-        WorldKeys {
-            queue: self.key(&format!("queue:{world}")),
-            deadlines: self.key(&format!("deadlines:{world}")),
-            rate: self.key(&format!("rate:{world}")),
-            ratings: self.key(&format!("ratings:{world}")),
-            due: self.key(&format!("due:{world}")),
-        }
-    }
-
-    pub fn tickets(&self) -> String {
-        self.key("tickets")
-    }
-    pub fn ticket_seq(&self) -> String {
-        self.key("ticket-seq")
-    }
-    pub fn match_seq(&self) -> String {
-        self.key("match-seq")
-    }
-    pub fn matches(&self) -> String {
-        self.key("matches")
-    }
-    pub fn match_expiry(&self) -> String {
-        self.key("match-expiry")
-    }
-    pub fn player_match(&self) -> String {
-        self.key("player-match")
-    }
-    pub fn outbox(&self) -> String {
-        self.key("outbox")
-    }
-    pub fn outbox_meta(&self) -> String {
-        self.key("outbox-meta")
-    }
-    pub fn conns(&self) -> String {
-        self.key("conns")
-    }
-    pub fn conn_expiry(&self) -> String {
-        self.key("conn-expiry")
-    }
-    pub fn player_conns(&self) -> String {
-        self.key("player-conns")
-    }
-    pub fn player_ratings(&self) -> String {
-        self.key("player-ratings")
-    }
-    pub fn presence(&self) -> String {
-        self.key("presence")
-    }
-    pub fn matcher_lease(&self) -> String {
-        self.key("matcher-lease")
-    }
-    pub fn parties(&self) -> String {
-        self.key("parties")
-    }
-    pub fn party_expiry(&self) -> String {
-        self.key("party-expiry")
-    }
-    pub fn player_party(&self) -> String {
-        self.key("player-party")
-    }
-    pub fn notes(&self) -> String {
-        self.key("notes")
-    }
-    pub fn counters(&self) -> String {
-        self.key("counters")
-    }
-
-    pub fn proposals(&self) -> String {
-        self.key("proposals")
-    }
-    pub fn proposal_expiry(&self) -> String {
-        self.key("proposal-expiry")
-    }
-    pub fn player_proposal(&self) -> String {
-        self.key("player-proposal")
-    }
-    pub fn cooldowns(&self) -> String {
-        self.key("cooldowns")
-    }
-
-    /// The proposal block, in the order every script that may touch a ready
-    /// check takes it: proposals, proposal_expiry, player_proposal, cooldowns.
-    pub fn proposal_block(&self) -> [String; 4] {
-        [
-            self.proposals(),
-            self.proposal_expiry(),
-            self.player_proposal(),
-            self.cooldowns(),
-        ]
-    }
-
-    /// The party block, in the order every script that may touch a party
-    /// takes it: parties, party_expiry, player_party, notes, counters.
-    pub fn party_block(&self) -> [String; 5] {
-        [
-            self.parties(),
-            self.party_expiry(),
-            self.player_party(),
-            self.notes(),
-            self.counters(),
-        ]
+    pub fn world_key(&self, world: &WorldName, key: WorldKey) -> String {
+        format!("{}{}:{world}", self.prefix, key.suffix())
     }
 
     /// Every key the namespace can hold for `worlds` (for tests and tooling).
     pub fn all(&self, worlds: &WorldCatalog) -> Vec<String> {
-        let mut keys = vec![
-            self.tickets(),
-            self.ticket_seq(),
-            self.match_seq(),
-            self.matches(),
-            self.match_expiry(),
-            self.player_match(),
-            self.outbox(),
-            self.outbox_meta(),
-            self.conns(),
-            self.conn_expiry(),
-            self.player_conns(),
-            self.presence(),
-            self.player_ratings(),
-            self.matcher_lease(),
-        ];
-        keys.extend(self.party_block());
-        keys.extend(self.proposal_block());
+        let mut keys: Vec<String> = NamespaceKey::ALL
+            .iter()
+            .map(|k| self.namespace_key(*k))
+            .collect();
         for w in worlds.iter() {
-            let k = self.world(&w.name);
-            keys.extend([k.queue, k.deadlines, k.rate, k.ratings, k.due]);
+            keys.extend(self.world(&w.name).block());
         }
         keys
+    }
+
+    /// The layout as a Markdown table (the README's key table is checked
+    /// against it).
+    pub fn markdown_table() -> String {
+        let mut out = String::from("| key (after `mm:{ns}:`) | type | contents |\n|---|---|---|\n");
+        for k in NamespaceKey::ALL {
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                k.suffix(),
+                k.redis_type(),
+                k.contents()
+            ));
+        }
+        for k in WorldKey::ALL {
+            out.push_str(&format!(
+                "| `{}:<world>` | {} | {} |\n",
+                k.suffix(),
+                k.redis_type(),
+                k.contents()
+            ));
+        }
+        out
     }
 }
 
@@ -248,7 +285,10 @@ mod tests {
         assert_eq!(layout.hash_tag(), "{eu-1}");
         let worlds = WorldCatalog::parse("world1:3,world2:2", Duration::from_secs(60)).unwrap();
         let keys = layout.all(&worlds);
-        assert_eq!(keys.len(), 23 + 5 * 2);
+        assert_eq!(
+            keys.len(),
+            NamespaceKey::ALL.len() + WorldKey::ALL.len() * 2
+        );
         for k in &keys {
             assert!(k.starts_with("mm:{eu-1}:"), "{k}");
             // The first '{'...'}' decides the slot; nothing else may come first.
@@ -256,5 +296,56 @@ mod tests {
         }
         let unique: std::collections::HashSet<_> = keys.iter().collect();
         assert_eq!(unique.len(), keys.len());
+    }
+
+    #[test]
+    fn names_are_lua_identifiers_and_unique_across_both_blocks() {
+        let mut names: Vec<&str> = NamespaceKey::ALL.iter().map(|k| k.name()).collect();
+        names.extend(WorldKey::ALL.iter().map(|k| k.name()));
+        let unique: std::collections::HashSet<_> = names.iter().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for n in names {
+            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{n}");
+        }
+    }
+
+    #[test]
+    fn player_states_read_what_the_scripts_write() {
+        assert_eq!(
+            PlayerState::parse("world1 7 1000 61000"),
+            Some(PlayerState::Waiting {
+                world: "world1",
+                seq: 7,
+                joined_ms: 1000,
+                deadline_ms: 61000
+            })
+        );
+        assert_eq!(
+            PlayerState::parse("18f3a-4"),
+            Some(PlayerState::Matched("18f3a-4"))
+        );
+        assert_eq!(
+            PlayerState::parse("P arena.1-a"),
+            Some(PlayerState::Party("arena.1-a"))
+        );
+        assert_eq!(
+            PlayerState::parse("R 18f3a-4"),
+            Some(PlayerState::Proposal("18f3a-4"))
+        );
+        assert_eq!(
+            PlayerState::parse("C 5000"),
+            Some(PlayerState::CoolingDown(5000))
+        );
+        assert_eq!(PlayerState::parse("world1 7 1000"), None);
+    }
+
+    #[test]
+    fn the_readme_key_table_is_the_declared_layout() {
+        let readme = include_str!("../../README.md");
+        let table = KeyLayout::markdown_table();
+        assert!(
+            readme.contains(&table),
+            "README.md's key table differs from shared/src/keys.rs; it must read:\n{table}"
+        );
     }
 }

@@ -30,5 +30,5 @@ pub use domain::{
     TicketData, TicketId, WorldName,
 };
 pub use error::{ConfigError, StoreError, ValidationError};
-pub use keys::KeyLayout;
+pub use keys::{KeyLayout, PlayerState};
 pub use store::{MatchBatch, MatchStore, Settlement};

@@ -599,10 +599,9 @@ pub async fn assert_consistent(
         pipe.cmd("ZCARD").arg(&wk.ratings);
         pipe.cmd("ZRANGE").arg(&wk.due).arg(0).arg(-1);
     }
-    pipe.cmd("HGETALL").arg(k.tickets());
+    pipe.cmd("HGETALL").arg(k.players());
     pipe.cmd("HGETALL").arg(k.matches());
     pipe.cmd("ZRANGE").arg(k.match_expiry()).arg(0).arg(-1);
-    pipe.cmd("HGETALL").arg(k.player_match());
     pipe.cmd("ZRANGE").arg(k.outbox()).arg(0).arg(-1);
     pipe.cmd("HKEYS").arg(k.outbox_meta());
     pipe.cmd("HGETALL").arg(k.conns());
@@ -628,48 +627,47 @@ pub async fn assert_consistent(
         }
         per_world.push((q, d));
     }
-    let tickets: HashMap<String, String> = redis::from_redis_value(next()).expect("tickets");
+    let players: HashMap<String, String> = redis::from_redis_value(next()).expect("players");
     let matches: HashMap<String, String> = redis::from_redis_value(next()).expect("matches");
     let match_expiry: Vec<String> = redis::from_redis_value(next()).expect("match-expiry");
-    let player_match: HashMap<String, String> =
-        redis::from_redis_value(next()).expect("player-match");
     let outbox: Vec<String> = redis::from_redis_value(next()).expect("outbox");
     let outbox_meta: Vec<String> = redis::from_redis_value(next()).expect("outbox-meta");
     let conns: HashMap<String, String> = redis::from_redis_value(next()).expect("conns");
     let conn_expiry: Vec<String> = redis::from_redis_value(next()).expect("conn-expiry");
     let player_conns: HashMap<String, String> =
         redis::from_redis_value(next()).expect("player-conns");
+    let states: HashMap<&String, shared::PlayerState> = players
+        .iter()
+        .map(|(p, v)| {
+            let state = shared::PlayerState::parse(v)
+                .unwrap_or_else(|| panic!("malformed state of {p}: {v:?}"));
+            (p, state)
+        })
+        .collect();
 
     let mut state = ConsistentState::default();
     for (w, (queue, deadlines)) in worlds.iter().zip(&per_world) {
+        // Deadlines of tickets that left stay until due (the sweep drops
+        // them); every waiting ticket has its own.
         let deadline_of: HashMap<&str, f64> =
             deadlines.iter().map(|(p, s)| (p.as_str(), *s)).collect();
-        assert_eq!(
-            deadlines.len(),
-            queue.len(),
-            "{}: queue {queue:?} vs deadlines {deadlines:?}",
-            w.name
-        );
         for (p, seq) in queue {
             let deadline = deadline_of
                 .get(p.as_str())
                 .unwrap_or_else(|| panic!("{p} queued in {} without a deadline", w.name));
-            let ticket = tickets
-                .get(p)
-                .unwrap_or_else(|| panic!("{p} queued in {} without a ticket", w.name));
-            let parts: Vec<&str> = ticket.splitn(5, ' ').collect();
-            assert!(parts.len() == 5, "malformed ticket of {p}: {ticket:?}");
-            assert_eq!(
-                parts[0],
-                w.name.as_str(),
-                "{p}'s ticket names another world"
-            );
-            assert_eq!(parts[1].parse::<f64>().ok(), Some(*seq), "{p}: ticket seq");
-            assert_eq!(
-                parts[3].parse::<f64>().ok(),
-                Some(*deadline),
-                "{p}: ticket deadline"
-            );
+            match states.get(p) {
+                Some(shared::PlayerState::Waiting {
+                    world,
+                    seq: ticket_seq,
+                    deadline_ms,
+                    ..
+                }) => {
+                    assert_eq!(*world, w.name.as_str(), "{p}'s ticket names another world");
+                    assert_eq!(*ticket_seq as f64, *seq, "{p}: ticket seq");
+                    assert_eq!(*deadline_ms as f64, *deadline, "{p}: ticket deadline");
+                }
+                other => panic!("{p} queued in {} in state {other:?}", w.name),
+            }
             assert!(
                 state.queued.insert(p.clone(), w.name.to_string()).is_none(),
                 "{p} waits in two worlds"
@@ -684,12 +682,23 @@ pub async fn assert_consistent(
             );
         }
     }
+    let waiting: BTreeSet<&String> = states
+        .iter()
+        .filter(|(_, s)| matches!(s, shared::PlayerState::Waiting { .. }))
+        .map(|(p, _)| *p)
+        .collect();
     assert_eq!(
-        tickets.len(),
+        waiting.len(),
         state.queued.len(),
-        "one ticket per queued player (tickets {:?})",
-        tickets.keys().collect::<BTreeSet<_>>()
+        "one ticket per queued player (waiting states {waiting:?})"
     );
+    let player_match: HashMap<String, String> = states
+        .iter()
+        .filter_map(|(p, s)| match s {
+            shared::PlayerState::Matched(id) => Some(((*p).clone(), id.to_string())),
+            _ => None,
+        })
+        .collect();
 
     let ids: BTreeSet<&String> = matches.keys().collect();
     let expiring: BTreeSet<&String> = match_expiry.iter().collect();

@@ -148,6 +148,43 @@ async fn hlen(store: &MatchStore, key: &str) -> u64 {
         .expect("HLEN")
 }
 
+/// The kinds of player state (`shared::PlayerState`), for counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateKind {
+    Waiting,
+    Matched,
+    Party,
+    Proposal,
+    CoolingDown,
+}
+
+/// Every entry of the `players` hash whose state is of `kind`.
+pub async fn states_of(store: &MatchStore, kind: StateKind) -> BTreeMap<String, String> {
+    let all: HashMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(store.keys().players()))
+        .await
+        .expect("HGETALL players");
+    all.into_iter()
+        .filter(|(_, v)| {
+            let state = shared::PlayerState::parse(v)
+                .unwrap_or_else(|| panic!("malformed player state {v:?}"));
+            let of = match state {
+                shared::PlayerState::Waiting { .. } => StateKind::Waiting,
+                shared::PlayerState::Matched(_) => StateKind::Matched,
+                shared::PlayerState::Party(_) => StateKind::Party,
+                shared::PlayerState::Proposal(_) => StateKind::Proposal,
+                shared::PlayerState::CoolingDown(_) => StateKind::CoolingDown,
+            };
+            of == kind
+        })
+        .collect()
+}
+
+/// How many `players` entries are in state `kind`.
+pub async fn count_states(store: &MatchStore, kind: StateKind) -> u64 {
+    states_of(store, kind).await.len() as u64
+}
+
 /// Joins queue in FIFO order, report 1-based positions, the third join forms
 /// the match at once, and a matched player may join again immediately.
 pub async fn join_positions_and_instant_match(env: &Env) {
@@ -190,7 +227,7 @@ pub async fn join_positions_and_instant_match(env: &Env) {
         0
     );
     assert_eq!(
-        hlen(&store, &store.keys().tickets()).await,
+        count_states(&store, StateKind::Waiting).await,
         0,
         "matched tickets are gone"
     );
@@ -557,7 +594,7 @@ pub async fn match_records_expire(env: &Env) {
     let swept = store.housekeeping(100).await.unwrap();
     assert_eq!(swept.matches_removed, 1);
     assert_eq!(hlen(&store, &store.keys().matches()).await, 0);
-    assert_eq!(hlen(&store, &store.keys().player_match()).await, 0);
+    assert_eq!(count_states(&store, StateKind::Matched).await, 0);
 }
 
 /// The outbox: one entry per match, naming every participant with their
@@ -852,65 +889,19 @@ pub async fn wait_estimate_forgets_old_history(env: &Env) {
 pub async fn scripts_validate_before_writing(env: &Env) {
     let store = env.store_with("validate", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
     join(&store, "world1", "seed-player").await;
-    let k = store.keys().clone();
-    let wk = k.world(&world(&store, "world1").name);
-    let party_block: Vec<String> = k.party_block().to_vec();
-    let proposal_block: Vec<String> = k.proposal_block().to_vec();
-    let join_keys = {
-        let mut v = vec![
-            k.tickets(),
-            k.ticket_seq(),
-            k.matches(),
-            k.match_expiry(),
-            k.player_match(),
-            k.outbox(),
-            k.match_seq(),
-            k.presence(),
-            k.player_ratings(),
-        ];
-        v.extend(party_block.iter().cloned());
-        v.extend(proposal_block.iter().cloned());
-        v.extend([
-            wk.queue.clone(),
-            wk.deadlines.clone(),
-            wk.rate.clone(),
-            wk.ratings.clone(),
-            wk.due.clone(),
-        ]);
-        v
-    };
-    let mut match_keys = vec![
-        wk.queue.clone(),
-        wk.deadlines.clone(),
-        wk.rate.clone(),
-        k.tickets(),
-        k.matches(),
-        k.match_expiry(),
-        k.player_match(),
-        k.outbox(),
-        k.match_seq(),
-        k.presence(),
-        wk.ratings.clone(),
-        wk.due.clone(),
-    ];
-    match_keys.extend(party_block.iter().cloned());
-    match_keys.extend(proposal_block.iter().cloned());
-    // The world configuration argument (`lua/_config.lua`), field by field.
-    let fifo_config = [
-        "3", "1", "60000", "60000", "1", "0", "1000", "0", "fifo", "-", "-", "-", "-", "-", "-",
-        "-", "-", "0", "0", "-", "0", "10", "average",
-    ];
-    let rated_config = [
-        "3", "1", "60000", "60000", "1", "0", "1000", "0", "rating", "50", "10", "400", "60000",
-        "1000", "-", "-", "-", "0", "0", "-", "0", "3000", "average",
-    ];
-    // `base` with the given fields replaced, joined as the scripts take it.
-    let config = |base: &[&str; 23], changes: &[(usize, &str)]| {
-        let mut fields = base.map(str::to_string);
-        for (i, v) in changes {
-            fields[*i] = v.to_string();
+    // KEYS as each script declares them (shared/src/scripts.rs), with a
+    // world block for each of `worlds`.
+    let keys = |file: &str, worlds: &[&str]| -> Vec<String> {
+        let d = shared::scripts::declaration(file).expect(file);
+        let mut v: Vec<String> = d
+            .keys
+            .iter()
+            .map(|k| store.keys().namespace_key(*k))
+            .collect();
+        for w in worlds {
+            v.extend(store.keys().world(&world_name(w)).block());
         }
-        fields.join(" ")
+        v
     };
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     // `good` with argument `i` replaced by `bad`.
@@ -919,33 +910,43 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         args[i] = bad.to_string();
         args
     };
-    let join_args = |claimed: &str, config: String| {
-        vec![
-            "p".to_string(),
-            "1".to_string(),
-            String::new(),
-            claimed.to_string(),
-            config,
-            "world1".to_string(),
-        ]
+    // The world configuration argument (`lua/_config.lua`): a FIFO and a
+    // rated one, and the same with fields replaced (JSON pointers).
+    let fifo_config = serde_json::json!({
+        "seats": 3, "teams": 1, "ticket_ttl": 60000, "match_ttl": 60000, "instant": true,
+        "capacity": 0, "window": 1000, "presence": false, "max_party": 3, "party_ttl": 60000,
+        "ratings": {"min": 0, "max": 10}, "party_rating": "average"
+    });
+    let mut rated_config = fifo_config.clone();
+    rated_config["ratings"] = serde_json::json!({"min": 0, "max": 3000});
+    rated_config["rating"] = serde_json::json!({
+        "base": 50, "per_sec": 10, "max": 400, "relax_ms": 60000, "retry_ms": 1000
+    });
+    let config = |base: &serde_json::Value, changes: &[(&str, serde_json::Value)]| {
+        let mut c = base.clone();
+        for (path, v) in changes {
+            *c.pointer_mut(path).unwrap_or_else(|| panic!("{path}")) = v.clone();
+        }
+        c.to_string()
     };
+    use serde_json::json;
+    let join_args = |claimed: &str, config: String| s(&["p", "", claimed, &config, "world1"]);
     let good_join = join_args("", config(&fifo_config, &[]));
     let good_rated = join_args("1500", config(&rated_config, &[]));
+    let good_match = s(&["0", &config(&fifo_config, &[]), "world1"]);
+    let good_party = s(&[
+        "leader",
+        "",
+        "",
+        &config(&fifo_config, &[]),
+        "world1",
+        "friend",
+    ]);
+    let join_keys = keys("join.lua", &["world1"]);
+    let match_keys = keys("form_matches.lua", &["world1"]);
+    let party_create_keys = keys("party_create.lua", &["world1"]);
     // The well-formed calls the bad ones are made from do succeed: each bad
     // case below fails for its one bad value, not for a wrong shape.
-    let match_args = |world: &str, limit: &str, config: String| {
-        vec![world.to_string(), limit.to_string(), config]
-    };
-    let good_match = match_args("world1", "0", config(&fifo_config, &[]));
-    let party_create_keys = {
-        let mut v = vec![k.tickets(), k.presence(), k.player_ratings(), k.outbox()];
-        v.extend(party_block.iter().cloned());
-        v.extend(proposal_block.iter().cloned());
-        v
-    };
-    let good_party = [
-        "leader", "world1", "3", "60000", "0", "fifo", "", "", "", "0", "10", "friend",
-    ];
     for (name, keys, args) in [
         ("join.lua", join_keys.clone(), good_join.clone()),
         ("join.lua", join_keys.clone(), good_rated.clone()),
@@ -953,7 +954,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (
             "party_create.lua",
             party_create_keys.clone(),
-            s(&good_party),
+            good_party.clone(),
         ),
     ] {
         eval_script(&store, name, &keys, &args)
@@ -962,112 +963,135 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     }
 
     let mut cases: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
-    for (i, bad) in [(0, ""), (1, "0"), (1, "2"), (3, "high"), (4, "")] {
+    for (i, bad) in [(0, ""), (2, "high"), (3, ""), (3, "{"), (3, "[]"), (4, "")] {
         cases.push(("join.lua", join_keys.clone(), with_arg(&good_join, i, bad)));
     }
-    let short_config = fifo_config[..22].join(" ");
-    cases.push((
-        "join.lua",
-        join_keys.clone(),
-        with_arg(&good_join, 4, &short_config),
-    ));
-    // One bad configuration field each (seats, teams, lifetimes, flags,
-    // mode, ready check, rating range, default rating, party aggregate).
+    // Too few keys for the world block, a world block without its name, an
+    // argument too many.
+    cases.push(("join.lua", join_keys[..12].to_vec(), good_join.clone()));
+    cases.push(("join.lua", join_keys.clone(), good_join[..4].to_vec()));
+    let mut extra = good_join.clone();
+    extra.push("world2".into());
+    cases.push(("join.lua", join_keys.clone(), extra));
+    // One bad configuration field each.
     for changes in [
-        &[(0, "1")][..],
-        &[(0, "x")],
-        &[(1, "0")],
-        &[(1, "2")],
-        &[(2, "0")],
-        &[(3, "-5")],
-        &[(4, "yes")],
-        &[(5, "1.5")],
-        &[(6, "-1")],
-        &[(7, "2")],
-        &[(8, "elo")],
-        &[(17, "-1")],
-        &[(18, "x")],
-        &[(19, "1.5e")],
-        &[(20, "50"), (21, "10")],
-        &[(22, "median")],
+        vec![("/seats", json!(1))],
+        vec![("/seats", json!("x"))],
+        vec![("/teams", json!(0))],
+        vec![("/teams", json!(2))],
+        vec![("/ticket_ttl", json!(0))],
+        vec![("/match_ttl", json!(-5))],
+        vec![("/instant", json!("yes"))],
+        vec![("/capacity", json!(1.5))],
+        vec![("/window", json!(-1))],
+        vec![("/presence", json!(2))],
+        vec![("/max_party", json!(0))],
+        vec![("/party_ttl", json!(0))],
+        vec![("/ratings/min", json!(50)), ("/ratings/max", json!(10))],
+        vec![("/ratings", json!({"min": 0, "max": 10, "default": "1.5e"}))],
+        vec![("/party_rating", json!("median"))],
+        vec![("/seats", json!({"ready_check": true}))],
     ] {
         cases.push((
             "join.lua",
             join_keys.clone(),
-            join_args("", config(&fifo_config, changes)),
+            join_args("", config(&fifo_config, &changes)),
         ));
     }
+    let mut with_ready = fifo_config.clone();
+    with_ready["ready_check"] = json!({"accept_ms": -1, "cooldown_ms": 0});
+    cases.push((
+        "join.lua",
+        join_keys.clone(),
+        join_args("", config(&with_ready, &[])),
+    ));
+    with_ready["ready_check"] = json!({"accept_ms": 1000, "cooldown_ms": "x"});
+    cases.push((
+        "join.lua",
+        join_keys.clone(),
+        join_args("", config(&with_ready, &[])),
+    ));
     // Rated rules: a negative base, a widening that is no number, a
     // maximum below the base, a zero retry, a balance window that is no
     // number (with teams).
     for changes in [
-        &[(9, "-1")][..],
-        &[(10, "x")],
-        &[(11, "10")],
-        &[(13, "0")],
-        &[(1, "3"), (14, "x"), (15, "1"), (16, "5")],
+        vec![("/rating/base", json!(-1))],
+        vec![("/rating/per_sec", json!("x"))],
+        vec![("/rating/max", json!(10))],
+        vec![("/rating/retry_ms", json!(0))],
+        vec![
+            ("/teams", json!(3)),
+            (
+                "/rating",
+                json!({"base": 50, "per_sec": 10, "max": 400, "relax_ms": 60000,
+                "retry_ms": 1000, "balance": {"base": "x", "per_sec": 1, "max": 5}}),
+            ),
+        ],
     ] {
         cases.push((
             "join.lua",
             join_keys.clone(),
-            join_args("1500", config(&rated_config, changes)),
+            join_args("1500", config(&rated_config, &changes)),
         ));
     }
     cases.push((
         "join.lua",
         join_keys.clone(),
-        with_arg(&good_rated, 3, "1.5e"),
+        with_arg(&good_rated, 2, "1.5e"),
     ));
-    cases.push(("join.lua", join_keys[..12].to_vec(), good_join.clone()));
-    for (world, limit, config) in [
-        ("", "0", config(&fifo_config, &[])),
-        ("world1", "x", config(&fifo_config, &[])),
-        ("world1", "0", config(&fifo_config, &[(0, "1")])),
-        ("world1", "0", config(&fifo_config, &[(1, "0")])),
-        ("world1", "0", config(&fifo_config, &[(3, "0")])),
-        ("world1", "0", config(&fifo_config, &[(6, "-1")])),
-        ("world1", "0", config(&fifo_config, &[(7, "yes")])),
-        ("world1", "0", config(&fifo_config, &[(8, "elo")])),
-        ("world1", "0", config(&fifo_config, &[(17, "soon")])),
+    for args in [
+        with_arg(&good_match, 2, ""),
+        with_arg(&good_match, 0, "x"),
+        with_arg(
+            &good_match,
+            1,
+            &config(&fifo_config, &[("/seats", json!(1))]),
+        ),
+        with_arg(
+            &good_match,
+            1,
+            &config(&fifo_config, &[("/teams", json!(0))]),
+        ),
+        with_arg(
+            &good_match,
+            1,
+            &config(&fifo_config, &[("/match_ttl", json!(0))]),
+        ),
+        with_arg(
+            &good_match,
+            1,
+            &config(&fifo_config, &[("/window", json!(-1))]),
+        ),
+        with_arg(
+            &good_match,
+            1,
+            &config(&fifo_config, &[("/presence", json!("yes"))]),
+        ),
         // A rated world needs a limit of anchors, and sane rules.
-        ("world1", "0", config(&rated_config, &[])),
-        ("world1", "5", config(&rated_config, &[(11, "40")])),
+        with_arg(&good_match, 1, &config(&rated_config, &[])),
+        s(&[
+            "5",
+            &config(&rated_config, &[("/rating/max", json!(40))]),
+            "world1",
+        ]),
     ] {
-        let args = match_args(world, limit, config);
         cases.push(("form_matches.lua", match_keys.clone(), args));
     }
-    let mut leave_keys = vec![
-        wk.queue.clone(),
-        wk.deadlines.clone(),
-        k.tickets(),
-        wk.ratings.clone(),
-        wk.due.clone(),
-        k.outbox(),
-    ];
-    leave_keys.extend(party_block.iter().cloned());
-    leave_keys.extend(proposal_block.iter().cloned());
-    cases.push(("leave.lua", leave_keys, s(&["", "world1"])));
     cases.push((
-        "drop_stale_ticket.lua",
-        vec![
-            k.tickets(),
-            wk.queue.clone(),
-            wk.deadlines.clone(),
-            wk.ratings.clone(),
-            wk.due.clone(),
-        ],
+        "leave.lua",
+        keys("leave.lua", &["world1"]),
         s(&["", "world1"]),
     ));
-    let mut sweep_keys = vec![
-        wk.queue.clone(),
-        wk.deadlines.clone(),
-        k.tickets(),
-        k.outbox(),
-        wk.ratings.clone(),
-        wk.due.clone(),
-    ];
-    sweep_keys.extend(party_block.iter().cloned());
-    cases.push(("sweep_tickets.lua", sweep_keys, s(&["world1", "0"])));
+    cases.push((
+        "drop_stale_ticket.lua",
+        keys("drop_stale_ticket.lua", &["world1"]),
+        s(&["", "world1"]),
+    ));
+    cases.push((
+        "sweep_tickets.lua",
+        keys("sweep_tickets.lua", &["world1"]),
+        s(&["0", "world1"]),
+    ));
     for args in [
         s(&["*", "p", "5000", "0", "3000"]),
         s(&["*", "p", "x", "0", "3000"]),
@@ -1075,16 +1099,9 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         s(&["*", "", "1", "0", "3000"]),
         s(&["*", "p", "1", "10", "3"]),
     ] {
-        cases.push(("rating_set.lua", vec![k.player_ratings()], args));
+        cases.push(("rating_set.lua", keys("rating_set.lua", &[]), args));
     }
-    let claim_keys = vec![
-        k.outbox(),
-        k.outbox_meta(),
-        k.matches(),
-        k.player_conns(),
-        k.conns(),
-        k.notes(),
-    ];
+    let claim_keys = keys("outbox_claim.lua", &[]);
     cases.push(("outbox_claim.lua", claim_keys.clone(), s(&["0", "10", "0"])));
     cases.push(("outbox_claim.lua", claim_keys, s(&["10", "10", "-1"])));
     for args in [
@@ -1094,205 +1111,113 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         s(&["X|w|p", "-1", "", "conn"]),
         s(&["M|1-a", "-1", "", "a|b"]),
     ] {
-        cases.push((
-            "outbox_settle.lua",
-            vec![k.outbox(), k.outbox_meta(), k.notes()],
-            args,
-        ));
+        cases.push(("outbox_settle.lua", keys("outbox_settle.lua", &[]), args));
     }
-    let register_keys = vec![
-        k.conns(),
-        k.conn_expiry(),
-        k.player_conns(),
-        k.presence(),
-        k.player_match(),
-        k.match_expiry(),
-        k.outbox(),
-        k.outbox_meta(),
-        k.matches(),
-    ];
     for args in [
         s(&["a b", "p", "1000", "2", "0"]),
         s(&["c", "p", "0", "2", "0"]),
         s(&["c", "p", "1000", "2", "-1"]),
     ] {
-        cases.push(("conn_register.lua", register_keys.clone(), args));
+        cases.push(("conn_register.lua", keys("conn_register.lua", &[]), args));
     }
     cases.push((
         "conn_heartbeat.lua",
-        vec![k.conns(), k.conn_expiry(), k.player_conns(), k.presence()],
+        keys("conn_heartbeat.lua", &[]),
         s(&["c", "0"]),
     ));
-    let mut unregister_keys = vec![
-        k.conns(),
-        k.conn_expiry(),
-        k.player_conns(),
-        k.presence(),
-        k.tickets(),
-        k.outbox(),
-    ];
-    unregister_keys.extend(party_block.iter().cloned());
-    unregister_keys.extend(proposal_block.iter().cloned());
-    unregister_keys.extend([
-        wk.queue.clone(),
-        wk.deadlines.clone(),
-        wk.ratings.clone(),
-        wk.due.clone(),
-    ]);
     cases.push((
         "conn_unregister.lua",
-        unregister_keys,
+        keys("conn_unregister.lua", &["world1"]),
         s(&["c", "maybe", "world1"]),
     ));
-    let mut housekeeping_keys = vec![
-        k.matches(),
-        k.match_expiry(),
-        k.player_match(),
-        k.conns(),
-        k.conn_expiry(),
-        k.player_conns(),
-        k.presence(),
-        k.tickets(),
-        k.outbox(),
-    ];
-    housekeeping_keys.extend(party_block.iter().cloned());
-    housekeeping_keys.extend(proposal_block.iter().cloned());
+    // A world name without its keys.
     cases.push((
         "housekeeping.lua",
-        housekeeping_keys,
+        keys("housekeeping.lua", &[]),
         s(&["10", "1", "world1"]),
     ));
-    cases.push((
-        "match_record.lua",
-        vec![k.matches(), k.match_expiry()],
-        s(&[""]),
-    ));
+    cases.push(("match_record.lua", keys("match_record.lua", &[]), s(&[""])));
     cases.push((
         "lease_acquire.lua",
-        vec![k.matcher_lease()],
+        keys("lease_acquire.lua", &[]),
         s(&["", "1000"]),
     ));
-    for args in [s(&["-1", "5"]), s(&["1000", "0"])] {
+    for args in [s(&["-1", "5", "world1"]), s(&["1000", "0", "world1"])] {
         cases.push((
             "queue_status.lua",
-            vec![
-                wk.queue.clone(),
-                wk.rate.clone(),
-                k.tickets(),
-                wk.ratings.clone(),
-            ],
+            keys("queue_status.lua", &["world1"]),
             args,
         ));
     }
     // Parties: every malformed request, and well-formed ones that must be
     // refused, write nothing.
-    for (i, bad) in [
-        (0, ""),
-        (1, ""),
-        (2, "1"),
-        (3, "0"),
-        (4, "x"),
-        (5, "elo"),
-        (11, "leader"),
-    ] {
-        let args = with_arg(&s(&good_party), i, bad);
-        cases.push(("party_create.lua", party_create_keys.clone(), args));
+    for (i, bad) in [(0, ""), (2, "x"), (3, "{}"), (4, ""), (5, "leader")] {
+        cases.push((
+            "party_create.lua",
+            party_create_keys.clone(),
+            with_arg(&good_party, i, bad),
+        ));
     }
-    let mut too_many = s(&good_party);
+    let mut too_many = good_party.clone();
     too_many.extend(s(&["f2", "f3"]));
     cases.push(("party_create.lua", party_create_keys.clone(), too_many));
-    let mut twice = s(&good_party);
+    let mut twice = good_party.clone();
     twice.push("friend".to_string());
     cases.push(("party_create.lua", party_create_keys.clone(), twice));
     cases.push((
         "party_create.lua",
         party_create_keys.clone(),
-        s(&good_party[..11]),
+        good_party[..5].to_vec(),
     ));
-    let mut party_join_keys = vec![
-        k.tickets(),
-        k.ticket_seq(),
-        k.matches(),
-        k.match_expiry(),
-        k.player_match(),
-        k.outbox(),
-        k.match_seq(),
-        k.presence(),
-        k.player_ratings(),
-    ];
-    party_join_keys.extend(party_block.iter().cloned());
-    party_join_keys.extend([
-        wk.queue.clone(),
-        wk.deadlines.clone(),
-        wk.rate.clone(),
-        wk.ratings.clone(),
-        wk.due.clone(),
-    ]);
-    party_join_keys.extend(proposal_block.iter().cloned());
-    let party_join_args = |config: String| {
-        s(&["friend", "world1.1-1", "world1", "", ""])
-            .into_iter()
-            .chain([config])
-            .collect::<Vec<_>>()
-    };
+    let party_join_keys = keys("party_join.lua", &["world1"]);
+    let party_join_args = |config: String| s(&["friend", "world1.1-1", "", "", &config, "world1"]);
     let good_party_join = party_join_args(config(&fifo_config, &[]));
-    for (i, bad) in [(0, ""), (1, ""), (2, ""), (4, "x")] {
-        let args = with_arg(&good_party_join, i, bad);
-        cases.push(("party_join.lua", party_join_keys.clone(), args));
+    for (i, bad) in [(0, ""), (1, ""), (3, "x"), (5, "")] {
+        cases.push((
+            "party_join.lua",
+            party_join_keys.clone(),
+            with_arg(&good_party_join, i, bad),
+        ));
     }
     for changes in [
-        &[(0, "1")][..],
-        &[(2, "0")],
-        &[(4, "x")],
-        &[(8, "elo")],
-        &[(1, "2")],
-        &[(22, "median")],
-        &[(17, "-3")],
+        vec![("/seats", json!(1))],
+        vec![("/ticket_ttl", json!(0))],
+        vec![("/capacity", json!("x"))],
+        vec![("/teams", json!(2))],
+        vec![("/party_rating", json!("median"))],
     ] {
         cases.push((
             "party_join.lua",
             party_join_keys.clone(),
-            party_join_args(config(&fifo_config, changes)),
+            party_join_args(config(&fifo_config, &changes)),
         ));
     }
-    let mut party_cancel_keys = vec![k.tickets(), k.outbox()];
-    party_cancel_keys.extend(party_block.iter().cloned());
-    party_cancel_keys.extend([
-        wk.queue.clone(),
-        wk.deadlines.clone(),
-        wk.ratings.clone(),
-        wk.due.clone(),
-    ]);
-    party_cancel_keys.extend(proposal_block.iter().cloned());
     cases.push((
         "party_cancel.lua",
-        party_cancel_keys,
+        keys("party_cancel.lua", &["world1"]),
         s(&["", "world1.1-1", "world1"]),
     ));
-
-    let mut answer_keys = vec![
-        k.tickets(),
-        k.matches(),
-        k.match_expiry(),
-        k.player_match(),
-        k.outbox(),
-    ];
-    answer_keys.extend(party_block.iter().cloned());
-    answer_keys.extend(proposal_block.iter().cloned());
-    answer_keys.extend([
-        wk.queue.clone(),
-        wk.deadlines.clone(),
-        wk.rate.clone(),
-        wk.ratings.clone(),
-        wk.due.clone(),
-    ]);
+    let answer_keys = keys("proposal_answer.lua", &["world1"]);
+    let good_config = config(&fifo_config, &[]);
     for args in [
-        s(&["", "1-a", "1", "world1", "60000", "1000"]),
-        s(&["p", "", "1", "world1", "60000", "1000"]),
-        s(&["p", "1-a", "yes", "world1", "60000", "1000"]),
-        s(&["p", "1-a", "1", "", "60000", "1000"]),
-        s(&["p", "1-a", "1", "world1", "0", "1000"]),
-        s(&["p", "1-a", "1", "world1", "60000", "-1"]),
+        s(&["", "1-a", "1", &good_config, "world1"]),
+        s(&["p", "", "1", &good_config, "world1"]),
+        s(&["p", "1-a", "yes", &good_config, "world1"]),
+        s(&["p", "1-a", "1", &good_config, ""]),
+        s(&[
+            "p",
+            "1-a",
+            "1",
+            &config(&fifo_config, &[("/match_ttl", json!(0))]),
+            "world1",
+        ]),
+        s(&[
+            "p",
+            "1-a",
+            "1",
+            &config(&fifo_config, &[("/window", json!(-1))]),
+            "world1",
+        ]),
     ] {
         cases.push(("proposal_answer.lua", answer_keys.clone(), args));
     }
@@ -1321,7 +1246,7 @@ async fn eval_script(
     keys: &[String],
     args: &[String],
 ) -> Result<redis::Value, shared::StoreError> {
-    let src = shared::scripts::SOURCES
+    let src = &shared::scripts::SOURCES
         .iter()
         .find(|(n, _)| *n == name)
         .expect("script")

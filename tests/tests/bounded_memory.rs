@@ -226,7 +226,7 @@ async fn a_burst_returns_to_the_key_entry_and_memory_baseline() {
         .unwrap();
     store.player_status(&player("warm-big")).await.unwrap();
     let k = store.keys();
-    let rate = |w: &str| k.world(&WorldName::parse(w).unwrap()).rate;
+    let rate = |w: &str| k.world(&WorldName::parse(w).unwrap()).stats;
     let expected: BTreeSet<String> = [
         k.ticket_seq(),
         k.match_seq(),

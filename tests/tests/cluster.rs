@@ -15,10 +15,10 @@ fn env(cluster: &RedisCluster) -> Env {
 /// Two namespaces whose keys are owned by different masters.
 fn namespaces_on_different_masters(cluster: &RedisCluster) -> (String, usize, String, usize) {
     let first = "ns-a0".to_string();
-    let first_owner = cluster.owner_of(&KeyLayout::new(&first).tickets());
+    let first_owner = cluster.owner_of(&KeyLayout::new(&first).players());
     for i in 0..100 {
         let candidate = format!("ns-b{i}");
-        let owner = cluster.owner_of(&KeyLayout::new(&candidate).tickets());
+        let owner = cluster.owner_of(&KeyLayout::new(&candidate).players());
         if owner != first_owner {
             return (first, first_owner, candidate, owner);
         }

@@ -71,7 +71,7 @@ fn packable(tickets: &[Ticket], room: &mut Vec<u32>, i: usize) -> bool {
 fn team_packing_is_valid_and_never_worse_than_the_greedy_baseline() {
     let server = RedisServer::start();
     let mut conn = server.connection();
-    let script = redis::Script::new(&format!("{}\n{DRIVER}", shared::scripts::LIBRARY));
+    let script = redis::Script::new(&format!("{}\n{DRIVER}", *shared::scripts::LIBRARY));
     let mut rng = rand::rngs::StdRng::seed_from_u64(12);
     let (mut better, mut cases, mut unpackable) = (0, 0, 0);
     for _ in 0..600 {

@@ -1,11 +1,14 @@
-//! The world configuration argument of the scripts that join and match
-//! (`lua/_config.lua`): one string per world instead of ~20 arguments,
-//! built once per store, parsed once per loaded function library.
+//! A world's configuration as the scripts take it (`lua/_config.lua`): one
+//! JSON argument with named fields instead of ~20 positional ones, built
+//! once per world when the store is built and decoded once per loaded
+//! function library.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use super::{flag, millis};
+use serde::Serialize;
+
+use super::millis;
 use crate::config::{Settings, World};
 use crate::domain::WorldName;
 
@@ -23,64 +26,113 @@ impl WorldConfigs {
         )
     }
 
-    /// `world`'s configuration: built at start for the configured worlds;
-    /// a world given from elsewhere (not the configured one of its name)
-    /// is encoded on the spot.
-    pub(super) fn get<'a>(&'a self, settings: &Settings, world: &World) -> Cow<'a, str> {
-        match self.0.get(&world.name) {
-            Some(s) if settings.worlds.get(&world.name) == Some(world) => Cow::Borrowed(s),
-            _ => Cow::Owned(encode(settings, world)),
+    /// `world`'s configuration, `None` when no world of its name is
+    /// configured: built at start for the configured worlds (the configured
+    /// world itself is recognised by address, without comparing); a world
+    /// given from elsewhere that differs from the configured one of its
+    /// name is encoded on the spot.
+    pub(super) fn get<'a>(&'a self, settings: &Settings, world: &World) -> Option<Cow<'a, str>> {
+        let configured = settings.worlds.get(&world.name)?;
+        let encoded = self.0.get(&world.name)?;
+        if std::ptr::eq(configured, world) || configured == world {
+            Some(Cow::Borrowed(encoded))
+        } else {
+            Some(Cow::Owned(encode(settings, world)))
         }
     }
 }
 
-/// The fields in `_config.lua`'s order, space-separated, "-" for none.
+/// The fields `_config.lua` reads (all times in ms).
+#[derive(Serialize)]
+struct ScriptConfig<'a> {
+    seats: u32,
+    teams: u32,
+    ticket_ttl: u64,
+    match_ttl: u64,
+    instant: bool,
+    capacity: u64,
+    window: u64,
+    presence: bool,
+    max_party: u32,
+    party_ttl: u64,
+    ratings: Ratings,
+    party_rating: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rating: Option<Rated>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ready_check: Option<ReadyCheck>,
+}
+
+#[derive(Serialize)]
+struct Ratings {
+    min: f64,
+    max: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    default: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Rated {
+    base: f64,
+    per_sec: f64,
+    max: f64,
+    relax_ms: u64,
+    retry_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    balance: Option<Window>,
+}
+
+#[derive(Serialize)]
+struct Window {
+    base: f64,
+    per_sec: f64,
+    max: f64,
+}
+
+#[derive(Serialize)]
+struct ReadyCheck {
+    accept_ms: u64,
+    cooldown_ms: u64,
+}
+
 fn encode(settings: &Settings, world: &World) -> String {
-    let mut fields: Vec<String> = vec![
-        world.seats().to_string(),
-        world.teams.to_string(),
-        millis(world.ticket_ttl).to_string(),
-        millis(settings.match_ttl).to_string(),
-        flag(settings.instant_match).to_string(),
-        settings.queue_capacity.to_string(),
-        millis(settings.wait_window).to_string(),
-        flag(world.require_presence).to_string(),
-    ];
-    match world.rating() {
-        None => {
-            fields.push("fifo".into());
-            fields.extend(std::iter::repeat_n("-".to_string(), 8));
-        }
-        Some(r) => {
-            fields.push("rating".into());
-            fields.push(r.base_window.to_string());
-            fields.push(r.widen_per_second.to_string());
-            fields.push(r.max_window.to_string());
-            fields.push(millis(r.relax_after).to_string());
-            fields.push(millis(r.retry).to_string());
-            match &r.balance {
-                None => fields.extend(std::iter::repeat_n("-".to_string(), 3)),
-                Some(b) => {
-                    fields.push(b.base_window.to_string());
-                    fields.push(b.widen_per_second.to_string());
-                    fields.push(b.max_window.to_string());
-                }
-            }
-        }
-    }
-    match world.ready_check {
-        None => fields.extend(["0".to_string(), "0".to_string()]),
-        Some(r) => {
-            fields.push(millis(r.accept_within).max(1).to_string());
-            fields.push(millis(r.decline_cooldown).to_string());
-        }
-    }
     let ratings = &settings.ratings;
-    fields.push(ratings.default.map_or("-".to_string(), |d| d.to_string()));
-    fields.push(ratings.min.to_string());
-    fields.push(ratings.max.to_string());
-    fields.push(world.party_rating.as_str().to_string());
-    fields.join(" ")
+    let config = ScriptConfig {
+        seats: world.seats(),
+        teams: world.teams,
+        ticket_ttl: millis(world.ticket_ttl),
+        match_ttl: millis(settings.match_ttl),
+        instant: settings.instant_match,
+        capacity: settings.queue_capacity,
+        window: millis(settings.wait_window),
+        presence: world.require_presence,
+        max_party: world.max_party_size,
+        party_ttl: millis(settings.party_ttl).max(1),
+        ratings: Ratings {
+            min: ratings.min,
+            max: ratings.max,
+            default: ratings.default,
+        },
+        party_rating: world.party_rating.as_str(),
+        rating: world.rating().map(|r| Rated {
+            base: r.base_window,
+            per_sec: r.widen_per_second,
+            max: r.max_window,
+            relax_ms: millis(r.relax_after),
+            retry_ms: millis(r.retry).max(1),
+            balance: r.balance.as_ref().map(|b| Window {
+                base: b.base_window,
+                per_sec: b.widen_per_second,
+                max: b.max_window,
+            }),
+        }),
+        ready_check: world.ready_check.map(|r| ReadyCheck {
+            accept_ms: millis(r.accept_within).max(1),
+            cooldown_ms: millis(r.decline_cooldown),
+        }),
+    };
+    // Serializing plain numbers, strings and booleans cannot fail.
+    serde_json::to_string(&config).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -98,19 +150,18 @@ mod tests {
     }
 
     #[test]
-    fn a_fifo_world_has_every_field_in_order() {
+    fn a_fifo_world_has_named_fields_and_no_rated_section() {
         let s = settings("world1:3");
         let w = s.worlds.get("world1").unwrap();
         let configs = WorldConfigs::new(&s);
-        let encoded = configs.get(&s, w);
-        let fields: Vec<&str> = encoded.split(' ').collect();
-        assert_eq!(fields.len(), 23, "{encoded}");
-        assert_eq!(fields[0], "3");
-        assert_eq!(fields[1], "1");
-        assert_eq!(fields[8], "fifo");
-        assert!(fields[9..17].iter().all(|f| *f == "-"), "{encoded}");
-        assert_eq!(&fields[17..19], ["0", "0"]);
-        assert_eq!(fields[22], "average");
+        let encoded = configs.get(&s, w).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&encoded).unwrap();
+        assert_eq!(v["seats"], 3);
+        assert_eq!(v["teams"], 1);
+        assert_eq!(v["instant"], true);
+        assert_eq!(v["party_rating"], "average");
+        assert!(v.get("rating").is_none(), "{encoded}");
+        assert!(v.get("ready_check").is_none(), "{encoded}");
     }
 
     #[test]
@@ -127,10 +178,11 @@ mod tests {
             anchors_per_call: 50,
             balance: None,
         });
-        let encoded = configs.get(&s, &w);
-        assert!(
-            encoded.contains(" rating 50 2.5 400 60000 1000 - - - "),
-            "{encoded}"
+        let encoded = configs.get(&s, &w).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&encoded).unwrap();
+        assert_eq!(
+            v["rating"],
+            serde_json::json!({"base": 50.0, "per_sec": 2.5, "max": 400.0, "relax_ms": 60000, "retry_ms": 1000})
         );
     }
 }

@@ -24,13 +24,8 @@ pub enum Heartbeat {
 impl MatchStore {
     /// Renews `conn`'s registration and its player's presence.
     pub async fn heartbeat(&self, conn: &ConnectionId) -> Result<Heartbeat, StoreError> {
-        let k = self.keys();
-        let mut inv = SCRIPTS.conn_heartbeat.prepare_invoke();
-        inv.key(k.conns())
-            .key(k.conn_expiry())
-            .key(k.player_conns())
-            .key(k.presence())
-            .arg(conn.as_str())
+        let mut inv = SCRIPTS.conn_heartbeat.invocation(self.keys(), &[]);
+        inv.arg(conn.as_str())
             .arg(millis(self.settings().presence_timeout));
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, true).await?)?;
         let player = reply.optional_text("player")?;

@@ -33,18 +33,8 @@ impl MatchStore {
         player: &PlayerId,
     ) -> Result<Registered, StoreError> {
         let s = self.settings();
-        let k = self.keys();
-        let mut inv = SCRIPTS.conn_register.prepare_invoke();
-        inv.key(k.conns())
-            .key(k.conn_expiry())
-            .key(k.player_conns())
-            .key(k.presence())
-            .key(k.player_match())
-            .key(k.match_expiry())
-            .key(k.outbox())
-            .key(k.outbox_meta())
-            .key(k.matches())
-            .arg(conn.as_str())
+        let mut inv = SCRIPTS.conn_register.invocation(self.keys(), &[]);
+        inv.arg(conn.as_str())
             .arg(player.as_str())
             .arg(millis(s.presence_timeout))
             .arg(s.max_connections_per_player)

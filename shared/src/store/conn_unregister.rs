@@ -27,31 +27,11 @@ impl MatchStore {
         conn: &ConnectionId,
     ) -> Result<Unregistered, StoreError> {
         let s = self.settings();
-        let k = self.keys();
-        let mut inv = SCRIPTS.conn_unregister.prepare_invoke();
-        inv.key(k.conns())
-            .key(k.conn_expiry())
-            .key(k.player_conns())
-            .key(k.presence())
-            .key(k.tickets())
-            .key(k.outbox());
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        for key in k.proposal_block() {
-            inv.key(key);
-        }
-        for w in s.worlds.iter() {
-            let wk = k.world(&w.name);
-            for key in wk.removal_block() {
-                inv.key(key);
-            }
-        }
+        let mut inv = SCRIPTS
+            .conn_unregister
+            .invocation(self.keys(), &self.world_names());
         inv.arg(conn.as_str())
             .arg(flag(s.remove_ticket_on_disconnect));
-        for name in self.world_names() {
-            inv.arg(name);
-        }
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, true).await?)?;
         let bad = |e: crate::error::ValidationError| {
             StoreError::UnexpectedReply(format!("{SCRIPT}: {e}"))

@@ -14,16 +14,10 @@ impl MatchStore {
         retired: &WorldName,
         player: &PlayerId,
     ) -> Result<(), StoreError> {
-        let k = self.keys();
-        let wk = k.world(retired);
-        let mut inv = SCRIPTS.drop_stale_ticket.prepare_invoke();
-        inv.key(k.tickets())
-            .key(wk.queue)
-            .key(wk.deadlines)
-            .key(wk.ratings)
-            .key(wk.due)
-            .arg(player.as_str())
-            .arg(retired.as_str());
+        let mut inv = SCRIPTS
+            .drop_stale_ticket
+            .invocation(self.keys(), &[retired]);
+        inv.arg(player.as_str());
         let removed = Reply::integer("drop_stale_ticket.lua", self.invoke(&inv, false).await?)?;
         tracing::info!(world = %retired, removed, "dropped a ticket of a world that is no longer configured");
         Ok(())

@@ -38,34 +38,14 @@ impl MatchStore {
         world: &World,
         max_groups: u64,
     ) -> Result<MatchBatch, StoreError> {
-        let k = self.keys();
-        let wk = k.world(&world.name);
-        let mut inv = SCRIPTS.form_matches.prepare_invoke();
-        inv.key(wk.queue)
-            .key(wk.deadlines)
-            .key(wk.rate)
-            .key(k.tickets())
-            .key(k.matches())
-            .key(k.match_expiry())
-            .key(k.player_match())
-            .key(k.outbox())
-            .key(k.match_seq())
-            .key(k.presence())
-            .key(wk.ratings)
-            .key(wk.due);
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        for key in k.proposal_block() {
-            inv.key(key);
-        }
-        inv.arg(world.name.as_str())
-            .arg(
-                world
-                    .rating()
-                    .map_or(max_groups, |r| u64::from(r.anchors_per_call)),
-            )
-            .arg(self.world_config(world).as_ref());
+        let config = self.world_config(world)?;
+        let mut inv = SCRIPTS.form_matches.invocation(self.keys(), &[&world.name]);
+        inv.arg(
+            world
+                .rating()
+                .map_or(max_groups, |r| u64::from(r.anchors_per_call)),
+        )
+        .arg(config.as_ref());
         let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
         let queue_size = reply.uint("queue size")?;
         let expired = reply.uint("expired removed")?;

@@ -23,34 +23,11 @@ impl MatchStore {
     /// and cancels up to `limit` parties whose assembly ran out of time.
     pub async fn housekeeping(&self, limit: u64) -> Result<Housekeeping, StoreError> {
         let s = self.settings();
-        let k = self.keys();
-        let mut inv = SCRIPTS.housekeeping.prepare_invoke();
-        inv.key(k.matches())
-            .key(k.match_expiry())
-            .key(k.player_match())
-            .key(k.conns())
-            .key(k.conn_expiry())
-            .key(k.player_conns())
-            .key(k.presence())
-            .key(k.tickets())
-            .key(k.outbox());
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        for key in k.proposal_block() {
-            inv.key(key);
-        }
-        for w in s.worlds.iter() {
-            let wk = k.world(&w.name);
-            for key in wk.removal_block() {
-                inv.key(key);
-            }
-        }
+        let mut inv = SCRIPTS
+            .housekeeping
+            .invocation(self.keys(), &self.world_names());
         inv.arg(limit.max(1))
             .arg(flag(s.remove_ticket_on_disconnect));
-        for name in self.world_names() {
-            inv.arg(name);
-        }
         let mut reply = Reply::new("housekeeping.lua", self.invoke(&inv, false).await?)?;
         let removed = Housekeeping {
             matches_removed: reply.uint("matches removed")?,

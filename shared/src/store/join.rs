@@ -7,19 +7,26 @@ use super::reply::{FormedMatches, Reply};
 use super::MatchStore;
 use crate::config::World;
 use crate::domain::{
-    JoinOutcome, PlayerId, ProposalView, QueuePosition, RatedTicket, Rating, TicketData, WaitStats,
-    WorldName,
+    ConnectionId, JoinOutcome, PlayerId, ProposalView, QueuePosition, RatedTicket, Rating,
+    TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
-use crate::scripts::{Invocation, SCRIPTS};
+use crate::scripts::SCRIPTS;
 
 const SCRIPT: &str = "join.lua";
+
+/// A join's outcome and, when it queued, the player's connections (read in
+/// the same call, for the QUEUED push).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JoinReply {
+    pub outcome: JoinOutcome,
+    pub connections: Vec<ConnectionId>,
+}
 
 impl MatchStore {
     /// Puts `player` in `world`'s queue; see [`JoinOutcome`]. In a rated
     /// world the player's rating is the ratings store's entry, else
     /// `claimed` (a verified token claim), else the configured default.
-    #[tracing::instrument(level = "debug", skip(self, world, data), fields(world = %world.name))]
     pub async fn join(
         &self,
         world: &World,
@@ -27,12 +34,19 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<JoinOutcome, StoreError> {
-        if self.settings().worlds.get(&world.name).is_none() {
-            return Err(StoreError::Rejected(format!(
-                "world {} is not configured",
-                world.name
-            )));
-        }
+        Ok(self.join_reply(world, player, data, claimed).await?.outcome)
+    }
+
+    /// [`MatchStore::join`], with the player's connections when it queued.
+    #[tracing::instrument(level = "debug", skip(self, world, data), fields(world = %world.name))]
+    pub async fn join_reply(
+        &self,
+        world: &World,
+        player: &PlayerId,
+        data: Option<&TicketData>,
+        claimed: Option<Rating>,
+    ) -> Result<JoinReply, StoreError> {
+        let config = self.world_config(world)?;
         // The script is given the joined world's keys only (its cost does
         // not grow with the number of configured worlds); when the player
         // holds a ticket elsewhere it answers STALE with that world, and the
@@ -41,9 +55,15 @@ impl MatchStore {
         // same player can move the ticket in between, hence a few rounds.
         let mut also: Option<&World> = None;
         for _ in 0..3 {
-            let inv = self.join_invocation(world, also, player, data, claimed);
+            let mut worlds = vec![&world.name];
+            worlds.extend(also.map(|w| &w.name));
+            let mut inv = SCRIPTS.join.invocation(self.keys(), &worlds);
+            inv.arg(player.as_str())
+                .arg(data.map_or("", TicketData::as_json))
+                .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
+                .arg(config.as_ref());
             match self.decode_join(player, self.invoke(&inv, false).await?)? {
-                Decoded::Outcome(outcome) => return Ok(*outcome),
+                Decoded::Reply(reply) => return Ok(*reply),
                 Decoded::Stale(other) => match self.settings().worlds.get(&other) {
                     Some(w) if also.is_none_or(|a| a.name != w.name) => also = Some(w),
                     Some(_) => {
@@ -63,107 +83,54 @@ impl MatchStore {
         )))
     }
 
-    /// `join.lua`'s KEYS and ARGV, in the order of its header: the joined
-    /// world first, then `also` (the world of the player's current ticket).
-    fn join_invocation(
-        &self,
-        world: &World,
-        also: Option<&World>,
-        player: &PlayerId,
-        data: Option<&TicketData>,
-        claimed: Option<Rating>,
-    ) -> Invocation<'static> {
-        let k = self.keys();
-        let mut inv = SCRIPTS.join.prepare_invoke();
-        inv.key(k.tickets())
-            .key(k.ticket_seq())
-            .key(k.matches())
-            .key(k.match_expiry())
-            .key(k.player_match())
-            .key(k.outbox())
-            .key(k.match_seq())
-            .key(k.presence())
-            .key(k.player_ratings());
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        for key in k.proposal_block() {
-            inv.key(key);
-        }
-        let worlds: Vec<&World> = std::iter::once(world).chain(also).collect();
-        for w in &worlds {
-            for key in k.world(&w.name).block() {
-                inv.key(key);
-            }
-        }
-        inv.arg(player.as_str())
-            .arg(1)
-            .arg(data.map_or("", TicketData::as_json))
-            .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
-            .arg(self.world_config(world).as_ref());
-        for w in &worlds {
-            inv.arg(w.name.as_str());
-        }
-        inv
-    }
-
     fn decode_join(&self, player: &PlayerId, value: redis::Value) -> Result<Decoded, StoreError> {
         let mut reply = Reply::new(SCRIPT, value)?;
         let status = reply.text("status")?;
-        let world = reply.parsed("world", WorldName::parse);
-        if status == "STALE" {
-            // The world is no longer configured, but its name is still valid.
-            let world = world?;
-            for what in ["position", "queue size", "window players", "window span"] {
-                reply.uint(what)?;
-            }
-            reply.text("rating")?;
-            reply.finish()?;
-            return Ok(Decoded::Stale(world));
-        }
-        let world = world?;
-        let position = reply.uint("position")?;
-        let queue_size = reply.uint("queue size")?;
-        let stats = WaitStats {
-            players_matched: reply.uint("window players")?,
-            span_ms: reply.uint("window span")?,
+        let bad = |what: &str, e: &dyn std::fmt::Display| {
+            StoreError::UnexpectedReply(format!("{SCRIPT}: {what}: {e}"))
         };
-        let rating = reply
-            .optional_text("rating")?
-            .map(|r| Rating::parse(&r))
-            .transpose()
-            .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: {e}")))?;
+        let mut connections = Vec::new();
         let outcome = match status.as_str() {
-            "NO_RATING" => JoinOutcome::RatingRequired { world_type: world },
-            "BAD_RATING" => JoinOutcome::InvalidRating {
-                world_type: world,
-                rating: rating.ok_or_else(|| {
-                    StoreError::UnexpectedReply(format!("{SCRIPT}: BAD_RATING without a rating"))
-                })?,
-            },
-            "QUEUED" | "ALREADY" => {
-                // A new ticket has waited no time at all.
-                let q =
-                    self.queue_position(world, position, queue_size, stats, rating, Duration::ZERO);
-                if status == "QUEUED" {
-                    JoinOutcome::Queued(q)
-                } else {
-                    JoinOutcome::AlreadyQueued(q)
-                }
+            "STALE" => {
+                let world = reply.parsed("world", WorldName::parse)?;
+                reply.finish()?;
+                return Ok(Decoded::Stale(world));
             }
-            "FULL" => JoinOutcome::QueueFull {
-                world_type: world,
-                queue_size,
-            },
-            "ABSENT" => JoinOutcome::NotConnected { world_type: world },
-            "IN_PARTY" => JoinOutcome::InParty { world_type: world },
-            "PROPOSED" => JoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
-            "PENDING" => JoinOutcome::ProposalPending(reply.json::<ProposalView>("proposal")?),
-            "COOLING_DOWN" => JoinOutcome::CoolingDown {
-                world_type: world,
-                retry_after_ms: position,
-            },
+            "QUEUED" => {
+                let world = reply.parsed("world", WorldName::parse)?;
+                let position = reply.uint("position")?;
+                let queue_size = reply.uint("queue size")?;
+                let stats = reply.wait_stats()?;
+                let rating = reply.optional_rating("rating")?;
+                connections = reply.connection_list("connections")?;
+                // A new ticket has waited no time at all.
+                JoinOutcome::Queued(self.queue_position(
+                    world,
+                    position,
+                    queue_size,
+                    stats,
+                    rating,
+                    Duration::ZERO,
+                ))
+            }
+            "ALREADY" => {
+                let world = reply.parsed("world", WorldName::parse)?;
+                let position = reply.uint("position")?;
+                let queue_size = reply.uint("queue size")?;
+                let stats = reply.wait_stats()?;
+                JoinOutcome::AlreadyQueued(self.queue_position(
+                    world,
+                    position,
+                    queue_size,
+                    stats,
+                    None,
+                    Duration::ZERO,
+                ))
+            }
             "MATCHED" => {
+                reply.parsed("world", WorldName::parse)?;
+                reply.uint("queue size")?;
+                reply.optional_rating("rating")?;
                 let FormedMatches {
                     record,
                     formed,
@@ -175,6 +142,33 @@ impl MatchStore {
                     notifications,
                 }
             }
+            "PROPOSED" => JoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
+            "PENDING" => JoinOutcome::ProposalPending(reply.json::<ProposalView>("proposal")?),
+            "IN_PARTY" => {
+                // "" when the party is gone: no valid world name.
+                let world = reply.text("world")?;
+                JoinOutcome::InParty {
+                    world_type: WorldName::parse(&world).map_err(|e| bad("world", &e))?,
+                }
+            }
+            "COOLING_DOWN" => JoinOutcome::CoolingDown {
+                world_type: reply.parsed("world", WorldName::parse)?,
+                retry_after_ms: reply.uint("retry after")?,
+            },
+            "FULL" => JoinOutcome::QueueFull {
+                world_type: reply.parsed("world", WorldName::parse)?,
+                queue_size: reply.uint("queue size")?,
+            },
+            "ABSENT" => JoinOutcome::NotConnected {
+                world_type: reply.parsed("world", WorldName::parse)?,
+            },
+            "NO_RATING" => JoinOutcome::RatingRequired {
+                world_type: reply.parsed("world", WorldName::parse)?,
+            },
+            "BAD_RATING" => JoinOutcome::InvalidRating {
+                world_type: reply.parsed("world", WorldName::parse)?,
+                rating: reply.parsed("rating", Rating::parse)?,
+            },
             other => {
                 return Err(StoreError::UnexpectedReply(format!(
                     "{SCRIPT}: status {other:?}"
@@ -182,7 +176,10 @@ impl MatchStore {
             }
         };
         reply.finish()?;
-        Ok(Decoded::Outcome(Box::new(outcome)))
+        Ok(Decoded::Reply(Box::new(JoinReply {
+            outcome,
+            connections,
+        })))
     }
 
     /// A queue position with its wait estimate from the world's statistics
@@ -222,7 +219,7 @@ impl MatchStore {
 }
 
 enum Decoded {
-    Outcome(Box<JoinOutcome>),
+    Reply(Box<JoinReply>),
     /// The player holds a ticket of this world, which is no longer configured.
     Stale(WorldName),
 }

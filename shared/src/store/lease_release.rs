@@ -8,8 +8,8 @@ use crate::scripts::SCRIPTS;
 impl MatchStore {
     /// Gives the lease back if `token` holds it.
     pub async fn release_lease(&self, token: &str) -> Result<bool, StoreError> {
-        let mut inv = SCRIPTS.lease_release.prepare_invoke();
-        inv.key(self.keys().matcher_lease()).arg(token);
+        let mut inv = SCRIPTS.lease_release.invocation(self.keys(), &[]);
+        inv.arg(token);
         Ok(Reply::integer("lease_release.lua", self.invoke(&inv, true).await?)? == 1)
     }
 }

@@ -18,22 +18,8 @@ impl MatchStore {
         world: &World,
         player: &PlayerId,
     ) -> Result<LeaveOutcome, StoreError> {
-        let k = self.keys();
-        let wk = k.world(&world.name);
-        let mut inv = SCRIPTS.leave.prepare_invoke();
-        inv.key(wk.queue)
-            .key(wk.deadlines)
-            .key(k.tickets())
-            .key(wk.ratings)
-            .key(wk.due)
-            .key(k.outbox());
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        for key in k.proposal_block() {
-            inv.key(key);
-        }
-        inv.arg(player.as_str()).arg(world.name.as_str());
+        let mut inv = SCRIPTS.leave.invocation(self.keys(), &[&world.name]);
+        inv.arg(player.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {
             "LEFT" => LeaveOutcome::Left {
@@ -42,7 +28,6 @@ impl MatchStore {
             },
             "NOT_QUEUED" => {
                 let other = reply.optional_text("world waited in")?;
-                reply.uint("unused")?;
                 // A ticket of a world no longer configured does not count.
                 let queued_in = other
                     .filter(|w| self.settings().worlds.get(w).is_some())

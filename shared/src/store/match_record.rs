@@ -9,9 +9,8 @@ use crate::scripts::SCRIPTS;
 impl MatchStore {
     /// The record of match `id`, unless it never existed or has expired.
     pub async fn match_record(&self, id: &MatchId) -> Result<Option<MatchRecord>, StoreError> {
-        let k = self.keys();
-        let mut inv = SCRIPTS.match_record.prepare_invoke();
-        inv.key(k.matches()).key(k.match_expiry()).arg(id.as_str());
+        let mut inv = SCRIPTS.match_record.invocation(self.keys(), &[]);
+        inv.arg(id.as_str());
         let mut reply = Reply::new("match_record.lua", self.invoke(&inv, true).await?)?;
         let record = if reply.remaining() > 0 {
             Some(reply.json("match record")?)

@@ -49,6 +49,7 @@ pub use conn_register::{Registered, MATCH_REPLAY_WINDOW};
 pub use conn_unregister::Unregistered;
 pub use form_matches::MatchBatch;
 pub use housekeeping::Housekeeping;
+pub use join::JoinReply;
 pub use outbox_settle::Settlement;
 
 /// A connection to a single endpoint or to a cluster.
@@ -353,15 +354,25 @@ impl MatchStore {
             .map_err(|e| StoreError::UnexpectedReply(format!("player-conns: {e}")))
     }
 
-    /// The configured world names, in configuration order (the order of the
-    /// per-world keys the multi-world scripts take).
-    fn world_names(&self) -> impl Iterator<Item = &str> {
-        self.inner.settings.worlds.iter().map(|w| w.name.as_str())
+    /// Every configured world's name, in configuration order (the world
+    /// blocks the scripts over all worlds take).
+    fn world_names(&self) -> Vec<&crate::domain::WorldName> {
+        self.inner.settings.worlds.iter().map(|w| &w.name).collect()
     }
 
-    /// `world`'s configuration, the argument of the scripts that join and match.
-    fn world_config(&self, world: &crate::config::World) -> std::borrow::Cow<'_, str> {
-        self.inner.world_configs.get(&self.inner.settings, world)
+    /// `world`'s configuration, the argument of the scripts that act on a
+    /// world; an error for a world that is not configured. The handlers
+    /// resolve a request's world once and pass the configured one, which
+    /// this recognises by address; any other (tests, tools) is compared, and
+    /// encoded on the spot when it differs from the configured world.
+    fn world_config(
+        &self,
+        world: &crate::config::World,
+    ) -> Result<std::borrow::Cow<'_, str>, StoreError> {
+        self.inner
+            .world_configs
+            .get(&self.inner.settings, world)
+            .ok_or_else(|| StoreError::Rejected(format!("world {} is not configured", world.name)))
     }
 
     /// The rate statistics window, in ms.
@@ -385,7 +396,7 @@ fn library_broken(e: &RedisError) -> bool {
         || text.contains("user_function")
 }
 
-/// A flag argument as the scripts take it.
+/// A flag argument as the scripts take it ("1" or "0").
 fn flag(on: bool) -> &'static str {
     if on {
         "1"

@@ -26,19 +26,12 @@ impl MatchStore {
         young: Duration,
         only: &[NotificationId],
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let k = self.keys();
-        let mut inv = SCRIPTS.outbox_claim.prepare_invoke();
-        inv.key(k.outbox())
-            .key(k.outbox_meta())
-            .key(k.matches())
-            .key(k.player_conns())
-            .key(k.conns())
-            .key(k.notes())
-            .arg(millis(lease).max(1))
+        let mut inv = SCRIPTS.outbox_claim.invocation(self.keys(), &[]);
+        inv.arg(millis(lease).max(1))
             .arg(limit.max(1))
             .arg(millis(young));
         for id in only {
-            inv.arg(id.as_str());
+            inv.rest(id.as_str());
         }
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let mut entries = Vec::new();

@@ -43,9 +43,7 @@ impl MatchStore {
         if settlements.is_empty() {
             return Ok(());
         }
-        let k = self.keys();
-        let mut inv = SCRIPTS.outbox_settle.prepare_invoke();
-        inv.key(k.outbox()).key(k.outbox_meta()).key(k.notes());
+        let mut inv = SCRIPTS.outbox_settle.invocation(self.keys(), &[]);
         for (id, settlement, replay_to) in settlements {
             let (delay, pending): (i64, String) = match settlement {
                 Settlement::Done => (-1, String::new()),
@@ -63,7 +61,10 @@ impl MatchStore {
                 .map(ConnectionId::as_str)
                 .collect::<Vec<_>>()
                 .join(" ");
-            inv.arg(id.as_str()).arg(delay).arg(pending).arg(replays);
+            inv.rest(id.as_str())
+                .rest(delay)
+                .rest(pending)
+                .rest(replays);
         }
         let mut reply = Reply::new("outbox_settle.lua", self.invoke(&inv, true).await?)?;
         reply.uint("removed")?;

@@ -16,32 +16,15 @@ impl MatchStore {
         party: &PartyId,
         player: &PlayerId,
     ) -> Result<PartyCancelOutcome, StoreError> {
-        let k = self.keys();
         // The party's world from its id: its keys are known even if the
         // world has since left the configuration.
         let world = party.world();
-        let wk = k.world(&world);
-        let mut inv = SCRIPTS.party_cancel.prepare_invoke();
-        inv.key(k.tickets()).key(k.outbox());
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        for key in wk.removal_block() {
-            inv.key(key);
-        }
-        for key in k.proposal_block() {
-            inv.key(key);
-        }
-        inv.arg(player.as_str())
-            .arg(party.as_str())
-            .arg(world.as_str());
+        let mut inv = SCRIPTS.party_cancel.invocation(self.keys(), &[&world]);
+        inv.arg(player.as_str()).arg(party.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {
             "CANCELLED" => PartyCancelOutcome::Cancelled(reply.json("party")?),
-            "NOT_FOUND" => {
-                reply.text("unused")?;
-                PartyCancelOutcome::NotFound
-            }
+            "NOT_FOUND" => PartyCancelOutcome::NotFound,
             other => {
                 return Err(StoreError::UnexpectedReply(format!(
                     "{SCRIPT}: status {other:?}"

@@ -1,7 +1,7 @@
 //! `lua/party_create.lua`: a leader creates a party and invites others.
 
 use super::reply::Reply;
-use super::{flag, millis, MatchStore};
+use super::MatchStore;
 use crate::config::World;
 use crate::domain::{
     PartyCreateOutcome, PartyId, PartyView, PlayerId, Rating, TicketData, WorldName,
@@ -25,37 +25,14 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<PartyCreateOutcome, StoreError> {
-        let s = self.settings();
-        let k = self.keys();
-        let mut inv = SCRIPTS.party_create.prepare_invoke();
-        inv.key(k.tickets())
-            .key(k.presence())
-            .key(k.player_ratings())
-            .key(k.outbox());
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        for key in k.proposal_block() {
-            inv.key(key);
-        }
-        let r = &s.ratings;
+        let config = self.world_config(world)?;
+        let mut inv = SCRIPTS.party_create.invocation(self.keys(), &[&world.name]);
         inv.arg(leader.as_str())
-            .arg(world.name.as_str())
-            .arg(world.max_party_size)
-            .arg(millis(s.party_ttl))
-            .arg(flag(world.require_presence))
-            .arg(if world.rating().is_some() {
-                "rating"
-            } else {
-                "fifo"
-            })
             .arg(data.map_or("", TicketData::as_json))
             .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
-            .arg(r.default.map(|d| d.to_string()).unwrap_or_default())
-            .arg(r.min)
-            .arg(r.max);
+            .arg(config.as_ref());
         for p in invited {
-            inv.arg(p.as_str());
+            inv.rest(p.as_str());
         }
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let status = reply.text("status")?;
@@ -74,14 +51,8 @@ impl MatchStore {
             "BUSY" => PartyCreateOutcome::MemberBusy {
                 player: reply.parsed("player", PlayerId::parse)?,
             },
-            "ABSENT" | "NO_RATING" => {
-                reply.text("unused")?;
-                if status == "ABSENT" {
-                    PartyCreateOutcome::NotConnected { world_type }
-                } else {
-                    PartyCreateOutcome::RatingRequired { world_type }
-                }
-            }
+            "ABSENT" => PartyCreateOutcome::NotConnected { world_type },
+            "NO_RATING" => PartyCreateOutcome::RatingRequired { world_type },
             "COOLING_DOWN" => PartyCreateOutcome::CoolingDown {
                 retry_after_ms: reply
                     .text("cool-down")?

@@ -27,56 +27,34 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<PartyJoinOutcome, StoreError> {
-        let k = self.keys();
-        let wk = k.world(&world.name);
-        let mut inv = SCRIPTS.party_join.prepare_invoke();
-        inv.key(k.tickets())
-            .key(k.ticket_seq())
-            .key(k.matches())
-            .key(k.match_expiry())
-            .key(k.player_match())
-            .key(k.outbox())
-            .key(k.match_seq())
-            .key(k.presence())
-            .key(k.player_ratings());
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        for key in wk.block() {
-            inv.key(key);
-        }
-        for key in k.proposal_block() {
-            inv.key(key);
-        }
+        let config = self.world_config(world)?;
+        let mut inv = SCRIPTS.party_join.invocation(self.keys(), &[&world.name]);
         inv.arg(player.as_str())
             .arg(party.as_str())
-            .arg(world.name.as_str())
             .arg(data.map_or("", TicketData::as_json))
             .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
-            .arg(self.world_config(world).as_ref());
+            .arg(config.as_ref());
 
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let status = reply.text("status")?;
-        let detail = reply.text("detail")?;
-        let position = reply.uint("position")?;
-        let queue_size = reply.uint("queue size")?;
-        let rating = reply
-            .optional_text("rating")?
-            .map(|r| Rating::parse(&r))
-            .transpose();
         let bad = |what: &str, e: &dyn std::fmt::Display| {
             StoreError::UnexpectedReply(format!("{SCRIPT}: {what}: {e}"))
         };
-        let rating = rating.map_err(|e| bad("rating", &e))?;
-        let view = |json: &str| -> Result<PartyView, StoreError> {
-            serde_json::from_str(json).map_err(|e| bad("party", &e))
-        };
+        let view = |reply: &mut Reply| -> Result<PartyView, StoreError> { reply.json("party") };
         let world_type = world.name.clone();
         let outcome = match status.as_str() {
-            "JOINED" => PartyJoinOutcome::Joined(view(&detail)?),
-            "ALREADY" => PartyJoinOutcome::AlreadyJoined(view(&detail)?),
+            "JOINED" => PartyJoinOutcome::Joined(view(&mut reply)?),
+            "ALREADY" => {
+                let party = view(&mut reply)?;
+                reply.uint("position")?;
+                reply.uint("queue size")?;
+                PartyJoinOutcome::AlreadyJoined(party)
+            }
             "QUEUED" => {
-                let party = view(&detail)?;
+                let party = view(&mut reply)?;
+                let position = reply.uint("position")?;
+                let queue_size = reply.uint("queue size")?;
+                let rating = reply.optional_rating("rating")?;
                 let mut q = self.queue_position(
                     world_type,
                     position,
@@ -89,40 +67,44 @@ impl MatchStore {
                 PartyJoinOutcome::Queued(q)
             }
             "MATCHED" => {
+                let party = view(&mut reply)?;
+                reply.uint("queue size")?;
+                reply.optional_rating("rating")?;
                 let FormedMatches {
                     record,
                     formed,
                     notifications,
                 } = reply.formed_matches(player)?;
                 PartyJoinOutcome::Matched {
-                    party: view(&detail)?,
+                    party,
                     record,
                     formed,
                     notifications,
                 }
             }
             "NOT_FOUND" => PartyJoinOutcome::NotFound,
-            "PROPOSED" => PartyJoinOutcome::Proposed(
-                serde_json::from_str::<ProposalView>(&detail).map_err(|e| bad("proposal", &e))?,
-            ),
+            "PROPOSED" => PartyJoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
             "COOLING_DOWN" => PartyJoinOutcome::CoolingDown {
-                retry_after_ms: detail.parse().map_err(|e| bad("cool-down", &e))?,
+                retry_after_ms: reply
+                    .text("cool-down")?
+                    .parse()
+                    .map_err(|e| bad("cool-down", &e))?,
             },
             "BUSY" => PartyJoinOutcome::Busy {
-                world_type: WorldName::parse(&detail).map_err(|e| bad("world", &e))?,
+                world_type: reply.parsed("world", WorldName::parse)?,
             },
             "IN_PARTY" => PartyJoinOutcome::InParty {
-                party_id: PartyId::parse(&detail).map_err(|e| bad("party id", &e))?,
+                party_id: reply.parsed("party id", PartyId::parse)?,
             },
             "ABSENT" => PartyJoinOutcome::NotConnected { world_type },
             "NO_RATING" => PartyJoinOutcome::RatingRequired { world_type },
             "BAD_RATING" => PartyJoinOutcome::InvalidRating {
                 world_type,
-                rating: Rating::parse(&detail).map_err(|e| bad("rating", &e))?,
+                rating: reply.parsed("rating", Rating::parse)?,
             },
             "FULL" => PartyJoinOutcome::QueueFull {
                 world_type,
-                queue_size,
+                queue_size: reply.uint("queue size")?,
             },
             other => {
                 return Err(StoreError::UnexpectedReply(format!(

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::reply::Reply;
-use super::{millis, MatchStore};
+use super::MatchStore;
 use crate::domain::{AnswerOutcome, MatchId, MatchRecord, NotificationId, PlayerId, WorldName};
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -37,25 +37,17 @@ impl MatchStore {
         else {
             return Ok(AnswerOutcome::NotFound);
         };
-        let wk = k.world(&world);
-        let mut inv = SCRIPTS.proposal_answer.prepare_invoke();
-        inv.key(k.tickets())
-            .key(k.matches())
-            .key(k.match_expiry())
-            .key(k.player_match())
-            .key(k.outbox());
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        for key in k.proposal_block().into_iter().chain(wk.block()) {
-            inv.key(key);
-        }
+        // A world no longer configured has no rules to finish the match by;
+        // housekeeping cancels its proposals.
+        let Some(configured) = self.settings().worlds.get(&world) else {
+            return Ok(AnswerOutcome::NotFound);
+        };
+        let config = self.world_config(configured)?;
+        let mut inv = SCRIPTS.proposal_answer.invocation(k, &[&world]);
         inv.arg(player.as_str())
             .arg(id.as_str())
             .arg(if accept { "1" } else { "0" })
-            .arg(world.as_str())
-            .arg(millis(self.settings().match_ttl))
-            .arg(self.window_ms());
+            .arg(config.as_ref());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {
             "ACCEPTED" => AnswerOutcome::Accepted {
@@ -72,7 +64,6 @@ impl MatchStore {
             },
             status @ ("CANCELLED" | "EXPIRED") => {
                 let requeued = reply.uint("requeued")?;
-                reply.uint("unused")?;
                 if status == "CANCELLED" {
                     AnswerOutcome::Cancelled {
                         world_type: world,
@@ -85,11 +76,7 @@ impl MatchStore {
                     }
                 }
             }
-            "NOT_FOUND" => {
-                reply.text("unused")?;
-                reply.uint("unused")?;
-                AnswerOutcome::NotFound
-            }
+            "NOT_FOUND" => AnswerOutcome::NotFound,
             other => {
                 return Err(StoreError::UnexpectedReply(format!(
                     "{SCRIPT}: status {other:?}"

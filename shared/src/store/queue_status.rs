@@ -16,15 +16,8 @@ pub const RATING_BUCKETS: u64 = 5;
 impl MatchStore {
     /// A world's queue depth and wait estimate.
     pub async fn queue_status(&self, world: &World) -> Result<QueueStatus, StoreError> {
-        let k = self.keys();
-        let wk = k.world(&world.name);
-        let mut inv = SCRIPTS.queue_status.prepare_invoke();
-        inv.key(wk.queue)
-            .key(wk.rate)
-            .key(k.tickets())
-            .key(wk.ratings)
-            .arg(self.window_ms())
-            .arg(RATING_BUCKETS);
+        let mut inv = SCRIPTS.queue_status.invocation(self.keys(), &[&world.name]);
+        inv.arg(self.window_ms()).arg(RATING_BUCKETS);
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, true).await?)?;
         let waiting = reply.uint("waiting")?;
         let stats = WaitStats {

@@ -17,9 +17,8 @@ impl MatchStore {
         rating: Rating,
     ) -> Result<Option<Rating>, StoreError> {
         let r = &self.settings().ratings;
-        let mut inv = SCRIPTS.rating_set.prepare_invoke();
-        inv.key(self.keys().player_ratings())
-            .arg(world.map_or("*", WorldName::as_str))
+        let mut inv = SCRIPTS.rating_set.invocation(self.keys(), &[]);
+        inv.arg(world.map_or("*", WorldName::as_str))
             .arg(player.as_str())
             .arg(rating.value())
             .arg(r.min)

@@ -117,6 +117,41 @@ impl Reply {
         serde_json::from_slice(&bytes).map_err(|e| self.error(what, e))
     }
 
+    /// The next two values as a world's wait statistics (players matched
+    /// in the window, the span they were matched over).
+    pub fn wait_stats(&mut self) -> Result<crate::domain::WaitStats, StoreError> {
+        Ok(crate::domain::WaitStats {
+            players_matched: self.uint("window players")?,
+            span_ms: self.uint("window span")?,
+        })
+    }
+
+    /// The next value as a rating, `None` when empty.
+    pub fn optional_rating(
+        &mut self,
+        what: &str,
+    ) -> Result<Option<crate::domain::Rating>, StoreError> {
+        let text = self.text(what)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        crate::domain::Rating::parse(&text)
+            .map(Some)
+            .map_err(|e| self.error(what, e))
+    }
+
+    /// The next value as space-separated connection ids.
+    pub fn connection_list(
+        &mut self,
+        what: &str,
+    ) -> Result<Vec<crate::domain::ConnectionId>, StoreError> {
+        let text = self.text(what)?;
+        text.split_whitespace()
+            .map(crate::domain::ConnectionId::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.error(what, e))
+    }
+
     /// Ends the reply: every value must have been read.
     pub fn finish(self) -> Result<(), StoreError> {
         let left = self.values.len();

@@ -16,19 +16,10 @@ impl MatchStore {
         world: &World,
         limit: u64,
     ) -> Result<Vec<TicketId>, StoreError> {
-        let k = self.keys();
-        let wk = k.world(&world.name);
-        let mut inv = SCRIPTS.sweep_tickets.prepare_invoke();
-        inv.key(wk.queue)
-            .key(wk.deadlines)
-            .key(k.tickets())
-            .key(k.outbox())
-            .key(wk.ratings)
-            .key(wk.due);
-        for key in k.party_block() {
-            inv.key(key);
-        }
-        inv.arg(world.name.as_str()).arg(limit.max(1));
+        let mut inv = SCRIPTS
+            .sweep_tickets
+            .invocation(self.keys(), &[&world.name]);
+        inv.arg(limit.max(1));
         let mut reply = Reply::new("sweep_tickets.lua", self.invoke(&inv, false).await?)?;
         let mut expired = Vec::with_capacity(reply.remaining());
         while reply.remaining() > 0 {

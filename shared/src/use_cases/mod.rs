@@ -42,9 +42,10 @@ pub async fn join_and_notify<P: Pusher>(
     data: Option<&TicketData>,
     claimed: Option<Rating>,
 ) -> Result<JoinOutcome, StoreError> {
-    let outcome = store.join(world, player, data, claimed).await?;
+    let reply = store.join_reply(world, player, data, claimed).await?;
+    let outcome = reply.outcome;
     match &outcome {
-        JoinOutcome::Queued(q) => push_queued(store, pusher, player, q).await,
+        JoinOutcome::Queued(q) => push_queued(pusher, &reply.connections, q).await,
         JoinOutcome::Matched { notifications, .. } => {
             push_match_found(store, pusher, notifications).await
         }
@@ -77,21 +78,10 @@ async fn push_match_found<P: Pusher>(
     }
 }
 
-/// Tells the player's connections they are queued. Failures are only logged:
-/// the join itself succeeded and the player can poll my-status.
-async fn push_queued<P: Pusher>(
-    store: &MatchStore,
-    pusher: &P,
-    player: &PlayerId,
-    q: &QueuePosition,
-) {
-    let connections = match store.connections_of(player).await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot look up connections for the QUEUED push");
-            return;
-        }
-    };
+/// Tells the player's connections (read by the join itself) they are
+/// queued. Failures are only logged: the join itself succeeded and the
+/// player can poll my-status.
+async fn push_queued<P: Pusher>(pusher: &P, connections: &[ConnectionId], q: &QueuePosition) {
     if connections.is_empty() {
         return;
     }

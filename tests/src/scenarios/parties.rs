@@ -76,18 +76,22 @@ async fn take_notes(store: &MatchStore) -> Vec<(ServerMessage, Vec<String>)> {
 /// no queued-party count.
 async fn no_party_state(store: &MatchStore) {
     let k = store.keys();
-    for key in [k.parties(), k.player_party(), k.notes()] {
+    for key in [k.parties(), k.notes()] {
         assert_eq!(hlen(store, &key).await, 0, "{key}");
     }
+    assert_eq!(count_states(store, StateKind::Party).await, 0);
     assert_eq!(zcard(store, &k.party_expiry()).await, 0);
-    let counters: HashMap<String, String> = store
-        .command(redis::cmd("HGETALL").arg(k.counters()))
-        .await
-        .unwrap();
-    assert!(
-        counters.keys().all(|f| !f.starts_with("queued|")),
-        "{counters:?}"
-    );
+    for w in store.settings().worlds.iter() {
+        let queued: Option<u64> = store
+            .command(
+                redis::cmd("HGET")
+                    .arg(k.world(&w.name).stats)
+                    .arg("parties"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(queued, None, "{} counts queued parties", w.name);
+    }
 }
 
 /// A party assembles (the leader at once, the invited when they join), then
@@ -161,7 +165,7 @@ pub async fn parties_queue_as_one_ticket_and_are_matched_whole(env: &Env) {
             PlayerStatus::Matched(m) if m.match_id == record.match_id
         ));
     }
-    assert_eq!(hlen(&store, &store.keys().tickets()).await, 0);
+    assert_eq!(count_states(&store, StateKind::Waiting).await, 0);
     take_notes(&store).await;
     no_party_state(&store).await;
 }
@@ -410,7 +414,7 @@ pub async fn a_party_ends_as_a_whole(env: &Env) {
     );
     assert_eq!(notes[0].1, s(&["j", "k"]));
     no_party_state(&store).await;
-    assert_eq!(hlen(&store, &store.keys().tickets()).await, 0);
+    assert_eq!(count_states(&store, StateKind::Waiting).await, 0);
 }
 
 /// With teams every ticket lands whole in one team; a rated world packs the
@@ -616,7 +620,10 @@ pub async fn unplaceable_older_tickets_do_not_block_younger_matches(env: &Env) {
     queue_party(&store, "strand", "g", &["h", "i"]).await;
     queue_party(&store, "strand", "j", &["k", "l"]).await;
     // Whether the second trio's last join or the matcher forms it.
-    store.form_matches(world(&store, "strand"), 0).await.unwrap();
+    store
+        .form_matches(world(&store, "strand"), 0)
+        .await
+        .unwrap();
     assert_matched_together(&store, &["g", "h", "i", "j", "k", "l"], &["a", "c", "e"]).await;
     let status = store.queue_status(world(&store, "strand")).await.unwrap();
     assert_eq!(status.waiting, 3, "{status:?}");
@@ -696,6 +703,10 @@ pub async fn fifo_leftovers_hold_no_match_whatever_the_arrival_order(env: &Env) 
             assert_eq!(seats, 6, "seed {seed}: a party was split: {record:?}");
         }
         let waiting: usize = left_sizes.iter().sum();
-        assert_eq!(matched + waiting, 60, "seed {seed}: every player matched or waiting");
+        assert_eq!(
+            matched + waiting,
+            60,
+            "seed {seed}: every player matched or waiting"
+        );
     }
 }

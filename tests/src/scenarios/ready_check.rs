@@ -70,7 +70,7 @@ fn names(v: &[&str]) -> Vec<String> {
 async fn no_proposal_state(store: &MatchStore) {
     let k = store.keys();
     assert_eq!(hlen(store, &k.proposals()).await, 0);
-    assert_eq!(hlen(store, &k.player_proposal()).await, 0);
+    assert_eq!(count_states(store, StateKind::Proposal).await, 0);
     assert_eq!(zcard(store, &k.proposal_expiry()).await, 0);
 }
 
@@ -345,11 +345,15 @@ pub async fn a_party_in_a_proposal_stays_whole(env: &Env) {
         }
         other => panic!("{other:?}"),
     }
-    let counters: HashMap<String, String> = store
-        .command(redis::cmd("HGETALL").arg(store.keys().counters()))
+    let queued_parties: Option<String> = store
+        .command(
+            redis::cmd("HGET")
+                .arg(store.keys().world(&world_name("arena")).stats)
+                .arg("parties"),
+        )
         .await
         .unwrap();
-    assert_eq!(counters.get("queued|arena").map(String::as_str), Some("1"));
+    assert_eq!(queued_parties.as_deref(), Some("1"));
     // s3 completes it again; x declines: the party leaves whole.
     let again = proposed(&store, "arena", "s3").await;
     assert_eq!(again.participants.len(), 4);
@@ -374,7 +378,7 @@ pub async fn a_party_in_a_proposal_stays_whole(env: &Env) {
     );
     let k = store.keys();
     assert_eq!(hlen(&store, &k.parties()).await, 0);
-    assert_eq!(hlen(&store, &k.player_party()).await, 0);
+    assert_eq!(count_states(&store, StateKind::Party).await, 0);
 }
 
 /// Leaving the queue during a proposal declines it (reason LEFT).

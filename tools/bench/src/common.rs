@@ -118,15 +118,15 @@ pub async fn redis_now_ms(conn: &mut MultiplexedConnection) -> Res<u64> {
     Ok(secs * 1000 + micros / 1000)
 }
 
-/// The ticket `lua/join.lua` stores: `<world> <seq> <joined> <deadline> <data>`
-/// (`encode_ticket` in `lua/_lib.lua`), with empty data: note the trailing space.
+/// The waiting state `lua/join.lua` stores in `players`: `<world> <seq>
+/// <joined> <deadline>` (`encode_ticket` in `lua/_players.lua`).
 pub fn ticket(world: &str, seq: u64, joined_ms: u64, deadline_ms: u64) -> String {
-    format!("{world} {seq} {joined_ms} {deadline_ms} ")
+    format!("{world} {seq} {joined_ms} {deadline_ms}")
 }
 
 /// Players `name(i)` for `i` in `range` waiting in `world`'s queue with
 /// ticket sequence `i + 1`: exactly the state that many joins in that order
-/// write (ZADD queue, ZADD deadlines, HSET tickets, and the ticket-seq
+/// write (ZADD queue, ZADD deadlines, HSET players, and the ticket-seq
 /// counter), written with pipelined variadic commands.
 pub async fn fill_queue(
     conn: &mut MultiplexedConnection,
@@ -152,7 +152,7 @@ pub async fn fill_queue(
         let mut hs = redis::cmd("HSET");
         zq.arg(&wk.queue);
         zd.arg(&wk.deadlines);
-        hs.arg(keys.tickets());
+        hs.arg(keys.players());
         for i in start..stop {
             let p = name(i);
             let seq = i as u64 + 1;
@@ -204,7 +204,7 @@ pub async fn restore_ticket(
         .arg(player)
         .ignore()
         .cmd("HSET")
-        .arg(keys.tickets())
+        .arg(keys.players())
         .arg(player)
         .arg(ticket(world, seq, now, deadline))
         .ignore()

@@ -53,7 +53,7 @@ impl Floor {
         let wk = keys.world(&shared::WorldName::parse(world).ctx("world name")?);
         Ok(Self {
             script: Script::new(SCRIPT),
-            keys: vec![keys.ticket_seq(), wk.queue, wk.deadlines, keys.tickets()],
+            keys: vec![keys.ticket_seq(), wk.queue, wk.deadlines, keys.players()],
             world: world.to_owned(),
             ttl_ms,
             rated: None,

@@ -202,7 +202,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         let before = commandstats(&mut conn).await?;
         let groups: u64 = floor
             .key(&wk.queue)
-            .key(keys.tickets())
+            .key(keys.players())
             .key(keys.matches())
             .key(keys.match_expiry())
             .key(keys.outbox())

@@ -1224,9 +1224,9 @@ async fn a_burst_through_the_stack_returns_to_the_baseline() {
     let expected: BTreeSet<String> = [
         k.ticket_seq(),
         k.match_seq(),
-        k.world(&shared::WorldName::parse("world1").unwrap()).rate,
-        k.world(&shared::WorldName::parse("world2").unwrap()).rate,
-        k.world(&shared::WorldName::parse("short").unwrap()).rate,
+        k.world(&shared::WorldName::parse("world1").unwrap()).stats,
+        k.world(&shared::WorldName::parse("world2").unwrap()).stats,
+        k.world(&shared::WorldName::parse("short").unwrap()).stats,
     ]
     .into_iter()
     .collect();

@@ -916,25 +916,39 @@ impl Before {
                 (id, party)
             })
             .collect();
-        let pointers: BTreeMap<String, String> = store
-            .command(redis::cmd("HGETALL").arg(k.player_party()))
+        // Every player's state (`shared::PlayerState`), split by kind.
+        let states: BTreeMap<String, String> = store
+            .command(redis::cmd("HGETALL").arg(k.players()))
             .await
-            .expect("HGETALL player_party");
-        let tickets: Vec<String> = store
-            .command(redis::cmd("HKEYS").arg(k.tickets()))
-            .await
-            .expect("HKEYS tickets");
-        // A party's ticket is `\u{1}<party id>`; player ids have no control
-        // characters.
-        let solo_tickets = tickets
-            .into_iter()
-            .filter(|t| !t.starts_with('\u{1}'))
-            .collect();
+            .expect("HGETALL players");
+        let mut pointers = BTreeMap::new();
+        let mut solo_tickets = BTreeSet::new();
+        let mut cooldowns = Vec::new();
+        let mut last_match = BTreeMap::new();
+        for (p, v) in &states {
+            match shared::PlayerState::parse(v) {
+                Some(shared::PlayerState::Party(id)) => {
+                    pointers.insert(p.clone(), id.to_owned());
+                }
+                // A party's ticket is `\u{1}<party id>`; player ids have no
+                // control characters.
+                Some(shared::PlayerState::Waiting { .. }) if !p.starts_with('\u{1}') => {
+                    solo_tickets.insert(p.clone());
+                }
+                Some(shared::PlayerState::CoolingDown(until)) => {
+                    cooldowns.push((p.clone(), until as f64))
+                }
+                Some(shared::PlayerState::Matched(id)) => {
+                    last_match.insert(p.clone(), id.to_owned());
+                }
+                _ => {}
+            }
+        }
         let raw: BTreeMap<String, String> = store
             .command(redis::cmd("HGETALL").arg(k.proposals()))
             .await
             .expect("HGETALL proposals");
-        let proposals = raw
+        let proposals: BTreeMap<String, Value> = raw
             .into_iter()
             .map(|(id, text)| {
                 let proposal = serde_json::from_str(&text)
@@ -942,24 +956,15 @@ impl Before {
                 (id, proposal)
             })
             .collect();
-        let player_proposal: BTreeMap<String, String> = store
-            .command(redis::cmd("HGETALL").arg(k.player_proposal()))
-            .await
-            .expect("HGETALL player_proposal");
-        let cooldowns: Vec<(String, f64)> = store
-            .command(
-                redis::cmd("ZRANGE")
-                    .arg(k.cooldowns())
-                    .arg(0)
-                    .arg(-1)
-                    .arg("WITHSCORES"),
-            )
-            .await
-            .expect("ZRANGE cooldowns");
-        let last_match: BTreeMap<String, String> = store
-            .command(redis::cmd("HGETALL").arg(k.player_match()))
-            .await
-            .expect("HGETALL player_match");
+        // Every player of a pending proposal, solo or in a party.
+        let mut player_proposal = BTreeMap::new();
+        for (id, p) in &proposals {
+            for player in p["players"].as_array().into_iter().flatten() {
+                if let Some(player) = player.as_str() {
+                    player_proposal.insert(player.to_owned(), id.clone());
+                }
+            }
+        }
         let now_ms = redis_now_ms(store).await;
         let mut queue_sizes = BTreeMap::new();
         for world in CONFIGURED {
@@ -1895,7 +1900,13 @@ async fn check_success(h: &Harness, success: &Success, o: &Observed<'_>) {
     // Who may be pushed to: nobody but for a join (the caller) or a match
     // (its participants).
     let mut may_hear: BTreeSet<String> = BTreeSet::new();
-    let mut party_keys: Vec<String> = k.party_block().to_vec();
+    let mut party_keys: Vec<String> = vec![
+        k.parties(),
+        k.party_expiry(),
+        k.players(),
+        k.notes(),
+        k.counters(),
+    ];
     party_keys.push(k.outbox());
     match success {
         Success::Read => o.assert_unchanged(),
@@ -1974,7 +1985,7 @@ async fn check_success(h: &Harness, success: &Success, o: &Observed<'_>) {
                 "accepted, but my-status says {now:?}: {ctx}"
             );
             // The proposal, and a note (MATCH_ACCEPT_PROGRESS) for the outbox.
-            let mut allowed: Vec<String> = k.proposal_block().to_vec();
+            let mut allowed: Vec<String> = vec![k.proposals(), k.proposal_expiry(), k.players()];
             allowed.extend([k.notes(), k.counters(), k.outbox()]);
             o.assert_changed_within(&allowed);
         }
@@ -2224,7 +2235,8 @@ fn assert_status_party(status: &PlayerStatus, view: &Value, ctx: &str) {
     }
 }
 
-/// Party `id` is gone: no record, no member points to it, no ticket waits.
+/// Party `id` is gone: no record, no member points to it, no ticket waits
+/// (a deadline entry stays until it is due, when the sweep drops it).
 fn assert_gone(after: &Before, keys_after: &BTreeMap<String, KeyContents>, id: &str, ctx: &str) {
     assert!(
         !after.parties.contains_key(id),
@@ -2235,7 +2247,7 @@ fn assert_gone(after: &Before, keys_after: &BTreeMap<String, KeyContents>, id: &
         "members still point to {id}: {ctx}"
     );
     let ticket = format!("\u{1}{id}");
-    for key in keys_after.keys() {
+    for key in keys_after.keys().filter(|k| !k.contains(":deadlines:")) {
         assert!(
             !zset_members(keys_after, key).contains(&ticket)
                 && !hash_fields(keys_after, key).contains_key(&ticket),

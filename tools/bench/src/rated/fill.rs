@@ -1,6 +1,6 @@
 //! Rated queues written raw, with pipelined variadic commands: exactly the
 //! entries `lua/join.lua` writes for a queued rated ticket (ZADD queue,
-//! ZADD deadlines, HSET tickets, ZADD ratings `<seq, 12 digits>:<player>`,
+//! ZADD deadlines, HSET players, ZADD ratings `<seq, 12 digits>:<player>`,
 //! ZADD due = joined + the next-due delay, and the ticket-seq counter). The
 //! format is checked against one real rated join first, key by key, and a
 //! filled queue is checked through the real API (`player_status` shows each
@@ -90,11 +90,10 @@ impl Filled {
         pipe.cmd("DEL")
             .arg(k.matches())
             .arg(k.match_expiry())
-            .arg(k.player_match())
             .arg(k.outbox())
             .arg(k.outbox_meta())
             .arg(k.match_seq())
-            .arg(&wk.rate)
+            .arg(&wk.stats)
             .ignore();
         pipe.query_async::<()>(conn)
             .await
@@ -118,7 +117,7 @@ impl Filled {
             .cmd("ZCARD")
             .arg(&wk.due)
             .cmd("HLEN")
-            .arg(k.tickets())
+            .arg(k.players())
             .cmd("ZCOUNT")
             .arg(&wk.due)
             .arg("-inf")
@@ -161,7 +160,7 @@ fn rating_rules(world: &World) -> Res<&shared::RatingRules> {
 }
 
 /// The raw writes: per 1 000 players one variadic ZADD queue, ZADD
-/// deadlines, HSET tickets, ZADD ratings and ZADD due, pipelined.
+/// deadlines, HSET players, ZADD ratings and ZADD due, pipelined.
 async fn write_tickets(
     conn: &mut MultiplexedConnection,
     keys: &shared::KeyLayout,
@@ -187,7 +186,7 @@ async fn write_tickets(
         let mut zu = redis::cmd("ZADD");
         zq.arg(&wk.queue);
         zd.arg(&wk.deadlines);
-        hs.arg(keys.tickets());
+        hs.arg(keys.players());
         zr.arg(&wk.ratings);
         zu.arg(&wk.due);
         for &i in chunk {
@@ -291,7 +290,7 @@ pub(super) async fn check_fill_matches_join(
     }
     let real = snapshot(conn, &prefix).await?;
     let stored: String = redis::cmd("HGET")
-        .arg(store.keys().tickets())
+        .arg(store.keys().players())
         .arg(name(0))
         .query_async(conn)
         .await

@@ -103,14 +103,17 @@ pub(super) async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 .cmd("ZCARD")
                 .arg(&wk.due)
                 .cmd("HLEN")
-                .arg(store.keys().tickets())
+                .arg(store.keys().players())
                 .query_async(&mut admin)
                 .await
                 .ctx("count the written entries")?;
-            if [q, d, r, u, t] != [waiting; 5] {
+            // Matched players' deadline entries stay until due (the sweep
+            // drops them) and their state becomes the match id: deadlines
+            // and player states count every join.
+            if [q, r, u] != [waiting; 3] || [d, t] != [ops; 2] {
                 return Err(format!(
                     "6c {}: {ops} joins, {formed} matches: queue {q}, deadlines {d}, ratings {r}, due {u}, \
-                     tickets {t}; expected {waiting} each",
+                     player states {t}; expected {waiting} queued, rated and due, {ops} deadlines and states",
                     if is_join { "rated join" } else { "floor" }
                 ));
             }

@@ -293,8 +293,21 @@ async fn end_state(store: &MatchStore, world: &World) -> Result<EndState, StoreE
             )
             .await?,
         in_proposals: store
-            .command(redis::cmd("HKEYS").arg(k.player_proposal()))
-            .await?,
+            .command::<Vec<String>>(redis::cmd("HVALS").arg(k.proposals()))
+            .await?
+            .iter()
+            .filter_map(|json| serde_json::from_str::<serde_json::Value>(json).ok())
+            .flat_map(|p| {
+                p["players"]
+                    .as_array()
+                    .map(|ps| {
+                        ps.iter()
+                            .filter_map(|x| x.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_else(Vec::new)
+            })
+            .collect(),
         open_proposals: store
             .command::<Vec<String>>(redis::cmd("HKEYS").arg(k.proposals()))
             .await?
