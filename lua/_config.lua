@@ -9,6 +9,8 @@
 --   instant (bool), capacity (0 = unbounded), window (statistics, >= 0),
 --   presence (bool), max_party (>= 1), party_ttl (> 0),
 --   ratings = { min, max, default? }, party_rating ("average" or "max"),
+--   claim = { lease_ms (> 0), young_ms }: how a call that formed matches
+--           claims their outbox entries for delivery at once (_outbox.lua),
 --   rating? = { base, per_sec, max, relax_ms, retry_ms (> 0),
 --               balance? = { base, per_sec, max } }   (rated worlds)
 --   ready_check? = { accept_ms (> 0), cooldown_ms }    (ready checks)
@@ -67,11 +69,16 @@ local function parse_world_config(s)
   if c.party_rating ~= 'average' and c.party_rating ~= 'max' then
     return nil, 'party_rating must be average or max'
   end
+  local claim = c.claim
+  if type(claim) ~= 'table' or not is_int(claim.lease_ms, 1) or not is_int(claim.young_ms, 0) then
+    return nil, 'claim must hold lease_ms > 0 and young_ms >= 0'
+  end
   local parsed = {
     seats = c.seats, teams = c.teams, ticket_ttl = c.ticket_ttl, match_ttl = c.match_ttl,
     instant = c.instant, capacity = c.capacity, window = c.window, presence = c.presence,
     max_party = c.max_party, party_ttl = c.party_ttl, party_rating = c.party_rating,
     min_rating = r.min, max_rating = r.max, default_rating = r.default,
+    claim = { lease = claim.lease_ms, young = claim.young_ms },
   }
   if c.rating ~= nil then
     parsed.rules = rated_rules(c.rating)

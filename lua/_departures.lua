@@ -1,16 +1,18 @@
 -- _departures.lua: a party that ends before it is matched: cancelled by a
 -- member, by a disconnect, or because it did not assemble in time.
 --
--- k: the namespace's keys (players, parties, party_expiry, counters, notes,
--- outbox, proposals, proposal_expiry); `world_of(name)` gives a configured
--- world's keys (nil for others).
+-- nctx: a namespace call: { k = the namespace's keys (players, parties,
+-- party_expiry, counters, notes, outbox, proposals, proposal_expiry), now,
+-- world_of = function(name) giving a configured world's keys, nil for
+-- others }.
 
 -- Cancels a party, assembling, queued or in a proposal: its ticket leaves
 -- the queue, the party is deleted and every member but `by` is told
 -- PARTY_CANCELLED with `reason`. A party in a match proposal leaves it (the
 -- proposal is cancelled, reason LEFT: the others are requeued). Returns the
 -- party, or nil.
-local function cancel_party(k, id, reason, by, now, world_of)
+local function cancel_party(nctx, id, reason, by)
+  local k, now, world_of = nctx.k, nctx.now, nctx.world_of
   local party = load_party(k, id)
   if not party then return nil end
   if party.state == 'PROPOSED' then
@@ -39,10 +41,11 @@ end
 
 -- Cancels up to `limit` parties whose assembly ran out of time. Returns how
 -- many.
-local function sweep_parties(k, limit, now, world_of)
-  local ids = redis.call('ZRANGEBYSCORE', k.party_expiry, '-inf', now, 'LIMIT', 0, limit)
+local function sweep_parties(nctx, limit)
+  local k = nctx.k
+  local ids = redis.call('ZRANGEBYSCORE', k.party_expiry, '-inf', nctx.now, 'LIMIT', 0, limit)
   for _, id in ipairs(ids) do
-    if not cancel_party(k, id, 'EXPIRED', nil, now, world_of) then
+    if not cancel_party(nctx, id, 'EXPIRED', nil) then
       redis.call('ZREM', k.party_expiry, id)
     end
   end

@@ -28,9 +28,10 @@ end
 -- Removes one connection; when it was the player's last one and
 -- `remove_ticket` is set, the player's ticket goes too, so nobody is matched
 -- as a ghost, and a party the player belongs to is cancelled (the others are
--- told: DISCONNECTED). Returns player ('' if unknown), remaining connection
+-- told: DISCONNECTED). nctx: see _departures.lua. Returns player ('' if unknown), remaining connection
 -- count and the world of a removed ticket or party ('' if none).
-local function drop_connection(k, conn_id, remove_ticket, world_of, now)
+local function drop_connection(nctx, conn_id, remove_ticket)
+  local k = nctx.k
   local player = decode_conn(redis.call('HGET', k.conns, conn_id))
   redis.call('HDEL', k.conns, conn_id)
   redis.call('ZREM', k.conn_expiry, conn_id)
@@ -52,10 +53,10 @@ local function drop_connection(k, conn_id, remove_ticket, world_of, now)
   redis.call('HDEL', k.player_conns, player)
   local removed = ''
   if remove_ticket then
-    removed = drop_ticket(k, player, world_of, now)
+    removed = drop_ticket(nctx, player)
     local kind, party_id = player_state(redis.call('HGET', k.players, player))
     if kind == 'party' then
-      local party = cancel_party(k, party_id, 'DISCONNECTED', player, now, world_of)
+      local party = cancel_party(nctx, party_id, 'DISCONNECTED', player)
       if party and removed == '' then removed = party.world end
     end
   end

@@ -208,9 +208,10 @@ local function not_accepted(p)
 end
 
 -- Cancels up to `limit` proposals whose time ran out (TIMEOUT: those who
--- did not answer are removed). `world_of(name)` gives a world's keys.
--- Returns how many.
-local function sweep_proposals(k, limit, now, world_of)
+-- did not answer are removed). nctx: { k, now, world_of } (see
+-- _departures.lua). Returns how many.
+local function sweep_proposals(nctx, limit)
+  local k, now, world_of = nctx.k, nctx.now, nctx.world_of
   local ids = redis.call('ZRANGEBYSCORE', k.proposal_expiry, '-inf', now, 'LIMIT', 0, limit)
   for _, id in ipairs(ids) do
     local p = load_proposal(k, id)

@@ -104,14 +104,16 @@ local function sweep_expired(ctx, limit)
 end
 
 -- Removes a player's solo ticket from whichever world it waits in
--- (`world_of(name)` gives a configured world's keys, nil for others).
--- Returns the world the ticket was in, or '' when there was none.
-local function drop_ticket(k, player, world_of, now)
+-- (nctx: { k, now, world_of }; world_of(name) gives a configured world's
+-- keys, nil for others). Returns the world the ticket was in, or '' when
+-- there was none.
+local function drop_ticket(nctx, player)
+  local k = nctx.k
   local world = waiting_ticket(k, player)
   if not world then return '' end
-  local wk = world_of(world)
+  local wk = nctx.world_of(world)
   if wk then
-    remove_tickets({ k = wk, world = world, now = now }, { player }, nil)
+    remove_tickets({ k = wk, world = world, now = nctx.now }, { player }, nil)
   else
     redis.call('HDEL', k.players, player)
   end

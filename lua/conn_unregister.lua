@@ -15,5 +15,6 @@
 local conn_id, remove_ticket = args.conn, args.remove_ticket
 if conn_id == '' then return fail('connection id is empty') end
 if remove_ticket ~= '0' and remove_ticket ~= '1' then return fail('remove_ticket must be 0 or 1') end
-local player, remaining, removed = drop_connection(k, conn_id, remove_ticket == '1', world_of, now_ms())
+local nctx = { k = k, now = now_ms(), world_of = world_of }
+local player, remaining, removed = drop_connection(nctx, conn_id, remove_ticket == '1')
 return { player, remaining, removed }

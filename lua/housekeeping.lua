@@ -43,12 +43,13 @@ if #matches > 0 then
   chunked('ZREM', k.match_expiry, matches, 1)
 end
 
+local nctx = { k = k, now = now, world_of = world_of }
 local conns = redis.call('ZRANGEBYSCORE', k.conn_expiry, '-inf', now, 'LIMIT', 0, limit)
 local tickets_removed = 0
 for _, id in ipairs(conns) do
-  local _, _, removed = drop_connection(k, id, remove_ticket == '1', world_of, now)
+  local _, _, removed = drop_connection(nctx, id, remove_ticket == '1')
   if removed ~= '' then tickets_removed = tickets_removed + 1 end
 end
-local parties_expired = sweep_parties(k, limit, now, world_of)
-local proposals_expired = sweep_proposals(k, limit, now, world_of)
+local parties_expired = sweep_parties(nctx, limit)
+local proposals_expired = sweep_proposals(nctx, limit)
 return { #matches, #conns, tickets_removed, parties_expired, proposals_expired }

@@ -2,14 +2,17 @@
 -- the whole namespace: see _players.lua) and, when instant matching is on
 -- and the queue holds a full group, form the match in the same atomic step.
 --
--- KEYS   players ticket_seq match_seq matches match_expiry outbox notes counters
--- KEYS   parties proposals proposal_expiry player_ratings player_conns presence
+-- KEYS   players ticket_seq match_seq matches match_expiry outbox outbox_meta notes
+-- KEYS   counters parties proposals proposal_expiry player_ratings conns
+-- KEYS   player_conns presence
 -- WORLDS the joined world, then the world of the player's ticket when it is
 --        another (the store learns it from a STALE answer)
 -- ARGV   player   the player id
 -- ARGV   data     ticket data JSON, "" for none (already validated and size-capped)
 -- ARGV   claimed  the rating from the caller's verified token claim, "" for none
 -- ARGV   config   the joined world's configuration (see _config.lua)
+-- ARGV   claim    "1": claim the outbox entries of matches formed, for the
+--                 caller to deliver at once; "0": leave them to the matcher
 --
 -- A rated world's rating is, in this order: the ratings store's entry for
 -- this world, its entry for every world ("*"), the token claim, the default.
@@ -21,8 +24,9 @@
 --   ALREADY, world, position, queue_size, window_players, window_span_ms:
 --           the player already waits there; nothing was written
 --   MATCHED, world, queue_size, rating, match_count, match_json...,
---           notification_id...: the join formed matches (one holds the
---           player) and these outbox ids announce them
+--           claimed_entry...: the join formed matches (one holds the
+--           player); with `claim`, their outbox entries follow, claimed for
+--           delivery at once (see _outbox.lua claim_entries)
 --   PROPOSED, proposal_json: the join made a match proposal (a ready check)
 --           holding the player (see _proposals.lua proposal_view)
 --   PENDING, proposal_json: the player is in a pending proposal already
@@ -48,6 +52,7 @@ local cfg, bad_config = world_config(args.config)
 if player == '' then return fail('player id is empty') end
 if not cfg then return fail(bad_config) end
 if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
+if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
 local world = worlds[1]
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg }
@@ -166,9 +171,8 @@ if attempt then
       n = n + 1
       reply[n] = r
     end
-    for _, id in ipairs(ids) do
-      n = n + 1
-      reply[n] = id
+    if args.claim == '1' then
+      claim_entries(k, ids, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, n)
     end
     return reply
   end

@@ -33,7 +33,7 @@ if kind == 'party' then
   if not party then return { 'NOT_QUEUED', '' } end
   if party.world ~= world then return { 'NOT_QUEUED', party.world } end
   local rank = redis.call('ZRANK', k.queue, PARTY_MARK .. value)
-  cancel_party(k, value, 'LEFT', player, now, world_of)
+  cancel_party({ k = k, now = now, world_of = world_of }, value, 'LEFT', player)
   return { 'LEFT', rank and rank + 1 or 0, redis.call('ZCARD', k.queue) }
 end
 if kind ~= 'ticket' then return { 'NOT_QUEUED', '' } end

@@ -23,5 +23,5 @@ for _, m in ipairs(party.members) do
   if m.p == player then me = m end
 end
 if not me then return { 'NOT_FOUND' } end
-cancel_party(k, party_id, me.j == 1 and 'LEFT' or 'DECLINED', player, now_ms(), world_of)
+cancel_party({ k = k, now = now_ms(), world_of = world_of }, party_id, me.j == 1 and 'LEFT' or 'DECLINED', player)
 return { 'CANCELLED', cjson.encode(party_view(party)) }

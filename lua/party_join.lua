@@ -5,14 +5,17 @@
 -- other members are told (PARTY_UPDATE). Nothing is written unless every
 -- check passes.
 --
--- KEYS   players ticket_seq match_seq matches match_expiry outbox notes counters
--- KEYS   parties party_expiry proposals proposal_expiry player_ratings presence
+-- KEYS   players ticket_seq match_seq matches match_expiry outbox outbox_meta notes
+-- KEYS   counters parties party_expiry proposals proposal_expiry player_ratings
+-- KEYS   conns player_conns presence
 -- WORLDS the party's world (the world part of the party id)
 -- ARGV   player   the player id
 -- ARGV   party    the party id
 -- ARGV   data     the player's ticket data JSON, "" for none
 -- ARGV   claimed  the rating from the player's verified token claim, "" for none
 -- ARGV   config   the world's configuration (see _config.lua)
+-- ARGV   claim    "1": claim the outbox entries of matches formed, for the
+--                 caller to deliver at once; "0": leave them to the matcher
 --
 -- Reply: a status, then exactly that status's fields:
 --   JOINED, party_json     joined; the party still waits for others
@@ -22,7 +25,9 @@
 --                          at `position` (1-based) with its `rating` ("" in
 --                          FIFO worlds)
 --   MATCHED, party_json, queue_size, rating, match_count, match_json...,
---            notification_id...   the party was matched at once
+--            claimed_entry...   the party was matched at once; with
+--                          `claim`, the matches' outbox entries follow,
+--                          claimed for delivery at once (_outbox.lua)
 --   PROPOSED, proposal_json   the party's match is a proposal (a ready
 --                          check; see _proposals.lua proposal_view)
 --   NOT_FOUND              no such party, or the player is not invited
@@ -42,6 +47,7 @@ if player == '' then return fail('player id is empty') end
 if party_id == '' then return fail('party id is empty') end
 if not cfg then return fail(bad_config) end
 if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
+if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
 local rules = cfg.rules
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg }
@@ -146,7 +152,9 @@ end
 if not waiting then
   local reply = { 'MATCHED', view, redis.call('ZCARD', k.queue), shown_rating, #records }
   for _, r in ipairs(records) do reply[#reply + 1] = r end
-  for _, id in ipairs(ids) do reply[#reply + 1] = id end
+  if args.claim == '1' then
+    claim_entries(k, ids, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, #reply)
+  end
   return reply
 end
 add_note(k, party_players(party, player), party_update(party), now)

@@ -130,6 +130,18 @@ pub async fn deliver_now<P: Pusher>(
     deliver(store, pusher, entries, push_timeout).await
 }
 
+/// Delivers entries a script already claimed (a join that formed a match
+/// claims its entries in the same call), spending at most `push_timeout` on
+/// any push, and settles them: one round trip after the join's.
+pub async fn deliver_claimed<P: Pusher>(
+    store: &MatchStore,
+    pusher: &P,
+    entries: Vec<OutboxEntry>,
+    push_timeout: Duration,
+) -> Result<DeliveryReport, StoreError> {
+    deliver(store, pusher, entries, push_timeout).await
+}
+
 /// What became of one entry.
 enum Fate {
     /// Every target told (or nobody left to tell).

@@ -32,6 +32,7 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
     ("_proposals.lua", include_str!("../../lua/_proposals.lua")),
     ("_departures.lua", include_str!("../../lua/_departures.lua")),
     ("_presence.lua", include_str!("../../lua/_presence.lua")),
+    ("_outbox.lua", include_str!("../../lua/_outbox.lua")),
     ("_teams.lua", include_str!("../../lua/_teams.lua")),
     ("_matching.lua", include_str!("../../lua/_matching.lua")),
     ("_rated.lua", include_str!("../../lua/_rated.lua")),
@@ -425,10 +426,11 @@ macro_rules! operations {
 
 operations! {
     join {
-        keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, Outbox, Notes, Counters,
-               Parties, Proposals, ProposalExpiry, PlayerRatings, PlayerConns, Presence],
+        keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, Outbox, OutboxMeta, Notes,
+               Counters, Parties, Proposals, ProposalExpiry, PlayerRatings, Conns, PlayerConns,
+               Presence],
         worlds: First,
-        args: [player, data, claimed, config],
+        args: [player, data, claimed, config, claim],
     }
     leave {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry],
@@ -524,10 +526,11 @@ operations! {
         rest: invited,
     }
     party_join {
-        keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, Outbox, Notes, Counters,
-               Parties, PartyExpiry, Proposals, ProposalExpiry, PlayerRatings, Presence],
+        keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, Outbox, OutboxMeta, Notes,
+               Counters, Parties, PartyExpiry, Proposals, ProposalExpiry, PlayerRatings, Conns,
+               PlayerConns, Presence],
         worlds: One,
-        args: [player, party, data, claimed, config],
+        args: [player, party, data, claimed, config, claim],
     }
     party_cancel {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry],
@@ -744,6 +747,35 @@ mod tests {
                 assert!(
                     !line.starts_with("function "),
                     "{file}: global function `{line}`"
+                );
+            }
+        }
+    }
+
+    /// Helpers needing more than five values take a table (ctx, opts).
+    #[test]
+    fn no_lua_function_takes_more_than_five_parameters() {
+        let own = DECLARATIONS.iter().map(|d| (d.file, own_source(d.file)));
+        for (file, src) in LIBRARY_FILES.iter().copied().chain(own) {
+            for line in src.lines() {
+                let Some(at) = line.find("function") else {
+                    continue;
+                };
+                let rest = &line[at..];
+                let (Some(open), Some(close)) = (rest.find('('), rest.find(')')) else {
+                    continue;
+                };
+                if close < open {
+                    continue;
+                }
+                let params = rest[open + 1..close]
+                    .split(',')
+                    .filter(|p| !p.trim().is_empty())
+                    .count();
+                assert!(
+                    params <= 5,
+                    "{file}: `{}` takes {params} parameters",
+                    line.trim()
                 );
             }
         }

@@ -608,14 +608,16 @@ pub async fn outbox_claim_and_settle(env: &Env) {
         .await
         .unwrap();
     join(&store, "duel", "a").await;
-    let (record, ids) = match join(&store, "duel", "b").await {
-        JoinOutcome::Matched {
-            record,
-            notifications,
-            ..
-        } => (record, notifications),
+    let record = match join(&store, "duel", "b").await {
+        JoinOutcome::Matched { record, .. } => record,
         other => panic!("{other:?}"),
     };
+    let ids: Vec<shared::NotificationId> = outbox_ids(&store)
+        .await
+        .iter()
+        .filter(|id| id.contains(record.match_id.as_str()))
+        .map(|id| shared::NotificationId::parse(id).unwrap())
+        .collect();
     assert_eq!(ids.len(), 1, "one outbox entry per match");
     join(&store, "other", "c").await;
     let other = match join(&store, "other", "d").await {
@@ -915,7 +917,8 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     let fifo_config = serde_json::json!({
         "seats": 3, "teams": 1, "ticket_ttl": 60000, "match_ttl": 60000, "instant": true,
         "capacity": 0, "window": 1000, "presence": false, "max_party": 3, "party_ttl": 60000,
-        "ratings": {"min": 0, "max": 10}, "party_rating": "average"
+        "ratings": {"min": 0, "max": 10}, "party_rating": "average",
+        "claim": {"lease_ms": 15000, "young_ms": 10000}
     });
     let mut rated_config = fifo_config.clone();
     rated_config["ratings"] = serde_json::json!({"min": 0, "max": 3000});
@@ -930,7 +933,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         c.to_string()
     };
     use serde_json::json;
-    let join_args = |claimed: &str, config: String| s(&["p", "", claimed, &config, "world1"]);
+    let join_args = |claimed: &str, config: String| s(&["p", "", claimed, &config, "0", "world1"]);
     let good_join = join_args("", config(&fifo_config, &[]));
     let good_rated = join_args("1500", config(&rated_config, &[]));
     let good_match = s(&["0", &config(&fifo_config, &[]), "world1"]);
@@ -963,13 +966,21 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     }
 
     let mut cases: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
-    for (i, bad) in [(0, ""), (2, "high"), (3, ""), (3, "{"), (3, "[]"), (4, "")] {
+    for (i, bad) in [
+        (0, ""),
+        (2, "high"),
+        (3, ""),
+        (3, "{"),
+        (3, "[]"),
+        (4, "yes"),
+        (5, ""),
+    ] {
         cases.push(("join.lua", join_keys.clone(), with_arg(&good_join, i, bad)));
     }
     // Too few keys for the world block, a world block without its name, an
     // argument too many.
     cases.push(("join.lua", join_keys[..12].to_vec(), good_join.clone()));
-    cases.push(("join.lua", join_keys.clone(), good_join[..4].to_vec()));
+    cases.push(("join.lua", join_keys.clone(), good_join[..5].to_vec()));
     let mut extra = good_join.clone();
     extra.push("world2".into());
     cases.push(("join.lua", join_keys.clone(), extra));
@@ -991,6 +1002,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         vec![("/ratings", json!({"min": 0, "max": 10, "default": "1.5e"}))],
         vec![("/party_rating", json!("median"))],
         vec![("/seats", json!({"ready_check": true}))],
+        vec![("/claim/lease_ms", json!(0))],
     ] {
         cases.push((
             "join.lua",
@@ -1170,9 +1182,10 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         good_party[..5].to_vec(),
     ));
     let party_join_keys = keys("party_join.lua", &["world1"]);
-    let party_join_args = |config: String| s(&["friend", "world1.1-1", "", "", &config, "world1"]);
+    let party_join_args =
+        |config: String| s(&["friend", "world1.1-1", "", "", &config, "0", "world1"]);
     let good_party_join = party_join_args(config(&fifo_config, &[]));
-    for (i, bad) in [(0, ""), (1, ""), (3, "x"), (5, "")] {
+    for (i, bad) in [(0, ""), (1, ""), (3, "x"), (5, "2"), (6, "")] {
         cases.push((
             "party_join.lua",
             party_join_keys.clone(),

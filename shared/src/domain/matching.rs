@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{MatchId, PlayerId, Rating, WorldName};
-use super::notification::NotificationId;
+use super::notification::OutboxEntry;
 use super::party::PartyView;
 use super::proposal::ProposalView;
 
@@ -86,7 +86,9 @@ pub enum JoinOutcome {
     Matched {
         record: MatchRecord,
         formed: Vec<MatchRecord>,
-        notifications: Vec<NotificationId>,
+        /// The matches' outbox entries, claimed by the join itself for
+        /// delivery right away (what is not delivered stays in the outbox).
+        claimed: Vec<OutboxEntry>,
     },
     /// The player already waits (in this or another world); nothing changed.
     AlreadyQueued(QueuePosition),

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ids::{PartyId, PlayerId, Rating, WorldName};
 use super::matching::{MatchRecord, QueuePosition};
-use super::notification::NotificationId;
+use super::notification::OutboxEntry;
 use super::proposal::ProposalView;
 use crate::error::ValidationError;
 
@@ -148,7 +148,8 @@ pub enum PartyJoinOutcome {
         party: PartyView,
         record: MatchRecord,
         formed: Vec<MatchRecord>,
-        notifications: Vec<NotificationId>,
+        /// The matches' outbox entries, claimed for delivery right away.
+        claimed: Vec<OutboxEntry>,
     },
     /// No such party, or the player is not invited to it.
     NotFound,

@@ -57,10 +57,19 @@ struct ScriptConfig<'a> {
     party_ttl: u64,
     ratings: Ratings,
     party_rating: &'a str,
+    /// How a call that formed matches claims their outbox entries for
+    /// delivery right away (`crate::delivery`'s lease and young connections).
+    claim: Claim,
     #[serde(skip_serializing_if = "Option::is_none")]
     rating: Option<Rated>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ready_check: Option<ReadyCheck>,
+}
+
+#[derive(Serialize)]
+struct Claim {
+    lease_ms: u64,
+    young_ms: u64,
 }
 
 #[derive(Serialize)]
@@ -114,6 +123,10 @@ fn encode(settings: &Settings, world: &World) -> String {
             default: ratings.default,
         },
         party_rating: world.party_rating.as_str(),
+        claim: Claim {
+            lease_ms: millis(crate::delivery::CLAIM_LEASE).max(1),
+            young_ms: millis(crate::delivery::YOUNG_CONNECTION),
+        },
         rating: world.rating().map(|r| Rated {
             base: r.base_window,
             per_sec: r.widen_per_second,

@@ -27,6 +27,7 @@ impl MatchStore {
     /// Puts `player` in `world`'s queue; see [`JoinOutcome`]. In a rated
     /// world the player's rating is the ratings store's entry, else
     /// `claimed` (a verified token claim), else the configured default.
+    /// Matches it forms are left in the outbox for the matcher to deliver.
     pub async fn join(
         &self,
         world: &World,
@@ -34,10 +35,15 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<JoinOutcome, StoreError> {
-        Ok(self.join_reply(world, player, data, claimed).await?.outcome)
+        Ok(self
+            .join_reply(world, player, data, claimed, false)
+            .await?
+            .outcome)
     }
 
-    /// [`MatchStore::join`], with the player's connections when it queued.
+    /// [`MatchStore::join`], with the player's connections when it queued
+    /// and, with `claim`, the outbox entries of the matches it formed
+    /// claimed for the caller to deliver at once (and settle).
     #[tracing::instrument(level = "debug", skip(self, world, data), fields(world = %world.name))]
     pub async fn join_reply(
         &self,
@@ -45,6 +51,7 @@ impl MatchStore {
         player: &PlayerId,
         data: Option<&TicketData>,
         claimed: Option<Rating>,
+        claim: bool,
     ) -> Result<JoinReply, StoreError> {
         let config = self.world_config(world)?;
         // The script is given the joined world's keys only (its cost does
@@ -61,7 +68,8 @@ impl MatchStore {
             inv.arg(player.as_str())
                 .arg(data.map_or("", TicketData::as_json))
                 .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
-                .arg(config.as_ref());
+                .arg(config.as_ref())
+                .arg(super::flag(claim));
             match self.decode_join(player, self.invoke(&inv, false).await?)? {
                 Decoded::Reply(reply) => return Ok(*reply),
                 Decoded::Stale(other) => match self.settings().worlds.get(&other) {
@@ -134,12 +142,12 @@ impl MatchStore {
                 let FormedMatches {
                     record,
                     formed,
-                    notifications,
+                    claimed,
                 } = reply.formed_matches(player)?;
                 JoinOutcome::Matched {
                     record,
                     formed,
-                    notifications,
+                    claimed,
                 }
             }
             "PROPOSED" => JoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),

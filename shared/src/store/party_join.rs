@@ -27,13 +27,29 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<PartyJoinOutcome, StoreError> {
+        self.join_party_claiming(world, party, player, data, claimed, false)
+            .await
+    }
+
+    /// [`MatchStore::join_party`]; with `claim`, the outbox entries of the
+    /// matches it formed are claimed for the caller to deliver at once.
+    pub async fn join_party_claiming(
+        &self,
+        world: &World,
+        party: &PartyId,
+        player: &PlayerId,
+        data: Option<&TicketData>,
+        claimed: Option<Rating>,
+        claim: bool,
+    ) -> Result<PartyJoinOutcome, StoreError> {
         let config = self.world_config(world)?;
         let mut inv = SCRIPTS.party_join.invocation(self.keys(), &[&world.name]);
         inv.arg(player.as_str())
             .arg(party.as_str())
             .arg(data.map_or("", TicketData::as_json))
             .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
-            .arg(config.as_ref());
+            .arg(config.as_ref())
+            .arg(super::flag(claim));
 
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let status = reply.text("status")?;
@@ -73,13 +89,13 @@ impl MatchStore {
                 let FormedMatches {
                     record,
                     formed,
-                    notifications,
+                    claimed,
                 } = reply.formed_matches(player)?;
                 PartyJoinOutcome::Matched {
                     party,
                     record,
                     formed,
-                    notifications,
+                    claimed,
                 }
             }
             "NOT_FOUND" => PartyJoinOutcome::NotFound,

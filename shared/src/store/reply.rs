@@ -7,7 +7,9 @@ use serde::de::DeserializeOwned;
 
 use redis::Value;
 
-use crate::domain::{MatchRecord, NotificationId, PlayerId};
+use crate::domain::{
+    MatchRecord, NotificationId, NotificationKind, OutboxEntry, PlayerId, ServerMessage, Target,
+};
 use crate::error::StoreError;
 
 /// The values of one script reply, consumed in order.
@@ -24,7 +26,8 @@ pub(crate) struct FormedMatches {
     pub record: MatchRecord,
     /// Every match formed (the player's among them).
     pub formed: Vec<MatchRecord>,
-    pub notifications: Vec<NotificationId>,
+    /// Their outbox entries, claimed by the same call for delivery now.
+    pub claimed: Vec<OutboxEntry>,
 }
 
 impl Reply {
@@ -166,16 +169,17 @@ impl Reply {
     }
 
     /// Reads the rest of a MATCHED reply, `{ count, record JSON x count,
-    /// notification id... }` (join.lua and party_join.lua), and finds the
-    /// match that holds `player`.
+    /// claimed outbox entry... }` (join.lua and party_join.lua; entries as
+    /// `_outbox.lua` claim_entries writes them), and finds the match that
+    /// holds `player`.
     pub fn formed_matches(&mut self, player: &PlayerId) -> Result<FormedMatches, StoreError> {
         let count = self.uint("match count")?;
         let formed = (0..count)
             .map(|_| self.json::<MatchRecord>("match record"))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut notifications = Vec::with_capacity(self.remaining());
+        let mut claimed = Vec::new();
         while self.remaining() > 0 {
-            notifications.push(self.parsed("notification id", NotificationId::parse)?);
+            claimed.push(self.outbox_entry()?);
         }
         let record = formed
             .iter()
@@ -190,7 +194,48 @@ impl Reply {
         Ok(FormedMatches {
             record,
             formed,
-            notifications,
+            claimed,
+        })
+    }
+
+    /// One claimed outbox entry (`_outbox.lua` claim_entries): id,
+    /// attempts, age, payload, then its targets.
+    pub fn outbox_entry(&mut self) -> Result<OutboxEntry, StoreError> {
+        let id = self.parsed("notification id", NotificationId::parse)?;
+        let attempts = u32::try_from(self.uint("attempts")?).unwrap_or(u32::MAX);
+        let age_ms = self.uint("age")?;
+        let payload = self.bytes("payload")?;
+        // Empty when the entry carries no payload, or its record or note is
+        // gone.
+        let (mut record, mut note) = (None, None);
+        if !payload.is_empty() {
+            if matches!(id.kind(), NotificationKind::Note { .. }) {
+                let json = std::str::from_utf8(&payload).map_err(|e| self.error("note", e))?;
+                note = Some(ServerMessage::from_note(json).map_err(|e| self.error("note", e))?);
+            } else {
+                record = Some(
+                    serde_json::from_slice::<MatchRecord>(&payload)
+                        .map_err(|e| self.error("match record", e))?,
+                );
+            }
+        }
+        let count = self.uint("target count")?;
+        let mut targets = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+        for _ in 0..count {
+            targets.push(Target {
+                index: u32::try_from(self.uint("target index")?).unwrap_or(u32::MAX),
+                player: self.parsed("target player", PlayerId::parse)?,
+                connections: self.connection_list("connections")?,
+                young: self.connection_list("young connections")?,
+            });
+        }
+        Ok(OutboxEntry {
+            id,
+            attempts,
+            age_ms,
+            record,
+            note,
+            targets,
         })
     }
 }

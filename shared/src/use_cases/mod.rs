@@ -14,7 +14,7 @@ pub use parties::{cancel_party, create_party, join_party, PartyRejection};
 pub use proposals::answer_proposal;
 
 use crate::config::World;
-use crate::delivery::{deliver_now, Pusher};
+use crate::delivery::{deliver_claimed, deliver_now, Pusher};
 use crate::domain::{
     ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, PlayerId, PlayerStatus,
     QueuePosition, QueueStatus, Rating, ServerMessage, TicketData, WorldName,
@@ -42,13 +42,11 @@ pub async fn join_and_notify<P: Pusher>(
     data: Option<&TicketData>,
     claimed: Option<Rating>,
 ) -> Result<JoinOutcome, StoreError> {
-    let reply = store.join_reply(world, player, data, claimed).await?;
+    let reply = store.join_reply(world, player, data, claimed, true).await?;
     let outcome = reply.outcome;
     match &outcome {
         JoinOutcome::Queued(q) => push_queued(pusher, &reply.connections, q).await,
-        JoinOutcome::Matched { notifications, .. } => {
-            push_match_found(store, pusher, notifications).await
-        }
+        JoinOutcome::Matched { claimed, .. } => push_match_found(store, pusher, claimed).await,
         JoinOutcome::AlreadyQueued(_)
         | JoinOutcome::QueueFull { .. }
         | JoinOutcome::NotConnected { .. }
@@ -64,15 +62,28 @@ pub async fn join_and_notify<P: Pusher>(
     Ok(outcome)
 }
 
-/// Delivers the MATCH_FOUND notifications a call formed right away, bounded
-/// by [`JOIN_PUSH_TIMEOUT`]; what does not get through stays in the outbox
-/// for the matcher.
+/// Delivers the MATCH_FOUND notifications a call formed (and claimed in the
+/// same call) right away, bounded by [`JOIN_PUSH_TIMEOUT`]; one settle
+/// follows. What does not get through stays in the outbox for the matcher.
 async fn push_match_found<P: Pusher>(
     store: &MatchStore,
     pusher: &P,
-    notifications: &[crate::domain::NotificationId],
+    claimed: &[crate::domain::OutboxEntry],
 ) {
-    match deliver_now(store, pusher, notifications, JOIN_PUSH_TIMEOUT).await {
+    match deliver_claimed(store, pusher, claimed.to_vec(), JOIN_PUSH_TIMEOUT).await {
+        Ok(report) => tracing::debug!(?report, "MATCH_FOUND pushed"),
+        Err(e) => tracing::warn!(error = %e, "MATCH_FOUND push failed; left to the matcher"),
+    }
+}
+
+/// Delivers the notifications `ids` right away (claimed first), bounded by
+/// [`JOIN_PUSH_TIMEOUT`]; what does not get through stays in the outbox.
+async fn push_notifications<P: Pusher>(
+    store: &MatchStore,
+    pusher: &P,
+    ids: &[crate::domain::NotificationId],
+) {
+    match deliver_now(store, pusher, ids, JOIN_PUSH_TIMEOUT).await {
         Ok(report) => tracing::debug!(?report, "MATCH_FOUND pushed"),
         Err(e) => tracing::warn!(error = %e, "MATCH_FOUND push failed; left to the matcher"),
     }

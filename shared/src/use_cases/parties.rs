@@ -72,10 +72,10 @@ pub async fn join_party<P: Pusher>(
     claimed: Option<Rating>,
 ) -> Result<PartyJoinOutcome, StoreError> {
     let outcome = store
-        .join_party(world, party, player, data, claimed)
+        .join_party_claiming(world, party, player, data, claimed, true)
         .await?;
-    if let PartyJoinOutcome::Matched { notifications, .. } = &outcome {
-        push_match_found(store, pusher, notifications).await;
+    if let PartyJoinOutcome::Matched { claimed, .. } = &outcome {
+        push_match_found(store, pusher, claimed).await;
     }
     Ok(outcome)
 }

@@ -5,7 +5,7 @@ use crate::domain::{AnswerOutcome, MatchId, NotificationId, PlayerId};
 use crate::error::StoreError;
 use crate::store::MatchStore;
 
-use super::push_match_found;
+use super::push_notifications;
 
 /// `player` accepts or declines proposal `id`. The last accept makes the
 /// match final and MATCH_FOUND goes to every participant right away; a
@@ -23,7 +23,7 @@ pub async fn answer_proposal<P: Pusher>(
     let outcome = store.answer_proposal(id, player, accept).await?;
     match &outcome {
         AnswerOutcome::Matched { notification, .. } => {
-            push_match_found(store, pusher, std::slice::from_ref(notification)).await;
+            push_notifications(store, pusher, std::slice::from_ref(notification)).await;
         }
         AnswerOutcome::Cancelled { world_type, .. } | AnswerOutcome::Expired { world_type, .. } => {
             if let Some(world) = store.settings().worlds.get(world_type) {
@@ -36,7 +36,7 @@ pub async fn answer_proposal<P: Pusher>(
                     .filter_map(|m| NotificationId::parse(&format!("M|{}", m.match_id)).ok())
                     .collect();
                 if !ids.is_empty() {
-                    push_match_found(store, pusher, &ids).await;
+                    push_notifications(store, pusher, &ids).await;
                 }
             }
         }

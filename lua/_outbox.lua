@@ -1,0 +1,99 @@
+-- _outbox.lua: claiming outbox entries for delivery (outbox_claim.lua, and a
+-- join that formed a match and delivers it at once). A claimed entry is
+-- hidden for a lease (like a queue's visibility timeout): if the claimer
+-- dies before settling it, the entry becomes due again and another matcher
+-- delivers it (at-least-once; clients dedupe by match id).
+--
+-- k: outbox, outbox_meta, matches, notes, player_conns, conns.
+
+-- Claims the entries `ids` (all of them: the caller chose them) for
+-- `opts.lease` ms and appends, per entry, to `reply` (a flat array holding
+-- `n` values so far): id, attempts (including this one), age_ms (since the
+-- first attempt, by this server's clock), payload (the match record JSON
+-- for "M|"/"C|" entries, "" when it expired; the message JSON for "N|"
+-- entries, "" when the note is gone; "" otherwise), target_count, then
+-- (target_index, player, connections, young_connections) per target: the
+-- players still to tell (1-based index among the entry's targets, for
+-- settling), each with their space-separated connection ids and those
+-- registered less than `opts.young` ms ago. A "C|" entry targets exactly
+-- its one connection (none once that connection is gone).
+-- Returns the new number of values in `reply`.
+local function claim_entries(k, ids, opts, reply, n)
+  local now, young = opts.now, opts.young
+  local function put(v)
+    n = n + 1
+    reply[n] = v
+  end
+  -- A player's connections, and the young ones among them.
+  local function connections_of(player, only)
+    local all, fresh = {}, {}
+    for id in string.gmatch(redis.call('HGET', k.player_conns, player) or '', '%S+') do
+      if only == nil or id == only then
+        all[#all + 1] = id
+        local _, born = decode_conn(redis.call('HGET', k.conns, id))
+        if born and born > now - young then fresh[#fresh + 1] = id end
+      end
+    end
+    return table.concat(all, ' '), table.concat(fresh, ' ')
+  end
+  for _, id in ipairs(ids) do
+    local meta = redis.call('HGET', k.outbox_meta, id) or ('0:' .. now .. ':0:')
+    local attempts, first, pending = string.match(meta, '^(%d+):(%d+):%d:([%d,]*)$')
+    attempts = (tonumber(attempts) or 0) + 1
+    first = tonumber(first) or now
+    pending = pending or ''
+    redis.call('ZADD', k.outbox, now + opts.lease, id)
+    redis.call('HSET', k.outbox_meta, id, attempts .. ':' .. first .. ':1:' .. pending)
+
+    local wanted = nil
+    if pending ~= '' then
+      wanted = {}
+      for i in string.gmatch(pending, '%d+') do wanted[tonumber(i)] = true end
+    end
+    local kind, ref, tail = string.match(id, '^(%u)|([^|]+)|?(.*)$')
+    local payload, targets = '', {}
+    if kind == 'M' or kind == 'C' then
+      payload = redis.call('HGET', k.matches, ref) or ''
+    end
+    if kind == 'M' and payload ~= '' then
+      local ok, record = pcall(cjson.decode, payload)
+      if ok and type(record) == 'table' and type(record.participants) == 'table' then
+        for i, p in ipairs(record.participants) do
+          if wanted == nil or wanted[i] then targets[#targets + 1] = { i, p } end
+        end
+      end
+    elseif kind == 'C' then
+      local player = decode_conn(redis.call('HGET', k.conns, tail))
+      if player then targets[1] = { 1, player, tail } end
+    elseif (kind == 'X' or kind == 'G') and tail ~= '' then
+      targets[1] = { 1, tail }
+    elseif kind == 'N' then
+      local note = redis.call('HGET', k.notes, ref)
+      if note then
+        local i = 0
+        for line in string.gmatch(note, '[^\n]+') do
+          if i == 0 then
+            payload = line
+          elseif wanted == nil or wanted[i] then
+            targets[#targets + 1] = { i, line }
+          end
+          i = i + 1
+        end
+      end
+    end
+
+    put(id)
+    put(attempts)
+    put(math.max(0, now - first))
+    put(payload)
+    put(#targets)
+    for _, t in ipairs(targets) do
+      local all, fresh = connections_of(t[2], t[3])
+      put(t[1])
+      put(t[2])
+      put(all)
+      put(fresh)
+    end
+  end
+  return n
+end
