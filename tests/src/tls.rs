@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 
-use crate::{free_port, require, scratch_dir, spawn_server, RedisServer, START_DEADLINE};
+use crate::{free_port, scratch_dir, spawn_server, RedisServer, START_DEADLINE};
 
 /// A TLS-only server and the CA that signed its certificate.
 pub struct TlsRedis {
@@ -18,7 +18,7 @@ pub struct TlsRedis {
 
 impl TlsRedis {
     pub fn start() -> Self {
-        require("redis-server");
+        crate::require_tls_server();
         let dir = scratch_dir("redis-tls");
         let ca_key = KeyPair::generate().expect("CA key");
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
