@@ -14,6 +14,11 @@
 --   rating? = { base, per_sec, max, relax_ms, retry_ms (> 0),
 --               balance? = { base, per_sec, max } }   (rated worlds)
 --   ready_check? = { accept_ms (> 0), cooldown_ms }    (ready checks)
+--   regions? = { names = [name...] (1..16, distinct), max_latency, widen_per_second,
+--                latency_cap (ms, >= max_latency), max_spread? (ms), retry_ms (> 0),
+--                default_region? (a join without latencies plays there) }
+-- A world is matched around anchors (_rated.lua) when it is rated or has
+-- regions: cfg.retry_ms is then how long a failed anchor waits.
 
 -- A deployment has a handful of worlds; the cap only bounds memory should
 -- configurations ever change often (each deployment's strings differ).
@@ -84,6 +89,36 @@ local function parse_world_config(s)
     parsed.rules = rated_rules(c.rating)
     if not parsed.rules then return nil, 'bad rating rules' end
   end
+  if c.regions ~= nil then
+    local g = c.regions
+    if type(g) ~= 'table' or type(g.names) ~= 'table' or #g.names == 0 or #g.names > 16 then
+      return nil, 'regions.names must list 1 to 16 regions'
+    end
+    local regions = { names = {}, index = {} }
+    for i, name in ipairs(g.names) do
+      if type(name) ~= 'string' or not string.match(name, '^[a-z0-9][a-z0-9-]*$') or #name > 32
+          or regions.index[name] then
+        return nil, 'regions.names must be distinct names of [a-z0-9-]'
+      end
+      regions.names[i], regions.index[name] = name, i
+    end
+    if type(g.max_latency) ~= 'number' or g.max_latency <= 0 or type(g.widen_per_second) ~= 'number'
+        or g.widen_per_second < 0 or type(g.latency_cap) ~= 'number' or g.latency_cap < g.max_latency then
+      return nil, 'regions: max_latency > 0, widen_per_second >= 0 and latency_cap >= max_latency'
+    end
+    if g.max_spread ~= nil and (type(g.max_spread) ~= 'number' or g.max_spread < 0) then
+      return nil, 'regions.max_spread must be a number >= 0'
+    end
+    if not is_int(g.retry_ms, 1) then return nil, 'regions.retry_ms must be an integer > 0' end
+    regions.base, regions.per_sec, regions.cap = g.max_latency, g.widen_per_second, g.latency_cap
+    regions.spread = g.max_spread
+    if g.default_region ~= nil then
+      if not regions.index[g.default_region] then return nil, 'regions.default_region must be one of names' end
+      regions.default = g.default_region
+    end
+    parsed.regions = regions
+  end
+  parsed.retry_ms = (parsed.rules and parsed.rules.retry_ms) or (parsed.regions and c.regions.retry_ms)
   if c.ready_check ~= nil then
     local rc = c.ready_check
     if type(rc) ~= 'table' or not is_int(rc.accept_ms, 1) or not is_int(rc.cooldown_ms, 0) then

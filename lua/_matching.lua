@@ -35,6 +35,10 @@ local function ticket_info(ctx, t, rating)
     for i, m in ipairs(party.members) do
       info.players[i] = m.p
       info.data[i] = m.d or ''
+      if m.l then
+        info.member_lats = info.member_lats or {}
+        info.member_lats[i] = decode_latencies(m.l)
+      end
       local r = tonumber(m.r)
       if r then
         ratings[i] = r
@@ -99,7 +103,9 @@ end
 -- (the match id, written over the ticket), its expiry, ONE outbox entry per
 -- match and the world's recent-match statistics. With `opts.ratings`
 -- (player -> rating, rated worlds), each record also carries the
--- participants' ratings and the match's spread (max - min).
+-- participants' ratings and the match's spread (max - min); with
+-- `opts.regions` (one per group, worlds with regions: { name, players =
+-- player -> ms, worst }), the region it plays in and the latencies there.
 --
 -- Without `opts.extra` (the fast path: solo tickets, one team) the players
 -- are the tickets: their data is read (in worlds where tickets carry any)
@@ -118,7 +124,7 @@ end
 -- matching, and fills arrays with explicit indexes (# is O(log n) in Lua 5.1).
 local function record_matches(ctx, players, groups, opts)
   local k, now, world, team = ctx.k, ctx.now, ctx.world, ctx.cfg.seats
-  local ratings, extra = opts.ratings, opts.extra
+  local ratings, extra, regions = opts.ratings, opts.extra, opts.regions
   local taken = groups * team
   local data
   if extra then
@@ -155,6 +161,7 @@ local function record_matches(ctx, players, groups, opts)
     local id = string.format('%s%x', id_prefix, first_seq + g)
     local base = g * team
     local layout = extra and extra.layouts[g + 1]
+    local region = regions and regions[g + 1]
     local with_data = false
     for idx = base + 1, base + team do
       local d = data[idx]
@@ -165,7 +172,7 @@ local function record_matches(ctx, players, groups, opts)
     -- The participants, quoted and comma-separated; `open` is the quote
     -- the list still needs around it.
     local list, open
-    if plain and not (with_data or ratings or layout) then
+    if plain and not (with_data or ratings or layout or region) then
       list, open = table.concat(players, '","', base + 1, base + team), '"'
     else
       for m = 1, team do
@@ -178,7 +185,13 @@ local function record_matches(ctx, players, groups, opts)
     -- is embedded verbatim instead of round-tripping through cjson, which
     -- would lose precision of large numbers and turn empty arrays into
     -- objects.
-    local data_part, ratings_part, teams_part, parties_part = '', '', '', ''
+    local data_part, ratings_part, teams_part, parties_part, region_part = '', '', '', '', ''
+    if region then
+      local lat = {}
+      for m = 1, team do lat[m] = names[m] .. ':' .. num(region.players[players[base + m]]) end
+      region_part = ',"region":"' .. region.name .. '","latencies":{' .. table.concat(lat, ',', 1, team)
+        .. '},"worstLatency":' .. num(region.worst)
+    end
     if with_data then
       local n_extras = 0
       for m = 1, team do
@@ -228,7 +241,7 @@ local function record_matches(ctx, players, groups, opts)
       parties_part = ',"parties":[' .. table.concat(parts, ',') .. ']'
     end
     local record = '{"matchId":"' .. id .. prefix .. open .. list .. open .. '],"matchedAt":' .. matched_at
-      .. data_part .. ratings_part .. teams_part .. parties_part .. '}'
+      .. data_part .. ratings_part .. teams_part .. parties_part .. region_part .. '}'
     local outbox_id = 'M|' .. id
     records[g + 1] = record
     ids[g + 1] = outbox_id
@@ -256,8 +269,10 @@ end
 -- tickets are rated); a group that cannot be packed is left waiting.
 -- Removes the tickets (and parties), then records; in a world with a ready
 -- check (cfg.accept) it makes proposals instead (counted in ctx.proposed).
--- Returns the records and outbox ids of final matches.
-local function record_groups(ctx, groups, rated)
+-- opts: rated (tickets carry ratings), regions (per group, see
+-- record_matches). Returns the records and outbox ids of final matches.
+local function record_groups(ctx, groups, opts)
+  local rated = opts.rated
   local cfg = ctx.cfg
   local seats, teams = cfg.seats, cfg.teams
   local cap = seats / teams
@@ -323,11 +338,17 @@ local function record_groups(ctx, groups, rated)
   local formed = #packed
   if formed == 0 then return {}, {} end
   local extra = { data = data, layouts = layouts, propose = cfg.accept ~= nil }
+  local regions = nil
+  if opts.regions then
+    regions = {}
+    for g, items in ipairs(packed) do regions[g] = items.region end
+  end
+  local record_opts = { ratings = ratings, extra = extra, regions = regions }
   if not cfg.accept then
     remove_tickets(ctx, tickets, nil, true)
-    return record_matches(ctx, players, formed, { ratings = ratings, extra = extra })
+    return record_matches(ctx, players, formed, record_opts)
   end
-  local records, ids = record_matches(ctx, players, formed, { ratings = ratings, extra = extra })
+  local records, ids = record_matches(ctx, players, formed, record_opts)
   local match_ids, per_match, entries = {}, {}, {}
   for g = 1, formed do
     match_ids[g] = string.sub(ids[g], 3)
@@ -471,7 +492,7 @@ local function form_fifo_general(ctx, opts)
     end
     done = mine
   end
-  local records, ids = record_groups(ctx, done, false)
+  local records, ids = record_groups(ctx, done, {})
   return records, ids, #gone, #tickets == opts.scan and (#records > 0 or (ctx.proposed or 0) > 0)
 end
 

@@ -54,6 +54,7 @@ local function lift_tickets(ctx, id, items)
       t = it.ticket, seq = seq, joined = joined, deadline = deadline,
       d = (it.data and not it.party and it.data[1]) or ticket_data(ctx, it.ticket),
       r = it.rating and num(it.rating) or '', p = it.players,
+      g = capture_regional(k, it.ticket, seq),
     }
     ids[i] = it.ticket
     if it.party then
@@ -70,6 +71,7 @@ local function lift_tickets(ctx, id, items)
     end
   end
   drop_rated(ctx, ids)
+  drop_regional(ctx, ids)
   chunked('ZREM', k.queue, ids, 1)
   if world_has_data(ctx) then chunked('HDEL', k.data, ids, 1) end
   return entries
@@ -167,8 +169,9 @@ local function cancel_proposal(ctx, k, p, reason, out)
       set_ticket_data(ctx, e.t, e.d)
       if e.r ~= '' then
         redis.call('ZADD', wk.ratings, e.r, rating_member(e.seq, e.t))
-        redis.call('ZADD', wk.due, now, e.t)
       end
+      restore_regional(wk, e.t, e.g)
+      if e.r ~= '' or e.g then redis.call('ZADD', wk.due, now, e.t) end
       if party_id then
         local party = load_party(k, party_id)
         if party then

@@ -73,58 +73,215 @@ local function rated_may_match(ctx, r, wait_ms, seats_needed, ticket_seats)
   return others * ticket_seats >= seats_needed
 end
 
--- A solo rated ticket as ticket_info describes it, from its ratings entry
--- alone; its data is read when the match is recorded (data = nil).
-local function rated_solo(t, rating)
-  return { ticket = t, size = 1, players = { t }, ratings = { rating }, sum = rating, rating = rating }
+-- A solo ticket as ticket_info describes it, from its queue entry alone
+-- (its ratings entry in rated worlds); its data is read when the match is
+-- recorded (data = nil).
+local function solo_info(t, rating, seq)
+  return { ticket = t, size = 1, players = { t }, ratings = rating and { rating } or nil, sum = rating or 0, rating = rating, seq = seq }
 end
 
 -- When a ticket tried (or joined) at `now` is due again: a fifth early, so
 -- a matcher tick that comes a little early (ticks are one retry apart) still
 -- finds it due and it is tried every tick, never every other one.
-local function next_due(rules, now)
-  return now + rules.retry_ms - math.floor(rules.retry_ms / 5)
+local function next_due(cfg, now)
+  return now + cfg.retry_ms - math.floor(cfg.retry_ms / 5)
 end
 
 -- Queues `ticket` to be tried as an anchor again after the retry delay.
 local function retry_later(ctx, ticket)
-  redis.call('ZADD', ctx.k.due, next_due(ctx.cfg.rules, ctx.now), ticket)
+  redis.call('ZADD', ctx.k.due, next_due(ctx.cfg, ctx.now), ticket)
 end
 
--- The anchor's state: { seq, rating, joined, data, info } read from its
--- ticket and ratings entry, or nil when it waits no more (its due entry is
--- dropped).
+-- The anchor's state: { seq, rating (rated worlds), joined } read from its
+-- ticket (and ratings entry), or nil when it waits no more (its due entry
+-- is dropped).
 local function read_anchor(ctx, anchor)
   local k = ctx.k
   local _, seq, joined = waiting_ticket(k, anchor)
-  local r = seq and tonumber(redis.call('ZSCORE', k.ratings, rating_member(seq, anchor)))
-  if not r then
+  if not seq then
     redis.call('ZREM', k.due, anchor)
     return nil
   end
-  return { seq = seq, rating = r, joined = joined }
+  local state = { seq = seq, joined = joined }
+  if ctx.cfg.rules then
+    state.rating = tonumber(redis.call('ZSCORE', k.ratings, rating_member(seq, anchor)))
+    if not state.rating then
+      redis.call('ZREM', k.due, anchor)
+      return nil
+    end
+  end
+  return state
+end
+
+-- Fills a match around the anchor `a` from `candidates` (ticket infos in
+-- order of preference, each with .seq): the first that fit whole (a party
+-- is never split; the team packing must stay possible), or, when taking
+-- them in order strands the match, the first set that fills it
+-- (fill_exactly); then, with teams in a rated world, the balance check
+-- (`balance_window`: nil = none). `accept(info)` may refuse a candidate
+-- given those chosen so far. Returns the tickets' infos, or nil.
+local function fill_match(ctx, a, candidates, opts)
+  local seats, teams = ctx.cfg.seats, ctx.cfg.teams
+  local cap = seats / teams
+  local need = seats - a.size
+  local remaining = need
+  local items, pool = { a }, {}
+  for _, info in ipairs(candidates) do
+    if remaining == 0 then break end
+    if info.size <= need and (not opts.accept or opts.accept(info, items)) then
+      pool[#pool + 1] = info
+      if info.size <= remaining then
+        items[#items + 1] = info
+        if teams == 1 or can_pack(items, teams, cap) then
+          remaining = remaining - info.size
+        else
+          items[#items] = nil
+        end
+      end
+    end
+  end
+  if remaining > 0 then
+    local picked = fill_exactly(a, pool, { need = need, teams = teams, cap = cap })
+    if not picked then return nil end
+    items = { a }
+    for i, j in ipairs(picked) do items[i + 1] = pool[j] end
+    if opts.check and not opts.check(items) then return nil end
+  end
+  if teams > 1 and ctx.cfg.rules then
+    local assign, sums = pack_teams(items, teams, cap)
+    local bw = ctx.cfg.rules.balance and rated_window(ctx.cfg.rules.balance, opts.wait)
+    if not assign or (bw and sums_spread(sums) / cap > bw) then return nil end
+  end
+  return items
+end
+
+-- Infos for candidate tickets (ids, with ratings and sequences), parties
+-- loaded, players without a live connection (presence worlds) collected in
+-- `gone` instead.
+local function candidate_infos(ctx, candidates, gone)
+  local cfg, now = ctx.cfg, ctx.now
+  local out = {}
+  for _, c in ipairs(candidates) do
+    local info
+    if is_party_ticket(c.ticket) then
+      info = ticket_info(ctx, c.ticket, c.rating)
+      if info then info.seq = c.seq end
+    else
+      info = solo_info(c.ticket, c.rating, c.seq)
+    end
+    if info and cfg.presence and not all_present(ctx.k.presence, info.players, now) then
+      gone[#gone + 1] = c.ticket
+    elseif info then
+      out[#out + 1] = info
+    end
+  end
+  return out
+end
+
+-- Each player's latency in region `name` among `items` (a party's members
+-- their own, as they reported it), the worst and the average.
+local function region_latencies(items, lat_of, name)
+  local players, worst, sum, n = {}, 0, 0, 0
+  for _, it in ipairs(items) do
+    for j, p in ipairs(it.players) do
+      local own = it.member_lats and it.member_lats[j] and it.member_lats[j][name]
+      local ms = own or lat_of[it.ticket][name]
+      players[p] = ms
+      if ms > worst then worst = ms end
+      sum, n = sum + ms, n + 1
+    end
+  end
+  return players, worst, sum / n
+end
+
+-- The best match around the anchor over the regions where the anchor's
+-- latency is within its cap: in each, candidates from that region (the
+-- oldest, or the nearest rated within the window) whose latency is within
+-- the cap and the spread; the region whose match has the lowest worst
+-- latency wins (ties: the lower average). Returns the items with
+-- items.region = { name, players = player -> ms, worst }, or nil.
+local function regional_match(ctx, a, opts)
+  local cfg = ctx.cfg
+  local regions = cfg.regions
+  local cap = latency_cap(regions, opts.wait)
+  local lat_of = { [a.ticket] = opts.anchor_lat }
+  local best, best_worst, best_avg = nil, nil, nil
+  for i, name in ipairs(regions.names) do
+    local own = opts.anchor_lat[name]
+    if own and own <= cap then
+      local found = region_candidates(ctx, i, opts.rated, cfg.seats - a.size + 8)
+      local tickets, kept = {}, {}
+      for _, c in ipairs(found) do
+        if c.ticket ~= a.ticket then
+          if c.member then c.seq = tonumber(string.sub(c.member, 1, SEQ_DIGITS)) end
+          kept[#kept + 1] = c
+          tickets[#tickets + 1] = c.ticket
+        end
+      end
+      local lats = latencies_of(ctx, tickets)
+      local within = {}
+      for j, c in ipairs(kept) do
+        local ms = lats[j][name]
+        if ms and ms <= cap then
+          lat_of[c.ticket] = lats[j]
+          within[#within + 1] = c
+        end
+      end
+      local spread = regions.spread
+      local function fits(lo, hi) return not spread or hi - lo <= spread end
+      local items = fill_match(ctx, a, candidate_infos(ctx, within, opts.gone), {
+        wait = opts.wait,
+        accept = function(info, chosen)
+          local lo, hi = own, own
+          for _, it in ipairs(chosen) do
+            local ms = lat_of[it.ticket][name]
+            if ms < lo then lo = ms end
+            if ms > hi then hi = ms end
+          end
+          local ms = lat_of[info.ticket][name]
+          return fits(math.min(lo, ms), math.max(hi, ms))
+        end,
+        check = function(chosen)
+          local lo, hi = math.huge, -math.huge
+          for _, it in ipairs(chosen) do
+            local ms = lat_of[it.ticket][name]
+            if ms < lo then lo = ms end
+            if ms > hi then hi = ms end
+          end
+          return fits(lo, hi)
+        end,
+      })
+      if items then
+        local players, worst, avg = region_latencies(items, lat_of, name)
+        if not best or worst < best_worst or (worst == best_worst and avg < best_avg) then
+          best, best_worst, best_avg = items, worst, avg
+          best.region = { name = name, players = players, worst = worst }
+        end
+      end
+    end
+  end
+  return best
 end
 
 -- One attempt to form a match of cfg.seats seats in cfg.teams teams around
--- `anchor` (a ticket id): the nearest tickets within the anchor's window
--- that fit whole (a party is never split; the team packing must stay
--- possible), or, when taking the nearest first strands the match, the
--- nearest set that fills it (fill_exactly); then, with teams, a balance
--- check. Returns the tickets' infos (see ticket_info), in queue order,
--- after taking them out of the ratings and due ZSETs; or nil when no match
--- can be formed yet (the anchor is then due again after retry_ms). In a
--- world that requires presence, tickets with a player without a live
--- connection met on the way are removed (TICKET_REMOVED), counted in
--- ctx.removed. `known` ({ seq, rating, joined, data }, optional): the
--- anchor's state when the caller has just written it (a join), which spares
--- reading it back.
-local function rated_attempt(ctx, anchor, known)
+-- `anchor` (a ticket id) in a rated world or one with regions: rated, the
+-- nearest tickets within the anchor's window; with regions, in the best
+-- region where everyone's latency is within the anchor's cap (see
+-- regional_match), the oldest there (FIFO) or the nearest within the window
+-- (rated). Returns the tickets' infos, in queue order, after taking them out
+-- of the ratings, due and region structures; or nil when no match can be
+-- formed yet (the anchor is then due again after the retry). In a world
+-- that requires presence, tickets with a player without a live connection
+-- met on the way are removed (TICKET_REMOVED), counted in ctx.removed.
+-- `known` ({ seq, rating, joined, data, lat }, optional): the anchor's
+-- state when the caller has just written it (a join), which spares reading
+-- it back.
+local function anchored_attempt(ctx, anchor, known)
   local k, cfg, now = ctx.k, ctx.cfg, ctx.now
-  local rules, seats, teams = cfg.rules, cfg.seats, cfg.teams
+  local rules = cfg.rules
   local state = known or read_anchor(ctx, anchor)
   if not state then return nil end
   local r = state.rating
-  local anchor_member = rating_member(state.seq, anchor)
   local a
   if is_party_ticket(anchor) then
     a = ticket_info(ctx, anchor, r)
@@ -133,94 +290,60 @@ local function rated_attempt(ctx, anchor, known)
       return nil
     end
   else
-    a = rated_solo(anchor, r)
+    a = solo_info(anchor, r)
     a.data = { state.data or ticket_data(ctx, anchor) }
   end
+  a.seq = state.seq
   if cfg.presence and not all_present(k.presence, a.players, now) then
     remove_tickets(ctx, { anchor }, 'G')
     ctx.removed = (ctx.removed or 0) + 1
     return nil
   end
   local wait = now - (state.joined or now)
-  local w = rated_window(rules, wait)
-  local cap = seats / teams
-  local need = seats - a.size
-  local remaining = need
-  local candidates = nearest(k.ratings, r, w, remaining + 8)
-  local items, members, gone = { a }, { anchor_member }, {}
-  -- Every candidate that could take part, nearest first, for fill_exactly.
-  local pool, pool_members = {}, {}
-  for _, c in ipairs(candidates) do
-    if remaining == 0 then break end
-    local member = c[1]
-    if member ~= anchor_member then
-      local t = member_ticket(member)
-      -- A solo ticket is all in its ratings entry: no read until recorded.
-      local info
-      if is_party_ticket(t) then
-        info = ticket_info(ctx, t, c[2])
-      else
-        info = rated_solo(t, c[2])
-      end
-      if info and cfg.presence and not all_present(k.presence, info.players, now) then
-        gone[#gone + 1] = t
-      elseif info and info.size <= need then
-        pool[#pool + 1] = info
-        pool_members[#pool] = member
-        if info.size <= remaining then
-          items[#items + 1] = info
-          if teams == 1 or can_pack(items, teams, cap) then
-            members[#members + 1] = member
-            remaining = remaining - info.size
-          else
-            items[#items] = nil
-          end
-        end
+  local w = rules and rated_window(rules, wait)
+  local gone = {}
+  local items
+  if cfg.regions then
+    items = regional_match(ctx, a, {
+      wait = wait, gone = gone, rated = rules and { rating = r, window = w },
+      anchor_lat = state.lat or latencies_of(ctx, { anchor })[1],
+    })
+  else
+    local anchor_member = rating_member(state.seq, anchor)
+    local found = {}
+    for _, c in ipairs(nearest(k.ratings, r, w, cfg.seats - a.size + 8)) do
+      if c[1] ~= anchor_member then
+        found[#found + 1] = {
+          ticket = member_ticket(c[1]), rating = c[2], seq = tonumber(string.sub(c[1], 1, SEQ_DIGITS)),
+        }
       end
     end
+    items = fill_match(ctx, a, candidate_infos(ctx, found, gone), { wait = wait })
   end
   if #gone > 0 then
     remove_tickets(ctx, gone, 'G')
     ctx.removed = (ctx.removed or 0) + #gone
   end
-  if remaining > 0 then
-    local picked = fill_exactly(a, pool, { need = need, teams = teams, cap = cap })
-    if picked then
-      items, members = { a }, { anchor_member }
-      for i, j in ipairs(picked) do
-        items[i + 1] = pool[j]
-        members[i + 1] = pool_members[j]
-      end
-      remaining = 0
-    end
-  end
-  if remaining > 0 then
+  if not items then
     retry_later(ctx, anchor)
     return nil
   end
-  if teams > 1 then
-    local assign, sums = pack_teams(items, teams, cap)
-    local bw = rules.balance and rated_window(rules.balance, wait)
-    if not assign or (bw and sums_spread(sums) / cap > bw) then
-      retry_later(ctx, anchor)
-      return nil
-    end
+  -- Queue order.
+  table.sort(items, function(x, y) return x.seq < y.seq end)
+  local tickets, members = {}, {}
+  for i, it in ipairs(items) do
+    tickets[i] = it.ticket
+    members[i] = rating_member(it.seq, it.ticket)
   end
-  local tickets = {}
-  for i, it in ipairs(items) do tickets[i] = it.ticket end
-  redis.call('ZREM', k.ratings, unpack(members))
+  drop_regional(ctx, tickets)
+  if rules then redis.call('ZREM', k.ratings, unpack(members)) end
   redis.call('ZREM', k.due, unpack(tickets))
-  -- Queue order: members sort by their padded sequence.
-  local by_member = {}
-  for i, m in ipairs(members) do by_member[m] = items[i] end
-  table.sort(members)
-  for i, m in ipairs(members) do items[i] = by_member[m] end
   return items
 end
 
--- Records the groups rated attempts formed (lists of ticket infos): solo
--- tickets in one team without a ready check take the fast path, anything
--- else record_groups.
+-- Records the groups anchored attempts formed (lists of ticket infos,
+-- each with .region in worlds with regions): solo tickets in one team
+-- without a ready check take the fast path, anything else record_groups.
 local function record_rated(ctx, groups)
   if #groups == 0 then return {}, {} end
   local simple = ctx.cfg.teams == 1 and not ctx.cfg.accept
@@ -229,18 +352,23 @@ local function record_rated(ctx, groups)
       if it.party then simple = false end
     end
   end
-  if not simple then
-    return record_groups(ctx, groups, true)
+  local regions = nil
+  if ctx.cfg.regions then
+    regions = {}
+    for g, items in ipairs(groups) do regions[g] = items.region end
   end
-  local players, ratings, n = {}, {}, 0
+  if not simple then
+    return record_groups(ctx, groups, { rated = ctx.cfg.rules ~= nil, regions = regions })
+  end
+  local players, ratings, n = {}, ctx.cfg.rules and {} or nil, 0
   for _, items in ipairs(groups) do
     for _, it in ipairs(items) do
       n = n + 1
       players[n] = it.ticket
-      ratings[it.ticket] = it.ratings[1]
+      if ratings then ratings[it.ticket] = it.ratings[1] end
     end
   end
-  return record_matches(ctx, players, #groups, { ratings = ratings })
+  return record_matches(ctx, players, #groups, { ratings = ratings, regions = regions })
 end
 
 -- The matcher's step for a rated world: removes expired tickets first, then
@@ -264,7 +392,7 @@ local function form_rated(ctx, max_anchors)
     local anchor = entry[2]
     -- An anchor may already have been taken into an earlier group.
     if redis.call('ZSCORE', k.due, anchor) then
-      local items = rated_attempt(ctx, anchor)
+      local items = anchored_attempt(ctx, anchor)
       if items then groups[#groups + 1] = items end
     end
   end

@@ -58,6 +58,7 @@ local function remove_tickets(ctx, tickets, notify, keep_states)
   if n == 0 then return end
   local k = ctx.k
   drop_rated(ctx, tickets)
+  drop_regional(ctx, tickets)
   chunked('ZREM', k.queue, tickets, 1)
   if world_has_data(ctx) then chunked('HDEL', k.data, tickets, 1) end
   local solo, ids, m = {}, {}, 0

@@ -30,11 +30,13 @@ local limit = int_arg(args.limit)
 local cfg, bad_config = world_config(args.config)
 if limit == nil then return fail('limit must be an integer >= 0') end
 if not cfg then return fail(bad_config) end
-if cfg.rules and limit == 0 then return fail('rated worlds need a limit of anchors > 0') end
+if (cfg.rules or cfg.regions) and limit == 0 then
+  return fail('rated worlds and worlds with regions need a limit of anchors > 0')
+end
 
 local ctx = { k = k, world = worlds[1], now = now_ms(), cfg = cfg }
 local records, expired, removed, more, _
-if cfg.rules then
+if cfg.rules or cfg.regions then
   records, _, expired, removed, more = form_rated(ctx, limit)
 else
   records, _, expired, removed, more = form_matches(ctx, { max_groups = limit })

@@ -10,6 +10,8 @@
 -- ARGV   player   the player id
 -- ARGV   data     ticket data JSON, "" for none (already validated and size-capped)
 -- ARGV   claimed  the rating from the caller's verified token claim, "" for none
+-- ARGV   latencies the player's latency to each region, "name=ms,..."
+--                  (worlds with regions; "" for none)
 -- ARGV   config   the joined world's configuration (see _config.lua)
 -- ARGV   claim    "1": claim the outbox entries of matches formed, for the
 --                 caller to deliver at once; "0": leave them to the matcher
@@ -41,6 +43,8 @@
 --   ABSENT, world: the world requires presence and the player has no live
 --           connection
 --   NO_RATING, world: a rated world and no rating from any source
+--   LATENCY_REQUIRED, world: a world with regions, no latencies and no
+--           default region
 --   BAD_RATING, world, rating: the rating found is outside [min, max]
 -- Every status but QUEUED and MATCHED writes nothing. window_* are the
 -- world's wait statistics (see _lib.lua wait_estimate). A ticket past its
@@ -53,6 +57,8 @@ if player == '' then return fail('player id is empty') end
 if not cfg then return fail(bad_config) end
 if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
+local lat, bad_latencies = joining_latencies(cfg, args.latencies)
+if bad_latencies then return fail(bad_latencies) end
 local world = worlds[1]
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg }
@@ -89,7 +95,9 @@ end
 if cfg.presence and not is_present(k.presence, player, now) then
   return { 'ABSENT', world }
 end
+if cfg.regions and not lat then return { 'LATENCY_REQUIRED', world } end
 local rules = cfg.rules
+local anchored = rules or cfg.regions
 local rating = nil
 if rules then
   local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. player, '*|' .. player)
@@ -117,24 +125,23 @@ redis.call('ZADD', k.queue, seq, player)
 redis.call('ZADD', k.deadlines, now + cfg.ticket_ttl, player)
 redis.call('HSET', k.players, player, encode_ticket(world, seq, now, now + cfg.ticket_ttl))
 set_ticket_data(ctx, player, data)
-if rules then
-  redis.call('ZADD', k.ratings, rating, rating_member(seq, player))
-  -- An attempt that fails schedules the anchor itself (retry_later).
-  if not attempt then
-    redis.call('ZADD', k.due, next_due(rules, now), player)
-  end
+if rules then redis.call('ZADD', k.ratings, rating, rating_member(seq, player)) end
+if cfg.regions then add_regional(ctx, player, seq, lat, rating) end
+-- An attempt that fails schedules the anchor itself (retry_later).
+if anchored and not attempt then
+  redis.call('ZADD', k.due, next_due(cfg, now), player)
 end
 
 -- The new ticket has the highest sequence, so it is last: rank `size`. The
 -- reply is computed rather than read back, to keep the hot path short.
 if attempt then
   local records, ids, still_queued = {}, {}, true
-  if rules then
+  if anchored then
     -- One attempt with the joiner as the anchor (window: the base), unless
     -- too few tickets lie in its window to fill the match at all.
     local items = nil
     local more_expired = false
-    local fits = rated_may_match(ctx, rating, 0, seats - 1, stats.parties > 0 and seats / teams or 1)
+    local fits = cfg.regions or rated_may_match(ctx, rating, 0, seats - 1, stats.parties > 0 and seats / teams or 1)
     if fits then
       local _
       _, more_expired = sweep_expired(ctx, MATCH_SWEEP_LIMIT)
@@ -142,7 +149,7 @@ if attempt then
     if not fits or more_expired then
       retry_later(ctx, player)
     else
-      items = rated_attempt(ctx, player, { seq = seq, rating = rating, joined = now, data = data })
+      items = anchored_attempt(ctx, player, { seq = seq, rating = rating, joined = now, data = data, lat = lat })
       if items then
         records, ids = record_rated(ctx, { items })
       end

@@ -10,6 +10,7 @@
 -- ARGV   leader   the leader's player id
 -- ARGV   data     the leader's ticket data JSON, "" for none
 -- ARGV   claimed  the rating from the leader's verified token claim, "" for none
+-- ARGV   latencies the leader's latency to each region, "name=ms,..." ("" for none)
 -- ARGV   config   the world's configuration (see _config.lua)
 -- REST   invited  the invited players (distinct, not the leader, at least one)
 --
@@ -23,6 +24,7 @@
 --   ABSENT                presence required and the leader has no live connection
 --   NO_RATING             a rated world and no rating for the leader
 --   BAD_RATING, rating    the leader's rating is outside [min, max]
+--   LATENCY_REQUIRED      a world with regions, no latencies and no default region
 
 local leader, data, claimed = args.leader, args.data, args.claimed
 local cfg, bad_config = world_config(args.config)
@@ -30,6 +32,8 @@ local world = worlds[1]
 if leader == '' then return fail('leader is empty') end
 if not cfg then return fail(bad_config) end
 if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
+local lat, bad_latencies = joining_latencies(cfg, args.latencies)
+if bad_latencies then return fail(bad_latencies) end
 local seen = { [leader] = true }
 for _, p in ipairs(rest) do
   if p == '' or seen[p] then return fail('invited players must be distinct, non-empty and not the leader') end
@@ -72,6 +76,7 @@ end
 if cfg.presence and not is_present(k.presence, leader, now) then
   return { 'ABSENT' }
 end
+if cfg.regions and not lat then return { 'LATENCY_REQUIRED' } end
 local rating = ''
 if cfg.rules then
   local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. leader, '*|' .. leader)
@@ -84,7 +89,7 @@ end
 -- All checks passed: from here on the script only writes.
 local seq = redis.call('HINCRBY', k.counters, 'party', 1)
 local id = string.format('%s.%x-%x', world, now, seq)
-local members = { { p = leader, j = 1, r = rating, d = data } }
+local members = { { p = leader, j = 1, r = rating, d = data, l = lat and encode_latencies(lat) or nil } }
 for i, p in ipairs(rest) do
   members[i + 1] = { p = p, j = 0, r = '', d = '' }
 end

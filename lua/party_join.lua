@@ -13,6 +13,7 @@
 -- ARGV   party    the party id
 -- ARGV   data     the player's ticket data JSON, "" for none
 -- ARGV   claimed  the rating from the player's verified token claim, "" for none
+-- ARGV   latencies the player's latency to each region, "name=ms,..." ("" for none)
 -- ARGV   config   the world's configuration (see _config.lua)
 -- ARGV   claim    "1": claim the outbox entries of matches formed, for the
 --                 caller to deliver at once; "0": leave them to the matcher
@@ -37,6 +38,7 @@
 --   ABSENT                 presence required and the player has no live connection
 --   NO_RATING              a rated world and no rating for the player
 --   BAD_RATING, rating     the player's rating is outside [min, max]
+--   LATENCY_REQUIRED       a world with regions, no latencies and no default region
 --   FULL, queue_size       the party was complete but the queue is at
 --                          capacity; the player has not joined
 
@@ -48,6 +50,8 @@ if party_id == '' then return fail('party id is empty') end
 if not cfg then return fail(bad_config) end
 if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
+local lat, bad_latencies = joining_latencies(cfg, args.latencies)
+if bad_latencies then return fail(bad_latencies) end
 local rules = cfg.rules
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg }
@@ -78,6 +82,7 @@ end
 if cfg.presence and not is_present(k.presence, player, now) then
   return { 'ABSENT' }
 end
+if cfg.regions and not lat then return { 'LATENCY_REQUIRED' } end
 if rules then
   local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. player, '*|' .. player)
   local r = tonumber(stored[1]) or tonumber(stored[2]) or tonumber(claimed) or cfg.default_rating
@@ -94,6 +99,7 @@ end
 -- All checks passed: from here on the script only writes.
 me.j = 1
 me.d = data
+if lat then me.l = encode_latencies(lat) end
 redis.call('HSET', k.players, player, party_state(party_id))
 if not complete then
   save_party(k, party)
@@ -114,6 +120,7 @@ redis.call('ZADD', k.queue, seq, ticket_id)
 redis.call('ZADD', k.deadlines, deadline, ticket_id)
 redis.call('HSET', k.players, ticket_id, encode_ticket(world, seq, now, deadline))
 local shown_rating = ''
+local rating = nil
 if rules then
   local sum, top = 0, -math.huge
   for _, m in ipairs(party.members) do
@@ -121,18 +128,19 @@ if rules then
     sum = sum + r
     if r > top then top = r end
   end
-  local rating = cfg.party_rating == 'max' and top or sum / #party.members
+  rating = cfg.party_rating == 'max' and top or sum / #party.members
   redis.call('ZADD', k.ratings, num(rating), rating_member(seq, ticket_id))
-  redis.call('ZADD', k.due, next_due(rules, now), ticket_id)
   shown_rating = num(rating)
 end
+if cfg.regions then add_regional(ctx, ticket_id, seq, party_latencies(party), rating) end
+if rules or cfg.regions then redis.call('ZADD', k.due, next_due(cfg, now), ticket_id) end
 
 local records, ids = {}, {}
 if cfg.instant then
-  if rules then
+  if rules or cfg.regions then
     local _, more_expired = sweep_expired(ctx, MATCH_SWEEP_LIMIT)
     if not more_expired then
-      local items = rated_attempt(ctx, ticket_id)
+      local items = anchored_attempt(ctx, ticket_id)
       if items then
         records, ids = record_rated(ctx, { items })
       end

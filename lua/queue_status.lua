@@ -6,11 +6,13 @@
 -- WORLDS the world
 -- ARGV   window   statistics window ms
 -- ARGV   buckets  rating buckets (>= 1; ignored when no ticket is rated)
+-- ARGV   regions  the world's regions, space-separated, in band order ("" for none)
 --
 -- Reply: { waiting, window_players, window_span_ms, oldest_wait_ms,
 --          lowest_rating, highest_rating, bucket_count... }
 --   lowest/highest are "" (and no counts follow) when no waiting ticket is
---   rated; otherwise `buckets` counts follow, lowest bucket first.
+--   rated; otherwise `buckets` counts follow, lowest bucket first. Then,
+--   one per region named, the waiting tickets that can play there.
 
 local window = int_arg(args.window)
 local buckets = int_arg(args.buckets)
@@ -29,16 +31,22 @@ local lowest = redis.call('ZRANGE', k.ratings, 0, 0, 'WITHSCORES')[2]
 local highest = redis.call('ZRANGE', k.ratings, -1, -1, 'WITHSCORES')[2]
 if not lowest then
   reply[5], reply[6] = '', ''
-  return reply
+else
+  reply[5], reply[6] = lowest, highest
+  local lo, hi = tonumber(lowest), tonumber(highest)
+  local width = (hi - lo) / buckets
+  for b = 1, buckets do
+    local from = lo + (b - 1) * width
+    local min_arg = num(from)
+    if b > 1 then min_arg = '(' .. min_arg end
+    local max_arg = b == buckets and num(hi) or num(lo + b * width)
+    reply[6 + b] = redis.call('ZCOUNT', k.ratings, min_arg, max_arg)
+  end
 end
-reply[5], reply[6] = lowest, highest
-local lo, hi = tonumber(lowest), tonumber(highest)
-local width = (hi - lo) / buckets
-for b = 1, buckets do
-  local from = lo + (b - 1) * width
-  local min_arg = num(from)
-  if b > 1 then min_arg = '(' .. min_arg end
-  local max_arg = b == buckets and num(hi) or num(lo + b * width)
-  reply[6 + b] = redis.call('ZCOUNT', k.ratings, min_arg, max_arg)
+local i = 0
+for _ in string.gmatch(args.regions, '%S+') do
+  i = i + 1
+  reply[#reply + 1] = redis.call('ZCOUNT', k.region_queue, string.format('%d', QUEUE_BAND * i),
+    '(' .. string.format('%d', QUEUE_BAND * (i + 1)))
 end
 return reply

@@ -15,6 +15,8 @@ pub enum ValidationError {
     BadConnectionId(String),
     #[error("invalid ticket data: {0}")]
     BadTicketData(String),
+    #[error("invalid latencies: {0}")]
+    BadLatencies(String),
     #[error("invalid match id \"{0}\"")]
     BadMatchId(String),
     #[error("invalid notification id \"{0}\"")]

@@ -148,7 +148,13 @@ key_layout! {
         stats (Stats) = "stats", "HASH",
             "`start`, `cur`, `prev`, `first`: players matched in a two-bucket sliding window (wait estimates in O(1)); `parties`: party tickets waiting";
         ratings (Ratings) = "ratings", "ZSET", "rated worlds: `<seq, 12 digits>:<ticket>` -> rating";
-        due (Due) = "due", "ZSET", "rated worlds: ticket -> next try as an anchor (ms)";
+        due (Due) = "due", "ZSET", "rated worlds and worlds with regions: ticket -> next try as an anchor (ms)";
+        latencies (Latencies) = "latencies", "HASH",
+            "worlds with regions: ticket -> `<region>=<ms>,...`, the regions within the latency cap";
+        region_queue (RegionQueue) = "region-queue", "ZSET",
+            "worlds with regions: `<region>|<ticket>` -> band(region) + seq (each region's tickets, oldest first)";
+        region_ratings (RegionRatings) = "region-ratings", "ZSET",
+            "rated worlds with regions: `<region>|<seq, 12 digits>:<ticket>` -> band(region) + rating (each region's tickets by rating)";
     }
 }
 

@@ -18,12 +18,13 @@ pub mod store;
 pub mod use_cases;
 
 pub use config::{
-    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck, Settings, World,
-    WorldCatalog,
+    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck, RegionRules,
+    Settings, World, WorldCatalog,
 };
 pub use delivery::{DeliveryReport, PushError, Pusher};
 pub use domain::{
-    AnswerOutcome, ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, NotificationId,
+    AnswerOutcome, ConnectionId, JoinOutcome, Latencies, LeaveOutcome, MatchId, MatchRecord,
+    NotificationId,
     NotificationKind, OutboxEntry, PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome,
     PartyId, PartyJoinOutcome, PartyMember, PartyState, PartyView, PlayerId, PlayerStatus,
     ProposalCancelReason, ProposalView, QueuePosition, QueueStatus, Rating, ServerMessage, Target,

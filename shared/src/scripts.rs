@@ -27,6 +27,7 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
     ("_lib.lua", include_str!("../../lua/_lib.lua")),
     ("_config.lua", include_str!("../../lua/_config.lua")),
     ("_players.lua", include_str!("../../lua/_players.lua")),
+    ("_regions.lua", include_str!("../../lua/_regions.lua")),
     ("_parties.lua", include_str!("../../lua/_parties.lua")),
     ("_tickets.lua", include_str!("../../lua/_tickets.lua")),
     ("_proposals.lua", include_str!("../../lua/_proposals.lua")),
@@ -430,7 +431,7 @@ operations! {
                Counters, Parties, Proposals, ProposalExpiry, PlayerRatings, Conns, PlayerConns,
                Presence],
         worlds: First,
-        args: [player, data, claimed, config, claim],
+        args: [player, data, claimed, latencies, config, claim],
     }
     leave {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry],
@@ -451,7 +452,7 @@ operations! {
     queue_status {
         keys: [Players],
         worlds: One,
-        args: [window, buckets],
+        args: [window, buckets, regions],
     }
     player_status {
         keys: [Players, Matches, MatchExpiry, Parties, Proposals],
@@ -522,7 +523,7 @@ operations! {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, PlayerRatings,
                Presence],
         worlds: One,
-        args: [leader, data, claimed, config],
+        args: [leader, data, claimed, latencies, config],
         rest: invited,
     }
     party_join {
@@ -530,7 +531,7 @@ operations! {
                Counters, Parties, PartyExpiry, Proposals, ProposalExpiry, PlayerRatings, Conns,
                PlayerConns, Presence],
         worlds: One,
-        args: [player, party, data, claimed, config, claim],
+        args: [player, party, data, claimed, latencies, config, claim],
     }
     party_cancel {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry],
@@ -793,7 +794,7 @@ mod tests {
             keys.len(),
             SCRIPTS.form_matches.declaration.keys.len() + WorldKey::ALL.len()
         );
-        assert_eq!(keys.last().unwrap(), &layout.world(&w).due);
+        assert_eq!(keys.last().unwrap(), &layout.world(&w).region_ratings);
         assert_eq!(inv.argv(), ["0", "{}", "world1"]);
     }
 

@@ -20,9 +20,11 @@ use crate::{eventually, settings_for};
 mod invariants;
 mod parties;
 mod ready_check;
+mod regions;
 pub use invariants::*;
 pub use parties::*;
 pub use ready_check::*;
+pub use regions::*;
 
 /// Every scenario, listed once. `$callback!(a, b, ...)` is called with all
 /// of their names: `tests/standalone.rs` makes one test of each on its own
@@ -70,6 +72,11 @@ macro_rules! for_each_scenario {
             a_proposal_that_times_out_removes_only_the_silent,
             a_party_in_a_proposal_stays_whole,
             leaving_during_a_proposal_cancels_it,
+            regions_match_only_where_everyone_is_within_the_widening_cap,
+            the_region_with_the_lowest_worst_latency_is_chosen,
+            a_party_is_placed_only_where_all_its_members_qualify,
+            latencies_are_required_or_defaulted_and_spread_is_bounded,
+            rated_worlds_with_regions_match_by_rating_within_a_region,
         );
     };
 }
@@ -933,12 +940,14 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         c.to_string()
     };
     use serde_json::json;
-    let join_args = |claimed: &str, config: String| s(&["p", "", claimed, &config, "0", "world1"]);
+    let join_args =
+        |claimed: &str, config: String| s(&["p", "", claimed, "", &config, "0", "world1"]);
     let good_join = join_args("", config(&fifo_config, &[]));
     let good_rated = join_args("1500", config(&rated_config, &[]));
     let good_match = s(&["0", &config(&fifo_config, &[]), "world1"]);
     let good_party = s(&[
         "leader",
+        "",
         "",
         "",
         &config(&fifo_config, &[]),
@@ -969,18 +978,19 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     for (i, bad) in [
         (0, ""),
         (2, "high"),
-        (3, ""),
-        (3, "{"),
-        (3, "[]"),
-        (4, "yes"),
-        (5, ""),
+        (3, "eu=5"),
+        (4, ""),
+        (4, "{"),
+        (4, "[]"),
+        (5, "yes"),
+        (6, ""),
     ] {
         cases.push(("join.lua", join_keys.clone(), with_arg(&good_join, i, bad)));
     }
     // Too few keys for the world block, a world block without its name, an
     // argument too many.
     cases.push(("join.lua", join_keys[..12].to_vec(), good_join.clone()));
-    cases.push(("join.lua", join_keys.clone(), good_join[..5].to_vec()));
+    cases.push(("join.lua", join_keys.clone(), good_join[..6].to_vec()));
     let mut extra = good_join.clone();
     extra.push("world2".into());
     cases.push(("join.lua", join_keys.clone(), extra));
@@ -1163,7 +1173,14 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     }
     // Parties: every malformed request, and well-formed ones that must be
     // refused, write nothing.
-    for (i, bad) in [(0, ""), (2, "x"), (3, "{}"), (4, ""), (5, "leader")] {
+    for (i, bad) in [
+        (0, ""),
+        (2, "x"),
+        (3, "eu=5"),
+        (4, "{}"),
+        (5, ""),
+        (6, "leader"),
+    ] {
         cases.push((
             "party_create.lua",
             party_create_keys.clone(),
@@ -1179,13 +1196,13 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     cases.push((
         "party_create.lua",
         party_create_keys.clone(),
-        good_party[..5].to_vec(),
+        good_party[..6].to_vec(),
     ));
     let party_join_keys = keys("party_join.lua", &["world1"]);
     let party_join_args =
-        |config: String| s(&["friend", "world1.1-1", "", "", &config, "0", "world1"]);
+        |config: String| s(&["friend", "world1.1-1", "", "", "", &config, "0", "world1"]);
     let good_party_join = party_join_args(config(&fifo_config, &[]));
-    for (i, bad) in [(0, ""), (1, ""), (3, "x"), (5, "2"), (6, "")] {
+    for (i, bad) in [(0, ""), (1, ""), (3, "x"), (4, "eu=1"), (6, "2"), (7, "")] {
         cases.push((
             "party_join.lua",
             party_join_keys.clone(),

@@ -271,6 +271,9 @@ mod tests {
             teams: None,
             team_difference: None,
             parties: None,
+            region: None,
+            latencies: None,
+            worst_latency: None,
         };
         let lines = request_match_lines(
             &[

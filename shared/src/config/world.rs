@@ -29,6 +29,35 @@ pub struct World {
     pub mode: MatchMode,
     /// A ready check: matches are proposals until every player accepts.
     pub ready_check: Option<ReadyCheck>,
+    /// Regions: matches form only where every player's latency is within
+    /// the anchor's cap.
+    pub regions: Option<RegionRules>,
+}
+
+/// A world's regions (the rule set's `regions` section): a match forms only
+/// in a region where every member's latency is within the cap of the
+/// anchor's own wait, `min(max_latency + widen_per_second * wait,
+/// latency_cap)`, and the best and worst member are at most `max_spread`
+/// apart (when set).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionRules {
+    /// The regions, in the order of their bands (changing it needs an
+    /// empty world: waiting tickets are filed by position).
+    pub names: Vec<String>,
+    pub max_latency_ms: f64,
+    pub widen_per_second: f64,
+    pub latency_cap_ms: f64,
+    pub max_spread_ms: Option<f64>,
+    /// Where a join without latencies plays (at `max_latency_ms`); `None`:
+    /// such a join is refused (LATENCY_REQUIRED).
+    pub default_region: Option<String>,
+}
+
+impl RegionRules {
+    /// The latency cap of an anchor that has waited `wait`.
+    pub fn cap_after(&self, wait: Duration) -> f64 {
+        (self.max_latency_ms + self.widen_per_second * wait.as_secs_f64()).min(self.latency_cap_ms)
+    }
 }
 
 /// A world's ready check: how long players have to accept a proposed match,
@@ -53,6 +82,7 @@ impl World {
             require_presence: false,
             mode: MatchMode::Fifo,
             ready_check: None,
+            regions: None,
         }
     }
 

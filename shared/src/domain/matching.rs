@@ -37,6 +37,16 @@ pub struct MatchRecord {
     /// The parties among the participants (each always in one team).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parties: Option<Vec<Vec<PlayerId>>>,
+    /// Worlds with regions: the region the match plays in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Worlds with regions: each participant's latency there (ms, as they
+    /// measured it), by player id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latencies: Option<std::collections::BTreeMap<String, u32>>,
+    /// Worlds with regions: the highest of those latencies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_latency: Option<u32>,
 }
 
 impl MatchRecord {
@@ -107,6 +117,11 @@ pub enum JoinOutcome {
     RatingRequired {
         world_type: WorldName,
     },
+    /// A world with regions, no latencies given and no default region;
+    /// nothing changed.
+    LatencyRequired {
+        world_type: WorldName,
+    },
     /// The player's rating is outside the configured range; nothing changed.
     InvalidRating {
         world_type: WorldName,
@@ -157,6 +172,11 @@ pub struct QueueStatus {
     /// Rated worlds with waiting tickets: how their ratings are spread.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratings: Option<RatingDistribution>,
+    /// Worlds with regions: the waiting tickets that can play in each region
+    /// (within the latency cap there), by region; a ticket counts in every
+    /// region it can play in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regions: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 /// The waiting tickets' ratings in equal-width buckets from the lowest to

@@ -3,6 +3,7 @@
 //! here talks to Redis.
 
 mod ids;
+mod latency;
 mod matching;
 mod notification;
 mod party;
@@ -14,6 +15,7 @@ pub use ids::{
     ConnectionId, MatchId, PartyId, PlayerId, Rating, WorldName, MAX_CONNECTION_ID_CHARS,
     MAX_MATCH_ID_CHARS, MAX_NAME_CHARS, MAX_PLAYER_ID_CHARS,
 };
+pub use latency::Latencies;
 pub use matching::{
     JoinOutcome, LeaveOutcome, MatchRecord, PlayerStatus, QueuePosition, QueueStatus, RatedTicket,
     RatingBucket, RatingDistribution, WaitStats,

@@ -115,6 +115,11 @@ pub enum PartyCreateOutcome {
     RatingRequired {
         world_type: WorldName,
     },
+    /// A world with regions, no latencies and no default region; nothing
+    /// changed.
+    LatencyRequired {
+        world_type: WorldName,
+    },
     InvalidRating {
         world_type: WorldName,
         rating: Rating,
@@ -146,7 +151,7 @@ pub enum PartyJoinOutcome {
     /// `notifications` announce the matches formed, to deliver right away.
     Matched {
         party: PartyView,
-        record: MatchRecord,
+        record: Box<MatchRecord>,
         formed: Vec<MatchRecord>,
         /// The matches' outbox entries, claimed for delivery right away.
         claimed: Vec<OutboxEntry>,
@@ -165,6 +170,11 @@ pub enum PartyJoinOutcome {
         world_type: WorldName,
     },
     RatingRequired {
+        world_type: WorldName,
+    },
+    /// A world with regions, no latencies and no default region; nothing
+    /// changed.
+    LatencyRequired {
         world_type: WorldName,
     },
     InvalidRating {

@@ -64,6 +64,21 @@ struct ScriptConfig<'a> {
     rating: Option<Rated>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ready_check: Option<ReadyCheck>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    regions: Option<Regions<'a>>,
+}
+
+#[derive(Serialize)]
+struct Regions<'a> {
+    names: &'a [String],
+    max_latency: f64,
+    widen_per_second: f64,
+    latency_cap: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_spread: Option<f64>,
+    retry_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    default_region: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -142,6 +157,15 @@ fn encode(settings: &Settings, world: &World) -> String {
         ready_check: world.ready_check.map(|r| ReadyCheck {
             accept_ms: millis(r.accept_within).max(1),
             cooldown_ms: millis(r.decline_cooldown),
+        }),
+        regions: world.regions.as_ref().map(|r| Regions {
+            names: &r.names,
+            max_latency: r.max_latency_ms,
+            widen_per_second: r.widen_per_second,
+            latency_cap: r.latency_cap_ms,
+            max_spread: r.max_spread_ms,
+            retry_ms: millis(crate::config::rules::ANCHOR_RETRY),
+            default_region: r.default_region.as_deref(),
         }),
     };
     // Serializing plain numbers, strings and booleans cannot fail.

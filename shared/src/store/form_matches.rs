@@ -30,7 +30,8 @@ pub struct MatchBatch {
 impl MatchStore {
     /// FIFO: forms every complete group `world`'s queue allows (at most
     /// `max_groups`, 0 = no limit), oldest first. Rated: tries up to the
-    /// world's `anchors_per_call` due anchors, oldest first (`max_groups` is
+    /// world's `anchors_per_call` due anchors, oldest first; a world with
+    /// regions likewise (`max_groups` is
     /// not used). One atomic call either way.
     #[tracing::instrument(level = "debug", skip(self, world), fields(world = %world.name))]
     pub async fn form_matches(
@@ -40,12 +41,14 @@ impl MatchStore {
     ) -> Result<MatchBatch, StoreError> {
         let config = self.world_config(world)?;
         let mut inv = SCRIPTS.form_matches.invocation(self.keys(), &[&world.name]);
-        inv.arg(
-            world
-                .rating()
-                .map_or(max_groups, |r| u64::from(r.anchors_per_call)),
-        )
-        .arg(config.as_ref());
+        // Rated worlds and worlds with regions are matched around anchors,
+        // a bounded number per call.
+        let limit = match (world.rating(), &world.regions) {
+            (Some(r), _) => u64::from(r.anchors_per_call),
+            (None, Some(_)) => u64::from(crate::config::rules::ANCHORS_PER_CALL),
+            (None, None) => max_groups,
+        };
+        inv.arg(limit).arg(config.as_ref());
         let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
         let queue_size = reply.uint("queue size")?;
         let expired = reply.uint("expired removed")?;

@@ -7,13 +7,23 @@ use super::reply::{FormedMatches, Reply};
 use super::MatchStore;
 use crate::config::World;
 use crate::domain::{
-    ConnectionId, JoinOutcome, PlayerId, ProposalView, QueuePosition, RatedTicket, Rating,
-    TicketData, WaitStats, WorldName,
+    ConnectionId, JoinOutcome, Latencies, PlayerId, ProposalView, QueuePosition, RatedTicket,
+    Rating, TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
 
 const SCRIPT: &str = "join.lua";
+
+/// What a join carries besides the player and the world.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JoinInput<'a> {
+    pub data: Option<&'a TicketData>,
+    /// The rating in the caller's verified token claim.
+    pub claimed: Option<Rating>,
+    /// Worlds with regions: what the client measured.
+    pub latencies: Option<&'a Latencies>,
+}
 
 /// A join's outcome and, when it queued, the player's connections (read in
 /// the same call, for the QUEUED push).
@@ -35,22 +45,23 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<JoinOutcome, StoreError> {
-        Ok(self
-            .join_reply(world, player, data, claimed, false)
-            .await?
-            .outcome)
+        let input = JoinInput {
+            data,
+            claimed,
+            latencies: None,
+        };
+        Ok(self.join_reply(world, player, &input, false).await?.outcome)
     }
 
     /// [`MatchStore::join`], with the player's connections when it queued
     /// and, with `claim`, the outbox entries of the matches it formed
     /// claimed for the caller to deliver at once (and settle).
-    #[tracing::instrument(level = "debug", skip(self, world, data), fields(world = %world.name))]
+    #[tracing::instrument(level = "debug", skip(self, world, input), fields(world = %world.name))]
     pub async fn join_reply(
         &self,
         world: &World,
         player: &PlayerId,
-        data: Option<&TicketData>,
-        claimed: Option<Rating>,
+        input: &JoinInput<'_>,
         claim: bool,
     ) -> Result<JoinReply, StoreError> {
         let config = self.world_config(world)?;
@@ -66,8 +77,14 @@ impl MatchStore {
             worlds.extend(also.map(|w| &w.name));
             let mut inv = SCRIPTS.join.invocation(self.keys(), &worlds);
             inv.arg(player.as_str())
-                .arg(data.map_or("", TicketData::as_json))
-                .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
+                .arg(input.data.map_or("", TicketData::as_json))
+                .arg(
+                    input
+                        .claimed
+                        .map(|c| c.value().to_string())
+                        .unwrap_or_default(),
+                )
+                .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
                 .arg(config.as_ref())
                 .arg(super::flag(claim));
             match self.decode_join(player, self.invoke(&inv, false).await?)? {
@@ -171,6 +188,9 @@ impl MatchStore {
                 world_type: reply.parsed("world", WorldName::parse)?,
             },
             "NO_RATING" => JoinOutcome::RatingRequired {
+                world_type: reply.parsed("world", WorldName::parse)?,
+            },
+            "LATENCY_REQUIRED" => JoinOutcome::LatencyRequired {
                 world_type: reply.parsed("world", WorldName::parse)?,
             },
             "BAD_RATING" => JoinOutcome::InvalidRating {

@@ -49,7 +49,7 @@ pub use conn_register::{Registered, MATCH_REPLAY_WINDOW};
 pub use conn_unregister::Unregistered;
 pub use form_matches::MatchBatch;
 pub use housekeeping::Housekeeping;
-pub use join::JoinReply;
+pub use join::{JoinInput, JoinReply};
 pub use outbox_settle::Settlement;
 
 /// A connection to a single endpoint or to a cluster.

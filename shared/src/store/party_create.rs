@@ -1,10 +1,10 @@
 //! `lua/party_create.lua`: a leader creates a party and invites others.
 
 use super::reply::Reply;
-use super::MatchStore;
+use super::{JoinInput, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    PartyCreateOutcome, PartyId, PartyView, PlayerId, Rating, TicketData, WorldName,
+    Latencies, PartyCreateOutcome, PartyId, PartyView, PlayerId, Rating, TicketData, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -16,7 +16,6 @@ impl MatchStore {
     /// at least one, at most the world's party size with the leader: the
     /// caller checks) for `world`. `claimed` is the leader's verified rating
     /// claim, if any.
-    #[tracing::instrument(level = "debug", skip(self, world, data), fields(world = %world.name))]
     pub async fn create_party(
         &self,
         world: &World,
@@ -25,11 +24,33 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<PartyCreateOutcome, StoreError> {
+        let input = JoinInput {
+            data,
+            claimed,
+            latencies: None,
+        };
+        self.create_party_with(world, leader, invited, &input).await
+    }
+
+    /// [`MatchStore::create_party`] with the leader's latencies too.
+    pub async fn create_party_with(
+        &self,
+        world: &World,
+        leader: &PlayerId,
+        invited: &[PlayerId],
+        input: &JoinInput<'_>,
+    ) -> Result<PartyCreateOutcome, StoreError> {
         let config = self.world_config(world)?;
         let mut inv = SCRIPTS.party_create.invocation(self.keys(), &[&world.name]);
         inv.arg(leader.as_str())
-            .arg(data.map_or("", TicketData::as_json))
-            .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
+            .arg(input.data.map_or("", TicketData::as_json))
+            .arg(
+                input
+                    .claimed
+                    .map(|c| c.value().to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
             .arg(config.as_ref());
         for p in invited {
             inv.rest(p.as_str());
@@ -53,6 +74,7 @@ impl MatchStore {
             },
             "ABSENT" => PartyCreateOutcome::NotConnected { world_type },
             "NO_RATING" => PartyCreateOutcome::RatingRequired { world_type },
+            "LATENCY_REQUIRED" => PartyCreateOutcome::LatencyRequired { world_type },
             "COOLING_DOWN" => PartyCreateOutcome::CoolingDown {
                 retry_after_ms: reply
                     .text("cool-down")?

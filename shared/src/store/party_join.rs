@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use super::reply::{FormedMatches, Reply};
-use super::MatchStore;
+use super::{JoinInput, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating, TicketData, WaitStats,
-    WorldName,
+    Latencies, PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating, TicketData,
+    WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -27,7 +27,12 @@ impl MatchStore {
         data: Option<&TicketData>,
         claimed: Option<Rating>,
     ) -> Result<PartyJoinOutcome, StoreError> {
-        self.join_party_claiming(world, party, player, data, claimed, false)
+        let input = JoinInput {
+            data,
+            claimed,
+            latencies: None,
+        };
+        self.join_party_claiming(world, party, player, &input, false)
             .await
     }
 
@@ -38,16 +43,21 @@ impl MatchStore {
         world: &World,
         party: &PartyId,
         player: &PlayerId,
-        data: Option<&TicketData>,
-        claimed: Option<Rating>,
+        input: &JoinInput<'_>,
         claim: bool,
     ) -> Result<PartyJoinOutcome, StoreError> {
         let config = self.world_config(world)?;
         let mut inv = SCRIPTS.party_join.invocation(self.keys(), &[&world.name]);
         inv.arg(player.as_str())
             .arg(party.as_str())
-            .arg(data.map_or("", TicketData::as_json))
-            .arg(claimed.map(|c| c.value().to_string()).unwrap_or_default())
+            .arg(input.data.map_or("", TicketData::as_json))
+            .arg(
+                input
+                    .claimed
+                    .map(|c| c.value().to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
             .arg(config.as_ref())
             .arg(super::flag(claim));
 
@@ -93,7 +103,7 @@ impl MatchStore {
                 } = reply.formed_matches(player)?;
                 PartyJoinOutcome::Matched {
                     party,
-                    record,
+                    record: Box::new(record),
                     formed,
                     claimed,
                 }
@@ -114,6 +124,7 @@ impl MatchStore {
             },
             "ABSENT" => PartyJoinOutcome::NotConnected { world_type },
             "NO_RATING" => PartyJoinOutcome::RatingRequired { world_type },
+            "LATENCY_REQUIRED" => PartyJoinOutcome::LatencyRequired { world_type },
             "BAD_RATING" => PartyJoinOutcome::InvalidRating {
                 world_type,
                 rating: reply.parsed("rating", Rating::parse)?,

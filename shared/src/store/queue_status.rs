@@ -17,7 +17,14 @@ impl MatchStore {
     /// A world's queue depth and wait estimate.
     pub async fn queue_status(&self, world: &World) -> Result<QueueStatus, StoreError> {
         let mut inv = SCRIPTS.queue_status.invocation(self.keys(), &[&world.name]);
-        inv.arg(self.window_ms()).arg(RATING_BUCKETS);
+        let region_names = world
+            .regions
+            .as_ref()
+            .map(|r| r.names.join(" "))
+            .unwrap_or_default();
+        inv.arg(self.window_ms())
+            .arg(RATING_BUCKETS)
+            .arg(region_names.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, true).await?)?;
         let waiting = reply.uint("waiting")?;
         let stats = WaitStats {
@@ -59,6 +66,15 @@ impl MatchStore {
                 })
             }
         };
+        let regions = match &world.regions {
+            None => None,
+            Some(r) => Some(
+                r.names
+                    .iter()
+                    .map(|name| Ok((name.clone(), reply.uint("region count")?)))
+                    .collect::<Result<_, StoreError>>()?,
+            ),
+        };
         reply.finish()?;
         Ok(QueueStatus {
             world_type: world.name.clone(),
@@ -68,6 +84,7 @@ impl MatchStore {
             estimated_wait_seconds: stats.estimate(waiting + 1, world.seats()),
             oldest_wait_ms,
             ratings,
+            regions,
         })
     }
 }

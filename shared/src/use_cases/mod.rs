@@ -17,10 +17,10 @@ use crate::config::World;
 use crate::delivery::{deliver_claimed, deliver_now, Pusher};
 use crate::domain::{
     ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, PlayerId, PlayerStatus,
-    QueuePosition, QueueStatus, Rating, ServerMessage, TicketData, WorldName,
+    QueuePosition, QueueStatus, Rating, ServerMessage, WorldName,
 };
 use crate::error::StoreError;
-use crate::store::{Heartbeat, MatchStore, Registered, Unregistered};
+use crate::store::{Heartbeat, JoinInput, MatchStore, Registered, Unregistered};
 
 /// The most a join waits on any one push before answering: a slow or
 /// failing `@connections` endpoint must not hold the caller's HTTP request.
@@ -33,16 +33,15 @@ pub const JOIN_PUSH_TIMEOUT: Duration = Duration::from_millis(800);
 /// [`JOIN_PUSH_TIMEOUT`], and never fails the join: MATCH_FOUND stays in the
 /// outbox for the matcher to retry, and a player who misses QUEUED can ask
 /// `my-status`.
-#[tracing::instrument(level = "debug", skip(store, pusher, world, data), fields(world = %world.name))]
+#[tracing::instrument(level = "debug", skip(store, pusher, world, input), fields(world = %world.name))]
 pub async fn join_and_notify<P: Pusher>(
     store: &MatchStore,
     pusher: &P,
     world: &World,
     player: &PlayerId,
-    data: Option<&TicketData>,
-    claimed: Option<Rating>,
+    input: &JoinInput<'_>,
 ) -> Result<JoinOutcome, StoreError> {
-    let reply = store.join_reply(world, player, data, claimed, true).await?;
+    let reply = store.join_reply(world, player, input, true).await?;
     let outcome = reply.outcome;
     match &outcome {
         JoinOutcome::Queued(q) => push_queued(pusher, &reply.connections, q).await,
@@ -51,6 +50,7 @@ pub async fn join_and_notify<P: Pusher>(
         | JoinOutcome::QueueFull { .. }
         | JoinOutcome::NotConnected { .. }
         | JoinOutcome::RatingRequired { .. }
+        | JoinOutcome::LatencyRequired { .. }
         | JoinOutcome::InvalidRating { .. }
         | JoinOutcome::InParty { .. }
         // MATCH_PROPOSED goes through the outbox (a note); the matcher

@@ -2,11 +2,9 @@
 
 use crate::config::World;
 use crate::delivery::Pusher;
-use crate::domain::{
-    PartyCancelOutcome, PartyCreateOutcome, PartyId, PartyJoinOutcome, PlayerId, Rating, TicketData,
-};
+use crate::domain::{PartyCancelOutcome, PartyCreateOutcome, PartyId, PartyJoinOutcome, PlayerId};
 use crate::error::StoreError;
-use crate::store::MatchStore;
+use crate::store::{JoinInput, MatchStore};
 
 use super::push_match_found;
 
@@ -26,14 +24,13 @@ pub enum PartyRejection {
 /// `leader` creates a party of `world` with `members` (the leader may be
 /// listed too; duplicates count once). Everyone listed gets a PARTY_UPDATE
 /// (through the outbox) and joins with [`join_party`].
-#[tracing::instrument(level = "debug", skip(store, world, members, data), fields(world = %world.name))]
+#[tracing::instrument(level = "debug", skip(store, world, members, input), fields(world = %world.name))]
 pub async fn create_party(
     store: &MatchStore,
     world: &World,
     leader: &PlayerId,
     members: &[PlayerId],
-    data: Option<&TicketData>,
-    claimed: Option<Rating>,
+    input: &JoinInput<'_>,
 ) -> Result<Result<PartyCreateOutcome, PartyRejection>, StoreError> {
     let mut invited: Vec<PlayerId> = Vec::with_capacity(members.len());
     for m in members {
@@ -53,7 +50,7 @@ pub async fn create_party(
         }));
     }
     store
-        .create_party(world, leader, &invited, data, claimed)
+        .create_party_with(world, leader, &invited, input)
         .await
         .map(Ok)
 }
@@ -61,18 +58,17 @@ pub async fn create_party(
 /// `player` joins `party` (of `world`). When the party is complete it waits
 /// as one ticket, or is matched at once: MATCH_FOUND then goes to every
 /// participant right away, as after a join.
-#[tracing::instrument(level = "debug", skip(store, pusher, world, data), fields(world = %world.name))]
+#[tracing::instrument(level = "debug", skip(store, pusher, world, input), fields(world = %world.name))]
 pub async fn join_party<P: Pusher>(
     store: &MatchStore,
     pusher: &P,
     world: &World,
     party: &PartyId,
     player: &PlayerId,
-    data: Option<&TicketData>,
-    claimed: Option<Rating>,
+    input: &JoinInput<'_>,
 ) -> Result<PartyJoinOutcome, StoreError> {
     let outcome = store
-        .join_party_claiming(world, party, player, data, claimed, true)
+        .join_party_claiming(world, party, player, input, true)
         .await?;
     if let PartyJoinOutcome::Matched { claimed, .. } = &outcome {
         push_match_found(store, pusher, claimed).await;

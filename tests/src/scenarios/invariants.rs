@@ -39,8 +39,10 @@ struct PlayerLedger {
 /// The worlds of the concurrency invariant: three FIFO worlds, a rated one
 /// (window from 100, widening 50/s, no limit after 2 s, so its groups keep
 /// forming while clients churn), two worlds of 2 x 2 teams, FIFO and rated,
-/// and a world with a ready check (one second to accept, one second of
-/// cool-down).
+/// a world with a ready check (one second to accept, one second of
+/// cool-down), and two worlds with regions, FIFO and rated 2 x 2 teams
+/// (players measure 20-50 ms to their home region and 80-250 ms elsewhere,
+/// the cap widens from 60 to 200 ms within 3.5 s).
 pub const INVARIANT_RULES: &str = r#"{"worlds": [
     {"name": "world1", "teamSize": 3},
     {"name": "world2", "teamSize": 2},
@@ -50,8 +52,37 @@ pub const INVARIANT_RULES: &str = r#"{"worlds": [
     {"name": "arena", "teamSize": 2, "teams": 2},
     {"name": "ranked_teams", "teamSize": 2, "teams": 2, "mode": "rating",
      "rating": {"baseWindow": 100, "widenPerSecond": 50, "maxWindow": 400, "relaxAfterSeconds": 2}},
-    {"name": "ready", "teamSize": 2, "readyCheck": {"acceptSeconds": 1, "declineCooldownSeconds": 1}}
+    {"name": "ready", "teamSize": 2, "readyCheck": {"acceptSeconds": 1, "declineCooldownSeconds": 1}},
+    {"name": "geo", "teamSize": 3,
+     "regions": {"names": ["eu", "us", "asia"], "maxLatencyMs": 60, "widenPerSecond": 40, "maxLatencyCapMs": 200}},
+    {"name": "geo_ranked", "teamSize": 2, "teams": 2, "mode": "rating",
+     "rating": {"baseWindow": 100, "widenPerSecond": 50, "maxWindow": 400, "relaxAfterSeconds": 2},
+     "regions": {"names": ["eu", "us", "asia"], "maxLatencyMs": 60, "widenPerSecond": 40, "maxLatencyCapMs": 200}}
 ]}"#;
+
+/// A player's fixed latencies in the invariant run's worlds with regions:
+/// 20-50 ms to a home region, 80-250 ms to the others.
+fn invariant_latencies(world: &shared::World, p: &str) -> Option<shared::Latencies> {
+    let regions = world.regions.as_ref()?;
+    let hash = p
+        .bytes()
+        .fold(11u64, |h, b| h.wrapping_mul(131).wrapping_add(u64::from(b)));
+    let home = (hash % regions.names.len() as u64) as usize;
+    let map: serde_json::Map<String, Value> = regions
+        .names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let ms = if i == home {
+                20 + (hash >> 8) % 31
+            } else {
+                80 + (hash >> (8 + 4 * i)) % 171
+            };
+            (name.clone(), Value::from(ms))
+        })
+        .collect();
+    Some(shared::Latencies::from_value(&Value::Object(map), regions).expect("latencies"))
+}
 
 /// A player's fixed rating in the invariant run (1000..=2000).
 fn invariant_rating(p: &str) -> shared::Rating {
@@ -257,9 +288,10 @@ pub async fn concurrency_invariants(
     for (w, (n, has_party)) in by_world {
         let world = store.settings().worlds.get(w).unwrap();
         let seats = world.seats() as usize;
-        // Timed-out proposals put players back after the matchers stopped.
+        // Timed-out proposals put players back after the matchers stopped;
+        // players of a world with regions may share no region under the cap.
         assert!(
-            has_party || world.ready_check.is_some() || n < seats,
+            has_party || world.ready_check.is_some() || world.regions.is_some() || n < seats,
             "{w} still holds {n} solo players, a full match of {seats}"
         );
     }
@@ -308,11 +340,19 @@ impl Client<'_> {
 
     async fn join(&mut self, w: &str, p: &str) {
         let id = player(p);
+        let world = self.world(w);
+        let latencies = invariant_latencies(world, p);
+        let input = shared::store::JoinInput {
+            claimed: Some(invariant_rating(p)),
+            latencies: latencies.as_ref(),
+            ..Default::default()
+        };
         match self
             .store
-            .join(self.world(w), &id, None, Some(invariant_rating(p)))
+            .join_reply(world, &id, &input, false)
             .await
             .expect("join")
+            .outcome
         {
             JoinOutcome::Queued(q) => {
                 assert!(q.position >= 1 && q.position <= q.queue_size, "{q:?}");
@@ -355,15 +395,16 @@ impl Client<'_> {
         if self.party_of(leader).is_some() || self.party_of(other).is_some() {
             return;
         }
+        let world = self.world(w);
+        let latencies = invariant_latencies(world, leader);
+        let input = shared::store::JoinInput {
+            claimed: Some(invariant_rating(leader)),
+            latencies: latencies.as_ref(),
+            ..Default::default()
+        };
         match self
             .store
-            .create_party(
-                self.world(w),
-                &player(leader),
-                &[player(other)],
-                None,
-                Some(invariant_rating(leader)),
-            )
+            .create_party_with(world, &player(leader), &[player(other)], &input)
             .await
             .expect("create party")
         {
@@ -391,9 +432,15 @@ impl Client<'_> {
         let party = self.parties[k].clone();
         let p = &party.members[m];
         let w = self.world(party.id.world().as_str()).clone();
+        let latencies = invariant_latencies(&w, p);
+        let input = shared::store::JoinInput {
+            claimed: Some(invariant_rating(p)),
+            latencies: latencies.as_ref(),
+            ..Default::default()
+        };
         match self
             .store
-            .join_party(&w, &party.id, &player(p), None, Some(invariant_rating(p)))
+            .join_party_claiming(&w, &party.id, &player(p), &input, false)
             .await
             .expect("join party")
         {
@@ -558,11 +605,28 @@ impl Client<'_> {
 /// A rated world may hold a full match whose tickets are outside each
 /// other's windows; once the oldest anchor relaxes (2 s), it is matched.
 async fn drain_rated_worlds(store: &MatchStore, formed: &Mutex<Vec<MatchRecord>>) {
+    // In worlds with regions, players may share no region under the cap:
+    // those are drained until nothing more forms.
     for w in store
         .settings()
         .worlds
         .iter()
-        .filter(|w| w.rating().is_some())
+        .filter(|w| w.regions.is_some())
+    {
+        loop {
+            let batch = store.form_matches(w, 0).await.expect("form matches");
+            let formed_now = !batch.matches.is_empty();
+            formed.lock().unwrap().extend(batch.matches);
+            if !formed_now && !batch.more_due {
+                break;
+            }
+        }
+    }
+    for w in store
+        .settings()
+        .worlds
+        .iter()
+        .filter(|w| w.rating().is_some() && w.regions.is_none())
     {
         let wk = store.keys().world(&w.name);
         eventually(
@@ -623,6 +687,24 @@ async fn check_matches(
         assert_eq!(&stored_record, m);
         for p in &m.participants {
             *per_player.entry(p.to_string()).or_default() += 1;
+        }
+        // Regions: one of the world's, every member within the cap there,
+        // as they measured it.
+        if let Some(regions) = &w.regions {
+            let region = m.region.as_deref().expect("a region");
+            assert!(regions.names.iter().any(|r| r == region), "{m:?}");
+            let lat = m.latencies.as_ref().expect("latencies");
+            assert_eq!(lat.len(), m.participants.len(), "{m:?}");
+            for p in &m.participants {
+                let measured = invariant_latencies(w, p.as_str())
+                    .and_then(|l| l.get(region))
+                    .expect("a measured latency");
+                assert_eq!(lat[p.as_str()], measured, "{m:?}");
+                assert!(f64::from(measured) <= regions.latency_cap_ms, "{m:?}");
+            }
+            assert_eq!(m.worst_latency, lat.values().max().copied(), "{m:?}");
+        } else {
+            assert!(m.region.is_none(), "{m:?}");
         }
         // Parties whole, and each a real party.
         let in_parties: Vec<&PlayerId> = m.parties.iter().flatten().flatten().collect();
@@ -743,17 +825,23 @@ async fn check_queues(
             .command(redis::cmd("ZRANGE").arg(&wk.due).arg(0).arg(-1))
             .await
             .unwrap();
+        let mut expected = members.clone();
+        expected.sort();
         if w.rating().is_some() {
             let mut from_ratings: Vec<String> = rated.iter().map(|m| m[13..].to_owned()).collect();
-            let (mut expected, mut due) = (members.clone(), due);
             from_ratings.sort();
-            expected.sort();
-            due.sort();
             assert_eq!(from_ratings, expected, "ratings of {}", w.name);
+        } else {
+            assert!(rated.is_empty(), "{} is FIFO", w.name);
+        }
+        if w.rating().is_some() || w.regions.is_some() {
+            let mut due = due;
+            due.sort();
             assert_eq!(due, expected, "due of {}", w.name);
         } else {
-            assert!(rated.is_empty() && due.is_empty(), "{} is FIFO", w.name);
+            assert!(due.is_empty(), "{} is FIFO", w.name);
         }
+        check_regions(store, w, &members).await;
         let mut party_tickets = 0;
         for (i, ticket) in members.iter().enumerate() {
             let (players, party) = match ticket.strip_prefix('\u{1}') {
@@ -821,6 +909,62 @@ async fn check_queues(
         assert!(queued_parties.contains(id), "{p} points at gone party {id}");
     }
     queued
+}
+
+/// A world's region structures hold exactly its waiting tickets: their
+/// latencies, one queue entry per region within the cap (and, rated, one
+/// ratings entry there).
+async fn check_regions(store: &MatchStore, w: &shared::World, members: &[String]) {
+    let wk = store.keys().world(&w.name);
+    let latencies: HashMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(&wk.latencies))
+        .await
+        .unwrap();
+    let queue: BTreeSet<String> = store
+        .command::<Vec<String>>(redis::cmd("ZRANGE").arg(&wk.region_queue).arg(0).arg(-1))
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    let rated: BTreeSet<String> = store
+        .command::<Vec<String>>(redis::cmd("ZRANGE").arg(&wk.region_ratings).arg(0).arg(-1))
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    let Some(regions) = &w.regions else {
+        assert!(
+            latencies.is_empty() && queue.is_empty() && rated.is_empty(),
+            "{}",
+            w.name
+        );
+        return;
+    };
+    let mut stored: Vec<&String> = latencies.keys().collect();
+    stored.sort();
+    let mut expected: Vec<&String> = members.iter().collect();
+    expected.sort();
+    assert_eq!(stored, expected, "latencies of {}", w.name);
+    let mut want_queue = BTreeSet::new();
+    let mut want_rated = 0;
+    for (ticket, lat) in &latencies {
+        for part in lat.split(',').filter(|p| !p.is_empty()) {
+            let (region, ms) = part.split_once('=').expect("region=ms");
+            assert!(regions.names.iter().any(|r| r == region), "{part}");
+            assert!(
+                ms.parse::<f64>().unwrap() <= regions.latency_cap_ms,
+                "{part}"
+            );
+            want_queue.insert(format!("{region}|{ticket}"));
+            want_rated += 1;
+        }
+    }
+    assert_eq!(queue, want_queue, "region queue of {}", w.name);
+    if w.rating().is_some() {
+        assert_eq!(rated.len(), want_rated, "region ratings of {}", w.name);
+    } else {
+        assert!(rated.is_empty(), "{}", w.name);
+    }
 }
 
 /// Operations for the invariant run: 50 000 by default, `MM_SOAK_OPS` to scale.

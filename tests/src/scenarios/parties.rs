@@ -286,8 +286,7 @@ pub async fn party_requests_that_cannot_be_met_write_nothing(env: &Env) {
             squad,
             &player("leader2"),
             &players(&members),
-            None,
-            None,
+            &shared::store::JoinInput::default(),
         )
         .await
         .unwrap();

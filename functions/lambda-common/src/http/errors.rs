@@ -9,72 +9,67 @@ use shared::{PlayerId, ProposalView, QueuePosition, StoreError, WorldName};
 
 use super::{request_path, Route};
 
-/// Stable, machine-readable error codes (`data.error`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    Unauthorized,
-    InvalidRequest,
-    UnknownWorld,
-    AlreadyQueued,
-    NotQueued,
-    PayloadTooLarge,
-    UnsupportedMediaType,
-    MethodNotAllowed,
-    NotFound,
-    QueueFull,
-    RedisUnavailable,
-    NotConnected,
-    MatchNotFound,
-    Forbidden,
-    RatingRequired,
-    InvalidRating,
-    InParty,
-    MemberBusy,
-    PartyNotFound,
-    InvalidParty,
-    ProposalPending,
-    ProposalNotFound,
-    ProposalExpired,
-    CoolingDown,
+/// Declares [`ErrorCode`], [`ErrorCode::ALL`] and [`ErrorCode::as_str`] from
+/// one list, so every code is in `ALL` (what the API spec test walks).
+macro_rules! error_codes {
+    ($( $code:ident = $name:literal, )+) => {
+        /// Stable, machine-readable error codes (`data.error`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+        pub enum ErrorCode {
+            $( $code, )+
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [ErrorCode] = &[$( ErrorCode::$code, )+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( ErrorCode::$code => $name, )+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    Unauthorized = "UNAUTHORIZED",
+    InvalidRequest = "INVALID_REQUEST",
+    UnknownWorld = "UNKNOWN_WORLD",
+    AlreadyQueued = "ALREADY_QUEUED",
+    NotQueued = "NOT_QUEUED",
+    PayloadTooLarge = "PAYLOAD_TOO_LARGE",
+    UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE",
+    MethodNotAllowed = "METHOD_NOT_ALLOWED",
+    NotFound = "NOT_FOUND",
+    QueueFull = "QUEUE_FULL",
+    RedisUnavailable = "REDIS_UNAVAILABLE",
+    NotConnected = "NOT_CONNECTED",
+    MatchNotFound = "MATCH_NOT_FOUND",
+    Forbidden = "FORBIDDEN",
+    RatingRequired = "RATING_REQUIRED",
+    InvalidRating = "INVALID_RATING",
+    InParty = "IN_PARTY",
+    MemberBusy = "MEMBER_BUSY",
+    PartyNotFound = "PARTY_NOT_FOUND",
+    InvalidParty = "INVALID_PARTY",
+    ProposalPending = "PROPOSAL_PENDING",
+    ProposalNotFound = "PROPOSAL_NOT_FOUND",
+    ProposalExpired = "PROPOSAL_EXPIRED",
+    CoolingDown = "COOLING_DOWN",
+    InvalidLatencies = "INVALID_LATENCIES",
+    LatencyRequired = "LATENCY_REQUIRED",
 }
 
 impl ErrorCode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Unauthorized => "UNAUTHORIZED",
-            ErrorCode::InvalidRequest => "INVALID_REQUEST",
-            ErrorCode::UnknownWorld => "UNKNOWN_WORLD",
-            ErrorCode::AlreadyQueued => "ALREADY_QUEUED",
-            ErrorCode::NotQueued => "NOT_QUEUED",
-            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
-            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::QueueFull => "QUEUE_FULL",
-            ErrorCode::RedisUnavailable => "REDIS_UNAVAILABLE",
-            ErrorCode::NotConnected => "NOT_CONNECTED",
-            ErrorCode::MatchNotFound => "MATCH_NOT_FOUND",
-            ErrorCode::Forbidden => "FORBIDDEN",
-            ErrorCode::RatingRequired => "RATING_REQUIRED",
-            ErrorCode::InvalidRating => "INVALID_RATING",
-            ErrorCode::InParty => "IN_PARTY",
-            ErrorCode::MemberBusy => "MEMBER_BUSY",
-            ErrorCode::PartyNotFound => "PARTY_NOT_FOUND",
-            ErrorCode::InvalidParty => "INVALID_PARTY",
-            ErrorCode::ProposalPending => "PROPOSAL_PENDING",
-            ErrorCode::ProposalNotFound => "PROPOSAL_NOT_FOUND",
-            ErrorCode::ProposalExpired => "PROPOSAL_EXPIRED",
-            ErrorCode::CoolingDown => "COOLING_DOWN",
-        }
-    }
-
     pub fn status(self) -> StatusCode {
         match self {
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
-            ErrorCode::InvalidRequest | ErrorCode::InvalidRating | ErrorCode::InvalidParty => {
-                StatusCode::BAD_REQUEST
-            }
+            ErrorCode::InvalidRequest
+            | ErrorCode::InvalidRating
+            | ErrorCode::InvalidParty
+            | ErrorCode::InvalidLatencies => StatusCode::BAD_REQUEST,
             ErrorCode::Forbidden => StatusCode::FORBIDDEN,
             ErrorCode::UnknownWorld
             | ErrorCode::NotQueued
@@ -85,6 +80,7 @@ impl ErrorCode {
             ErrorCode::AlreadyQueued
             | ErrorCode::NotConnected
             | ErrorCode::RatingRequired
+            | ErrorCode::LatencyRequired
             | ErrorCode::InParty
             | ErrorCode::MemberBusy
             | ErrorCode::ProposalPending
@@ -351,6 +347,8 @@ mod tests {
             (ErrorCode::ProposalNotFound, 404, "PROPOSAL_NOT_FOUND"),
             (ErrorCode::ProposalExpired, 409, "PROPOSAL_EXPIRED"),
             (ErrorCode::CoolingDown, 409, "COOLING_DOWN"),
+            (ErrorCode::InvalidLatencies, 400, "INVALID_LATENCIES"),
+            (ErrorCode::LatencyRequired, 409, "LATENCY_REQUIRED"),
         ];
         for (code, status, name) in codes {
             assert_eq!(code.as_str(), name);
@@ -364,6 +362,20 @@ mod tests {
             assert_eq!(body["data"]["field"], "k");
             assert_eq!(resp.headers()[CONTENT_TYPE], "application/json");
         }
+    }
+
+    #[test]
+    fn every_code_is_listed_once_and_serializes_as_its_name() {
+        let mut names: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        for code in ErrorCode::ALL {
+            assert_eq!(
+                serde_json::to_value(code).unwrap(),
+                Value::String(code.as_str().to_owned())
+            );
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ErrorCode::ALL.len());
     }
 
     #[test]

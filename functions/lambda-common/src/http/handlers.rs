@@ -5,6 +5,7 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use shared::store::JoinInput;
 use shared::use_cases::RatingWrite;
 use shared::{
     use_cases, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, MatchStore, PartyView, PlayerId,
@@ -17,7 +18,7 @@ use super::errors::{
 };
 use super::request::{
     authorize, caller, check_method, claim, configured_world, forbidden, invalid_field, json_body,
-    scopes,
+    latencies_for, scopes,
 };
 use super::{path_parameter, ConfiguredScope, Route};
 
@@ -28,6 +29,9 @@ struct JoinBody {
     /// Optional ticket data; `null` means none.
     #[serde(default)]
     data: Option<Value>,
+    /// Worlds with regions: the client's latency to each region (ms).
+    #[serde(default)]
+    latencies: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -129,8 +133,14 @@ async fn join_inner<P: Pusher>(
         (Some(_), Some(name)) => claimed_rating(store, world, claim(req, name))?,
         _ => None,
     };
+    let latencies = latencies_for(world, body.latencies.as_ref())?;
+    let input = JoinInput {
+        data: data.as_ref(),
+        claimed,
+        latencies: latencies.as_ref(),
+    };
 
-    match use_cases::join_and_notify(store, pusher, world, &player, data.as_ref(), claimed).await? {
+    match use_cases::join_and_notify(store, pusher, world, &player, &input).await? {
         JoinOutcome::Queued(q) => Ok(ok(&queued_message(&q), &CallerState::Queued(&q))),
         JoinOutcome::Matched { record, formed, .. } => {
             crate::metrics::print_request_matches(&formed);
@@ -154,6 +164,7 @@ async fn join_inner<P: Pusher>(
         )
         .with(ErrorDetails::World { world_type })
         .into()),
+        JoinOutcome::LatencyRequired { world_type } => Err(latency_required(&world_type)),
         JoinOutcome::RatingRequired { world_type } => Err(ApiError::new(
             ErrorCode::RatingRequired,
             format!("{world_type} matches by rating and no rating is known for you"),
@@ -195,6 +206,21 @@ async fn join_inner<P: Pusher>(
         .with(ErrorDetails::World { world_type })
         .into()),
     }
+}
+
+/// 409 LATENCY_REQUIRED: a world with regions and no default region needs
+/// the client's latencies.
+pub(super) fn latency_required(world_type: &WorldName) -> Failure {
+    ApiError::new(
+        ErrorCode::LatencyRequired,
+        format!(
+            "{world_type} matches by region: send latencies (milliseconds to each region you measured)"
+        ),
+    )
+    .with(ErrorDetails::World {
+        world_type: world_type.clone(),
+    })
+    .into()
 }
 
 pub(super) fn proposed_message(p: &ProposalView) -> String {

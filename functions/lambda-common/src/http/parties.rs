@@ -6,6 +6,7 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use shared::store::JoinInput;
 use shared::use_cases::{self, PartyRejection};
 use shared::{
     MatchStore, PartyCancelOutcome, PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyView,
@@ -17,11 +18,12 @@ use super::errors::{
     envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
 };
 use super::handlers::{
-    claimed_rating, cooling_down, invalid_rating, ok, proposed_message, queue_full, queued_message,
-    CallerState,
+    claimed_rating, cooling_down, invalid_rating, latency_required, ok, proposed_message,
+    queue_full, queued_message, CallerState,
 };
 use super::request::{
-    caller, check_method, claim, configured_world, invalid_field, json_body, optional_json_body,
+    caller, check_method, claim, configured_world, invalid_field, json_body, latencies_for,
+    optional_json_body,
 };
 use super::{path_parameter, Route};
 
@@ -34,6 +36,9 @@ struct CreatePartyBody {
     /// The leader's optional ticket data.
     #[serde(default)]
     data: Option<Value>,
+    /// Worlds with regions: the leader's latency to each region (ms).
+    #[serde(default)]
+    latencies: Option<Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -42,6 +47,9 @@ struct JoinPartyBody {
     /// The joining player's optional ticket data.
     #[serde(default)]
     data: Option<Value>,
+    /// Worlds with regions: the player's latency to each region (ms).
+    #[serde(default)]
+    latencies: Option<Value>,
 }
 
 /// `data` of a cancelled party.
@@ -158,27 +166,30 @@ async fn create_party_inner(store: &MatchStore, req: &Request) -> Result<Respons
         .map_err(|e| invalid_field("members", e))?;
     let data = ticket_data(body.data.as_ref())?;
     let claimed = rating_claim(store, world, req)?;
-    let outcome =
-        match use_cases::create_party(store, world, &leader, &members, data.as_ref(), claimed)
-            .await?
-        {
-            Ok(outcome) => outcome,
-            Err(rejection) => {
-                let details = match &rejection {
-                    PartyRejection::NoOtherMembers => ErrorDetails::Field { field: "members" },
-                    PartyRejection::TooLarge { world, size, max } => ErrorDetails::PartyLimit {
-                        world_type: world.clone(),
-                        size: *size,
-                        max_party_size: *max,
-                    },
-                };
-                return Err(
-                    ApiError::new(ErrorCode::InvalidParty, rejection.to_string())
-                        .with(details)
-                        .into(),
-                );
-            }
-        };
+    let latencies = latencies_for(world, body.latencies.as_ref())?;
+    let input = JoinInput {
+        data: data.as_ref(),
+        claimed,
+        latencies: latencies.as_ref(),
+    };
+    let outcome = match use_cases::create_party(store, world, &leader, &members, &input).await? {
+        Ok(outcome) => outcome,
+        Err(rejection) => {
+            let details = match &rejection {
+                PartyRejection::NoOtherMembers => ErrorDetails::Field { field: "members" },
+                PartyRejection::TooLarge { world, size, max } => ErrorDetails::PartyLimit {
+                    world_type: world.clone(),
+                    size: *size,
+                    max_party_size: *max,
+                },
+            };
+            return Err(
+                ApiError::new(ErrorCode::InvalidParty, rejection.to_string())
+                    .with(details)
+                    .into(),
+            );
+        }
+    };
     match outcome {
         PartyCreateOutcome::Created(party) => Ok(envelope(
             StatusCode::CREATED,
@@ -204,6 +215,7 @@ async fn create_party_inner(store: &MatchStore, req: &Request) -> Result<Respons
         .into()),
         PartyCreateOutcome::NotConnected { .. } => Err(not_connected(world)),
         PartyCreateOutcome::RatingRequired { .. } => Err(rating_required(world)),
+        PartyCreateOutcome::LatencyRequired { world_type } => Err(latency_required(&world_type)),
         PartyCreateOutcome::CoolingDown { retry_after_ms } => {
             Err(cooling_down(world.name.as_str(), retry_after_ms))
         }
@@ -241,7 +253,13 @@ async fn join_party_inner<P: Pusher>(
     let world = party_world(store, &id)?;
     let data = ticket_data(body.data.as_ref())?;
     let claimed = rating_claim(store, world, req)?;
-    match use_cases::join_party(store, pusher, world, &id, &player, data.as_ref(), claimed).await? {
+    let latencies = latencies_for(world, body.latencies.as_ref())?;
+    let input = JoinInput {
+        data: data.as_ref(),
+        claimed,
+        latencies: latencies.as_ref(),
+    };
+    match use_cases::join_party(store, pusher, world, &id, &player, &input).await? {
         PartyJoinOutcome::Joined(party) | PartyJoinOutcome::AlreadyJoined(party) => Ok(ok(
             &format!(
                 "in party {}; waiting for {} more",
@@ -277,6 +295,7 @@ async fn join_party_inner<P: Pusher>(
         PartyJoinOutcome::InParty { party_id } => Err(in_party(&party_id, "you are")),
         PartyJoinOutcome::NotConnected { .. } => Err(not_connected(world)),
         PartyJoinOutcome::RatingRequired { .. } => Err(rating_required(world)),
+        PartyJoinOutcome::LatencyRequired { world_type } => Err(latency_required(&world_type)),
         PartyJoinOutcome::InvalidRating { world_type, rating } => Err(invalid_rating(
             store,
             Some(world_type),

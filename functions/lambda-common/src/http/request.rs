@@ -236,6 +236,29 @@ pub(super) fn invalid_field(field: &'static str, msg: impl std::fmt::Display) ->
     ApiError::new(ErrorCode::InvalidRequest, msg.to_string()).with(ErrorDetails::Field { field })
 }
 
+/// A request's `latencies` for `world`: 400 INVALID_LATENCIES when they are
+/// malformed, name an unknown region or are out of range, or when the world
+/// has no regions at all.
+pub(super) fn latencies_for(
+    world: &World,
+    value: Option<&serde_json::Value>,
+) -> Result<Option<shared::Latencies>, ApiError> {
+    let bad = |msg: String| {
+        ApiError::new(ErrorCode::InvalidLatencies, msg)
+            .with(ErrorDetails::Field { field: "latencies" })
+    };
+    match (value, &world.regions) {
+        (None | Some(serde_json::Value::Null), _) => Ok(None),
+        (Some(_), None) => Err(bad(format!(
+            "{} has no regions: leave latencies out",
+            world.name
+        ))),
+        (Some(v), Some(regions)) => shared::Latencies::from_value(v, regions)
+            .map(Some)
+            .map_err(|e| bad(e.to_string())),
+    }
+}
+
 /// The configured world called `name`: 400 for a malformed name, 404 for a
 /// well-formed one that is not configured.
 pub(super) fn configured_world<'a>(

@@ -68,6 +68,9 @@ fn match_found_sheds_ticket_data_to_fit_one_message() {
         teams: None,
         team_difference: None,
         parties: None,
+        region: None,
+        latencies: None,
+        worst_latency: None,
     };
     let json = ServerMessage::match_found(record.clone())
         .to_bounded_json()
@@ -132,6 +135,9 @@ fn server_messages_have_a_type_tag() {
         teams: None,
         team_difference: None,
         parties: None,
+        region: None,
+        latencies: None,
+        worst_latency: None,
     });
     assert_eq!(
         found.to_json(),

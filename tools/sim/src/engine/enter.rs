@@ -91,8 +91,10 @@ pub(super) async fn enter(
             world,
             leader,
             &invited,
-            None,
-            Some(*leader_rating),
+            &shared::store::JoinInput {
+                claimed: Some(*leader_rating),
+                ..Default::default()
+            },
         )
         .await?
         {
