@@ -54,7 +54,7 @@ local function lift_tickets(ctx, id, items)
       t = it.ticket, seq = seq, joined = joined, deadline = deadline,
       d = (it.data and not it.party and it.data[1]) or ticket_data(ctx, it.ticket),
       r = it.rating and num(it.rating) or '', p = it.players,
-      g = capture_regional(k, it.ticket, seq),
+      g = it.regional or capture_regional(k, it.ticket, seq),
     }
     ids[i] = it.ticket
     if it.party then

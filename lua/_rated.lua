@@ -335,6 +335,10 @@ local function anchored_attempt(ctx, anchor, known)
     tickets[i] = it.ticket
     members[i] = rating_member(it.seq, it.ticket)
   end
+  if cfg.accept and cfg.regions then
+    -- A proposal files them back where they were if it is cancelled.
+    for _, it in ipairs(items) do it.regional = capture_regional(k, it.ticket, it.seq) end
+  end
   drop_regional(ctx, tickets)
   if rules then redis.call('ZREM', k.ratings, unpack(members)) end
   redis.call('ZREM', k.due, unpack(tickets))

@@ -77,6 +77,7 @@ macro_rules! for_each_scenario {
             a_party_is_placed_only_where_all_its_members_qualify,
             latencies_are_required_or_defaulted_and_spread_is_bounded,
             rated_worlds_with_regions_match_by_rating_within_a_region,
+            a_ready_check_keeps_regions_through_a_cancelled_proposal,
         );
     };
 }

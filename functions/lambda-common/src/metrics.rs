@@ -4,7 +4,10 @@
 //! the last accept of a ready check), which Lambda ships to CloudWatch Logs
 //! and CloudWatch turns into metrics without any API call. Both carry
 //! `MatchesFormed` and `PlayersMatched` with the `World` dimension, so a
-//! sum over them counts every match however it formed.
+//! sum over them counts every match however it formed. Worlds with regions
+//! add `WorstLatencyMs`: each match's worst member latency, as an EMF array
+//! (one value per match, at most [`MAX_EMF_VALUES`] per line), so CloudWatch
+//! keeps its distribution (p50, p99) per world.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -15,6 +18,24 @@ use shared::MatchRecord;
 
 /// CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "Matchmaking";
+/// Most values one EMF metric may carry in one line (CloudWatch's limit).
+pub const MAX_EMF_VALUES: usize = 100;
+
+/// The worst member latency of each match that has one (worlds with
+/// regions), at most [`MAX_EMF_VALUES`].
+fn worst_latencies<'a>(matches: impl Iterator<Item = &'a MatchRecord>) -> Vec<u32> {
+    matches
+        .filter_map(|m| m.worst_latency)
+        .take(MAX_EMF_VALUES)
+        .collect()
+}
+
+fn latency_definition() -> MetricDefinition {
+    MetricDefinition {
+        name: "WorstLatencyMs",
+        unit: "Milliseconds",
+    }
+}
 
 /// What one matcher tick saw and did in one world.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -31,6 +52,8 @@ pub struct WorldTickMetrics {
     pub removed_tickets: u64,
     /// Rated worlds: mean spread of the matches formed (none without).
     pub mean_spread: Option<f64>,
+    /// Worlds with regions: each match's worst member latency (ms).
+    pub worst_latencies: Vec<u32>,
 }
 
 impl From<&WorldTick> for WorldTickMetrics {
@@ -44,6 +67,7 @@ impl From<&WorldTick> for WorldTickMetrics {
             expired_tickets: tick.expired_tickets,
             removed_tickets: tick.removed_tickets,
             mean_spread: tick.mean_spread(),
+            worst_latencies: worst_latencies(tick.formed.iter()),
         }
     }
 }
@@ -85,6 +109,8 @@ struct EmfLine<'a> {
     removed_tickets: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     mean_spread: Option<f64>,
+    #[serde(rename = "WorstLatencyMs", skip_serializing_if = "<[u32]>::is_empty")]
+    worst_latencies: &'a [u32],
 }
 
 /// Renders `metrics` as one EMF JSON line (no trailing newline), stamped
@@ -108,6 +134,9 @@ pub fn emf_line(metrics: &WorldTickMetrics, timestamp_ms: u64) -> String {
             unit: "None",
         });
     }
+    if !metrics.worst_latencies.is_empty() {
+        definitions.push(latency_definition());
+    }
     let line = EmfLine {
         aws: Metadata {
             timestamp: timestamp_ms,
@@ -125,6 +154,7 @@ pub fn emf_line(metrics: &WorldTickMetrics, timestamp_ms: u64) -> String {
         expired_tickets: metrics.expired_tickets,
         removed_tickets: metrics.removed_tickets,
         mean_spread: metrics.mean_spread,
+        worst_latencies: &metrics.worst_latencies,
     };
     // Plain structs of strings and numbers always serialize.
     serde_json::to_string(&line).unwrap_or_default()
@@ -141,6 +171,8 @@ struct RequestMatchesLine<'a> {
     players_matched: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     mean_spread: Option<f64>,
+    #[serde(rename = "WorstLatencyMs", skip_serializing_if = "Vec::is_empty")]
+    worst_latencies: Vec<u32>,
 }
 
 /// One EMF line per world for `formed`, the matches a request formed.
@@ -162,6 +194,10 @@ pub fn request_match_lines(formed: &[MatchRecord], timestamp_ms: u64) -> Vec<Str
                     unit: "None",
                 });
             }
+            let worst_latencies = worst_latencies(matches.iter().copied());
+            if !worst_latencies.is_empty() {
+                definitions.push(latency_definition());
+            }
             let line = RequestMatchesLine {
                 aws: Metadata {
                     timestamp: timestamp_ms,
@@ -175,6 +211,7 @@ pub fn request_match_lines(formed: &[MatchRecord], timestamp_ms: u64) -> Vec<Str
                 matches_formed: matches.len() as u64,
                 players_matched: matches.iter().map(|m| m.participants.len() as u64).sum(),
                 mean_spread,
+                worst_latencies,
             };
             serde_json::to_string(&line).unwrap_or_default()
         })
@@ -219,6 +256,7 @@ mod tests {
             expired_tickets: 3,
             removed_tickets: 1,
             mean_spread: None,
+            worst_latencies: Vec::new(),
         };
         let line = emf_line(&metrics, 1_700_000_000_123);
         assert_eq!(
@@ -253,6 +291,23 @@ mod tests {
         assert!(names.contains(&"MeanSpread".to_owned()));
         let fifo = emf_line(&WorldTickMetrics::default(), 1);
         assert!(!fifo.contains("MeanSpread"));
+    }
+
+    #[test]
+    fn worst_latencies_go_as_one_array_per_line() {
+        let geo = WorldTickMetrics {
+            worst_latencies: vec![40, 75],
+            ..WorldTickMetrics::default()
+        };
+        let value: serde_json::Value = serde_json::from_str(&emf_line(&geo, 1)).unwrap();
+        assert_eq!(value["WorstLatencyMs"], serde_json::json!([40, 75]));
+        let declared = value["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["Name"] == "WorstLatencyMs" && m["Unit"] == "Milliseconds");
+        assert!(declared, "{value}");
+        assert!(!emf_line(&WorldTickMetrics::default(), 1).contains("WorstLatencyMs"));
     }
 
     #[test]

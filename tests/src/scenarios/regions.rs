@@ -316,3 +316,52 @@ async fn no_region_state(store: &MatchStore, w: &str) {
     assert_eq!(zcard(store, &wk.region_ratings).await, 0, "region ratings");
     assert_eq!(zcard(store, &wk.due).await, 0, "due anchors");
 }
+
+/// A ready check in a world with regions: a cancelled proposal files the
+/// requeued ticket back in its regions, where the next join finds it, and
+/// the accepted match keeps its region.
+pub async fn a_ready_check_keeps_regions_through_a_cancelled_proposal(env: &Env) {
+    let rules = r#"{"worlds": [{"name": "geo", "teamSize": 2,
+        "readyCheck": {"acceptSeconds": 30},
+        "regions": {"names": ["eu", "us"], "maxLatencyMs": 50, "widenPerSecond": 0,
+                    "maxLatencyCapMs": 50}}]}"#;
+    let store = env.store_with("regions-ready", "", &[("MM_RULES", rules)]);
+    join_from(&store, "geo", "a", serde_json::json!({"eu": 20})).await;
+    let proposal =
+        match join_from(&store, "geo", "b", serde_json::json!({"eu": 30, "us": 10})).await {
+            JoinOutcome::Proposed(view) => view,
+            other => panic!("{other:?}"),
+        };
+    let declined = store
+        .answer_proposal(&proposal.match_id, &player("a"), false)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            declined,
+            shared::AnswerOutcome::Cancelled { requeued: 1, .. }
+        ),
+        "{declined:?}"
+    );
+    let status = store.queue_status(world(&store, "geo")).await.unwrap();
+    let counts: Vec<(String, u64)> = status.regions.clone().unwrap().into_iter().collect();
+    assert_eq!(
+        counts,
+        [("eu".to_string(), 1), ("us".to_string(), 1)],
+        "b is filed back in both"
+    );
+    let again = match join_from(&store, "geo", "c", serde_json::json!({"us": 40})).await {
+        JoinOutcome::Proposed(view) => view,
+        other => panic!("{other:?}"),
+    };
+    for p in ["b", "c"] {
+        store
+            .answer_proposal(&again.match_id, &player(p), true)
+            .await
+            .unwrap();
+    }
+    let record = match_of(&store, "c").await.expect("the match");
+    assert_eq!(record.region.as_deref(), Some("us"), "{record:?}");
+    assert_eq!(record.worst_latency, Some(40));
+    no_region_state(&store, "geo").await;
+}

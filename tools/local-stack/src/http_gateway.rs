@@ -186,6 +186,7 @@ async fn dev_config<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>)
                 "teamSize": w.team_size,
                 "teams": w.teams,
                 "maxPartySize": w.max_party_size,
+                "regions": w.regions.as_ref().map(|r| &r.names),
             })
         })
         .collect();

@@ -222,6 +222,61 @@ async fn a_ready_check_dialog_counts_down_and_both_accept() {
     stack.stop().await;
 }
 
+/// Players of a world with regions enter their latencies on the page; the
+/// match plays in the region with the lowest worst latency, which every
+/// page shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_world_with_regions_shows_the_region_chosen() {
+    let rules = r#"{"worlds": [{"name": "geo", "teamSize": 2,
+        "regions": {"names": ["eu", "us"], "maxLatencyMs": 50, "widenPerSecond": 0,
+                    "maxLatencyCapMs": 150}}]}"#;
+    let stack = support::start_stack_vars(&[("MM_RULES", rules)]).await;
+    let mut browser = Browser::launch().await;
+    let mut pages = Vec::new();
+    // us is within the cap for ben only: the match plays in eu.
+    for (name, latencies) in [("ann", "eu%3D30,us%3D140"), ("ben", "eu%3D40,us%3D20")] {
+        let url = format!(
+            "{}/?player={name}&world=geo&latencies={latencies}",
+            stack.http_url
+        );
+        let page = open_connected(&mut browser, &url, "join").await;
+        let shown = browser
+            .eval(&page, "!document.getElementById('latencies-label').hidden")
+            .await;
+        assert_eq!(
+            shown,
+            serde_json::json!(true),
+            "the latencies field shows for geo"
+        );
+        browser
+            .eval(&page, "document.getElementById('join').click()")
+            .await;
+        pages.push(page);
+    }
+    for page in &pages {
+        let region = browser
+            .wait_for(
+                page,
+                "the match with its region",
+                "(document.querySelector('#matches .match') || {}).dataset?.region",
+                Duration::from_secs(15),
+            )
+            .await;
+        assert_eq!(region, serde_json::json!("eu"));
+        let text = browser
+            .eval(
+                page,
+                "document.querySelector('#matches .match').textContent",
+            )
+            .await;
+        assert!(
+            text.as_str().unwrap_or_default().contains("worst 40 ms"),
+            "{text}"
+        );
+    }
+    stack.stop().await;
+}
+
 /// Opens the demo page at `url`, waits for its worlds, connects, and waits
 /// until the button `enabled_id` is enabled (the socket is open).
 async fn open_connected(browser: &mut Browser, url: &str, enabled_id: &str) -> Page {

@@ -84,8 +84,15 @@ const RULES: &str = r#"{"worlds": [
     {"name": "duel", "teamSize": 2,
      "readyCheck": {"acceptSeconds": 600, "declineCooldownSeconds": 0}},
     {"name": "blitz", "teamSize": 2,
-     "readyCheck": {"acceptSeconds": 1, "declineCooldownSeconds": 3600}}]}"#;
-const CONFIGURED: [&str; 4] = ["world1", "world2", "duel", "blitz"];
+     "readyCheck": {"acceptSeconds": 1, "declineCooldownSeconds": 3600}},
+    {"name": "geo", "teamSize": 2,
+     "regions": {"names": ["eu", "us"], "maxLatencyMs": 50, "widenPerSecond": 0,
+                 "maxLatencyCapMs": 100}}]}"#;
+const CONFIGURED: [&str; 5] = ["world1", "world2", "duel", "blitz", "geo"];
+/// The regions of the world with regions (`geo`).
+const GEO_REGIONS: [&str; 2] = ["eu", "us"];
+/// The highest latency a client may report (ms).
+const MAX_LATENCY_MS: f64 = 10_000.0;
 /// The worlds generated cases name.
 const PLAYABLE: [&str; 3] = ["world1", "world2", "duel"];
 const MAX_BODY_BYTES: usize = 8 * 1024;
@@ -93,8 +100,13 @@ const MAX_TICKET_DATA_BYTES: usize = 4096;
 const MAX_TICKET_DATA_DEPTH: usize = 16;
 /// Largest party, the leader included, by world: `maxPartySize`, which
 /// defaults to the team size.
-const MAX_PARTY_SIZE: [(&str, usize); 4] =
-    [("world1", 4), ("world2", 3), ("duel", 2), ("blitz", 2)];
+const MAX_PARTY_SIZE: [(&str, usize); 5] = [
+    ("world1", 4),
+    ("world2", 3),
+    ("duel", 2),
+    ("blitz", 2),
+    ("geo", 2),
+];
 /// `MM_QUEUE_CAPACITY` (its default).
 const QUEUE_CAPACITY: u64 = 1_000_000;
 
@@ -108,7 +120,7 @@ fn max_party_size(world: &str) -> usize {
 /// `data.error` codes of docs/http-api.md with their HTTP status: the
 /// table of its "Error codes" section, in its order (checked against the
 /// document by `the_error_code_table_is_the_documented_one`).
-const ERROR_CODES: [(&str, u16); 24] = [
+const ERROR_CODES: [(&str, u16); 26] = [
     ("UNAUTHORIZED", 401),
     ("INVALID_REQUEST", 400),
     ("UNKNOWN_WORLD", 404),
@@ -123,6 +135,8 @@ const ERROR_CODES: [(&str, u16); 24] = [
     ("FORBIDDEN", 403),
     ("RATING_REQUIRED", 409),
     ("INVALID_RATING", 400),
+    ("INVALID_LATENCIES", 400),
+    ("LATENCY_REQUIRED", 409),
     ("MATCH_NOT_FOUND", 404),
     ("INVALID_PARTY", 400),
     ("IN_PARTY", 409),
@@ -771,6 +785,43 @@ fn json_content_type(value: Option<&str>) -> bool {
 
 /// Ticket data: absent or `null` (none), or an object of at most 4 KiB of
 /// compact JSON and 16 levels.
+/// A request's `latencies` for `world`: `Err` with the documented refusal
+/// when they are refused (any in a world without regions; not an object of
+/// at most one entry per region, each a region the world names and a number
+/// in (0, 10000] ms), `Ok(true)` when valid ones were given, `Ok(false)`
+/// when none were.
+fn check_latencies(world: &str, latencies: Option<&Value>) -> Result<bool, Expected> {
+    let refused = Expected::Refused(400, "INVALID_LATENCIES", field("latencies"));
+    let value = match latencies {
+        None | Some(Value::Null) => return Ok(false),
+        Some(v) => v,
+    };
+    if world != "geo" {
+        return Err(refused);
+    }
+    let Value::Object(entries) = value else {
+        return Err(refused);
+    };
+    let valid = !entries.is_empty()
+        && entries.len() <= GEO_REGIONS.len()
+        && entries.iter().all(|(region, ms)| {
+            GEO_REGIONS.contains(&region.as_str())
+                && ms
+                    .as_f64()
+                    .is_some_and(|ms| ms > 0.0 && ms <= MAX_LATENCY_MS)
+        });
+    if valid {
+        Ok(true)
+    } else {
+        Err(refused)
+    }
+}
+
+/// 409 LATENCY_REQUIRED: a world with regions, no latencies, no default.
+fn latency_required(world: &str) -> Expected {
+    Expected::Refused(409, "LATENCY_REQUIRED", Some(("worldType", json!(world))))
+}
+
 fn valid_ticket_data(data: Option<&Value>) -> bool {
     match data {
         None | Some(Value::Null) => true,
@@ -1406,10 +1457,10 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         body
     };
     let allowed: &[&str] = match route {
-        Route::Join => &["worldType", "data"],
+        Route::Join => &["worldType", "data", "latencies"],
         Route::Rating => &["rating", "worldType"],
-        Route::CreateParty => &["worldType", "members", "data"],
-        Route::JoinParty => &["data"],
+        Route::CreateParty => &["worldType", "members", "data", "latencies"],
+        Route::JoinParty => &["data", "latencies"],
         Route::Accept => &["matchId", "accept"],
         _ => &["worldType"],
     };
@@ -1454,8 +1505,12 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         if !valid_ticket_data(body.get("data")) {
             return Refused(400, "INVALID_REQUEST", field("data"));
         }
+        let measured = match check_latencies(party_world(&id), body.get("latencies")) {
+            Ok(measured) => measured,
+            Err(refused) => return refused,
+        };
         let Some(b) = before else { return unavailable };
-        return expected_party_join(b, &id, sub);
+        return expected_party_join(b, &id, sub, measured);
     }
     let Some(Value::String(world)) = body.get("worldType") else {
         return invalid;
@@ -1482,6 +1537,10 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             if !valid_ticket_data(body.get("data")) {
                 return Refused(400, "INVALID_REQUEST", field("data"));
             }
+            let measured = match check_latencies(world, body.get("latencies")) {
+                Ok(measured) => measured,
+                Err(refused) => return refused,
+            };
             let Some(b) = before else { return unavailable };
             if let Some(w) = b.solo_world(sub) {
                 return Refused(409, "ALREADY_QUEUED", Some(("worldType", json!(w))));
@@ -1501,6 +1560,9 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             if b.queue_sizes.get(world.as_str()).copied().unwrap_or(0) >= QUEUE_CAPACITY {
                 return Refused(503, "QUEUE_FULL", Some(("worldType", json!(world))));
             }
+            if world == "geo" && !measured {
+                return latency_required(world);
+            }
             Expected::Ok(Success::Joined)
         }
         Route::CreateParty => {
@@ -1510,6 +1572,10 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             if !valid_ticket_data(body.get("data")) {
                 return Refused(400, "INVALID_REQUEST", field("data"));
             }
+            let measured = match check_latencies(world, body.get("latencies")) {
+                Ok(measured) => measured,
+                Err(refused) => return refused,
+            };
             // The caller leads; listing them too, or anyone twice, counts once.
             let mut invited: Vec<String> = Vec::new();
             for m in members {
@@ -1552,6 +1618,9 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                     || b.cooling(p)
             }) {
                 return Refused(409, "MEMBER_BUSY", Some(("playerId", json!(p))));
+            }
+            if world == "geo" && !measured {
+                return latency_required(world);
             }
             Expected::Ok(Success::Created {
                 world: world.clone(),
@@ -1627,7 +1696,7 @@ fn expected_answer(b: &Before, id: &str, sub: &str, accept: bool) -> Expected {
 }
 
 /// The store's part of a party join (the request itself is valid).
-fn expected_party_join(b: &Before, id: &str, sub: &str) -> Expected {
+fn expected_party_join(b: &Before, id: &str, sub: &str, measured: bool) -> Expected {
     use Expected::Refused;
     let not_found = Refused(404, "PARTY_NOT_FOUND", Some(("partyId", json!(id))));
     let Some(party) = b.parties.get(id).filter(|p| p["world"] == party_world(id)) else {
@@ -1657,6 +1726,9 @@ fn expected_party_join(b: &Before, id: &str, sub: &str) -> Expected {
     }
     if b.cooling(sub) {
         return Refused(409, "COOLING_DOWN", None);
+    }
+    if party_world(id) == "geo" && !measured {
+        return latency_required(party_world(id));
     }
     let members = party_members(party);
     let complete = members.iter().filter(|(_, j)| *j).count() + 1 == members.len();
@@ -3658,6 +3730,11 @@ async fn corpus_replays_with_the_same_properties() {
         (Route::CancelParty, 404, "PARTY_NOT_FOUND"),
         (Route::CancelParty, 400, "INVALID_REQUEST"),
         (Route::Join, 409, "IN_PARTY"),
+        // The latency seeds (`geo`, a world with regions).
+        (Route::Join, 400, "INVALID_LATENCIES"),
+        (Route::Join, 409, "LATENCY_REQUIRED"),
+        (Route::CreateParty, 400, "INVALID_LATENCIES"),
+        (Route::CreateParty, 409, "LATENCY_REQUIRED"),
         (Route::Leave, 200, ""),
         // The ready-check seeds (`duel`, and `blitz` for late answers).
         (Route::Join, 409, "PROPOSAL_PENDING"),
