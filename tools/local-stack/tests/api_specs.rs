@@ -36,6 +36,7 @@ use support::Player;
 const OPENAPI: &str = "docs/openapi.yaml";
 const ASYNCAPI: &str = "docs/asyncapi.yaml";
 const SCHEMATHESIS_CONFIG: &str = "tools/local-stack/tests/schemathesis.toml";
+const SCHEMATHESIS_HOOKS: &str = "tools/local-stack/tests/schemathesis_hooks.py";
 const INSTALLER: &str = "scripts/check-api-specs.sh";
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -160,7 +161,17 @@ fn every_server_message() -> Vec<ServerMessage> {
         "ratings": {"ann": 1500.0, "bob": 1550.5}, "spread": 50.5,
         "teams": [["ann"], ["bob"]], "teamDifference": 50.5,
         "parties": [["ann", "bob"]],
+        "region": "eu-west", "latencies": {"ann": 34, "bob": 41}, "worstLatency": 41,
     }));
+    // Every field of the record is set: one the spec lacks fails here.
+    let fields = serde_json::to_value(&full).expect("JSON");
+    let declared = &yaml(OPENAPI)["components"]["schemas"]["MatchRecord"]["properties"];
+    for field in fields.as_object().expect("an object").keys() {
+        assert!(
+            declared.get(field).is_some(),
+            "MatchRecord.{field} is not in {OPENAPI}"
+        );
+    }
     vec![
         ServerMessage::Queued {
             world_type: world("world1"),
@@ -562,7 +573,9 @@ const FLOW_RULES: &str = r#"{
     {"name": "ranked", "teamSize": 2, "mode": "rating",
      "rating": {"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400, "relaxAfterSeconds": 60}},
     {"name": "quick", "teamSize": 2, "ticketTtlSeconds": 1},
-    {"name": "live", "teamSize": 2, "requirePresence": true}
+    {"name": "live", "teamSize": 2, "requirePresence": true},
+    {"name": "geo", "teamSize": 2,
+     "regions": {"names": ["eu", "us"], "maxLatencyMs": 50, "widenPerSecond": 5, "maxLatencyCapMs": 150}}
   ]
 }"#;
 
@@ -1110,6 +1123,57 @@ async fn every_answer_and_frame_of_an_end_to_end_run_fits_the_specs() {
     assert!(a.body["data"]["match"]["ratings"].is_object(), "{}", a.body);
     g1.heard("MATCH_FOUND", 1, WAIT).await;
 
+    // Regions: the client's latencies decide where a match plays.
+    let r1 = run.player("r1").await;
+    let r2 = run.player("r2").await;
+    expect(&join(&r1, "geo").await, 409, "LATENCY_REQUIRED");
+    let geo = |latencies: Value| Some(json!({"worldType": "geo", "latencies": latencies}));
+    expect(
+        &run.call(
+            "POST",
+            "/v1/matching/join",
+            &r1.token,
+            geo(json!({"mars": 10})),
+        )
+        .await,
+        400,
+        "INVALID_LATENCIES",
+    );
+    let trio_latencies = Some(json!({"worldType": "trio", "latencies": {"eu": 10}}));
+    expect(
+        &run.call("POST", "/v1/matching/join", &r1.token, trio_latencies)
+            .await,
+        400,
+        "INVALID_LATENCIES",
+    );
+    expect(
+        &run.call(
+            "POST",
+            "/v1/matching/join",
+            &r1.token,
+            geo(json!({"eu": 30})),
+        )
+        .await,
+        200,
+        "QUEUED",
+    );
+    let a = run
+        .call("GET", "/v1/matching/queue-status/geo", &r1.token, None)
+        .await;
+    expect(&a, 200, "");
+    assert!(a.body["data"]["regions"].is_object(), "{}", a.body);
+    let a = run
+        .call(
+            "POST",
+            "/v1/matching/join",
+            &r2.token,
+            geo(json!({"eu": 40.5, "us": 90})),
+        )
+        .await;
+    expect(&a, 200, "MATCHED");
+    assert_eq!(a.body["data"]["match"]["region"], "eu", "{}", a.body);
+    r1.heard("MATCH_FOUND", 1, WAIT).await;
+
     // A ticket that outlives its world's lifetime.
     let h1 = run.player("h1").await;
     expect(&join(&h1, "quick").await, 200, "QUEUED");
@@ -1317,6 +1381,7 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
         // now and then with an internal KeyError of its own.
         .args(["--workers", "1", "--request-timeout", "10"])
         .args(["--generation-database", "none", "--no-color"])
+        .env("SCHEMATHESIS_HOOKS", repository_file(SCHEMATHESIS_HOOKS))
         .env("MM_PLAYER_TOKEN", &player_token)
         .env("MM_WRITER_TOKEN", &writer_token)
         .current_dir(&work)
