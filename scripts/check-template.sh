@@ -11,11 +11,22 @@
 #      Serverless Rules, runs on that. This catches what only shows after the
 #      transform, e.g. a schedule faster than once a minute on the generated
 #      AWS::Events::Rule, or a parameter SAM resolves while transforming.
+#      Done once per NetworkMode (Ipv6Egress, NatGateway), the transform
+#      given that value.
 #   5. invariants of the translated template that the application and the
 #      docs rely on (functions, binaries, runtime, routes, env vars, IAM
 #      scope, logs, throttling, failure destination, alarms, dashboard),
 #      including MM_RULES / MM_WORLDS: exactly one of them per function,
-#      for the default parameters and for a given Rules parameter.
+#      for the default parameters and for a given Rules parameter; and the
+#      network layout of each NetworkMode (run once per mode on that mode's
+#      translation): Ipv6Egress has no NAT gateway, Elastic IP, internet
+#      gateway or IPv4 route out, but an egress-only gateway, dual-stack
+#      private subnets, a dualstack WebSocket API and the JWKS proxy;
+#      NatGateway has today's layout; in neither does anything refer to a
+#      resource that does not exist in that mode.
+#
+# cfn-lint (steps 1, 2 and the lint of step 4) checks every condition's
+# branches statically, so both modes are linted by each run.
 #
 # Pass/fail: every cfn-lint finding fails its check -- errors, warnings and
 # informational ones alike (--non-zero-exit-code informational; cfn-lint's exit
@@ -111,16 +122,18 @@ lint() { # cfn-lint arguments (template first: -a takes several values)
     return 1
 }
 
-translate() {
-    "$PY" scripts/template/translate.py "$TEMPLATE" "$TMP/translated.json"
+NETWORK_MODES=(Ipv6Egress NatGateway)
+
+translate() { # $1: NetworkMode
+    "$PY" scripts/template/translate.py "$TEMPLATE" "$TMP/translated-$1.json" "NetworkMode=$1"
 }
 
-invariants() {
-    "$PY" scripts/template/invariants.py "$TMP/translated.json"
+invariants() { # $1: NetworkMode
+    "$PY" scripts/template/invariants.py "$TMP/translated-$1.json" --network-mode "$1"
 }
 
-lint_translated() {
-    translate && lint "$TMP/translated.json" -a "$SERVERLESS_RULES"
+lint_translated() { # $1: NetworkMode
+    translate "$1" && lint "$TMP/translated-$1.json" -a "$SERVERLESS_RULES"
 }
 
 run_check "1/5 cfn-lint $TEMPLATE" lint "$TEMPLATE"
@@ -129,13 +142,18 @@ run_check "2/5 cfn-lint $TEMPLATE -a $SERVERLESS_RULES" lint "$TEMPLATE" -a "$SE
 # AWS_* credential variables and no ~/.aws); it only needs a region. It also
 # reads samconfig.toml ([default.validate.parameters]).
 run_check "3/5 sam validate --lint" "$SAM" validate --lint --template "$TEMPLATE"
-run_check "4/5 samtranslator + cfn-lint (with $SERVERLESS_RULES) on the CloudFormation output" lint_translated
-if [[ -s "$TMP/translated.json" ]]; then
-    run_check "5/5 template invariants" invariants
-else
-    echo "    FAILED: 5/5 template invariants (no translated template)" >&2
-    failed+=("5/5 template invariants")
-fi
+for mode in "${NETWORK_MODES[@]}"; do
+    run_check "4/5 samtranslator + cfn-lint (with $SERVERLESS_RULES) on the CloudFormation output, NetworkMode=$mode" \
+        lint_translated "$mode"
+done
+for mode in "${NETWORK_MODES[@]}"; do
+    if [[ -s "$TMP/translated-$mode.json" ]]; then
+        run_check "5/5 template invariants, NetworkMode=$mode" invariants "$mode"
+    else
+        echo "    FAILED: 5/5 template invariants, NetworkMode=$mode (no translated template)" >&2
+        failed+=("5/5 template invariants, NetworkMode=$mode")
+    fi
+done
 
 if ((${#failed[@]})); then
     echo "template checks FAILED: ${failed[*]}" >&2

@@ -9,6 +9,9 @@
 #
 #   scripts/measure-costs.sh                             release build of the four functions, then about 3 minutes
 #   COST_BIN_DIR=target/release scripts/measure-costs.sh existing binaries, no build
+#   python3 scripts/measure_costs.py --from-json bench-results/costs.json
+#                                                        no measurement: the costs (per 1 M matches, and the
+#                                                        monthly tables per NetworkMode) recomputed from a saved run
 #
 # Knobs: COST_MATCHES (default 300), COST_HEARTBEATS (300), COST_MATCHER_SECS
 # (60, the template's matcher timeout), COST_OUT (Markdown path; default

@@ -53,12 +53,22 @@ LIB_ORDER = ["_lib.lua", "_tickets.lua", "_presence.lua", "_teams.lua",
              "_proposals.lua", "_matching.lua", "_rated.lua",
              "_config.lua"]
 
-# AWS list prices, us-east-1, looked up 2026-11-30 (docs/deploy.md section 9).
+# AWS list prices, us-east-1, looked up 2026-11-30 and 2026-12-01 (docs/deploy.md
+# section 9, with their sources).
 PRICE = {"lambda_gb_s": 0.0000133334, "lambda_req": 0.20, "http_req": 1.00, "ws_msg": 1.00,
          "ws_conn_min": 0.25, "ecpu_valkey": 0.0023, "ecpu_redis": 0.0034,
-         "nat_gb": 0.045, "logs_gb": 0.50}          # per 1 M, except GB-s and GB
+         "nat_gb": 0.045, "logs_gb": 0.50,          # per 1 M, except GB-s and GB
+         "xray_trace": 5.00, "events": 1.00,        # per 1 M traces recorded / custom events
+         "nat_hour": 0.045, "ipv4_hour": 0.005, "eigw_hour": 0.0,
+         "valkey_gb_hour": 0.084, "metric_month": 0.30, "alarm_metric": 0.10, "dashboard": 3.00}
 MEMORY_GB = 256 / 1024                              # template: MemorySize 256
-MATCHER_INVOCATIONS_MONTH = 60 * 730                # rate(1 minute), 730 h
+MONTH_HOURS = 730
+MATCHER_INVOCATIONS_MONTH = 60 * MONTH_HOURS        # rate(1 minute), 730 h
+VALKEY_MIN_GB = 0.1                                 # ElastiCache Serverless Valkey meters at least 100 MB
+ALARM_METRICS = 15                                  # template.yaml, CacheMode=serverless (metric-math alarms count each metric)
+DASHBOARDS = 1
+NETWORK_MODES = ("Ipv6Egress", "NatGateway")        # template.yaml parameter NetworkMode, default first
+SCENARIOS = (("idle month", 0), ("small steady load: 10,000 matches a month", 10_000))
 
 # Estimates (not measurable on this machine); printed with every result.
 EST = {
@@ -70,6 +80,14 @@ EST = {
     "session_token_bytes": len("X-Amz-Security-Token: \r\n") + 1100,
     "cw_event_bytes": 26,      # CloudWatch Logs counts 26 bytes per log event
     "ecpu_us": 3.0,            # vCPU microseconds per ECPU (heuristic, see the doc)
+    # The sleeping matcher (issue 26, another change): the schedule still starts
+    # one invocation a minute; one with nothing to do runs one tick and returns,
+    # writing its summary line but no per-world EMF line; one with work runs the
+    # whole 60 s loop measured here. A minute is busy while a ticket waits or a
+    # record is due: this many busy minutes per match.
+    "busy_minutes_per_match": 2,
+    "connected_minutes": 5,    # small load: each player stays connected this long (t)
+    "jwks_fetches_per_hour": 6,  # Ipv6Egress, under load: a warm ws-connect refetches at most every 10 min
 }
 
 
@@ -379,7 +397,20 @@ def main():
     ap.add_argument("--heartbeats", type=int, default=int(os.environ.get("COST_HEARTBEATS", 300)))
     ap.add_argument("--matcher-secs", type=int, default=int(os.environ.get("COST_MATCHER_SECS", 60)))
     ap.add_argument("--out", default=os.path.join(ROOT, "bench-results", "costs.md"))
+    ap.add_argument("--from-json", metavar="COSTS.json",
+                    help="no measurement: recompute the costs and the report from a saved run's JSON "
+                         "(after a change of prices or estimates here)")
     args = ap.parse_args()
+    if args.from_json:
+        res = json.load(open(args.from_json))
+        res.update(estimates=EST, prices=PRICE)
+        costs(res)
+        md = report(res)
+        print(md)
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        open(args.out, "w").write(md)
+        print(f"written: {args.out} (from {args.from_json})", file=sys.stderr)
+        return
     for tool in ("redis-server", "openssl"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} not found (scripts/install-deps.sh redis installs redis-server)")
@@ -557,13 +588,39 @@ def run(args, r, fns, issuer, stand_in, world, team, env):
         for x in recs:
             later = [t for t in starts[x["fn"]] if t > x["start"]]
             out = [l for l in fns[x["fn"]].output_since(x["start"]) if not later or l[0] < min(later)]
-            x.update(log_bytes=sum(l[1] for l in out), log_lines=len(out), sample=[l[2] for l in out][:3])
+            emf = [l for l in out if '"_aws"' in l[2]]
+            # The warning a one-tick run writes for this emulator's deadline
+            # (600000, not Lambda's): never written in AWS.
+            local = [l for l in out if LOCAL_ONLY_LINE in l[2]]
+            x.update(log_bytes=sum(l[1] for l in out), log_lines=len(out), sample=[l[2] for l in out][:3],
+                     emf_bytes=sum(l[1] for l in emf), emf_lines=len(emf),
+                     emf_metrics=sorted(emf_metrics(l[2] for l in emf)),
+                     local_bytes=sum(l[1] for l in local), local_lines=len(local))
 
     return {"team": team, "matches": args.matches, "heartbeats": args.heartbeats,
             "records": records, "top_level": slowlog, "pushes": pushes, "due": due,
             "matcher_summary": summary,
             "ready_ms": {n: f.ready_ms for n, f in fns.items()},
             "peak_rss_kb": {n: f.peak_rss_kb() for n, f in fns.items()}}
+
+
+LOCAL_ONLY_LINE = "implausible invocation deadline"
+
+
+def emf_metrics(lines):
+    """The CloudWatch metrics EMF lines publish: namespace|dimension=value,...|name."""
+    out = set()
+    for text in lines:
+        try:
+            line = json.loads(text)
+        except ValueError:
+            continue
+        for directive in line.get("_aws", {}).get("CloudWatchMetrics", []):
+            for dims in directive.get("Dimensions", [[]]):
+                key = ",".join(f"{d}={line.get(d)}" for d in dims)
+                for m in directive.get("Metrics", []):
+                    out.add(f"{directive.get('Namespace')}|{key}|{m.get('Name')}")
+    return out
 
 
 # The commands that run an operation: FCALL of the function library, or
@@ -598,6 +655,11 @@ def summarize(res):
             "scripts": statistics.mean(c for c, _ in ev), "script_us": statistics.mean(u for _, u in ev),
             "redis_kb": statistics.mean(x["redis"]["net"] for x in recs) / 1024,
             "ecpu": statistics.mean(ecpu(x["redis"], top) for x in recs),
+            "emf_bytes": statistics.mean(x.get("emf_bytes", 0) for x in recs),
+            "emf_lines": statistics.mean(x.get("emf_lines", 0) for x in recs),
+            "emf_metrics": sorted({m for x in recs for m in x.get("emf_metrics", [])}),
+            "local_bytes": statistics.mean(x.get("local_bytes", 0) for x in recs),
+            "local_lines": statistics.mean(x.get("local_lines", 0) for x in recs),
             "sample": recs[0]["sample"]}
     return S
 
@@ -615,23 +677,24 @@ def costs(res):
     ms_est = sum(n * S[k]["billed_ms_aws_est"] for k, n in per_match.items())
     # Pushes: HTTP bytes, corrected to the AWS host name and role credentials (estimate).
     by_type = {}
-    for p in res["pushes"]:
+    for p in res.get("pushes", []):
         by_type.setdefault(json.loads(p["body"])["type"], []).append(p)
     resp = len("HTTP/1.1 200 OK\r\n") + sum(len(h) for h in (
         "Date: Mon, 30 Nov 2026 12:00:00 GMT\r\n", "Content-Type: application/json\r\n",
         "Content-Length: 0\r\n", "Connection: keep-alive\r\n",
         f"x-amzn-RequestId: {uuid.uuid4()}\r\n", "x-amz-apigw-id: Abcdefghijklmno=\r\n", "\r\n"))
-    res["push_types"] = {t: {
-        "per_match": len(v) / M, "payload": statistics.mean(len(p["body"]) for p in v),
-        "request": statistics.mean(p["request_bytes"] for p in v),
-        "request_aws": statistics.mean(p["request_bytes"] - p["host_len"] + len(EST["aws_host"])
-                                       + EST["session_token_bytes"] for p in v),
-        "signed": all(p["signed"] for p in v), "example": v[0]["body"].decode()}
-        for t, v in by_type.items()}
+    if "pushes" in res:          # a fresh run (a saved one has push_types already)
+        res["push_types"] = {t: {
+            "per_match": len(v) / M, "payload": statistics.mean(len(p["body"]) for p in v),
+            "request": statistics.mean(p["request_bytes"] for p in v),
+            "request_aws": statistics.mean(p["request_bytes"] - p["host_len"] + len(EST["aws_host"])
+                                           + EST["session_token_bytes"] for p in v),
+            "signed": all(p["signed"] for p in v), "example": v[0]["body"].decode()}
+            for t, v in by_type.items()}
+        del res["pushes"]
     push_bytes = sum(v["per_match"] * v["request"] for v in res["push_types"].values())
     nat = sum(v["per_match"] * (v["request_aws"] + resp + EST["tls_tcp_bytes"])
               for v in res["push_types"].values())
-    del res["pushes"]
     # Logs: function output measured; Lambda's platform lines (LogFormat JSON:
     # platform.start and platform.report with X-Ray ids) and the access-log
     # lines of template.yaml's formats sized from their templates (estimate).
@@ -707,6 +770,91 @@ def costs(res):
         "log_bytes_invocation": log, "log_gb": MATCHER_INVOCATIONS_MONTH * log / 1e9,
         "log_cost": MATCHER_INVOCATIONS_MONTH * log / 1e9 * PRICE["logs_gb"],
         "redis_kb_per_invocation": rec["redis"]["net"] / 1024}
+    res["months"] = {mode: {label: month(res, mode, matches, platform)
+                            for label, matches in SCENARIOS} for mode in NETWORK_MODES}
+
+
+def month(res, mode, matches, platform):
+    """One month per network mode: rows of (item, quantity, USD, kind), kind
+    being list price, measured or estimate as docs/deploy.md labels them."""
+    S, c, pm = res["kinds"], res["cost_per_1m_matches"], res["per_match"]
+    N, cw, gbs = res["team"], EST["cw_event_bytes"], MEMORY_GB * PRICE["lambda_gb_s"]
+    t = EST["connected_minutes"] if matches else 0
+    rows = []
+
+    def row(item, quantity, usd, kind):
+        rows.append({"item": item, "quantity": quantity, "usd": usd, "kind": kind})
+
+    # Network: the only lines that differ between the modes (and NAT data).
+    if mode == "NatGateway":
+        row("NAT gateway", f"{MONTH_HOURS} h × ${PRICE['nat_hour']}", MONTH_HOURS * PRICE["nat_hour"], "list price")
+        row("its public IPv4 address", f"{MONTH_HOURS} h × ${PRICE['ipv4_hour']}",
+            MONTH_HOURS * PRICE["ipv4_hour"], "list price")
+    else:
+        row("egress-only internet gateway", "no hourly or per-GB charge", 0.0, "list price")
+    row("Valkey serverless, minimum data", f"{VALKEY_MIN_GB} GB × {MONTH_HOURS} h × ${PRICE['valkey_gb_hour']}",
+        VALKEY_MIN_GB * MONTH_HOURS * PRICE["valkey_gb_hour"], "list price")
+    row("alarms", f"{ALARM_METRICS} alarm metrics", ALARM_METRICS * PRICE["alarm_metric"], "list price")
+    row("dashboard", f"{DASHBOARDS}", DASHBOARDS * PRICE["dashboard"], "list price")
+
+    # The matcher, sleeping when idle (EST): idle minutes cost one idle tick,
+    # busy minutes the measured 60 s loop.
+    idle, busy = S["matcher tick (idle)"], S["matcher (idle invocation)"]
+    busy_n = min(MATCHER_INVOCATIONS_MONTH, EST["busy_minutes_per_match"] * matches)
+    idle_n = MATCHER_INVOCATIONS_MONTH - busy_n
+    idle_ms = idle["billed_ms_aws_est"]
+    idle_log = ((idle["log_bytes"] - idle["emf_bytes"] - idle["local_bytes"])
+                + (idle["log_lines"] - idle["emf_lines"] - idle["local_lines"]) * cw + platform)
+    busy_log = busy["log_bytes"] + busy["log_lines"] * cw + platform
+    row("matcher requests", f"{MATCHER_INVOCATIONS_MONTH:,}", MATCHER_INVOCATIONS_MONTH * PRICE["lambda_req"] / 1e6,
+        "list price")
+    row("matcher duration, idle minutes", f"{idle_n:,} × {idle_ms} ms (one idle tick, measured "
+        f"{idle['billed_ms']:.1f} ms + Redis allowance)", idle_n * idle_ms / 1000 * gbs, "estimate")
+    if busy_n:
+        row("matcher duration, busy minutes", f"{busy_n:,} × {busy['billed_ms'] / 1000:.3f} s (the measured 60 s loop; "
+            f"{EST['busy_minutes_per_match']} busy minutes per match)", busy_n * busy["billed_ms"] / 1000 * gbs,
+            "estimate")
+    ecpus = idle_n * idle["ecpu"] + busy_n * busy["ecpu"]
+    row("Valkey ECPUs of the matcher", f"{ecpus / 1e6:.1f} M ({idle['ecpu']:.0f} per idle tick"
+        + (f", {busy['ecpu']:.0f} per busy minute" if busy_n else "") + ")",
+        ecpus * PRICE["ecpu_valkey"] / 1e6, "estimate")
+    log_bytes = idle_n * idle_log + busy_n * busy_log
+    row("matcher log ingestion", f"{log_bytes / 1e9:.3f} GB ({idle_log:.0f} B per idle invocation: summary and "
+        "platform lines, no EMF" + (f"; {busy_log:,.0f} B per busy one" if busy_n else "") + ")",
+        log_bytes / 1e9 * PRICE["logs_gb"], "estimate")
+    metrics = busy["emf_metrics"] or idle["emf_metrics"]
+    n_metrics = len(metrics) or 6 * 3
+    hours_with_data = 1 - math.exp(-busy_n / MONTH_HOURS) if busy_n else 0.0
+    row("custom metrics (EMF)", f"{n_metrics} metrics (measured) × {hours_with_data:.0%} of the hours with data",
+        n_metrics * PRICE["metric_month"] * hours_with_data, "estimate")
+    api_invocations = matches * (3 * N + N * t)
+    traces = MATCHER_INVOCATIONS_MONTH + api_invocations
+    row("X-Ray traces", f"{traces:,} (every invocation sampled: the default rule records the first request "
+        "each second)", traces * PRICE["xray_trace"] / 1e6, "estimate")
+
+    if matches:
+        f = matches / 1e6
+        row("matches: HTTP API joins, WebSocket pushes, Lambda requests",
+            f"{matches:,} matches of {N}", f * (c["http"] + c["ws_messages"] + c["lambda_requests"]), "list price")
+        row("matches: Lambda duration, ECPUs, logs", f"{pm['lambda_ms_est']:.0f} ms, {pm['ecpu_est']:.0f} ECPUs, "
+            f"{pm['log_bytes']:,.0f} log bytes per match", f * (c["lambda_duration_est"] + c["ecpu"] + c["logs"]),
+            "estimate")
+        row("connection minutes and heartbeats", f"{N} players × {t} min per match",
+            f * N * t * (PRICE["ws_conn_min"] + c["per_1m_heartbeats"]["total"]), "estimate")
+        row("match events (EventBridge PutEvents, once they are sent)", f"{matches:,}",
+            f * PRICE["events"], "estimate")
+        if mode == "NatGateway":
+            row("NAT gateway data", f"{pm['nat_bytes_est']:,.0f} B per match", f * c["nat"], "estimate")
+        else:
+            fetches = min(EST["jwks_fetches_per_hour"] * MONTH_HOURS, matches * N)
+            row("JWKS proxy requests", f"≤ {fetches:,}", fetches * PRICE["http_req"] / 1e6, "estimate")
+    total = sum(r["usd"] for r in rows)
+    # Should idle invocations keep writing their per-world EMF lines, every
+    # metric is billed every hour and the lines are ingested.
+    idle_emf = (n_metrics * PRICE["metric_month"] * (1 - hours_with_data)
+                + idle_n * (idle["emf_bytes"] + idle["emf_lines"] * cw) / 1e9 * PRICE["logs_gb"])
+    return {"rows": rows, "total": total, "total_rounded_rows": sum(round(r["usd"], 2) for r in rows),
+            "busy_minutes": busy_n, "metrics": metrics, "if_idle_ticks_write_emf": idle_emf}
 
 
 def report(res):
@@ -744,6 +892,14 @@ def report(res):
           "Per 1 M heartbeats (USD): " + ", ".join(f"{k} {v:.3f}" for k, v in c["per_1m_heartbeats"].items()),
           "Idle month: " + ", ".join(f"{k} {v:.3f}" for k, v in i.items()), "",
           "Estimates used: " + json.dumps(EST), ""]
+    for mode, scenarios in res["months"].items():
+        for label, mo in scenarios.items():
+            L += [f"### {label}, NetworkMode={mode}{' (default)' if mode == NETWORK_MODES[0] else ''}", "",
+                  "| item | quantity | cost | kind |", "|---|---|---|---|"]
+            L += [f"| {r['item']} | {r['quantity']} | ${r['usd']:.2f} | {r['kind']} |" for r in mo["rows"]]
+            L += [f"| **total** | | **${mo['total']:.2f}** | |", "",
+                  f"If idle invocations kept writing their per-world EMF lines: "
+                  f"+${mo['if_idle_ticks_write_emf']:.2f} (metrics billed every hour, and the lines).", ""]
     for k, s in S.items():
         if s["sample"]:
             L.append(f"{k}, first output line: `{s['sample'][0][:240]}`")

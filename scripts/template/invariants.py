@@ -1,10 +1,22 @@
 #!/usr/bin/env python3
-"""Properties of the deployed stack that the Rust code and the docs assume."""
+"""Properties of the deployed stack that the Rust code and the docs assume.
+
+Usage: invariants.py TRANSLATED.json [--network-mode Ipv6Egress|NatGateway]
+
+The network layout is checked for the given NetworkMode, or for every mode
+when none is given (scripts/check-template.sh runs it once per mode)."""
+import argparse
 import json
 import re
 import sys
 
-t = json.load(open(sys.argv[1]))
+NETWORK_MODES = ["Ipv6Egress", "NatGateway"]
+cli = argparse.ArgumentParser(description="template invariants (see the docstring)")
+cli.add_argument("template")
+cli.add_argument("--network-mode", choices=NETWORK_MODES)
+args = cli.parse_args()
+
+t = json.load(open(args.template))
 res = t["Resources"]
 params = t.get("Parameters", {})
 conditions = t.get("Conditions", {})
@@ -281,7 +293,7 @@ for s in http_stages:
 
 # ------------------------------------------------------------ WebSocket API
 ws_routes = {v["Properties"]["RouteKey"]: (k, v["Properties"]) for k, v in res.items()
-             if v["Type"] == "AWS::ApiGatewayV2::Route"}
+             if v["Type"] == "AWS::ApiGatewayV2::Route" and v["Properties"].get("ApiId") == ref("WebSocketApi")}
 check(set(ws_routes) == {"$connect", "$disconnect", "$default"}, "WebSocket routes are %s" % sorted(ws_routes))
 # Which function serves each route: ws-connect dispatches $connect and
 # $default (heartbeats) on requestContext.routeKey.
@@ -382,21 +394,256 @@ for d in dash:
     placeholder = lambda text: re.sub(r"\$\{[^}]+\}", "1", text)
     cache_if = sub[1].get("CacheWidgets", {}).get("Fn::If", [])
     check(len(cache_if) == 3 and cache_if[0] == "UseServerlessCache", "dashboard: cache widgets not chosen by CacheMode")
-    for branch in cache_if[1:]:
-        body_text = sub[0].replace("${CacheWidgets}", branch.get("Fn::Sub", ""))
-        try:
-            board = json.loads(placeholder(body_text))
-        except ValueError as e:
-            check(False, "dashboard body is not JSON: %s" % e)
-            continue
-        text = json.dumps(board)
-        expressions = [m.get("expression", "") for w in board["widgets"]
-                       for line in w.get("properties", {}).get("metrics", []) for m in line if isinstance(m, dict)]
-        for metric in ("MatchesFormed", "PlayersMatched", "QueueDepth", "OldestWaitMs", "ExpiredTickets"):
-            check(any("{Matchmaking,World} MetricName=\"%s\"" % metric in e for e in expressions),
-                  "dashboard: no per-world widget for " + metric)
-        for ns in ("AWS/Lambda", "AWS/ApiGateway", "AWS/ElastiCache"):
-            check(ns in text, "dashboard: no %s metrics" % ns)
+    network_if = sub[1].get("NetworkWidgets", {}).get("Fn::If", [])
+    check(len(network_if) == 3 and network_if[0] == "UseNatGateway",
+          "dashboard: network widgets not chosen by NetworkMode")
+    # Every combination of CacheMode and NetworkMode is a JSON dashboard.
+    for cache_branch in cache_if[1:]:
+        for network_index, network_branch in enumerate(network_if[1:]):
+            body_text = (sub[0].replace("${CacheWidgets}", cache_branch.get("Fn::Sub", ""))
+                         .replace("${NetworkWidgets}", network_branch.get("Fn::Sub", "")))
+            try:
+                board = json.loads(placeholder(body_text))
+            except ValueError as e:
+                check(False, "dashboard body is not JSON: %s" % e)
+                continue
+            text = json.dumps(board)
+            check(all(isinstance(w, dict) for w in board["widgets"]), "dashboard: a widget is not an object")
+            expressions = [m.get("expression", "") for w in board["widgets"] if isinstance(w, dict)
+                           for line in w.get("properties", {}).get("metrics", []) for m in line if isinstance(m, dict)]
+            for metric in ("MatchesFormed", "PlayersMatched", "QueueDepth", "OldestWaitMs", "ExpiredTickets"):
+                check(any("{Matchmaking,World} MetricName=\"%s\"" % metric in e for e in expressions),
+                      "dashboard: no per-world widget for " + metric)
+            for ns in ("AWS/Lambda", "AWS/ApiGateway", "AWS/ElastiCache"):
+                check(ns in text, "dashboard: no %s metrics" % ns)
+        # The NAT gateway only where it exists (NatGateway), the JWKS proxy
+        # only where it exists (Ipv6Egress).
+        if len(network_if) == 3:
+            nat_text, ipv6_text = (b.get("Fn::Sub", "") for b in network_if[1:])
+            check("${NatGateway}" in nat_text and "NatGateway" not in ipv6_text,
+                  "dashboard: NAT gateway widgets must be the NatGateway branch only")
+            check("${JwksProxyApi}" in ipv6_text and "JwksProxyApi" not in nat_text,
+                  "dashboard: JWKS proxy widgets must be the Ipv6Egress branch only")
+    check("NatGateway" not in sub[0] and "JwksProxyApi" not in sub[0],
+          "dashboard: the body names a mode's resource outside ${NetworkWidgets}")
+
+# ------------------------------------------------------------------ network
+# Per NetworkMode (docs/deploy.md, "Network path"): what exists, what the
+# private subnets route where, what the functions may send where, and that
+# nothing left in a mode refers to a resource of the other mode.
+PSEUDO = {"AWS::Region", "AWS::AccountId", "AWS::Partition", "AWS::StackName", "AWS::StackId",
+          "AWS::URLSuffix", "AWS::NoValue", "AWS::NotificationARNs"}
+FUNCTIONS = sorted(binaries)
+
+
+def resolve(value, values):
+    """`value` with every Fn::If resolved under the parameter `values` (inside
+    lists and objects too); entries that resolve to AWS::NoValue are dropped."""
+    if isinstance(value, dict):
+        if list(value) == ["Fn::If"]:
+            name, yes, no = value["Fn::If"]
+            return resolve(yes if eval_condition(conditions[name], values) else no, values)
+        out = {}
+        for k, v in value.items():
+            r = resolve(v, values)
+            if r != NO_VALUE:
+                out[k] = r
+        return out
+    if isinstance(value, list):
+        return [r for r in (resolve(x, values) for x in value) if r != NO_VALUE]
+    return value
+
+
+def exists(entry, values):
+    return "Condition" not in entry or eval_condition(conditions[entry["Condition"]], values)
+
+
+def referenced(value, local=()):
+    """Names a resolved value refers to: Ref, Fn::GetAtt and ${...} of Fn::Sub."""
+    names = set()
+    if isinstance(value, dict):
+        if list(value) == ["Ref"]:
+            return {value["Ref"]}
+        if list(value) == ["Fn::GetAtt"]:
+            target = value["Fn::GetAtt"]
+            return {target[0] if isinstance(target, list) else target.split(".")[0]}
+        if list(value) == ["Fn::Sub"]:
+            sub = value["Fn::Sub"]
+            text, variables = (sub, {}) if isinstance(sub, str) else (sub[0], sub[1])
+            for v in variables.values():
+                names |= referenced(v)
+            for m in re.findall(r"\$\{([^}!][^}]*)\}", text):
+                name = m.split(".")[0]
+                if name not in variables:
+                    names.add(name)
+            return names
+        for v in value.values():
+            names |= referenced(v)
+    elif isinstance(value, list):
+        for v in value:
+            names |= referenced(v)
+    return names
+
+
+network_param = params.get("NetworkMode", {})
+check(network_param.get("Default") == "Ipv6Egress" and network_param.get("AllowedValues") == NETWORK_MODES,
+      "parameter NetworkMode must default to Ipv6Egress, values %s" % NETWORK_MODES)
+check(conditions.get("UseIpv6Egress") == {"Fn::Equals": [ref("NetworkMode"), "Ipv6Egress"]}
+      and conditions.get("UseNatGateway") == {"Fn::Equals": [ref("NetworkMode"), "NatGateway"]},
+      "conditions UseIpv6Egress / UseNatGateway changed")
+# The subnets the functions and the cache live in, and their route table,
+# are the same in both modes (a mode switch does not replace the cache).
+for name in ("Vpc", "PrivateSubnetA", "PrivateSubnetB", "PrivateRouteTable",
+             "PrivateSubnetARouteTableAssociation", "PrivateSubnetBRouteTableAssociation"):
+    check(name in res and "Condition" not in res[name], name + ": must exist in every NetworkMode")
+check("NetworkType" not in props("ServerlessCache"),
+      "ServerlessCache: NetworkType is create-only; setting it would replace (and, with its fixed name, fail) the cache")
+# An execute-api interface endpoint with private DNS would send the public
+# @connections calls to it, and they would be refused (403).
+check(not [k for k, v in res.items() if v["Type"] == "AWS::EC2::VPCEndpoint"
+           and "execute-api" in json.dumps(v["Properties"].get("ServiceName"))],
+      "an execute-api VPC endpoint exists (it cannot serve @connections; see docs/deploy.md)")
+
+connections_sub = "https://${WebSocketApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${Stage}"
+jwks_proxy_sub = "https://${JwksProxyApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/jwks.json"
+events_sub = "https://events.${AWS::Region}.api.aws"
+event_senders = {"JoinFunction", "MatcherFunction"}
+
+for fn in FUNCTIONS:
+    deps = res.get(fn, {}).get("DependsOn", [])
+    check("NetworkReady" in ([deps] if isinstance(deps, str) else deps), fn + ": does not depend on NetworkReady")
+
+for mode in ([args.network_mode] if args.network_mode else NETWORK_MODES):
+    values = dict(defaults, NetworkMode=mode)
+    label = "NetworkMode=" + mode
+    R = {k: dict(v, Properties=resolve(v.get("Properties", {}), values), Metadata=resolve(v.get("Metadata", {}), values))
+         for k, v in res.items() if exists(v, values)}
+
+    def of_type(kind):
+        return {k: v["Properties"] for k, v in R.items() if v["Type"] == kind}
+
+    # Nothing that exists in this mode refers to something that does not.
+    for name, r in R.items():
+        deps = r.get("DependsOn", [])
+        deps = [deps] if isinstance(deps, str) else deps
+        missing = {n for n in referenced(r["Properties"]) | referenced(r["Metadata"]) | set(deps)
+                   if n not in R and n not in params and n not in PSEUDO}
+        check(not missing, "%s: %s refers to %s, which does not exist in this mode" % (label, name, sorted(missing)))
+    for name, o in t.get("Outputs", {}).items():
+        if exists(o, values):
+            missing = {n for n in referenced(resolve(o.get("Value"), values)) if n not in R and n not in params and n not in PSEUDO}
+            check(not missing, "%s: output %s refers to %s" % (label, name, sorted(missing)))
+
+    routes = of_type("AWS::EC2::Route")
+    private_routes = [r for r in routes.values() if r.get("RouteTableId") == ref("PrivateRouteTable")]
+    subnets = of_type("AWS::EC2::Subnet")
+    check(not any(s.get("MapPublicIpOnLaunch") for s in subnets.values()), label + ": a subnet maps public IPv4 addresses")
+    sg_egress = R.get("FunctionSecurityGroup", {}).get("Properties", {}).get("SecurityGroupEgress")
+    cache_egress = of_type("AWS::EC2::SecurityGroupEgress")
+    check(list(cache_egress.values()) == [{"GroupId": ref("FunctionSecurityGroup"), "IpProtocol": "tcp", "FromPort": 6379,
+                                           "ToPort": 6380, "DestinationSecurityGroupId": ref("CacheSecurityGroup"),
+                                           "Description": "Valkey/Redis (TLS)"}],
+          "%s: the functions' only other egress must be the cache ports to CacheSecurityGroup, got %s"
+          % (label, json.dumps(cache_egress)))
+    ws_api = R.get("WebSocketApi", {}).get("Properties", {})
+    handle = R.get("NetworkReady", {})
+    check(handle.get("Type") == "AWS::CloudFormation::WaitConditionHandle", label + ": no NetworkReady handle")
+    for fn in FUNCTIONS:
+        fprops = R.get(fn, {}).get("Properties", {})
+        vpc = fprops.get("VpcConfig", {})
+        check(vpc.get("Ipv6AllowedForDualStack") is (mode == "Ipv6Egress"),
+              "%s: %s Ipv6AllowedForDualStack is %s" % (label, fn, vpc.get("Ipv6AllowedForDualStack")))
+        env = fprops.get("Environment", {}).get("Variables", {})
+        check(env.get("MM_WS_ENDPOINT") == {"Fn::Sub": connections_sub}, "%s: %s MM_WS_ENDPOINT changed" % (label, fn))
+        want_jwks = {"Fn::Sub": jwks_proxy_sub} if mode == "Ipv6Egress" else ref("AuthJwksUrl")
+        check(env.get("AUTH_JWKS_URL") == want_jwks, "%s: %s AUTH_JWKS_URL is %s" % (label, fn, json.dumps(env.get("AUTH_JWKS_URL"))))
+        if fn in event_senders:
+            want_events = {"Fn::Sub": events_sub} if mode == "Ipv6Egress" else ""
+            check(env.get("MM_EVENTS_ENDPOINT") == want_events,
+                  "%s: %s MM_EVENTS_ENDPOINT is %s" % (label, fn, json.dumps(env.get("MM_EVENTS_ENDPOINT"))))
+            # The @connections client has a custom endpoint: the SDK refuses
+            # it when dual-stack endpoints are switched on globally.
+        check("AWS_USE_DUALSTACK_ENDPOINT" not in env, "%s: %s sets AWS_USE_DUALSTACK_ENDPOINT" % (label, fn))
+
+    https_rule = {"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443}
+    if mode == "Ipv6Egress":
+        for kind in ("AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::EC2::InternetGateway",
+                     "AWS::EC2::VPCGatewayAttachment", "AWS::EC2::VPCEndpoint"):
+            check(not of_type(kind), "%s: %s exists: %s" % (label, kind, sorted(of_type(kind))))
+        check(set(subnets) == {"PrivateSubnetA", "PrivateSubnetB"}, "%s: subnets are %s" % (label, sorted(subnets)))
+        check(not [r for r in routes.values() if "DestinationCidrBlock" in r],
+              label + ": an IPv4 route leaves the VPC (there is no IPv4 way out in this mode)")
+        eigw = of_type("AWS::EC2::EgressOnlyInternetGateway")
+        check(list(eigw.values()) == [{"VpcId": ref("Vpc")}], "%s: egress-only internet gateways %s" % (label, sorted(eigw)))
+        check([r for r in private_routes] == [{"RouteTableId": ref("PrivateRouteTable"), "DestinationIpv6CidrBlock": "::/0",
+                                               "EgressOnlyInternetGatewayId": ref(next(iter(eigw), "?"))}],
+              "%s: the private route table must route exactly ::/0 to the egress-only gateway, got %s"
+              % (label, json.dumps(private_routes)))
+        blocks = of_type("AWS::EC2::VPCCidrBlock")
+        check(list(blocks.values()) == [{"VpcId": ref("Vpc"), "AmazonProvidedIpv6CidrBlock": True}],
+              "%s: the VPC needs exactly one Amazon-provided IPv6 block, got %s" % (label, json.dumps(blocks)))
+        subnet_blocks = {k: v for k, v in of_type("AWS::EC2::SubnetCidrBlock").items()}
+        check(sorted(v.get("SubnetId", {}).get("Ref") for v in subnet_blocks.values()) == ["PrivateSubnetA", "PrivateSubnetB"],
+              "%s: each private subnet needs one IPv6 block, got %s" % (label, json.dumps(subnet_blocks)))
+        for k in subnet_blocks:
+            check(R[k].get("DependsOn") == next(iter(blocks), "?"), "%s: %s must depend on the VPC's IPv6 block" % (label, k))
+        check(sg_egress == [dict(https_rule, CidrIpv6="::/0", Description=(sg_egress or [{}])[0].get("Description"))],
+              "%s: the functions' HTTPS egress must be tcp 443 to ::/0 only, got %s" % (label, json.dumps(sg_egress)))
+        check(handle.get("Metadata") == {"Egress": [ref("PrivateSubnetAIpv6CidrBlock"), ref("PrivateSubnetBIpv6CidrBlock"),
+                                                    ref("PrivateIpv6DefaultRoute")]},
+              "%s: NetworkReady must wait for the IPv6 blocks and route, got %s" % (label, json.dumps(handle.get("Metadata"))))
+        check(ws_api.get("IpAddressType") == "dualstack",
+              label + ": WebSocketApi must be dualstack (its @connections host name needs IPv6 addresses)")
+        # The JWKS proxy: an HTTP API (OpenAPI body) with one unauthenticated
+        # GET route, an HTTP proxy to AuthJwksUrl, dualstack.
+        body = R.get("JwksProxyApi", {}).get("Properties", {}).get("Body", {})
+        check(str(body.get("openapi", "")).startswith("3."), label + ": JwksProxyApi must be an HTTP API defined by an OpenAPI 3 body")
+        servers = body.get("servers", [])
+        check([sv.get("x-amazon-apigateway-endpoint-configuration") for sv in servers] == [{"ipAddressType": "dualstack"}],
+              label + ": JwksProxyApi must be dualstack (x-amazon-apigateway-endpoint-configuration of its server)")
+        paths = body.get("paths", {})
+        check(list(paths) == ["/jwks.json"] and list(paths.get("/jwks.json", {})) == ["get"],
+              "%s: JwksProxyApi routes are %s" % (label, {p: list(m) for p, m in paths.items()}))
+        op = paths.get("/jwks.json", {}).get("get", {})
+        integ = op.get("x-amazon-apigateway-integration", {})
+        check(integ.get("type") == "http_proxy" and integ.get("httpMethod") == "GET"
+              and integ.get("uri") == ref("AuthJwksUrl") and integ.get("connectionType") == "INTERNET",
+              "%s: GET /jwks.json must be an HTTP proxy GET of AuthJwksUrl, got %s" % (label, json.dumps(integ)))
+        check("security" not in op and "x-amazon-apigateway-authorizer" not in json.dumps(body),
+              label + ": the JWKS proxy route has no authorizer (a public document)")
+        check(not [k for k, v in R.items() if v["Type"] in ("AWS::ApiGatewayV2::Route", "AWS::ApiGatewayV2::Integration")
+                   and v["Properties"].get("ApiId") == ref("JwksProxyApi")],
+              label + ": the JWKS proxy's route must be its OpenAPI body's (tests read every AWS::ApiGatewayV2::Route as a WebSocket route)")
+        proxy_stages = [v for v in of_type("AWS::ApiGatewayV2::Stage").values() if v.get("ApiId") == ref("JwksProxyApi")]
+        check(len(proxy_stages) == 1, "%s: JwksProxyApi needs one stage" % label)
+        for st in proxy_stages:
+            check(st.get("StageName") == "$default" and st.get("AutoDeploy") is True,
+                  label + ": the JWKS proxy stage must be $default with AutoDeploy")
+            check_stage(label + " JWKS proxy stage", st, "JwksProxyAccessLogs", "WebSocketThrottleRate", "WebSocketThrottleBurst")
+    else:
+        for kind in ("AWS::EC2::EgressOnlyInternetGateway", "AWS::EC2::VPCCidrBlock", "AWS::EC2::SubnetCidrBlock"):
+            check(not of_type(kind), "%s: %s exists: %s" % (label, kind, sorted(of_type(kind))))
+        check(not [k for k in R if k.startswith("JwksProxy")], label + ": JWKS proxy resources exist")
+        check(set(subnets) == {"PublicSubnetA", "PublicSubnetB", "PrivateSubnetA", "PrivateSubnetB"},
+              "%s: subnets are %s" % (label, sorted(subnets)))
+        nat = of_type("AWS::EC2::NatGateway")
+        check(list(nat.values()) == [{"AllocationId": {"Fn::GetAtt": ["NatEip", "AllocationId"]}, "SubnetId": ref("PublicSubnetA"),
+                                      "Tags": [{"Key": "Name", "Value": {"Fn::Sub": "${AWS::StackName}-nat"}}]}],
+              "%s: expected one NAT gateway in PublicSubnetA with NatEip, got %s" % (label, json.dumps(nat)))
+        check(len(of_type("AWS::EC2::EIP")) == 1 and len(of_type("AWS::EC2::InternetGateway")) == 1,
+              label + ": expected one Elastic IP and one internet gateway")
+        check(private_routes == [{"RouteTableId": ref("PrivateRouteTable"), "DestinationCidrBlock": "0.0.0.0/0",
+                                  "NatGatewayId": ref(next(iter(nat), "?"))}],
+              "%s: the private route table must route exactly 0.0.0.0/0 to the NAT gateway, got %s"
+              % (label, json.dumps(private_routes)))
+        check(any(r.get("RouteTableId") == ref("PublicRouteTable") and r.get("DestinationCidrBlock") == "0.0.0.0/0"
+                  and r.get("GatewayId") == ref("InternetGateway") for r in routes.values()),
+              label + ": the public route table must route 0.0.0.0/0 to the internet gateway")
+        check(sg_egress == [dict(https_rule, CidrIp="0.0.0.0/0", Description=(sg_egress or [{}])[0].get("Description"))],
+              "%s: the functions' HTTPS egress must be tcp 443 to 0.0.0.0/0 only, got %s" % (label, json.dumps(sg_egress)))
+        check(handle.get("Metadata") == {"Egress": [ref("PrivateDefaultRoute")]},
+              "%s: NetworkReady must wait for the NAT route, got %s" % (label, json.dumps(handle.get("Metadata"))))
+        check(ws_api.get("IpAddressType") == "ipv4", label + ": WebSocketApi stays ipv4 in NatGateway mode")
 
 # ----------------------------------------------------------- configuration
 check(param_default("Rules") == "", "parameter Rules must default to empty (worlds from Worlds)")

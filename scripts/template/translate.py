@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""SAM -> CloudFormation with samtranslator, offline."""
+"""SAM -> CloudFormation with samtranslator, offline.
+
+Usage: translate.py TEMPLATE OUT.json [NAME=VALUE ...]
+NAME=VALUE: parameter values the transform sees (as `sam deploy
+--parameter-overrides` would give them); the rest take their defaults."""
 import json
 import sys
 
@@ -7,6 +11,7 @@ from cfnlint.decode import cfn_yaml
 from samtranslator.translator.transform import transform
 
 src, dst = sys.argv[1], sys.argv[2]
+parameter_values = dict(arg.split("=", 1) for arg in sys.argv[3:])
 
 
 class FakeManagedPolicyLoader:
@@ -35,7 +40,11 @@ for name, res in template["Resources"].items():
     if res.get("Type") == "AWS::Serverless::Function" and "CodeUri" in props:
         props["CodeUri"] = "s3://placeholder-bucket/%s.zip" % name
 
-out = transform(template, {}, FakeManagedPolicyLoader())
+unknown = set(parameter_values) - set(template.get("Parameters", {}))
+if unknown:
+    sys.exit("translate.py: no such parameter: %s" % ", ".join(sorted(unknown)))
+out = transform(template, parameter_values, FakeManagedPolicyLoader())
 with open(dst, "w") as f:
     json.dump(out, f, indent=1)
-print("    translated %d resources -> %s" % (len(out["Resources"]), dst))
+given = " ".join("%s=%s" % kv for kv in sorted(parameter_values.items()))
+print("    translated %d resources%s -> %s" % (len(out["Resources"]), " (%s)" % given if given else "", dst))
