@@ -4,14 +4,18 @@
 -- dies before settling it, the entry becomes due again and another matcher
 -- delivers it (at-least-once; clients dedupe by match id).
 --
--- k: outbox, outbox_meta, matches, notes, player_conns, conns.
+-- k: outbox, outbox_meta, matches, match_lifecycle, notes, player_conns,
+-- conns.
 
 -- Claims the entries `ids` (all of them: the caller chose them) for
 -- `opts.lease` ms and appends, per entry, to `reply` (a flat array holding
 -- `n` values so far): id, attempts (including this one), age_ms (since the
 -- first attempt, by this server's clock), payload (the match record JSON
--- for "M|"/"C|" entries, "" when it expired; the message JSON for "N|"
--- entries, "" when the note is gone; "" otherwise), target_count, then
+-- for "M|", "C|", "A|" and "R|" entries, "" when it expired; the message
+-- JSON for "N|" entries, "" when the note is gone; "" otherwise), lifecycle
+-- (of a match's entries: see _lifecycle.lua; "" for others), event (1: the
+-- match's event for the studio's allocator is still to send: an "M|" entry
+-- whose pending targets are all, or include 0), target_count, then
 -- (target_index, player, connections, young_connections) per target: the
 -- players still to tell (1-based index among the entry's targets, for
 -- settling), each with their space-separated connection ids and those
@@ -51,11 +55,13 @@ local function claim_entries(k, ids, opts, reply, n)
       for i in string.gmatch(pending, '%d+') do wanted[tonumber(i)] = true end
     end
     local kind, ref, tail = string.match(id, '^(%u)|([^|]+)|?(.*)$')
-    local payload, targets = '', {}
-    if kind == 'M' or kind == 'C' then
+    local payload, lifecycle, targets = '', '', {}
+    local of_match = kind == 'M' or kind == 'C' or kind == 'A' or kind == 'R'
+    if of_match then
       payload = redis.call('HGET', k.matches, ref) or ''
+      if payload ~= '' then lifecycle = encode_lifecycle(load_lifecycle(k, ref)) end
     end
-    if kind == 'M' and payload ~= '' then
+    if (kind == 'M' or kind == 'A' or kind == 'R') and payload ~= '' then
       local ok, record = pcall(cjson.decode, payload)
       if ok and type(record) == 'table' and type(record.participants) == 'table' then
         for i, p in ipairs(record.participants) do
@@ -86,6 +92,8 @@ local function claim_entries(k, ids, opts, reply, n)
     put(attempts)
     put(math.max(0, now - first))
     put(payload)
+    put(lifecycle)
+    put((kind == 'M' and (wanted == nil or wanted[0])) and 1 or 0)
     put(#targets)
     for _, t in ipairs(targets) do
       local all, fresh = connections_of(t[2], t[3])

@@ -6,10 +6,13 @@
 -- A connection that opens just after its player's match formed may have
 -- missed the MATCH_FOUND push (the connect race): it gets its own copy,
 -- unless the match's own notification will still reach it (not claimed yet,
--- or waiting to retry this player): no socket hears a match twice.
+-- or waiting to retry this player): no socket hears a match twice. A
+-- connection that opens while its player's match is assigned and not
+-- finished gets the match and its assignment (MATCH_ASSIGNED), whenever it
+-- opens, unless the assignment's own notification will still reach it.
 --
--- KEYS   players matches match_expiry outbox outbox_meta conns conn_expiry
--- KEYS   player_conns presence
+-- KEYS   players matches match_expiry match_lifecycle outbox outbox_meta conns
+-- KEYS   conn_expiry player_conns presence
 -- ARGV   conn     connection id (no spaces)
 -- ARGV   player   the player id
 -- ARGV   ttl      presence timeout ms (> 0): the registration lapses this
@@ -34,8 +37,7 @@ if replay == nil then return fail('replay window must be an integer >= 0') end
 -- connection `player` has now: it was not claimed yet, or it waits (not in
 -- flight) to retry this player. A claim in flight took its connection list
 -- before this one existed.
-local function will_reach(match_id)
-  local entry = 'M|' .. match_id
+local function will_reach(entry, match_id)
   if not redis.call('ZSCORE', k.outbox, entry) then return false end
   local meta = redis.call('HGET', k.outbox_meta, entry)
   if not meta then return true end
@@ -89,11 +91,13 @@ refresh_presence(k, player, ids)
 
 local replayed = ''
 local kind, match_id = player_state(redis.call('HGET', k.players, player))
-if kind == 'match' and replay > 0 then
+if kind == 'match' and replay > 0 and live_record(k, match_id, now) then
   -- Match ids start with the hex ms they were formed at.
   local formed = tonumber(string.match(match_id, '^(%x+)-'), 16)
-  local expires = tonumber(redis.call('ZSCORE', k.match_expiry, match_id))
-  if formed and formed >= now - replay and expires and expires > now and not will_reach(match_id) then
+  local recent = formed and formed >= now - replay and not will_reach('M|' .. match_id, match_id)
+  local life = load_lifecycle(k, match_id)
+  local playing = life.state == 'ASSIGNED' and not will_reach('A|' .. match_id, match_id)
+  if recent or playing then
     replayed = match_id
     outbox_add(k.outbox, { 'C|' .. match_id .. '|' .. conn_id }, 1, now)
   end

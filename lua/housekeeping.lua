@@ -1,5 +1,5 @@
--- housekeeping.lua: delete expired match records (and the players' states
--- that still point at them), WebSocket connections whose registration
+-- housekeeping.lua: delete expired match records (with their lifecycles and
+-- the players' states that still point at them), WebSocket connections whose registration
 -- lapsed (no heartbeat within the presence timeout: treated as a
 -- disconnect), parties whose assembly ran out of time (PARTY_CANCELLED,
 -- reason EXPIRED) and match proposals nobody finished answering in time
@@ -7,8 +7,9 @@
 -- expire field by field on every Redis we support, so expiry is a ZSET swept
 -- in batches.
 --
--- KEYS   players matches match_expiry outbox notes counters parties party_expiry
--- KEYS   proposals proposal_expiry conns conn_expiry player_conns presence
+-- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
+-- KEYS   party_expiry proposals proposal_expiry conns conn_expiry player_conns
+-- KEYS   presence
 -- WORLDS every configured world
 -- ARGV   limit          most records of each kind to remove in this call (> 0)
 -- ARGV   remove_ticket  remove the ticket of a player whose last connection
@@ -40,6 +41,7 @@ for _, id in ipairs(matches) do
 end
 if #matches > 0 then
   chunked('HDEL', k.matches, matches, 1)
+  chunked('HDEL', k.match_lifecycle, matches, 1)
   chunked('ZREM', k.match_expiry, matches, 1)
 end
 

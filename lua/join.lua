@@ -2,9 +2,9 @@
 -- the whole namespace: see _players.lua) and, when instant matching is on
 -- and the queue holds a full group, form the match in the same atomic step.
 --
--- KEYS   players ticket_seq match_seq matches match_expiry outbox outbox_meta notes
--- KEYS   counters parties proposals proposal_expiry player_ratings conns
--- KEYS   player_conns presence
+-- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
+-- KEYS   outbox_meta notes counters parties proposals proposal_expiry
+-- KEYS   player_ratings conns player_conns presence
 -- WORLDS the joined world, then the world of the player's ticket when it is
 --        another (the store learns it from a STALE answer)
 -- ARGV   player   the player id
@@ -39,6 +39,8 @@
 --   IN_PARTY, world: the player belongs to a party ("" when it is gone)
 --   COOLING_DOWN, world, retry_after_ms: the player declined or missed a
 --           ready check
+--   IN_MATCH, match_id, lifecycle: the player's latest match is being
+--           played (assigned a server, no result yet; see _lifecycle.lua)
 --   FULL, world, queue_size: the queue is at capacity
 --   ABSENT, world: the world requires presence and the player has no live
 --           connection
@@ -64,7 +66,7 @@ local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg }
 
 -- One state per player: a ticket, a party, a proposal, a cool-down or a
--- past match (which a new ticket replaces).
+-- past match (which a new ticket replaces, unless it is being played).
 local kind, value = player_state(redis.call('HGET', k.players, player))
 local expired_in = nil
 if kind == 'ticket' then
@@ -86,6 +88,9 @@ elseif kind == 'party' or kind == 'proposal' then
   end
 elseif kind == 'cooldown' and value > now then
   return { 'COOLING_DOWN', world, value - now }
+elseif kind == 'match' then
+  local game = game_in_progress(k, value, now)
+  if game then return { 'IN_MATCH', value, game } end
 end
 local stats = world_stats(k.stats)
 local size = redis.call('ZCARD', k.queue)
@@ -101,7 +106,7 @@ local anchored = rules or cfg.regions
 local rating = nil
 if rules then
   local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. player, '*|' .. player)
-  rating = tonumber(stored[1]) or tonumber(stored[2]) or tonumber(claimed) or cfg.default_rating
+  rating = rating_value(stored[1]) or rating_value(stored[2]) or tonumber(claimed) or cfg.default_rating
   if not rating then return { 'NO_RATING', world } end
   if rating < cfg.min_rating or rating > cfg.max_rating then
     return { 'BAD_RATING', world, num(rating) }

@@ -1,7 +1,7 @@
 -- outbox_claim.lua: claim due notifications for delivery, hidden for
 -- `lease` ms while they are pushed (see _outbox.lua).
 --
--- KEYS   matches outbox outbox_meta notes conns player_conns
+-- KEYS   matches match_lifecycle outbox outbox_meta notes conns player_conns
 -- ARGV   lease    ms (> 0) a claimed entry stays hidden
 -- ARGV   limit    most entries to claim (> 0)
 -- ARGV   young    ms: connections registered this recently are listed apart

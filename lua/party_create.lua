@@ -4,8 +4,8 @@
 -- queue as one ticket when the last one has joined. The invited are told
 -- (PARTY_UPDATE). Nothing is written unless every check passes.
 --
--- KEYS   players outbox notes counters parties party_expiry proposals
--- KEYS   player_ratings presence
+-- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
+-- KEYS   party_expiry proposals player_ratings presence
 -- WORLDS the party's world
 -- ARGV   leader   the leader's player id
 -- ARGV   data     the leader's ticket data JSON, "" for none
@@ -19,8 +19,9 @@
 --   QUEUED, world         the leader holds a live ticket or is in a proposal
 --   COOLING_DOWN, ms      the leader may not join for this many more ms
 --   IN_PARTY, party_id    the leader already belongs to a party
+--   IN_MATCH, match_id    the leader's match is being played (_lifecycle.lua)
 --   BUSY, player          an invited player holds a live ticket, belongs to
---                         a party, is in a proposal or cools down
+--                         a party, is in a proposal, cools down or plays
 --   ABSENT                presence required and the leader has no live connection
 --   NO_RATING             a rated world and no rating for the leader
 --   BAD_RATING, rating    the leader's rating is outside [min, max]
@@ -57,6 +58,8 @@ local function busy(state)
     if p then return { 'QUEUED', p.world } end
   elseif cooling_until(kind, value, now) then
     return { 'COOLING_DOWN', tostring(value - now) }
+  elseif kind == 'match' and game_in_progress(k, value, now) then
+    return { 'IN_MATCH', value }
   end
   return nil
 end
@@ -80,7 +83,7 @@ if cfg.regions and not lat then return { 'LATENCY_REQUIRED' } end
 local rating = ''
 if cfg.rules then
   local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. leader, '*|' .. leader)
-  local r = tonumber(stored[1]) or tonumber(stored[2]) or tonumber(claimed) or cfg.default_rating
+  local r = rating_value(stored[1]) or rating_value(stored[2]) or tonumber(claimed) or cfg.default_rating
   if not r then return { 'NO_RATING' } end
   if r < cfg.min_rating or r > cfg.max_rating then return { 'BAD_RATING', num(r) } end
   rating = num(r)

@@ -5,9 +5,9 @@
 -- other members are told (PARTY_UPDATE). Nothing is written unless every
 -- check passes.
 --
--- KEYS   players ticket_seq match_seq matches match_expiry outbox outbox_meta notes
--- KEYS   counters parties party_expiry proposals proposal_expiry player_ratings
--- KEYS   conns player_conns presence
+-- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
+-- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
+-- KEYS   player_ratings conns player_conns presence
 -- WORLDS the party's world (the world part of the party id)
 -- ARGV   player   the player id
 -- ARGV   party    the party id
@@ -35,6 +35,7 @@
 --   BUSY, world            the player holds a live ticket or is in a proposal
 --   COOLING_DOWN, ms       the player may not join for this many more ms
 --   IN_PARTY, party_id     the player belongs to another party
+--   IN_MATCH, match_id     the player's match is being played (_lifecycle.lua)
 --   ABSENT                 presence required and the player has no live connection
 --   NO_RATING              a rated world and no rating for the player
 --   BAD_RATING, rating     the player's rating is outside [min, max]
@@ -78,6 +79,8 @@ elseif kind == 'proposal' then
   if p then return { 'BUSY', p.world } end
 elseif cooling_until(kind, value, now) then
   return { 'COOLING_DOWN', tostring(value - now) }
+elseif kind == 'match' and game_in_progress(k, value, now) then
+  return { 'IN_MATCH', value }
 end
 if cfg.presence and not is_present(k.presence, player, now) then
   return { 'ABSENT' }
@@ -85,7 +88,7 @@ end
 if cfg.regions and not lat then return { 'LATENCY_REQUIRED' } end
 if rules then
   local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. player, '*|' .. player)
-  local r = tonumber(stored[1]) or tonumber(stored[2]) or tonumber(claimed) or cfg.default_rating
+  local r = rating_value(stored[1]) or rating_value(stored[2]) or tonumber(claimed) or cfg.default_rating
   if not r then return { 'NO_RATING' } end
   if r < cfg.min_rating or r > cfg.max_rating then return { 'BAD_RATING', num(r) } end
   me.r = num(r)

@@ -2,7 +2,7 @@
 -- assembling a party, in a match proposal, matched or idle. One read of the
 -- player's state (_players.lua) decides which.
 --
--- KEYS   players matches match_expiry parties proposals
+-- KEYS   players matches match_expiry match_lifecycle parties proposals
 -- WORLDS every configured world
 -- ARGV   player   the player id
 -- ARGV   window   statistics window ms
@@ -14,7 +14,9 @@
 --   PARTY, party_json          assembling (see _parties.lua party_view)
 --   PROPOSED, proposal_json    a ready check awaits answers (see
 --                              _proposals.lua proposal_view)
---   MATCHED, match_json        the player's latest match, while it lives
+--   MATCHED, match_json, lifecycle   the player's latest match, while it
+--                              lives, and what happened to it since
+--                              (see _lifecycle.lua)
 --   IDLE
 -- A ticket past its deadline is not waiting any more.
 
@@ -51,9 +53,7 @@ if kind == 'party' then
   return queued(PARTY_MARK .. value, view) or { 'IDLE' }
 end
 if kind == 'match' then
-  -- The sweep deletes expired records in batches; never show one past its time.
-  local expires = tonumber(redis.call('ZSCORE', k.match_expiry, value))
-  local record = redis.call('HGET', k.matches, value)
-  if record and expires and expires > now then return { 'MATCHED', record } end
+  local record = live_record(k, value, now)
+  if record then return { 'MATCHED', record, encode_lifecycle(load_lifecycle(k, value)) } end
 end
 return { 'IDLE' }

@@ -1,6 +1,9 @@
 -- rating_set.lua: write a player's rating to the trusted ratings store
 -- (PUT /v1/ratings/{playerId}, for privileged callers only). A ticket
--- already waiting keeps the rating it joined with.
+-- already waiting keeps the rating it joined with. An entry that results
+-- have updated ("<value> <mean> <uncertainty> <games>[ <volatility>]", see
+-- _lifecycle.lua rating_value) keeps its uncertainty, games and volatility:
+-- the new rating becomes both its value and its mean.
 --
 -- KEYS   player_ratings
 -- ARGV   for_world  world name, or "*" for every world
@@ -19,5 +22,6 @@ if not lo or not hi or lo > hi then return fail('bad rating range') end
 if not rating or rating ~= rating or rating < lo or rating > hi then return fail('rating out of range') end
 local field = world .. '|' .. player
 local previous = redis.call('HGET', k.player_ratings, field) or ''
-redis.call('HSET', k.player_ratings, field, num(rating))
-return { previous }
+local tail = string.match(previous, '^%S+ %S+( %S+ %d+.*)$')
+redis.call('HSET', k.player_ratings, field, num(rating) .. (tail and (' ' .. num(rating) .. tail) or ''))
+return { string.match(previous, '^%S*') }

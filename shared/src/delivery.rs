@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
-use crate::domain::{ConnectionId, NotificationId, NotificationKind, OutboxEntry};
+use crate::domain::{ConnectionId, MatchEvent, NotificationId, NotificationKind, OutboxEntry};
 use crate::error::StoreError;
 use crate::store::{MatchStore, Settlement};
 
@@ -49,6 +49,42 @@ pub trait Pusher: Send + Sync {
     ) -> impl Future<Output = Result<(), PushError>> + Send;
 }
 
+/// Why publishing a match event failed (it is retried through the outbox).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("publishing the match event failed: {0}")]
+pub struct EventError(pub String);
+
+/// Sends match events to the studio's allocator (EventBridge `PutEvents`,
+/// or the local stack's stand-in). Only the matcher publishes: a join that
+/// forms a match leaves the event in the outbox for the matcher's next
+/// round.
+pub trait EventSink: Send + Sync {
+    /// False for a sink that publishes nothing and leaves the events to the
+    /// matcher (they are then due again at once).
+    const PUBLISHES: bool = true;
+
+    /// Publishes `events`; one result per event, in order.
+    fn publish(
+        &self,
+        events: &[MatchEvent],
+    ) -> impl Future<Output = Vec<Result<(), EventError>>> + Send;
+}
+
+/// For callers that publish no events (a join): the events stay in the
+/// outbox for the matcher.
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    const PUBLISHES: bool = false;
+
+    async fn publish(&self, events: &[MatchEvent]) -> Vec<Result<(), EventError>> {
+        events
+            .iter()
+            .map(|_| Err(EventError("left to the matcher".into())))
+            .collect()
+    }
+}
+
 /// How long a claimed entry stays hidden while it is being delivered.
 pub const CLAIM_LEASE: Duration = Duration::from_secs(15);
 /// Entries claimed per drain round (a match entry pushes to every
@@ -74,6 +110,8 @@ pub struct DeliveryReport {
     pub dropped: u64,
     /// Connections found gone and removed from the registry.
     pub gone_connections: u64,
+    /// Match events published.
+    pub events: u64,
 }
 
 impl DeliveryReport {
@@ -82,6 +120,7 @@ impl DeliveryReport {
         self.retried += other.retried;
         self.dropped += other.dropped;
         self.gone_connections += other.gone_connections;
+        self.events += other.events;
     }
 }
 
@@ -94,10 +133,12 @@ pub fn backoff(attempts: u32) -> Duration {
     base + jitter
 }
 
-/// Delivers every due outbox entry (in batches) and returns what happened.
-pub async fn drain_outbox<P: Pusher>(
+/// Delivers every due outbox entry (in batches), publishing the match
+/// events through `events`, and returns what happened.
+pub async fn drain_outbox<P: Pusher, E: EventSink>(
     store: &MatchStore,
     pusher: &P,
+    events: &E,
 ) -> Result<DeliveryReport, StoreError> {
     let mut report = DeliveryReport::default();
     loop {
@@ -105,7 +146,7 @@ pub async fn drain_outbox<P: Pusher>(
             .claim_notifications(CLAIM_LEASE, DRAIN_BATCH, YOUNG_CONNECTION, &[])
             .await?;
         let claimed = entries.len();
-        report.add(deliver(store, pusher, entries, MATCHER_PUSH_TIMEOUT).await?);
+        report.add(deliver(store, pusher, events, entries, MATCHER_PUSH_TIMEOUT).await?);
         if claimed < DRAIN_BATCH {
             return Ok(report);
         }
@@ -127,7 +168,7 @@ pub async fn deliver_now<P: Pusher>(
     let entries = store
         .claim_notifications(CLAIM_LEASE, ids.len(), YOUNG_CONNECTION, ids)
         .await?;
-    deliver(store, pusher, entries, push_timeout).await
+    deliver(store, pusher, &NoEvents, entries, push_timeout).await
 }
 
 /// Delivers entries a script already claimed (a join that formed a match
@@ -139,7 +180,7 @@ pub async fn deliver_claimed<P: Pusher>(
     entries: Vec<OutboxEntry>,
     push_timeout: Duration,
 ) -> Result<DeliveryReport, StoreError> {
-    deliver(store, pusher, entries, push_timeout).await
+    deliver(store, pusher, &NoEvents, entries, push_timeout).await
 }
 
 /// What became of one entry.
@@ -152,9 +193,10 @@ enum Fate {
     Drop(&'static str),
 }
 
-async fn deliver<P: Pusher>(
+async fn deliver<P: Pusher, E: EventSink>(
     store: &MatchStore,
     pusher: &P,
+    events: &E,
     entries: Vec<OutboxEntry>,
     push_timeout: Duration,
 ) -> Result<DeliveryReport, StoreError> {
@@ -165,12 +207,15 @@ async fn deliver<P: Pusher>(
     // How long an undeliverable notification is worth retrying: as long as the
     // match record lives (the player can still learn it from my-status after).
     let give_up_after = u64::try_from(store.settings().match_ttl.as_millis()).unwrap_or(u64::MAX);
-    let outcomes = join_all(
-        entries
-            .iter()
-            .map(|entry| deliver_one(pusher, entry, push_timeout)),
-    )
-    .await;
+    let (outcomes, published) = tokio::join!(
+        join_all(
+            entries
+                .iter()
+                .map(|entry| deliver_one(pusher, entry, push_timeout)),
+        ),
+        publish_events(store, events, &entries),
+    );
+    report.events = published.iter().filter(|sent| **sent == Some(true)).count() as u64;
 
     let mut settlements = Vec::with_capacity(entries.len());
     for (
@@ -182,10 +227,23 @@ async fn deliver<P: Pusher>(
         },
     ) in entries.iter().zip(outcomes)
     {
+        let event_sent = published.get(settlements.len()).copied().flatten();
         for conn in gone {
             report.gone_connections += 1;
             store.unregister_connection(&conn).await?;
         }
+        // A match event not sent yet is target 0: retried with the players
+        // still to tell (right away when it was left to the matcher).
+        let fate = match (fate, event_sent) {
+            (Fate::Delivered, Some(false)) => {
+                Fate::Retry(event_retry(entry, E::PUBLISHES), vec![0])
+            }
+            (Fate::Retry(after, mut pending), Some(false)) => {
+                pending.insert(0, 0);
+                Fate::Retry(after.min(event_retry(entry, E::PUBLISHES)), pending)
+            }
+            (fate, _) => fate,
+        };
         let fate = match fate {
             Fate::Retry(..) if entry.age_ms > give_up_after => Fate::Drop("gave up retrying"),
             other => other,
@@ -209,6 +267,49 @@ async fn deliver<P: Pusher>(
     }
     store.settle_with_replays(&settlements).await?;
     Ok(report)
+}
+
+/// Publishes the match events of `entries` still to send, when match events
+/// are on: per entry, `Some(true)` sent, `Some(false)` not sent (retry),
+/// `None` nothing to send.
+async fn publish_events<E: EventSink>(
+    store: &MatchStore,
+    events: &E,
+    entries: &[OutboxEntry],
+) -> Vec<Option<bool>> {
+    let on = store.settings().match_events;
+    let due: Vec<(usize, MatchEvent)> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| on && e.event_pending)
+        .filter_map(|(i, e)| e.record.as_ref().map(|r| (i, MatchEvent::of(r))))
+        .collect();
+    let mut sent = vec![None; entries.len()];
+    if due.is_empty() {
+        return sent;
+    }
+    let batch: Vec<MatchEvent> = due.iter().map(|(_, e)| e.clone()).collect();
+    let results = events.publish(&batch).await;
+    for (k, (i, event)) in due.iter().enumerate() {
+        let ok = matches!(results.get(k), Some(Ok(())));
+        if !ok {
+            if let Some(Err(e)) = results.get(k) {
+                tracing::info!(match_id = %event.match_id, error = %e, "match event not sent; will retry");
+            }
+        }
+        sent[*i] = Some(ok);
+    }
+    sent
+}
+
+/// When to try a match event again: at once when this caller does not
+/// publish (a join leaves it to the matcher), else with the entry's backoff.
+fn event_retry(entry: &OutboxEntry, publishes: bool) -> Duration {
+    if publishes {
+        backoff(entry.attempts)
+    } else {
+        Duration::ZERO
+    }
 }
 
 /// What delivering one entry came to.
@@ -239,30 +340,57 @@ async fn deliver_one<P: Pusher>(
     entry: &OutboxEntry,
     push_timeout: Duration,
 ) -> Outcome {
-    let Some(message) = entry.message() else {
+    if entry.record.is_none() && entry.note.is_none() && entry.message().is_none() {
         // The match record expired before anyone could be told.
         return Outcome::just(Fate::Drop("match record expired"));
-    };
+    }
     if entry.targets.is_empty() {
         return Outcome::just(Fate::Delivered);
     }
-    let payload = match message.to_bounded_json() {
-        Ok(payload) => payload,
-        Err(e) => {
-            tracing::error!(id = %entry.id, error = %e, "notification too large for API Gateway; dropped, never retried");
-            return Outcome::just(Fate::Drop("message too large"));
+    // One payload for all, or one per target (a player's own token or
+    // rating change).
+    let shared = if entry.is_personal() {
+        None
+    } else {
+        match entry.message().map(|m| m.to_bounded_json()) {
+            None => return Outcome::just(Fate::Drop("match record expired")),
+            Some(Ok(payload)) => Some(payload),
+            Some(Err(e)) => {
+                tracing::error!(id = %entry.id, error = %e, "notification too large for API Gateway; dropped, never retried");
+                return Outcome::just(Fate::Drop("message too large"));
+            }
         }
     };
-    let bytes = payload.as_bytes();
-    let pushes = entry.targets.iter().flat_map(|target| {
-        target.connections.iter().map(move |conn| async move {
-            let result = match tokio::time::timeout(push_timeout, pusher.push(conn, bytes)).await {
-                Ok(result) => result,
-                Err(_) => Err(PushError::Retryable("timed out".into())),
-            };
-            (target, conn, result)
-        })
-    });
+    let mut payloads = Vec::with_capacity(entry.targets.len());
+    for target in &entry.targets {
+        let payload = match &shared {
+            Some(payload) => payload.clone(),
+            None => match entry.message_for(target).map(|m| m.to_bounded_json()) {
+                None => return Outcome::just(Fate::Drop("match record expired")),
+                Some(Ok(payload)) => payload,
+                Some(Err(e)) => {
+                    tracing::error!(id = %entry.id, error = %e, "notification too large for API Gateway; dropped, never retried");
+                    return Outcome::just(Fate::Drop("message too large"));
+                }
+            },
+        };
+        payloads.push(payload);
+    }
+    let pushes = entry
+        .targets
+        .iter()
+        .zip(&payloads)
+        .flat_map(|(target, payload)| {
+            target.connections.iter().map(move |conn| async move {
+                let bytes = payload.as_bytes();
+                let result =
+                    match tokio::time::timeout(push_timeout, pusher.push(conn, bytes)).await {
+                        Ok(result) => result,
+                        Err(_) => Err(PushError::Retryable("timed out".into())),
+                    };
+                (target, conn, result)
+            })
+        });
     let results = join_all(pushes).await;
 
     let mut told = std::collections::BTreeSet::new();
@@ -286,7 +414,7 @@ async fn deliver_one<P: Pusher>(
         }
     }
     if too_large {
-        tracing::error!(id = %entry.id, bytes = payload.len(), "API Gateway refused the message as too large; dropped, never retried");
+        tracing::error!(id = %entry.id, "API Gateway refused the message as too large; dropped, never retried");
         return Outcome {
             fate: Fate::Drop("message too large"),
             gone,

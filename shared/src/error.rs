@@ -25,6 +25,10 @@ pub enum ValidationError {
     BadRating(String),
     #[error("invalid party id \"{0}\"")]
     BadPartyId(String),
+    #[error("invalid assignment: {0}")]
+    BadAssignment(String),
+    #[error("invalid result: {0}")]
+    BadResult(String),
 }
 
 /// A configuration value that cannot be used.

@@ -122,8 +122,10 @@ key_layout! {
         match_seq (MatchSeq) = "match-seq", "STRING", "counter for match ids";
         matches (Matches) = "matches", "HASH", "match id -> match record JSON";
         match_expiry (MatchExpiry) = "match-expiry", "ZSET", "match id -> when the record expires (ms)";
+        match_lifecycle (MatchLifecycle) = "match-lifecycle", "HASH",
+            "match id -> `<state> <since_ms>\\n<assignment JSON>\\n<result JSON>\\n<rating changes JSON>` once assigned or finished (see lua/_lifecycle.lua)";
         outbox (Outbox) = "outbox", "ZSET",
-            "notification id -> due (ms): `M|<match>` per match, `C|<match>|<conn>` a replay to one connection, `X|`/`G|<world>|<player>` a removed ticket, `N|<note>` any other message";
+            "notification id -> due (ms): `M|<match>` per match, `C|<match>|<conn>` a replay to one connection, `A|<match>`/`R|<match>` its assignment/result, `X|`/`G|<world>|<player>` a removed ticket, `N|<note>` any other message";
         outbox_meta (OutboxMeta) = "outbox-meta", "HASH",
             "notification id -> `<attempts>:<first_attempt_ms>:<in_flight>:<pending targets>` (from the first claim on)";
         notes (Notes) = "notes", "HASH", "note id -> `<message JSON>\\n<player>\\n...` (announced by `N|<id>`)";

@@ -21,13 +21,14 @@ pub use config::{
     BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck, RegionRules,
     Settings, World, WorldCatalog,
 };
-pub use delivery::{DeliveryReport, PushError, Pusher};
+pub use delivery::{DeliveryReport, EventError, EventSink, NoEvents, PushError, Pusher};
 pub use domain::{
-    AnswerOutcome, ConnectionId, JoinOutcome, Latencies, LeaveOutcome, MatchId, MatchRecord,
-    NotificationId,
-    NotificationKind, OutboxEntry, PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome,
-    PartyId, PartyJoinOutcome, PartyMember, PartyState, PartyView, PlayerId, PlayerStatus,
-    ProposalCancelReason, ProposalView, QueuePosition, QueueStatus, Rating, ServerMessage, Target,
+    AnswerOutcome, Assignment, ConnectionId, JoinOutcome, Latencies, LeaveOutcome, MatchEvent,
+    MatchId, MatchLifecycle, MatchRecord, MatchReport, MatchState, MatchView, MatchWithLifecycle,
+    NotificationId, NotificationKind, OutboxEntry, PartyCancelOutcome, PartyCancelReason,
+    PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyMember, PartyState, PartyView, PlayerId,
+    PlayerStatus, ProposalCancelReason, ProposalView, QueuePosition, QueueStatus, Rating,
+    RatingChange, RatingSystem, RatingUpdates, SeatAssignment, ServerMessage, StoredRating, Target,
     TicketData, TicketId, WorldName,
 };
 pub use error::{ConfigError, StoreError, ValidationError};

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::delivery::{drain_outbox, DeliveryReport, Pusher};
+use crate::delivery::{drain_outbox, DeliveryReport, EventSink, NoEvents, Pusher};
 use crate::domain::{MatchRecord, WorldName};
 use crate::error::StoreError;
 use crate::store::{Housekeeping, MatchStore};
@@ -77,8 +77,18 @@ pub struct TickReport {
 /// concurrently with other ticks (each step is one atomic script). A Redis
 /// failure ends the tick; whatever it did so far is consistent and the next
 /// tick carries on.
-#[tracing::instrument(level = "debug", skip_all)]
+/// Match events are not published (see [`tick_with_events`]).
 pub async fn tick<P: Pusher>(store: &MatchStore, pusher: &P) -> Result<TickReport, StoreError> {
+    tick_with_events(store, pusher, &NoEvents).await
+}
+
+/// [`tick`], publishing match events through `events`.
+#[tracing::instrument(level = "debug", skip_all)]
+pub async fn tick_with_events<P: Pusher, E: EventSink>(
+    store: &MatchStore,
+    pusher: &P,
+    events: &E,
+) -> Result<TickReport, StoreError> {
     let mut worlds = Vec::with_capacity(store.settings().worlds.len());
     let started = Instant::now();
     for world in store.settings().worlds.iter() {
@@ -104,7 +114,7 @@ pub async fn tick<P: Pusher>(store: &MatchStore, pusher: &P) -> Result<TickRepor
         });
     }
     let housekeeping = store.housekeeping(HOUSEKEEPING_LIMIT).await?;
-    let delivery = drain_outbox(store, pusher).await?;
+    let delivery = drain_outbox(store, pusher, events).await?;
     for (world, report) in store.settings().worlds.iter().zip(worlds.iter_mut()) {
         let status = store.queue_status(world).await?;
         report.queue_depth = status.waiting;
@@ -166,18 +176,21 @@ pub enum Round {
 
 /// One matcher loop: its lease token and running totals. [`run_until`]
 /// drives it on a schedule; a local stack can drive it by hand.
-pub struct MatcherLoop<'a, P> {
+pub struct MatcherLoop<'a, P, E = NoEvents> {
     store: &'a MatchStore,
     pusher: &'a P,
+    events: &'a E,
     lease_token: String,
     summary: RunSummary,
 }
 
 impl<'a, P: Pusher> MatcherLoop<'a, P> {
+    /// A loop that publishes no match events (see [`MatcherLoop::with_events`]).
     pub fn new(store: &'a MatchStore, pusher: &'a P) -> Self {
         Self {
             store,
             pusher,
+            events: &NoEvents,
             // Random per loop, so a stale loop can never renew a successor's lease.
             lease_token: format!(
                 "{:016x}{:016x}",
@@ -185,6 +198,19 @@ impl<'a, P: Pusher> MatcherLoop<'a, P> {
                 rand::random::<u64>()
             ),
             summary: RunSummary::default(),
+        }
+    }
+}
+
+impl<'a, P: Pusher, E: EventSink> MatcherLoop<'a, P, E> {
+    /// The same loop, publishing match events through `events`.
+    pub fn with_events<F: EventSink>(self, events: &'a F) -> MatcherLoop<'a, P, F> {
+        MatcherLoop {
+            store: self.store,
+            pusher: self.pusher,
+            events,
+            lease_token: self.lease_token,
+            summary: self.summary,
         }
     }
 
@@ -201,7 +227,7 @@ impl<'a, P: Pusher> MatcherLoop<'a, P> {
     pub async fn round(&mut self) -> Round {
         let outcome = match self.store.acquire_lease(&self.lease_token, LEASE_TTL).await {
             Ok(false) => Round::NotLeader,
-            Ok(true) => match tick(self.store, self.pusher).await {
+            Ok(true) => match tick_with_events(self.store, self.pusher, self.events).await {
                 Ok(report) => Round::Ticked(report),
                 Err(e) => Round::Failed(e),
             },
@@ -220,6 +246,7 @@ impl<'a, P: Pusher> MatcherLoop<'a, P> {
                         retried = report.delivery.retried,
                         dropped = report.delivery.dropped,
                         gone = report.delivery.gone_connections,
+                        events = report.delivery.events,
                         "tick"
                     );
                 }
@@ -250,14 +277,12 @@ impl<'a, P: Pusher> MatcherLoop<'a, P> {
 /// if a whole period fits before it, and a round still running at the
 /// deadline is cut off (its claimed notifications become due again later).
 /// `on_tick` sees every completed tick (the Lambda prints its metrics).
-pub async fn run_until<P: Pusher>(
-    store: &MatchStore,
-    pusher: &P,
+pub async fn run_until<P: Pusher, E: EventSink>(
+    mut matcher: MatcherLoop<'_, P, E>,
     deadline: Instant,
     period: Duration,
     mut on_tick: impl FnMut(&TickReport),
 ) -> RunSummary {
-    let mut matcher = MatcherLoop::new(store, pusher);
     let mut next = Instant::now();
     while next + period <= deadline {
         tokio::time::sleep_until(next).await;

@@ -28,6 +28,7 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
     ("_config.lua", include_str!("../../lua/_config.lua")),
     ("_players.lua", include_str!("../../lua/_players.lua")),
     ("_regions.lua", include_str!("../../lua/_regions.lua")),
+    ("_lifecycle.lua", include_str!("../../lua/_lifecycle.lua")),
     ("_parties.lua", include_str!("../../lua/_parties.lua")),
     ("_tickets.lua", include_str!("../../lua/_tickets.lua")),
     ("_proposals.lua", include_str!("../../lua/_proposals.lua")),
@@ -427,9 +428,9 @@ macro_rules! operations {
 
 operations! {
     join {
-        keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, Outbox, OutboxMeta, Notes,
-               Counters, Parties, Proposals, ProposalExpiry, PlayerRatings, Conns, PlayerConns,
-               Presence],
+        keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
+               OutboxMeta, Notes, Counters, Parties, Proposals, ProposalExpiry, PlayerRatings,
+               Conns, PlayerConns, Presence],
         worlds: First,
         args: [player, data, claimed, latencies, config, claim],
     }
@@ -455,14 +456,24 @@ operations! {
         args: [window, buckets, regions],
     }
     player_status {
-        keys: [Players, Matches, MatchExpiry, Parties, Proposals],
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Parties, Proposals],
         worlds: Many,
         args: [player, window],
     }
     match_record {
-        keys: [Matches, MatchExpiry],
+        keys: [Matches, MatchExpiry, MatchLifecycle],
         worlds: None,
         args: [match_id],
+    }
+    match_assign {
+        keys: [Matches, MatchExpiry, MatchLifecycle, Outbox],
+        worlds: None,
+        args: [match_id, assignment, game_ttl],
+    }
+    match_result {
+        keys: [Matches, MatchExpiry, MatchLifecycle, Outbox, PlayerRatings],
+        worlds: None,
+        args: [match_id, result, changes, record_sha, ratings],
     }
     rating_set {
         keys: [PlayerRatings],
@@ -475,13 +486,13 @@ operations! {
         args: [limit],
     }
     housekeeping {
-        keys: [Players, Matches, MatchExpiry, Outbox, Notes, Counters, Parties, PartyExpiry,
-               Proposals, ProposalExpiry, Conns, ConnExpiry, PlayerConns, Presence],
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
+               PartyExpiry, Proposals, ProposalExpiry, Conns, ConnExpiry, PlayerConns, Presence],
         worlds: Many,
         args: [limit, remove_ticket],
     }
     outbox_claim {
-        keys: [Matches, Outbox, OutboxMeta, Notes, Conns, PlayerConns],
+        keys: [Matches, MatchLifecycle, Outbox, OutboxMeta, Notes, Conns, PlayerConns],
         worlds: None,
         args: [lease, limit, young],
         rest: only,
@@ -493,8 +504,8 @@ operations! {
         rest: settlements,
     }
     conn_register {
-        keys: [Players, Matches, MatchExpiry, Outbox, OutboxMeta, Conns, ConnExpiry, PlayerConns,
-               Presence],
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, OutboxMeta, Conns,
+               ConnExpiry, PlayerConns, Presence],
         worlds: None,
         args: [conn, player, ttl, cap, replay],
     }
@@ -520,16 +531,16 @@ operations! {
         args: [token],
     }
     party_create {
-        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, PlayerRatings,
-               Presence],
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
+               PartyExpiry, Proposals, PlayerRatings, Presence],
         worlds: One,
         args: [leader, data, claimed, latencies, config],
         rest: invited,
     }
     party_join {
-        keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, Outbox, OutboxMeta, Notes,
-               Counters, Parties, PartyExpiry, Proposals, ProposalExpiry, PlayerRatings, Conns,
-               PlayerConns, Presence],
+        keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
+               OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
+               PlayerRatings, Conns, PlayerConns, Presence],
         worlds: One,
         args: [player, party, data, claimed, latencies, config, claim],
     }

@@ -18,10 +18,12 @@ use crate::keyspace::{walk, Keyspace, Scope};
 use crate::{eventually, settings_for};
 
 mod invariants;
+mod lifecycle;
 mod parties;
 mod ready_check;
 mod regions;
 pub use invariants::*;
+pub use lifecycle::*;
 pub use parties::*;
 pub use ready_check::*;
 pub use regions::*;
@@ -78,6 +80,10 @@ macro_rules! for_each_scenario {
             latencies_are_required_or_defaulted_and_spread_is_bounded,
             rated_worlds_with_regions_match_by_rating_within_a_region,
             a_ready_check_keeps_regions_through_a_cancelled_proposal,
+            an_assignment_reaches_every_participant_with_their_own_token,
+            a_player_in_a_game_queues_again_only_after_its_result,
+            a_result_updates_every_rating_once,
+            match_events_are_published_at_least_once,
         );
     };
 }
@@ -223,7 +229,10 @@ pub async fn join_positions_and_instant_match(env: &Env) {
     for p in ["alice", "bob", "carol"] {
         assert_eq!(
             store.player_status(&player(p)).await.unwrap(),
-            PlayerStatus::Matched(record.clone())
+            PlayerStatus::Matched(Box::new(shared::MatchWithLifecycle {
+                record: record.clone(),
+                lifecycle: shared::MatchLifecycle::FORMED,
+            }))
         );
     }
     assert_eq!(
@@ -494,7 +503,10 @@ pub async fn player_ids_round_trip_through_match_records(env: &Env) {
     assert_eq!(record.participants, ids);
     assert_eq!(
         store.player_status(&player(ids[0])).await.unwrap(),
-        PlayerStatus::Matched(record)
+        PlayerStatus::Matched(Box::new(shared::MatchWithLifecycle {
+            record,
+            lifecycle: shared::MatchLifecycle::FORMED,
+        }))
     );
 }
 

@@ -43,7 +43,9 @@ async fn tick(store: &MatchStore, pusher: &ApiGatewayPusher) -> u64 {
         store.sweep_expired_tickets(w, 1000).await.expect("sweep");
     }
     store.housekeeping(1000).await.expect("housekeeping");
-    let report = drain_outbox(store, pusher).await.expect("drain");
+    let report = drain_outbox(store, pusher, &shared::NoEvents)
+        .await
+        .expect("drain");
     for w in store.settings().worlds.iter() {
         store.queue_status(w).await.expect("queue status");
     }

@@ -171,10 +171,13 @@ fn each_operations_security_is_its_routes_access_rule() {
             Access::Scope(ConfiguredScope::RatingsWriter) => {
                 serde_json::json!([{"ratingsWriterJwt": [ConfiguredScope::RatingsWriter.setting()]}])
             }
+            Access::Scope(ConfiguredScope::Server) => {
+                serde_json::json!([{"serverJwt": [ConfiguredScope::Server.setting()]}])
+            }
         };
         assert_eq!(security, &want, "{key:?}: security for {:?}", row.access);
     }
-    for scheme in ["playerJwt", "ratingsWriterJwt"] {
+    for scheme in ["playerJwt", "ratingsWriterJwt", "serverJwt"] {
         let declared = &doc["components"]["securitySchemes"][scheme];
         assert_eq!(
             (

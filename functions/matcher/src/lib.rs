@@ -22,7 +22,7 @@ use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use lambda_common::metrics::{emf_line, WorldTickMetrics};
 use lambda_runtime::LambdaEvent;
 use shared::matcher::{run_until, MatcherLoop, Round, RunSummary, TickReport, TICK_PERIOD};
-use shared::{MatchStore, Pusher};
+use shared::{EventSink, MatchStore, Pusher};
 use tokio::time::Instant;
 
 /// Time left unused before the invocation's deadline, for releasing the
@@ -156,13 +156,14 @@ pub fn loop_deadline(invocation_deadline_ms: u64, margin: Duration) -> Instant {
 
 /// The fallback run: one round (take the lease, tick if held), cut off
 /// after `limit`, then release the lease.
-pub async fn run_one_tick<P: Pusher>(
+pub async fn run_one_tick<P: Pusher, E: EventSink>(
     store: &MatchStore,
     pusher: &P,
+    events: &E,
     limit: Duration,
     mut on_tick: impl FnMut(&TickReport),
 ) -> RunSummary {
-    let mut matcher = MatcherLoop::new(store, pusher);
+    let mut matcher = MatcherLoop::new(store, pusher).with_events(events);
     let cut_off = match tokio::time::timeout(limit, matcher.round()).await {
         Ok(Round::Ticked(report)) => {
             on_tick(&report);
@@ -185,28 +186,29 @@ pub async fn run_one_tick<P: Pusher>(
 /// deadline, or run one tick (see the crate docs); returns
 /// [`MatcherResult::to_json`].
 #[tracing::instrument(skip_all, fields(request_id = %event.context.request_id, source = %event.payload.source))]
-pub async fn handle_schedule<P: Pusher>(
+pub async fn handle_schedule<P: Pusher, E: EventSink>(
     store: &MatchStore,
     pusher: &P,
+    events: &E,
     event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
 ) -> Result<serde_json::Value, lambda_runtime::Error> {
-    let result = run_invocation(store, pusher, event.context.deadline).await;
+    let result = run_invocation(store, pusher, events, event.context.deadline).await;
     tracing::info!(?result, "matcher invocation done");
     Ok(result.to_json())
 }
 
 /// One invocation with deadline `invocation_deadline_ms` (Unix
 /// milliseconds), as [`handle_schedule`] runs it.
-pub async fn run_invocation<P: Pusher>(
+pub async fn run_invocation<P: Pusher, E: EventSink>(
     store: &MatchStore,
     pusher: &P,
+    events: &E,
     invocation_deadline_ms: u64,
 ) -> MatcherResult {
     match plan_loop(invocation_deadline_ms, unix_now_ms(), DEADLINE_MARGIN) {
         LoopPlan::UntilDeadline(run_for) => MatcherResult {
             summary: run_until(
-                store,
-                pusher,
+                MatcherLoop::new(store, pusher).with_events(events),
                 Instant::now() + run_for,
                 TICK_PERIOD,
                 print_metrics,
@@ -223,7 +225,8 @@ pub async fn run_invocation<P: Pusher>(
                 "implausible invocation deadline (not Lambda's): running one tick"
             );
             MatcherResult {
-                summary: run_one_tick(store, pusher, FALLBACK_TICK_LIMIT, print_metrics).await,
+                summary: run_one_tick(store, pusher, events, FALLBACK_TICK_LIMIT, print_metrics)
+                    .await,
                 stop: StopReason::FallbackDeadline,
                 invocation_deadline_ms,
                 fallback_reason: Some(reason),

@@ -15,7 +15,7 @@ async fn main() -> Result<(), Error> {
     let (store, pusher) = reported(clients().await).await?;
     let (store, pusher) = (&store, &pusher);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| async move {
-        matcher::handle_schedule(store, pusher, event).await
+        matcher::handle_schedule(store, pusher, &shared::NoEvents, event).await
     }))
     .await
 }

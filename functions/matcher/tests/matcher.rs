@@ -7,7 +7,7 @@ use integration_tests::{eventually, settings_for, RedisServer};
 use lambda_common::push::ApiGatewayPusher;
 use lambda_runtime::Context;
 use serde_json::{json, Value};
-use shared::delivery::DeliveryReport;
+use shared::delivery::{DeliveryReport, NoEvents};
 use shared::matcher::{run_until, tick, MatcherLoop, Round, RunSummary, TickReport, LEASE_TTL};
 use shared::{
     ConnectionId, MatchRecord, MatchStore, NotificationId, NotificationKind, PlayerId,
@@ -81,7 +81,7 @@ impl Env {
             .await
             .unwrap()
         {
-            PlayerStatus::Matched(record) => record,
+            PlayerStatus::Matched(m) => m.record,
             other => panic!("{player} is not matched: {other:?}"),
         }
     }
@@ -164,7 +164,7 @@ async fn the_schedule_event_runs_the_loop_and_returns_before_the_deadline() {
     let event = schedule_event(Duration::from_millis(3500));
     let started = Instant::now();
     let deadline_ms = event.context.deadline;
-    let result = handle_schedule(&env.store, &env.pusher, event)
+    let result = handle_schedule(&env.store, &env.pusher, &NoEvents, event)
         .await
         .unwrap();
     let took = started.elapsed();
@@ -374,8 +374,18 @@ async fn two_matcher_loops_share_one_lease_and_never_double_match() {
     let deadline = Instant::now() + Duration::from_millis(1500);
     let period = Duration::from_millis(100);
     let (one, two) = tokio::join!(
-        run_until(&env.store, &env.pusher, deadline, period, |_| {}),
-        run_until(&env.store, &env.pusher, deadline, period, |_| {}),
+        run_until(
+            MatcherLoop::new(&env.store, &env.pusher),
+            deadline,
+            period,
+            |_| {}
+        ),
+        run_until(
+            MatcherLoop::new(&env.store, &env.pusher),
+            deadline,
+            period,
+            |_| {}
+        ),
     );
     let (leader, follower) = if one.ticks > 0 {
         (one, two)
@@ -500,8 +510,7 @@ async fn the_run_loop_ticks_on_its_period_and_stops_before_the_deadline() {
     let started = Instant::now();
     let deadline = started + Duration::from_millis(1250);
     let summary = run_until(
-        &env.store,
-        &env.pusher,
+        MatcherLoop::new(&env.store, &env.pusher),
         deadline,
         Duration::from_millis(200),
         |_| {},
@@ -520,8 +529,7 @@ async fn the_run_loop_ticks_on_its_period_and_stops_before_the_deadline() {
     assert!(ended - started >= Duration::from_millis(800));
     // A deadline already (nearly) reached runs nothing.
     let none = run_until(
-        &env.store,
-        &env.pusher,
+        MatcherLoop::new(&env.store, &env.pusher),
         Instant::now() + Duration::from_millis(50),
         Duration::from_millis(200),
         |_| {},
@@ -643,7 +651,7 @@ async fn an_implausible_deadline_runs_one_tick_and_says_why() {
         let mut event = schedule_event(Duration::ZERO);
         event.context.deadline = deadline_ms;
         let started = Instant::now();
-        let result = handle_schedule(&env.store, &env.pusher, event)
+        let result = handle_schedule(&env.store, &env.pusher, &NoEvents, event)
             .await
             .unwrap();
         assert!(
@@ -665,7 +673,7 @@ async fn an_implausible_deadline_runs_one_tick_and_says_why() {
         "{:?}",
         env.server.posts()
     );
-    let typed = run_invocation(&env.store, &env.pusher, 0).await;
+    let typed = run_invocation(&env.store, &env.pusher, &NoEvents, 0).await;
     assert_eq!(typed.stop, StopReason::FallbackDeadline);
     assert_eq!(typed.summary.ticks, 1);
     assert_eq!(typed.to_json()["stop"], "fallback-deadline");
@@ -677,14 +685,21 @@ async fn the_fallback_tick_is_bounded() {
     let env = env("fallback-bounded", "world1:3").await;
     // A warm connection first, so the paused server stalls a command.
     assert_eq!(
-        run_one_tick(&env.store, &env.pusher, WAIT, |_| {})
+        run_one_tick(&env.store, &env.pusher, &NoEvents, WAIT, |_| {})
             .await
             .ticks,
         1
     );
     env.redis.pause();
     let started = Instant::now();
-    let summary = run_one_tick(&env.store, &env.pusher, Duration::from_millis(300), |_| {}).await;
+    let summary = run_one_tick(
+        &env.store,
+        &env.pusher,
+        &NoEvents,
+        Duration::from_millis(300),
+        |_| {},
+    )
+    .await;
     let took = started.elapsed();
     env.redis.resume();
     assert_eq!(summary.ticks, 0, "{summary:?}");

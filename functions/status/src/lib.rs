@@ -1,6 +1,9 @@
 //! The player-record routes: `GET /v1/matching/queue-status/{worldType}`,
 //! `GET /v1/matching/my-status`, `GET /v1/matching/matches/{matchId}` (reads)
-//! and the privileged `PUT /v1/ratings/{playerId}`. None of them pushes.
+//! and the privileged `PUT /v1/ratings/{playerId}`,
+//! `POST /v1/matching/matches/{matchId}/assignment` and `.../result` (their
+//! announcements go through the outbox: the matcher pushes them). None of
+//! them pushes.
 //! The mapping lives in [`lambda_common::http`]; this crate only wires it to the
 //! Lambda runtime.
 
@@ -20,6 +23,8 @@ pub async fn handle(app: &App, req: Request) -> Result<Response<Body>, Error> {
         Some(Route::MyStatus) => http::my_status(&app.store, req).await,
         Some(Route::Match) => http::match_record(&app.store, req).await,
         Some(Route::Rating) => http::put_rating(&app.store, req).await,
+        Some(Route::Assign) => http::assign(&app.store, req).await,
+        Some(Route::Report) => http::report(&app.store, req).await,
         // Another function's route, or none: what an unknown path gets.
         _ => Ok(http::not_found(&req)),
     }

@@ -49,6 +49,17 @@ pub struct Settings {
     pub instant_match: bool,
     /// How long match records (and players' pointers to them) are kept.
     pub match_ttl: Duration,
+    /// How long a match's record is kept from its assignment on: the
+    /// longest a game may last (its players may not queue again meanwhile,
+    /// unless its result comes first).
+    pub game_ttl: Duration,
+    /// The scope (or claim) a game server's or allocator's token carries
+    /// (rule set `servers.scope`): assignments and results. `None`: nobody
+    /// may post them.
+    pub server_scope: Option<String>,
+    /// Send one match event per durable match to the studio's allocator
+    /// (`MM_MATCH_EVENTS`; the matcher publishes them).
+    pub match_events: bool,
     /// How long a WebSocket connection stays registered (and its player
     /// present) after its last heartbeat: missed heartbeats, not a fixed
     /// lifetime, end a registration whose `$disconnect` never came.
@@ -142,29 +153,31 @@ impl Settings {
             reason: e.to_string(),
         })?;
         let ticket_ttl = secs("MM_TICKET_TTL_SECS", 600, 1)?;
-        let (worlds, ratings) = match (get("MM_RULES"), get("MM_RULES_FILE"), get("MM_WORLDS")) {
-            (Some(_), Some(_), _) | (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
-                return Err(ConfigError {
-                    var: "MM_RULES",
-                    reason: "set only one of MM_RULES, MM_RULES_FILE and MM_WORLDS".into(),
-                })
-            }
-            (Some(text), None, None) => rules::parse("MM_RULES", &text, ticket_ttl)?,
-            (None, Some(path), None) => {
-                let text = std::fs::read_to_string(&path).map_err(|e| ConfigError {
-                    var: "MM_RULES_FILE",
-                    reason: format!("cannot read {path}: {e}"),
-                })?;
-                rules::parse("MM_RULES_FILE", &text, ticket_ttl)?
-            }
-            (None, None, worlds) => (
-                WorldCatalog::parse(
-                    &worlds.unwrap_or_else(|| "world1:3,world2:3,world3:3".into()),
-                    ticket_ttl,
-                )?,
-                RatingSettings::default(),
-            ),
-        };
+        let (worlds, ratings, server_scope) =
+            match (get("MM_RULES"), get("MM_RULES_FILE"), get("MM_WORLDS")) {
+                (Some(_), Some(_), _) | (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
+                    return Err(ConfigError {
+                        var: "MM_RULES",
+                        reason: "set only one of MM_RULES, MM_RULES_FILE and MM_WORLDS".into(),
+                    })
+                }
+                (Some(text), None, None) => rules::parse("MM_RULES", &text, ticket_ttl)?,
+                (None, Some(path), None) => {
+                    let text = std::fs::read_to_string(&path).map_err(|e| ConfigError {
+                        var: "MM_RULES_FILE",
+                        reason: format!("cannot read {path}: {e}"),
+                    })?;
+                    rules::parse("MM_RULES_FILE", &text, ticket_ttl)?
+                }
+                (None, None, worlds) => (
+                    WorldCatalog::parse(
+                        &worlds.unwrap_or_else(|| "world1:3,world2:3,world3:3".into()),
+                        ticket_ttl,
+                    )?,
+                    RatingSettings::default(),
+                    None,
+                ),
+            };
         let heartbeat_interval = secs("MM_HEARTBEAT_SECS", DEFAULT_HEARTBEAT.as_secs(), 1)?;
         let presence_timeout = secs(
             "MM_PRESENCE_TIMEOUT_SECS",
@@ -218,6 +231,9 @@ impl Settings {
             ratings,
             instant_match: flag("MM_INSTANT_MATCH", true)?,
             match_ttl: secs("MM_MATCH_TTL_SECS", 600, 1)?,
+            game_ttl: secs("MM_GAME_TTL_SECS", 3600, 1)?,
+            server_scope,
+            match_events: flag("MM_MATCH_EVENTS", false)?,
             presence_timeout,
             heartbeat_interval,
             party_ttl: secs("MM_PARTY_TTL_SECS", 120, 1)?,

@@ -12,7 +12,7 @@ use super::{
     BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck, RegionRules,
     World, WorldCatalog,
 };
-use crate::domain::WorldName;
+use crate::domain::{RatingSystem, RatingUpdates, WorldName};
 use crate::error::ConfigError;
 
 /// Most players in one match. A `MATCH_FOUND` must fit in one API Gateway
@@ -33,7 +33,16 @@ pub const ANCHORS_PER_CALL: u32 = 50;
 struct Document {
     #[serde(default)]
     ratings: Option<Value>,
+    #[serde(default)]
+    servers: Option<ServersSection>,
     worlds: Vec<Value>,
+}
+
+/// Who speaks for game servers (assignments, results).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ServersSection {
+    scope: String,
 }
 
 /// Where ratings come from, as written in the document.
@@ -52,6 +61,131 @@ struct RatingsSection {
     writer_scope: Option<String>,
 }
 
+/// How results move ratings, as written in the document.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct UpdatesSection {
+    system: UpdateSystem,
+    #[serde(default)]
+    uncertainty: Option<f64>,
+    #[serde(default)]
+    beta: Option<f64>,
+    #[serde(default)]
+    k: Option<f64>,
+    #[serde(default)]
+    tau: Option<f64>,
+    #[serde(default)]
+    conservative_k: Option<f64>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum UpdateSystem {
+    WengLin,
+    Elo,
+    Glicko2,
+    None,
+}
+
+/// Weng-Lin's and Glicko-2's starting uncertainty, on Glicko's scale.
+pub const DEFAULT_UNCERTAINTY: f64 = 350.0;
+pub const DEFAULT_ELO_K: f64 = 32.0;
+pub const DEFAULT_GLICKO2_TAU: f64 = 0.5;
+
+impl UpdatesSection {
+    fn validate(&self, ratings: &RatingSettings) -> Result<Option<RatingUpdates>, String> {
+        let positive = |field: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "rating.updates.{field}: must be a number > 0, got {v}"
+                ))
+            }
+        };
+        let only = |field: &str, set: bool, systems: &str| {
+            if set {
+                Err(format!("rating.updates.{field}: only for {systems}"))
+            } else {
+                Ok(())
+            }
+        };
+        let uncertainty = positive(
+            "uncertainty",
+            self.uncertainty.unwrap_or(DEFAULT_UNCERTAINTY),
+        )?;
+        let system = match self.system {
+            UpdateSystem::None => {
+                let any = self.uncertainty.is_some()
+                    || self.beta.is_some()
+                    || self.k.is_some()
+                    || self.tau.is_some()
+                    || self.conservative_k.is_some();
+                only("*", any, "a system other than none")?;
+                return Ok(None);
+            }
+            UpdateSystem::WengLin => {
+                only("k", self.k.is_some(), "elo")?;
+                only("tau", self.tau.is_some(), "glicko2")?;
+                RatingSystem::WengLin {
+                    beta: positive("beta", self.beta.unwrap_or(uncertainty / 2.0))?,
+                }
+            }
+            UpdateSystem::Elo => {
+                only("beta", self.beta.is_some(), "weng-lin")?;
+                only("tau", self.tau.is_some(), "glicko2")?;
+                only(
+                    "uncertainty",
+                    self.uncertainty.is_some(),
+                    "weng-lin and glicko2",
+                )?;
+                only(
+                    "conservativeK",
+                    self.conservative_k.is_some(),
+                    "weng-lin and glicko2",
+                )?;
+                RatingSystem::Elo {
+                    k: positive("k", self.k.unwrap_or(DEFAULT_ELO_K))?,
+                }
+            }
+            UpdateSystem::Glicko2 => {
+                only("beta", self.beta.is_some(), "weng-lin")?;
+                only("k", self.k.is_some(), "elo")?;
+                RatingSystem::Glicko2 {
+                    tau: positive("tau", self.tau.unwrap_or(DEFAULT_GLICKO2_TAU))?,
+                }
+            }
+        };
+        let conservative_k = self.conservative_k.unwrap_or(0.0);
+        if !(0.0..=10.0).contains(&conservative_k) {
+            return Err(format!(
+                "rating.updates.conservativeK: must be 0..=10, got {conservative_k}"
+            ));
+        }
+        Ok(Some(RatingUpdates {
+            system,
+            initial_uncertainty: uncertainty,
+            conservative_k,
+            min: ratings.min,
+            max: ratings.max,
+        }))
+    }
+}
+
+/// The updates of a rated world that names none: Weng-Lin with the
+/// default uncertainty.
+fn default_updates(ratings: &RatingSettings) -> RatingUpdates {
+    RatingUpdates {
+        system: RatingSystem::WengLin {
+            beta: DEFAULT_UNCERTAINTY / 2.0,
+        },
+        initial_uncertainty: DEFAULT_UNCERTAINTY,
+        conservative_k: 0.0,
+        min: ratings.min,
+        max: ratings.max,
+    }
+}
+
 /// A rated world's window, as written in the document.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -60,6 +194,8 @@ struct RatingSection {
     widen_per_second: f64,
     max_window: f64,
     relax_after_seconds: f64,
+    #[serde(default)]
+    updates: Option<UpdatesSection>,
 }
 
 /// A rated team world's balance window, as written in the document.
@@ -231,7 +367,7 @@ impl BalanceSection {
 }
 
 impl RatingSection {
-    fn validate(&self) -> Result<RatingRules, String> {
+    fn validate(&self, ratings: &RatingSettings) -> Result<RatingRules, String> {
         let base_window = finite_at_least("rating.baseWindow", self.base_window, 0.0)?;
         let widen_per_second =
             finite_at_least("rating.widenPerSecond", self.widen_per_second, 0.0)?;
@@ -248,6 +384,10 @@ impl RatingSection {
             retry: ANCHOR_RETRY,
             anchors_per_call: ANCHORS_PER_CALL,
             balance: None,
+            updates: match &self.updates {
+                None => Some(default_updates(ratings)),
+                Some(section) => section.validate(ratings)?,
+            },
         })
     }
 }
@@ -293,7 +433,7 @@ pub fn parse(
     source: &'static str,
     text: &str,
     default_ttl: Duration,
-) -> Result<(WorldCatalog, RatingSettings), ConfigError> {
+) -> Result<(WorldCatalog, RatingSettings, Option<String>), ConfigError> {
     let err = |reason: String| ConfigError {
         var: source,
         reason,
@@ -349,7 +489,7 @@ pub fn parse(
                 return Err(at("rating: required for \"mode\": \"rating\"".into()))
             }
             (Mode::Rating, Some(section)) => {
-                let mut rated = section.validate().map_err(at)?;
+                let mut rated = section.validate(&ratings).map_err(at)?;
                 if teams > 1 {
                     // Unless told otherwise, the team averages may differ
                     // as much as the ratings in the anchor's window.
@@ -413,7 +553,14 @@ pub fn parse(
         });
     }
     let catalog = WorldCatalog::new(worlds).map_err(|e| err(e.reason))?;
-    Ok((catalog, ratings))
+    let server_scope = match doc.servers {
+        None => None,
+        Some(s) if s.scope.trim().is_empty() => {
+            return Err(err("servers.scope: must not be empty".into()))
+        }
+        Some(s) => Some(s.scope),
+    };
+    Ok((catalog, ratings, server_scope))
 }
 
 #[cfg(test)]

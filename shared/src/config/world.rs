@@ -144,6 +144,9 @@ pub struct RatingRules {
     /// With teams: how far the team averages may differ, widening with the
     /// anchor's wait like the window (and lifted at `relax_after` too).
     pub balance: Option<BalanceRules>,
+    /// How reported results move the players' ratings; `None`: they do not
+    /// (the studio maintains the ratings store itself).
+    pub updates: Option<crate::domain::RatingUpdates>,
 }
 
 /// A rated team world's balance window: `min(base + per_second * wait, max)`.

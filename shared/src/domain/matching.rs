@@ -143,6 +143,13 @@ pub enum JoinOutcome {
         world_type: WorldName,
         retry_after_ms: u64,
     },
+    /// The player's latest match is being played (a server is assigned and
+    /// no result is in); nothing changed.
+    InMatch {
+        match_id: MatchId,
+        /// Where the game is, as this player may see it.
+        assignment: Option<super::lifecycle::SeatAssignment>,
+    },
 }
 
 /// The reply to a leave.
@@ -207,7 +214,9 @@ pub enum PlayerStatus {
     Party(PartyView),
     /// In a match proposal awaiting answers (a ready check).
     Proposed(ProposalView),
-    Matched(MatchRecord),
+    /// The player's latest match (while its record lives) and what
+    /// happened to it since.
+    Matched(Box<super::lifecycle::MatchWithLifecycle>),
 }
 
 /// Recent match throughput of a world, as the scripts report it: how many

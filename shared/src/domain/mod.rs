@@ -4,10 +4,12 @@
 
 mod ids;
 mod latency;
+mod lifecycle;
 mod matching;
 mod notification;
 mod party;
 mod proposal;
+mod rating;
 mod ticket;
 
 pub(crate) use ids::check_name;
@@ -16,6 +18,11 @@ pub use ids::{
     MAX_MATCH_ID_CHARS, MAX_NAME_CHARS, MAX_PLAYER_ID_CHARS,
 };
 pub use latency::Latencies;
+pub use lifecycle::{
+    Assignment, EventPlayer, LifecycleView, MatchEvent, MatchLifecycle, MatchReport, MatchState,
+    MatchView, MatchWithLifecycle, Placing, PlayerAssignment, SeatAssignment, MAX_CONNECTION_CHARS,
+    MAX_PROPERTIES_BYTES, MAX_TOKEN_CHARS,
+};
 pub use matching::{
     JoinOutcome, LeaveOutcome, MatchRecord, PlayerStatus, QueuePosition, QueueStatus, RatedTicket,
     RatingBucket, RatingDistribution, WaitStats,
@@ -29,4 +36,5 @@ pub use party::{
     PartyState, PartyView, TicketId,
 };
 pub use proposal::{AnswerOutcome, ProposalCancelReason, ProposalView};
+pub use rating::{RatingChange, RatingSystem, RatingUpdates, StoredRating};
 pub use ticket::{TicketData, MAX_TICKET_DATA_BYTES, MAX_TICKET_DATA_DEPTH};

@@ -5,9 +5,11 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::ids::{printable_excerpt, ConnectionId, MatchId, PartyId, PlayerId, WorldName};
+use super::lifecycle::{MatchLifecycle, MatchReport, MatchState, SeatAssignment};
 use super::matching::MatchRecord;
 use super::party::{PartyCancelReason, PartyView};
 use super::proposal::ProposalCancelReason;
+use super::rating::RatingChange;
 use crate::error::ValidationError;
 
 /// Why a ticket was removed before it was matched.
@@ -25,8 +27,17 @@ pub enum NotificationKind {
     MatchFound {
         match_id: MatchId,
     },
-    /// MATCH_FOUND again, to one connection that opened just after the match
-    /// formed and may have missed the first push.
+    /// MATCH_ASSIGNED (the server to connect to) to every participant.
+    MatchAssigned {
+        match_id: MatchId,
+    },
+    /// MATCH_RESULT (how it ended, their new rating) to every participant.
+    MatchResult {
+        match_id: MatchId,
+    },
+    /// MATCH_FOUND again (MATCH_ASSIGNED once a server is assigned), to one
+    /// connection that opened after the match formed and may have missed
+    /// the first push.
     MatchReplay {
         match_id: MatchId,
         connection: ConnectionId,
@@ -57,14 +68,21 @@ pub struct NotificationId {
 }
 
 impl NotificationId {
-    /// Parses `M|<match>`, `C|<match>|<connection>`, `X|<world>|<player>`,
-    /// `G|<world>|<player>` or `N|<note>`. Match ids and world names never
+    /// Parses `M|<match>`, `A|<match>`, `R|<match>`,
+    /// `C|<match>|<connection>`, `X|<world>|<player>`, `G|<world>|<player>`
+    /// or `N|<note>`. Match ids and world names never
     /// contain `|`, so the last part is everything after the second one.
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
         let bad = || ValidationError::BadNotificationId(printable_excerpt(raw));
         let (tag, rest) = raw.split_once('|').ok_or_else(bad)?;
         let kind = match tag {
             "M" => NotificationKind::MatchFound {
+                match_id: MatchId::parse(rest)?,
+            },
+            "A" => NotificationKind::MatchAssigned {
+                match_id: MatchId::parse(rest)?,
+            },
+            "R" => NotificationKind::MatchResult {
                 match_id: MatchId::parse(rest)?,
             },
             "N" => NotificationKind::Note {
@@ -139,9 +157,14 @@ pub struct OutboxEntry {
     /// How long ago delivery was first attempted, by Redis's clock;
     /// undeliverable entries are dropped once this exceeds the match lifetime.
     pub age_ms: u64,
-    /// The match record of a MATCH_FOUND entry; `None` once it has expired
+    /// The match record of a match's entry; `None` once it has expired
     /// (the entry is then dropped).
     pub record: Option<MatchRecord>,
+    /// What happened to that match since it formed.
+    pub lifecycle: Option<MatchLifecycle>,
+    /// A MATCH_FOUND entry whose match event (for the studio's allocator)
+    /// is still to be sent: target 0 when settling.
+    pub event_pending: bool,
     /// The message of a note entry; `None` once the note is gone.
     pub note: Option<ServerMessage>,
     /// The players still to tell.
@@ -149,13 +172,73 @@ pub struct OutboxEntry {
 }
 
 impl OutboxEntry {
-    /// The message to push, or `None` when there is nothing left to say (the
-    /// match record expired before anyone was told).
+    /// Whether the message differs per target (a player's own token or
+    /// rating): built per target then, else once.
+    pub fn is_personal(&self) -> bool {
+        match &self.id.kind {
+            NotificationKind::MatchAssigned { .. } | NotificationKind::MatchResult { .. } => true,
+            NotificationKind::MatchReplay { .. } => self.is_assigned(),
+            _ => false,
+        }
+    }
+
+    fn is_assigned(&self) -> bool {
+        self.lifecycle
+            .as_ref()
+            .is_some_and(|l| l.assignment.is_some())
+            && self.lifecycle.as_ref().map(|l| l.state) == Some(MatchState::Assigned)
+    }
+
+    /// The message to push to `target`, or `None` when there is nothing
+    /// left to say (the match record expired before anyone was told).
+    pub fn message_for(&self, target: &Target) -> Option<ServerMessage> {
+        let player = &target.player;
+        match &self.id.kind {
+            NotificationKind::MatchAssigned { .. } => self.assigned_message(player),
+            NotificationKind::MatchReplay { .. } if self.is_assigned() => {
+                self.assigned_message(player)
+            }
+            NotificationKind::MatchResult { .. } => {
+                let record = self.record.as_ref()?;
+                let life = self.lifecycle.as_ref()?;
+                Some(ServerMessage::MatchResult {
+                    match_id: record.match_id.clone(),
+                    world_type: record.world_type.clone(),
+                    result: life.report.clone()?,
+                    rating: life
+                        .rating_changes
+                        .as_ref()
+                        .and_then(|changes| changes.get(player))
+                        .copied(),
+                })
+            }
+            _ => self.message(),
+        }
+    }
+
+    fn assigned_message(&self, player: &PlayerId) -> Option<ServerMessage> {
+        let record = self.record.clone()?;
+        let assignment = self
+            .lifecycle
+            .as_ref()?
+            .assignment
+            .as_ref()?
+            .seat_of(player);
+        Some(ServerMessage::MatchAssigned {
+            record,
+            assignment,
+            player_data_omitted: false,
+        })
+    }
+
+    /// The message every target hears (entries that are not personal), or
+    /// `None` when there is nothing left to say.
     pub fn message(&self) -> Option<ServerMessage> {
         match &self.id.kind {
             NotificationKind::MatchFound { .. } | NotificationKind::MatchReplay { .. } => {
                 self.record.clone().map(ServerMessage::match_found)
             }
+            NotificationKind::MatchAssigned { .. } | NotificationKind::MatchResult { .. } => None,
             NotificationKind::TicketExpired { world, .. } => Some(ServerMessage::TicketExpired {
                 world_type: world.clone(),
             }),
@@ -300,6 +383,26 @@ pub enum ServerMessage {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         player_data_omitted: bool,
     },
+    /// The studio's allocator assigned the match a server: where to
+    /// connect, with this player's own token.
+    #[serde(rename_all = "camelCase")]
+    MatchAssigned {
+        #[serde(flatten)]
+        record: MatchRecord,
+        assignment: SeatAssignment,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        player_data_omitted: bool,
+    },
+    /// The game server reported the result; `rating` is this player's
+    /// rating change (rated worlds that update ratings).
+    #[serde(rename_all = "camelCase")]
+    MatchResult {
+        match_id: MatchId,
+        world_type: WorldName,
+        result: MatchReport,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rating: Option<RatingChange>,
+    },
     #[serde(rename_all = "camelCase")]
     TicketExpired { world_type: WorldName },
     #[serde(rename_all = "camelCase")]
@@ -382,17 +485,29 @@ impl ServerMessage {
         if json.len() <= MAX_MESSAGE_BYTES {
             return Ok(json);
         }
-        if let ServerMessage::MatchFound { record, .. } = self {
-            if record.player_data.is_some() {
-                let slim = ServerMessage::MatchFound {
-                    record: MatchRecord {
-                        player_data: None,
-                        ..record.clone()
-                    },
+        let slim = |record: &MatchRecord| MatchRecord {
+            player_data: None,
+            ..record.clone()
+        };
+        match self {
+            ServerMessage::MatchFound { record, .. } if record.player_data.is_some() => {
+                return ServerMessage::MatchFound {
+                    record: slim(record),
                     player_data_omitted: true,
-                };
-                return slim.to_bounded_json();
+                }
+                .to_bounded_json();
             }
+            ServerMessage::MatchAssigned {
+                record, assignment, ..
+            } if record.player_data.is_some() => {
+                return ServerMessage::MatchAssigned {
+                    record: slim(record),
+                    assignment: assignment.clone(),
+                    player_data_omitted: true,
+                }
+                .to_bounded_json();
+            }
+            _ => {}
         }
         Err(MessageTooLarge { bytes: json.len() })
     }

@@ -103,6 +103,10 @@ pub enum PartyCreateOutcome {
     LeaderInParty {
         party_id: PartyId,
     },
+    /// The leader's match is being played; nothing changed.
+    LeaderInMatch {
+        match_id: super::ids::MatchId,
+    },
     /// An invited player waits in a queue or belongs to a party; nothing
     /// changed.
     MemberBusy {
@@ -165,6 +169,10 @@ pub enum PartyJoinOutcome {
     /// The player belongs to another party; nothing changed.
     InParty {
         party_id: PartyId,
+    },
+    /// The player's match is being played; nothing changed.
+    InMatch {
+        match_id: super::ids::MatchId,
     },
     NotConnected {
         world_type: WorldName,

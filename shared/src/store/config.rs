@@ -214,6 +214,7 @@ mod tests {
             retry: Duration::from_secs(1),
             anchors_per_call: 50,
             balance: None,
+            updates: None,
         });
         let encoded = configs.get(&s, &w).unwrap();
         let v: serde_json::Value = serde_json::from_str(&encoded).unwrap();

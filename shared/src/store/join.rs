@@ -7,8 +7,8 @@ use super::reply::{FormedMatches, Reply};
 use super::MatchStore;
 use crate::config::World;
 use crate::domain::{
-    ConnectionId, JoinOutcome, Latencies, PlayerId, ProposalView, QueuePosition, RatedTicket,
-    Rating, TicketData, WaitStats, WorldName,
+    ConnectionId, JoinOutcome, Latencies, MatchId, MatchLifecycle, PlayerId, ProposalView,
+    QueuePosition, RatedTicket, Rating, TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -174,6 +174,15 @@ impl MatchStore {
                 let world = reply.text("world")?;
                 JoinOutcome::InParty {
                     world_type: WorldName::parse(&world).map_err(|e| bad("world", &e))?,
+                }
+            }
+            "IN_MATCH" => {
+                let match_id = reply.parsed("match id", MatchId::parse)?;
+                let raw = reply.text("lifecycle")?;
+                let lifecycle = MatchLifecycle::parse(&raw).map_err(|e| bad("lifecycle", &e))?;
+                JoinOutcome::InMatch {
+                    match_id,
+                    assignment: lifecycle.assignment.map(|a| a.seat_of(player)),
                 }
             }
             "COOLING_DOWN" => JoinOutcome::CoolingDown {

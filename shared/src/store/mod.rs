@@ -15,7 +15,9 @@ mod join;
 mod lease_acquire;
 mod lease_release;
 mod leave;
+mod match_assign;
 mod match_record;
+mod match_result;
 mod outbox_claim;
 mod outbox_settle;
 mod party_cancel;
@@ -50,6 +52,8 @@ pub use conn_unregister::Unregistered;
 pub use form_matches::MatchBatch;
 pub use housekeeping::Housekeeping;
 pub use join::{JoinInput, JoinReply};
+pub use match_assign::AssignOutcome;
+pub use match_result::{RatingWrite, ResultOutcome};
 pub use outbox_settle::Settlement;
 
 /// A connection to a single endpoint or to a cluster.

@@ -4,7 +4,8 @@ use super::reply::Reply;
 use super::{JoinInput, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    Latencies, PartyCreateOutcome, PartyId, PartyView, PlayerId, Rating, TicketData, WorldName,
+    Latencies, MatchId, PartyCreateOutcome, PartyId, PartyView, PlayerId, Rating, TicketData,
+    WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -68,6 +69,9 @@ impl MatchStore {
             },
             "IN_PARTY" => PartyCreateOutcome::LeaderInParty {
                 party_id: reply.parsed("party id", PartyId::parse)?,
+            },
+            "IN_MATCH" => PartyCreateOutcome::LeaderInMatch {
+                match_id: reply.parsed("match id", MatchId::parse)?,
             },
             "BUSY" => PartyCreateOutcome::MemberBusy {
                 player: reply.parsed("player", PlayerId::parse)?,

@@ -7,8 +7,8 @@ use super::reply::{FormedMatches, Reply};
 use super::{JoinInput, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    Latencies, PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating, TicketData,
-    WaitStats, WorldName,
+    Latencies, MatchId, PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating,
+    TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -118,6 +118,9 @@ impl MatchStore {
             },
             "BUSY" => PartyJoinOutcome::Busy {
                 world_type: reply.parsed("world", WorldName::parse)?,
+            },
+            "IN_MATCH" => PartyJoinOutcome::InMatch {
+                match_id: reply.parsed("match id", MatchId::parse)?,
             },
             "IN_PARTY" => PartyJoinOutcome::InParty {
                 party_id: reply.parsed("party id", PartyId::parse)?,

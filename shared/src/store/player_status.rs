@@ -22,7 +22,7 @@ impl MatchStore {
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, true).await?)?;
         let status = match reply.text("status")?.as_str() {
             "IDLE" => PlayerStatus::Idle,
-            "MATCHED" => PlayerStatus::Matched(reply.json("match record")?),
+            "MATCHED" => PlayerStatus::Matched(Box::new(reply.match_with_lifecycle()?)),
             "PARTY" => PlayerStatus::Party(reply.json("party")?),
             "PROPOSED" => PlayerStatus::Proposed(reply.json("proposal")?),
             "QUEUED" => {

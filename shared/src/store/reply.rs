@@ -8,7 +8,8 @@ use serde::de::DeserializeOwned;
 use redis::Value;
 
 use crate::domain::{
-    MatchRecord, NotificationId, NotificationKind, OutboxEntry, PlayerId, ServerMessage, Target,
+    MatchLifecycle, MatchRecord, MatchWithLifecycle, NotificationId, NotificationKind, OutboxEntry,
+    PlayerId, ServerMessage, Target,
 };
 use crate::error::StoreError;
 
@@ -198,8 +199,16 @@ impl Reply {
         })
     }
 
+    /// A match record and its lifecycle (two values).
+    pub fn match_with_lifecycle(&mut self) -> Result<MatchWithLifecycle, StoreError> {
+        let record = self.json("match record")?;
+        let raw = self.text("lifecycle")?;
+        let lifecycle = MatchLifecycle::parse(&raw).map_err(|e| self.error("lifecycle", e))?;
+        Ok(MatchWithLifecycle { record, lifecycle })
+    }
+
     /// One claimed outbox entry (`_outbox.lua` claim_entries): id,
-    /// attempts, age, payload, then its targets.
+    /// attempts, age, payload, lifecycle, event flag, then its targets.
     pub fn outbox_entry(&mut self) -> Result<OutboxEntry, StoreError> {
         let id = self.parsed("notification id", NotificationId::parse)?;
         let attempts = u32::try_from(self.uint("attempts")?).unwrap_or(u32::MAX);
@@ -219,6 +228,11 @@ impl Reply {
                 );
             }
         }
+        let lifecycle = match self.text("lifecycle")?.as_str() {
+            "" => None,
+            raw => Some(MatchLifecycle::parse(raw).map_err(|e| self.error("lifecycle", e))?),
+        };
+        let event_pending = self.uint("event")? == 1;
         let count = self.uint("target count")?;
         let mut targets = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
         for _ in 0..count {
@@ -234,6 +248,8 @@ impl Reply {
             attempts,
             age_ms,
             record,
+            lifecycle,
+            event_pending,
             note,
             targets,
         })

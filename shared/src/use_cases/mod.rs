@@ -3,6 +3,7 @@
 //! request, call exactly one of these and map the typed outcome to a
 //! response.
 
+mod lifecycle;
 mod parties;
 mod proposals;
 
@@ -10,13 +11,14 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
+pub use lifecycle::{assign_match, is_server, report_result, ResultReport};
 pub use parties::{cancel_party, create_party, join_party, PartyRejection};
 pub use proposals::answer_proposal;
 
 use crate::config::World;
 use crate::delivery::{deliver_claimed, deliver_now, Pusher};
 use crate::domain::{
-    ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, PlayerId, PlayerStatus,
+    ConnectionId, JoinOutcome, LeaveOutcome, MatchId, MatchWithLifecycle, PlayerId, PlayerStatus,
     QueuePosition, QueueStatus, Rating, ServerMessage, WorldName,
 };
 use crate::error::StoreError;
@@ -57,7 +59,8 @@ pub async fn join_and_notify<P: Pusher>(
         // delivers it within a tick.
         | JoinOutcome::Proposed(_)
         | JoinOutcome::ProposalPending(_)
-        | JoinOutcome::CoolingDown { .. } => {}
+        | JoinOutcome::CoolingDown { .. }
+        | JoinOutcome::InMatch { .. } => {}
     }
     Ok(outcome)
 }
@@ -139,7 +142,7 @@ pub async fn match_for_participant(
     store: &MatchStore,
     id: &MatchId,
     player: &PlayerId,
-) -> Result<Option<MatchRecord>, StoreError> {
+) -> Result<Option<MatchWithLifecycle>, StoreError> {
     Ok(store
         .match_record(id)
         .await?

@@ -44,7 +44,7 @@ async fn join_from(store: &MatchStore, w: &str, p: &str, value: serde_json::Valu
 /// The match `p` is in, if any.
 async fn match_of(store: &MatchStore, p: &str) -> Option<MatchRecord> {
     match store.player_status(&player(p)).await.unwrap() {
-        PlayerStatus::Matched(record) => Some(record),
+        PlayerStatus::Matched(m) => Some(m.record),
         _ => None,
     }
 }

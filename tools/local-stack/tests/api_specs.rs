@@ -108,6 +108,8 @@ fn type_of(message: &ServerMessage) -> &'static str {
     match message {
         ServerMessage::Queued { .. } => "QUEUED",
         ServerMessage::MatchFound { .. } => "MATCH_FOUND",
+        ServerMessage::MatchAssigned { .. } => "MATCH_ASSIGNED",
+        ServerMessage::MatchResult { .. } => "MATCH_RESULT",
         ServerMessage::TicketExpired { .. } => "TICKET_EXPIRED",
         ServerMessage::TicketRemoved { .. } => "TICKET_REMOVED",
         ServerMessage::PartyUpdate { .. } => "PARTY_UPDATE",

@@ -793,7 +793,7 @@ impl TickEnv {
             .await
             .unwrap()
         {
-            PlayerStatus::Matched(r) => r,
+            PlayerStatus::Matched(m) => m.record,
             other => panic!("{player}: {other:?}"),
         }
     }

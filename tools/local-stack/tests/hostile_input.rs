@@ -752,6 +752,71 @@ fn route_method(route: Route) -> &'static str {
 }
 
 /// "1–128 characters, no control characters".
+/// An assignment body: `None` when it does not parse as one (400
+/// INVALID_REQUEST), else whether it is within the documented limits
+/// (connection 1..=512 characters, properties at most 4096 bytes as JSON,
+/// tokens 1..=512 characters; neither with control characters).
+fn assignment_shape(body: &Map<String, Value>) -> Option<bool> {
+    let text_ok = |s: &str, max: usize| {
+        let n = s.chars().count();
+        (1..=max).contains(&n) && !s.chars().any(char::is_control)
+    };
+    let Some(Value::String(connection)) = body.get("connection") else {
+        return None;
+    };
+    let mut within = text_ok(connection, 512);
+    match body.get("properties") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(p)) => {
+            within &= serde_json::to_string(p).is_ok_and(|t| t.len() <= 4096);
+        }
+        Some(_) => return None,
+    }
+    match body.get("players") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(players)) => {
+            for (player, part) in players {
+                if !valid_player_id(player) {
+                    return None;
+                }
+                let Value::Object(part) = part else {
+                    return None;
+                };
+                if part.keys().any(|k| k != "token") {
+                    return None;
+                }
+                match part.get("token") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(t)) => within &= text_ok(t, 512),
+                    Some(_) => return None,
+                }
+            }
+        }
+        Some(_) => return None,
+    }
+    Some(within)
+}
+
+/// Whether a result body parses as one: `teamRanks` a list and
+/// `playerRanks` a map (by valid player ids) of whole numbers 0..=2^32-1,
+/// `cancelled` a boolean, each optional (whether it fits the match is
+/// decided after the scope check).
+fn report_shape(body: &Map<String, Value>) -> bool {
+    let rank = |v: &Value| v.as_u64().is_some_and(|n| n <= u64::from(u32::MAX));
+    let team_ok = match body.get("teamRanks") {
+        None | Some(Value::Null) => true,
+        Some(Value::Array(ranks)) => ranks.iter().all(rank),
+        Some(_) => false,
+    };
+    let player_ok = match body.get("playerRanks") {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(ranks)) => ranks.iter().all(|(p, r)| valid_player_id(p) && rank(r)),
+        Some(_) => false,
+    };
+    let cancelled_ok = matches!(body.get("cancelled"), None | Some(Value::Bool(_)));
+    team_ok && player_ok && cancelled_ok
+}
+
 fn valid_player_id(s: &str) -> bool {
     let n = s.chars().count();
     (1..=128).contains(&n) && !s.chars().any(char::is_control)
@@ -1430,6 +1495,11 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 return Refused(400, "INVALID_REQUEST", field("partyId"));
             }
         }
+        Route::Assign | Route::Report => {
+            if !valid_match_id(&path_param(case, "matchId")) {
+                return Refused(400, "INVALID_REQUEST", field("matchId"));
+            }
+        }
         Route::Join | Route::Leave | Route::CreateParty | Route::Accept => {}
     }
     let content_type = case
@@ -1448,7 +1518,12 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         // length) is `{}`; the content type is still checked.
         Map::new()
     } else {
-        if bytes.len() > MAX_BODY_BYTES {
+        let limit = if route == Route::Assign {
+            lambda_common::http::MAX_ASSIGNMENT_BODY_BYTES
+        } else {
+            MAX_BODY_BYTES
+        };
+        if bytes.len() > limit {
             return Refused(413, "PAYLOAD_TOO_LARGE", None);
         }
         let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(&bytes) else {
@@ -1462,10 +1537,28 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         Route::CreateParty => &["worldType", "members", "data", "latencies"],
         Route::JoinParty => &["data", "latencies"],
         Route::Accept => &["matchId", "accept"],
+        Route::Assign => &["connection", "properties", "players"],
+        Route::Report => &["teamRanks", "playerRanks", "cancelled"],
         _ => &["worldType"],
     };
     if body.keys().any(|k| !allowed.contains(&k.as_str())) {
         return invalid;
+    }
+    if route == Route::Assign {
+        // The shape, then the limits; the harness configures no server
+        // scope, so every well-formed assignment is forbidden.
+        return match assignment_shape(&body) {
+            None => invalid,
+            Some(false) => Refused(400, "INVALID_ASSIGNMENT", field("assignment")),
+            Some(true) => Refused(403, "FORBIDDEN", None),
+        };
+    }
+    if route == Route::Report {
+        return if report_shape(&body) {
+            Refused(403, "FORBIDDEN", None)
+        } else {
+            invalid
+        };
     }
     if route == Route::Accept {
         // Both fields are required, of their types; then the id's form.

@@ -60,6 +60,12 @@ error_codes! {
     CoolingDown = "COOLING_DOWN",
     InvalidLatencies = "INVALID_LATENCIES",
     LatencyRequired = "LATENCY_REQUIRED",
+    InMatch = "IN_MATCH",
+    InvalidAssignment = "INVALID_ASSIGNMENT",
+    InvalidResult = "INVALID_RESULT",
+    AssignmentConflict = "ASSIGNMENT_CONFLICT",
+    ResultConflict = "RESULT_CONFLICT",
+    MatchFinished = "MATCH_FINISHED",
 }
 
 impl ErrorCode {
@@ -69,7 +75,9 @@ impl ErrorCode {
             ErrorCode::InvalidRequest
             | ErrorCode::InvalidRating
             | ErrorCode::InvalidParty
-            | ErrorCode::InvalidLatencies => StatusCode::BAD_REQUEST,
+            | ErrorCode::InvalidLatencies
+            | ErrorCode::InvalidAssignment
+            | ErrorCode::InvalidResult => StatusCode::BAD_REQUEST,
             ErrorCode::Forbidden => StatusCode::FORBIDDEN,
             ErrorCode::UnknownWorld
             | ErrorCode::NotQueued
@@ -85,7 +93,11 @@ impl ErrorCode {
             | ErrorCode::MemberBusy
             | ErrorCode::ProposalPending
             | ErrorCode::ProposalExpired
-            | ErrorCode::CoolingDown => StatusCode::CONFLICT,
+            | ErrorCode::CoolingDown
+            | ErrorCode::InMatch
+            | ErrorCode::AssignmentConflict
+            | ErrorCode::ResultConflict
+            | ErrorCode::MatchFinished => StatusCode::CONFLICT,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -123,6 +135,17 @@ pub enum ErrorDetails {
     },
     Match {
         match_id: String,
+    },
+    /// The caller's game in progress (IN_MATCH): where to reconnect.
+    InMatch {
+        match_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        assignment: Option<Box<shared::SeatAssignment>>,
+    },
+    /// A match's state when a report conflicts with it.
+    MatchState {
+        match_id: String,
+        state: shared::MatchState,
     },
     /// The party at issue (PARTY_NOT_FOUND, IN_PARTY).
     Party {
@@ -349,6 +372,12 @@ mod tests {
             (ErrorCode::CoolingDown, 409, "COOLING_DOWN"),
             (ErrorCode::InvalidLatencies, 400, "INVALID_LATENCIES"),
             (ErrorCode::LatencyRequired, 409, "LATENCY_REQUIRED"),
+            (ErrorCode::InMatch, 409, "IN_MATCH"),
+            (ErrorCode::InvalidAssignment, 400, "INVALID_ASSIGNMENT"),
+            (ErrorCode::InvalidResult, 400, "INVALID_RESULT"),
+            (ErrorCode::AssignmentConflict, 409, "ASSIGNMENT_CONFLICT"),
+            (ErrorCode::ResultConflict, 409, "RESULT_CONFLICT"),
+            (ErrorCode::MatchFinished, 409, "MATCH_FINISHED"),
         ];
         for (code, status, name) in codes {
             assert_eq!(code.as_str(), name);

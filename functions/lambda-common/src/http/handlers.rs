@@ -78,6 +78,13 @@ pub(super) enum CallerState<'a> {
         #[serde(rename = "match")]
         record: &'a MatchRecord,
     },
+    /// my-status: the latest match with what happened to it since (state,
+    /// the caller's seat on the server, the result).
+    #[serde(rename = "MATCHED")]
+    MatchedWithLifecycle {
+        #[serde(rename = "match")]
+        view: shared::MatchView<'a>,
+    },
 }
 
 /// `data` of a leave answer.
@@ -197,6 +204,10 @@ async fn join_inner<P: Pusher>(
             world_type,
             retry_after_ms,
         } => Err(cooling_down(world_type.as_str(), retry_after_ms)),
+        JoinOutcome::InMatch {
+            match_id,
+            assignment,
+        } => Err(in_match(&match_id, assignment)),
         JoinOutcome::InParty { world_type } => Err(ApiError::new(
             ErrorCode::InParty,
             format!(
@@ -206,6 +217,20 @@ async fn join_inner<P: Pusher>(
         .with(ErrorDetails::World { world_type })
         .into()),
     }
+}
+
+/// 409 IN_MATCH: the caller's match is being played (assigned, no result
+/// yet); the answer says where, so the client can reconnect.
+pub(super) fn in_match(match_id: &MatchId, assignment: Option<shared::SeatAssignment>) -> Failure {
+    ApiError::new(
+        ErrorCode::InMatch,
+        format!("your match {match_id} is being played; you may queue again once its result is in"),
+    )
+    .with(ErrorDetails::InMatch {
+        match_id: match_id.to_string(),
+        assignment: assignment.map(Box::new),
+    })
+    .into()
 }
 
 /// 409 LATENCY_REQUIRED: a world with regions and no default region needs
@@ -388,9 +413,14 @@ async fn my_status_inner(store: &MatchStore, req: &Request) -> Result<Response<B
                 proposal: &proposal,
             },
         )),
-        PlayerStatus::Matched(record) => {
-            let msg = format!("matched in {} ({})", record.world_type, record.match_id);
-            Ok(ok(&msg, &CallerState::Matched { record: &record }))
+        PlayerStatus::Matched(m) => {
+            let msg = format!("matched in {} ({})", m.world_type, m.match_id);
+            Ok(ok(
+                &msg,
+                &CallerState::MatchedWithLifecycle {
+                    view: m.view_for(&player),
+                },
+            ))
         }
     }
 }
@@ -410,9 +440,9 @@ async fn match_record_inner(store: &MatchStore, req: &Request) -> Result<Respons
     let raw = path_parameter(req, "matchId").ok_or_else(|| not_found_error(req))?;
     let id = MatchId::parse(&raw).map_err(|e| invalid_field("matchId", e))?;
     match use_cases::match_for_participant(store, &id, &player).await? {
-        Some(record) => Ok(ok(
-            &format!("match {} in {}", record.match_id, record.world_type),
-            &record,
+        Some(m) => Ok(ok(
+            &format!("match {} in {}", m.match_id, m.world_type),
+            &m.view_for(&player),
         )),
         None => Err(ApiError::new(
             ErrorCode::MatchNotFound,

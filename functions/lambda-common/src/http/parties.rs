@@ -18,7 +18,7 @@ use super::errors::{
     envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
 };
 use super::handlers::{
-    claimed_rating, cooling_down, invalid_rating, latency_required, ok, proposed_message,
+    claimed_rating, cooling_down, in_match, invalid_rating, latency_required, ok, proposed_message,
     queue_full, queued_message, CallerState,
 };
 use super::request::{
@@ -207,9 +207,10 @@ async fn create_party_inner(store: &MatchStore, req: &Request) -> Result<Respons
         .with(ErrorDetails::World { world_type })
         .into()),
         PartyCreateOutcome::LeaderInParty { party_id } => Err(in_party(&party_id, "you are")),
+        PartyCreateOutcome::LeaderInMatch { match_id } => Err(in_match(&match_id, None)),
         PartyCreateOutcome::MemberBusy { player } => Err(ApiError::new(
             ErrorCode::MemberBusy,
-            format!("{player} is queued or in another party"),
+            format!("{player} is queued, in another party or playing a match"),
         )
         .with(ErrorDetails::Member { player_id: player })
         .into()),
@@ -293,6 +294,7 @@ async fn join_party_inner<P: Pusher>(
         .with(ErrorDetails::World { world_type })
         .into()),
         PartyJoinOutcome::InParty { party_id } => Err(in_party(&party_id, "you are")),
+        PartyJoinOutcome::InMatch { match_id } => Err(in_match(&match_id, None)),
         PartyJoinOutcome::NotConnected { .. } => Err(not_connected(world)),
         PartyJoinOutcome::RatingRequired { .. } => Err(rating_required(world)),
         PartyJoinOutcome::LatencyRequired { world_type } => Err(latency_required(&world_type)),

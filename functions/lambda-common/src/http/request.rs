@@ -180,18 +180,26 @@ pub(super) fn check_content_type(req: &Request) -> Result<(), ApiError> {
 /// [`MAX_BODY_BYTES`], other media types, invalid UTF-8 and any JSON that
 /// does not fit `T` exactly.
 pub(super) fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
+    json_body_within(req, MAX_BODY_BYTES)
+}
+
+/// [`json_body`] with a limit of its own (an assignment's per-player tokens).
+pub(super) fn json_body_within<T: DeserializeOwned>(
+    req: &Request,
+    limit: usize,
+) -> Result<T, ApiError> {
     check_content_type(req)?;
     let bytes: &[u8] = req.body().as_ref();
-    if bytes.len() > MAX_BODY_BYTES {
+    if bytes.len() > limit {
         return Err(ApiError::new(
             ErrorCode::PayloadTooLarge,
             format!(
-                "request body is {} bytes; at most {MAX_BODY_BYTES} are allowed",
+                "request body is {} bytes; at most {limit} are allowed",
                 bytes.len()
             ),
         )
         .with(ErrorDetails::PayloadTooLarge {
-            limit_bytes: MAX_BODY_BYTES as u64,
+            limit_bytes: limit as u64,
             size_bytes: bytes.len() as u64,
         }));
     }

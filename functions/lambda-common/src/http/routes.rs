@@ -23,7 +23,8 @@ pub enum Function {
     Join,
     /// `functions/leave`: leaving a queue, cancelling a party.
     Leave,
-    /// `functions/status`: reads and rating writes.
+    /// `functions/status`: reads, rating writes and the game servers'
+    /// reports (assignments, results).
     Status,
 }
 
@@ -66,6 +67,9 @@ pub enum Access {
 pub enum ConfiguredScope {
     /// `ratings.writerScope`: trusted rating writes (game servers, admin tools).
     RatingsWriter,
+    /// `servers.scope`: the studio's allocator and game servers
+    /// (assignments, results).
+    Server,
 }
 
 impl ConfiguredScope {
@@ -73,6 +77,7 @@ impl ConfiguredScope {
     pub fn required(self, settings: &Settings) -> Option<&str> {
         match self {
             ConfiguredScope::RatingsWriter => settings.ratings.writer_scope.as_deref(),
+            ConfiguredScope::Server => settings.server_scope.as_deref(),
         }
     }
 
@@ -80,6 +85,7 @@ impl ConfiguredScope {
     pub const fn setting(self) -> &'static str {
         match self {
             ConfiguredScope::RatingsWriter => "ratings.writerScope",
+            ConfiguredScope::Server => "servers.scope",
         }
     }
 
@@ -88,6 +94,9 @@ impl ConfiguredScope {
         match self {
             ConfiguredScope::RatingsWriter => {
                 "writing ratings needs a token with the configured writer scope"
+            }
+            ConfiguredScope::Server => {
+                "assignments and results need a token with the configured server scope"
             }
         }
     }
@@ -156,6 +165,10 @@ route_table! {
     CancelParty: DELETE "/v1/parties/{partyId}" => Leave, Access::Player;
     /// `POST /v1/matching/accept`
     Accept: POST "/v1/matching/accept" => Join, Access::Player;
+    /// `POST /v1/matching/matches/{matchId}/assignment`
+    Assign: POST "/v1/matching/matches/{matchId}/assignment" => Status, Access::Scope(ConfiguredScope::Server);
+    /// `POST /v1/matching/matches/{matchId}/result`
+    Report: POST "/v1/matching/matches/{matchId}/result" => Status, Access::Scope(ConfiguredScope::Server);
 }
 
 impl RouteSpec {

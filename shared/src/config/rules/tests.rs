@@ -6,7 +6,7 @@ const TTL: Duration = Duration::from_secs(600);
 
 #[test]
 fn a_rule_set_configures_each_world() {
-    let (catalog, ratings) = parse(
+    let (catalog, ratings, _) = parse(
         "MM_RULES",
         r#"{"worlds": [
             {"name": "duel", "teamSize": 2, "ticketTtlSeconds": 30, "requirePresence": true},
@@ -29,7 +29,7 @@ fn a_rule_set_configures_each_world() {
 
 #[test]
 fn rated_worlds_and_rating_sources_are_read() {
-    let (catalog, ratings) = parse(
+    let (catalog, ratings, _) = parse(
         "MM_RULES",
         r#"{"ratings": {"claim": "mmr", "default": 1500, "min": 0, "max": 5000,
                         "writerScope": "matchmaking/ratings.write"},
@@ -62,7 +62,7 @@ fn rated_worlds_and_rating_sources_are_read() {
 
 #[test]
 fn team_worlds_take_parties_and_a_balance_window() {
-    let (catalog, _) = parse(
+    let (catalog, _, _) = parse(
         "MM_RULES",
         r#"{"worlds": [
             {"name": "arena", "teamSize": 5, "teams": 2, "maxPartySize": 3},
@@ -100,7 +100,7 @@ fn team_worlds_take_parties_and_a_balance_window() {
 
 #[test]
 fn a_ready_check_is_read() {
-    let (catalog, _) = parse(
+    let (catalog, _, _) = parse(
         "MM_RULES",
         r#"{"worlds": [{"name": "duel", "teamSize": 2,
             "readyCheck": {"acceptSeconds": 15, "declineCooldownSeconds": 60}}]}"#,

@@ -1,0 +1,171 @@
+//! The game servers' routes: the allocator's assignment and the game
+//! server's result of a match. Only callers whose verified token carries
+//! the configured server scope (`servers.scope`) may post them.
+
+use lambda_http::{Body, Error, Request, Response};
+use serde::Serialize;
+use shared::store::AssignOutcome;
+use shared::use_cases::{self, ResultReport};
+use shared::{Assignment, MatchId, MatchLifecycle, MatchReport, MatchStore, MatchWithLifecycle};
+use tracing::field::Empty;
+
+use super::errors::{finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure};
+use super::handlers::ok;
+use super::path_parameter;
+use super::request::{authorize, check_method, invalid_field, json_body, json_body_within};
+use super::Route;
+
+/// Largest assignment body: per-player tokens for up to 100 players.
+pub const MAX_ASSIGNMENT_BODY_BYTES: usize = 64 * 1024;
+
+/// `data` of an assignment or result answer: the match with its full
+/// lifecycle (every player's token: the caller is the server side).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Reported<'a> {
+    #[serde(rename = "match")]
+    record: &'a shared::MatchRecord,
+    state: shared::MatchState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assignment: Option<&'a Assignment>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a MatchReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rating_changes:
+        Option<&'a std::collections::BTreeMap<shared::PlayerId, shared::domain::RatingChange>>,
+    /// False when this exact report was stored before (nothing changed).
+    changed: bool,
+}
+
+impl<'a> Reported<'a> {
+    fn of(m: &'a MatchWithLifecycle, changed: bool) -> Self {
+        Self {
+            record: &m.record,
+            state: m.lifecycle.state,
+            assignment: m.lifecycle.assignment.as_ref(),
+            result: m.lifecycle.report.as_ref(),
+            rating_changes: m.lifecycle.rating_changes.as_ref(),
+            changed,
+        }
+    }
+}
+
+fn match_id(req: &Request) -> Result<MatchId, Failure> {
+    let raw = path_parameter(req, "matchId").ok_or_else(|| not_found_error(req))?;
+    MatchId::parse(&raw).map_err(|e| invalid_field("matchId", e).into())
+}
+
+fn match_not_found(id: &MatchId) -> Failure {
+    ApiError::new(
+        ErrorCode::MatchNotFound,
+        format!("no match {id} is on record (it may have expired)"),
+    )
+    .with(ErrorDetails::Match {
+        match_id: id.to_string(),
+    })
+    .into()
+}
+
+fn conflict(code: ErrorCode, id: &MatchId, life: &MatchLifecycle, msg: &str) -> Failure {
+    ApiError::new(code, msg)
+        .with(ErrorDetails::MatchState {
+            match_id: id.to_string(),
+            state: life.state,
+        })
+        .into()
+}
+
+/// `POST /v1/matching/matches/{matchId}/assignment`: the studio's
+/// allocator names the server of a match. Stored once (the same assignment
+/// again is 200 and changes nothing, a different one 409) and pushed to
+/// every participant as `MATCH_ASSIGNED`, each with their own token only.
+#[tracing::instrument(name = "http_assign", skip_all, fields(caller = Empty, match_id = Empty))]
+pub async fn assign(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+    finish(assign_inner(store, &req).await)
+}
+
+async fn assign_inner(store: &MatchStore, req: &Request) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::Assign)?;
+    let caller = super::request::caller(req)?;
+    tracing::Span::current().record("caller", caller.as_str());
+    let id = match_id(req)?;
+    tracing::Span::current().record("match_id", id.as_str());
+    let assignment: Assignment = json_body_within(req, MAX_ASSIGNMENT_BODY_BYTES)?;
+    assignment.validate().map_err(|e| {
+        ApiError::new(ErrorCode::InvalidAssignment, e.to_string()).with(ErrorDetails::Field {
+            field: "assignment",
+        })
+    })?;
+    // The route's access rule, once the request is read: a malformed
+    // report is a 400 whoever sends it.
+    authorize(req, Route::Assign, store.settings())?;
+    match use_cases::assign_match(store, &id, &assignment).await? {
+        AssignOutcome::Assigned(m) => Ok(ok(
+            &format!("match {id} assigned to {}", assignment.connection),
+            &Reported::of(&m, true),
+        )),
+        AssignOutcome::Unchanged(m) => Ok(ok(
+            &format!("match {id} was assigned this server already"),
+            &Reported::of(&m, false),
+        )),
+        AssignOutcome::Conflict(life) => Err(conflict(
+            ErrorCode::AssignmentConflict,
+            &id,
+            &life,
+            "the match has another assignment; an assignment is made once",
+        )),
+        AssignOutcome::Finished(life) => Err(conflict(
+            ErrorCode::MatchFinished,
+            &id,
+            &life,
+            "the match has its result already",
+        )),
+        AssignOutcome::NotParticipant(player) => Err(ApiError::new(
+            ErrorCode::InvalidAssignment,
+            format!("players: {player} is not in match {id}"),
+        )
+        .with(ErrorDetails::Member { player_id: player })
+        .into()),
+        AssignOutcome::NotFound => Err(match_not_found(&id)),
+    }
+}
+
+/// `POST /v1/matching/matches/{matchId}/result`: the game server reports
+/// how a match ended. Accepted once (an identical repeat is 200 and changes
+/// nothing, a different one 409); in a rated world that updates ratings,
+/// every participant's rating moves in the same step; every participant
+/// hears `MATCH_RESULT`, and the match is FINISHED (its players are free).
+#[tracing::instrument(name = "http_result", skip_all, fields(caller = Empty, match_id = Empty))]
+pub async fn report(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+    finish(report_inner(store, &req).await)
+}
+
+async fn report_inner(store: &MatchStore, req: &Request) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::Report)?;
+    let caller = super::request::caller(req)?;
+    tracing::Span::current().record("caller", caller.as_str());
+    let id = match_id(req)?;
+    tracing::Span::current().record("match_id", id.as_str());
+    let report: MatchReport = json_body(req)?;
+    authorize(req, Route::Report, store.settings())?;
+    match use_cases::report_result(store, &id, &report).await? {
+        ResultReport::Finished(m) => Ok(ok(
+            &format!("result of match {id} recorded"),
+            &Reported::of(&m, true),
+        )),
+        ResultReport::Unchanged(m) => Ok(ok(
+            &format!("this result of match {id} was recorded already"),
+            &Reported::of(&m, false),
+        )),
+        ResultReport::Conflict(life) => Err(conflict(
+            ErrorCode::ResultConflict,
+            &id,
+            &life,
+            "the match has another result; a result is reported once",
+        )),
+        ResultReport::Invalid(e) => Err(ApiError::new(ErrorCode::InvalidResult, e.to_string())
+            .with(ErrorDetails::Field { field: "result" })
+            .into()),
+        ResultReport::NotFound => Err(match_not_found(&id)),
+    }
+}

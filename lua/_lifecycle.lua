@@ -1,0 +1,58 @@
+-- _lifecycle.lua: what happens to a match after it formed. A match is
+-- FORMED (its record; `match_lifecycle` has no entry), then ASSIGNED (the
+-- studio's allocator named a server: match_assign.lua), then FINISHED (the
+-- game server reported its result: match_result.lua; a result may come
+-- without an assignment), and lives as long as its record (housekeeping
+-- deletes both).
+--
+-- match_lifecycle: HASH match id -> four lines, "<state> <since_ms>",
+-- the assignment JSON, the result JSON (as reported) and the rating
+-- changes JSON (each "" while absent). The JSON documents come from the
+-- store, canonical (the same content is the same string), and are kept
+-- verbatim: comparing them tells an identical repeat from a different
+-- report, and nothing is re-encoded (cjson would round numbers).
+
+local function load_lifecycle(k, id)
+  local raw = redis.call('HGET', k.match_lifecycle, id)
+  if not raw then return { state = 'FORMED', since = 0, assignment = '', result = '', changes = '' } end
+  local state, since, assignment, result, changes =
+    string.match(raw, '^(%u+) (%d+)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')
+  return {
+    state = state or 'FORMED', since = tonumber(since) or 0,
+    assignment = assignment or '', result = result or '', changes = changes or '',
+  }
+end
+
+local function encode_lifecycle(life)
+  return life.state .. ' ' .. life.since .. '\n' .. life.assignment .. '\n' .. life.result .. '\n' .. life.changes
+end
+
+local function save_lifecycle(k, id, life)
+  redis.call('HSET', k.match_lifecycle, id, encode_lifecycle(life))
+end
+
+-- The record of match `id` while it lives, else nil (the sweep deletes
+-- expired records in batches; none is used past its time).
+local function live_record(k, id, now)
+  local expires = tonumber(redis.call('ZSCORE', k.match_expiry, id))
+  if not expires or expires <= now then return nil end
+  return redis.call('HGET', k.matches, id)
+end
+
+-- The lifecycle of the match `id` a player's state points at when that
+-- match is being played (ASSIGNED, its record alive): the player is in a
+-- game and may not queue again until it finishes. Else nil.
+local function game_in_progress(k, id, now)
+  local raw = redis.call('HGET', k.match_lifecycle, id)
+  if not raw or string.sub(raw, 1, 9) ~= 'ASSIGNED ' then return nil end
+  if not live_record(k, id, now) then return nil end
+  return raw
+end
+
+-- The value matching uses from a ratings-store entry: a number, or
+-- "<value> <mean> <uncertainty> <games>[ <volatility>]" once results have
+-- updated it (see match_result.lua). nil for none.
+local function rating_value(stored)
+  if not stored then return nil end
+  return tonumber(string.match(stored, '^%S+'))
+end

@@ -1,0 +1,545 @@
+//! What happens to a match after it formed: the studio's allocator assigns a
+//! server, the game server reports the result, ratings move. A match is
+//! FORMED, then ASSIGNED, then FINISHED (a result may also come without an
+//! assignment); see `lua/_lifecycle.lua` for how Redis keeps it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{printable_excerpt, PlayerId};
+use super::matching::MatchRecord;
+use super::rating::RatingChange;
+use crate::error::ValidationError;
+
+/// Longest connection string an assignment may name.
+pub const MAX_CONNECTION_CHARS: usize = 512;
+/// Most bytes of an assignment's `properties` (compact JSON).
+pub const MAX_PROPERTIES_BYTES: usize = 4096;
+/// Longest per-player token.
+pub const MAX_TOKEN_CHARS: usize = 512;
+
+/// Where a match stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MatchState {
+    /// Formed (or accepted, in a ready-check world); no server yet.
+    Formed,
+    /// A server is assigned: the game is on.
+    Assigned,
+    /// The result is in; the players are free again.
+    Finished,
+}
+
+/// What one player may be told about their server: the connection, the
+/// shared properties and their own token (never anyone else's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeatAssignment {
+    pub connection: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+/// A player's own part of an assignment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlayerAssignment {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+/// The server the studio's allocator assigned to a match, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Assignment {
+    /// Where the players connect, e.g. `203.0.113.7:7777` (opaque to us).
+    pub connection: String,
+    /// Anything else the game client needs, the same for every player.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Per-player parts (a join token each), by player id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub players: Option<BTreeMap<PlayerId, PlayerAssignment>>,
+}
+
+impl Assignment {
+    /// Checks the limits (connection 1..=512 characters, properties at
+    /// most 4 KiB as JSON, tokens 1..=512 characters; no control
+    /// characters in either string). Who the players are is checked against
+    /// the match by [`Assignment::check_players`].
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        let bad = |what: String| Err(ValidationError::BadAssignment(what));
+        let chars = self.connection.chars().count();
+        if chars == 0 || chars > MAX_CONNECTION_CHARS {
+            return bad(format!(
+                "connection must be 1..={MAX_CONNECTION_CHARS} characters, got {chars}"
+            ));
+        }
+        if self.connection.chars().any(char::is_control) {
+            return bad("connection must not contain control characters".into());
+        }
+        if let Some(properties) = &self.properties {
+            let bytes = serde_json::to_string(properties).map_or(usize::MAX, |s| s.len());
+            if bytes > MAX_PROPERTIES_BYTES {
+                return bad(format!(
+                    "properties must be at most {MAX_PROPERTIES_BYTES} bytes as JSON, got {bytes}"
+                ));
+            }
+        }
+        for (player, part) in self.players.iter().flatten() {
+            if let Some(token) = &part.token {
+                let n = token.chars().count();
+                if n == 0 || n > MAX_TOKEN_CHARS || token.chars().any(char::is_control) {
+                    return bad(format!(
+                        "players.{}.token must be 1..={MAX_TOKEN_CHARS} characters without control characters",
+                        printable_excerpt(player.as_str())
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The first player named in `players` who is not in `record`.
+    pub fn stranger<'a>(&'a self, record: &MatchRecord) -> Option<&'a PlayerId> {
+        self.players
+            .iter()
+            .flatten()
+            .map(|(p, _)| p)
+            .find(|p| !record.includes(p))
+    }
+
+    /// What `player` is told: the shared part and their own token.
+    pub fn seat_of(&self, player: &PlayerId) -> SeatAssignment {
+        SeatAssignment {
+            connection: self.connection.clone(),
+            properties: self.properties.clone(),
+            token: self
+                .players
+                .as_ref()
+                .and_then(|ps| ps.get(player))
+                .and_then(|part| part.token.clone()),
+        }
+    }
+
+    /// The stored form: canonical JSON (object keys sorted; the same
+    /// assignment is always the same text), so the script can tell an
+    /// identical repeat from a different one.
+    pub fn canonical_json(&self) -> String {
+        canonical(self)
+    }
+}
+
+/// How a match ended, as the game server reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MatchReport {
+    /// Matches with teams: each team's place, in the record's team order
+    /// (1 = first; equal places are a draw).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_ranks: Option<Vec<u32>>,
+    /// Matches without teams: every participant's place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub player_ranks: Option<BTreeMap<PlayerId, u32>>,
+    /// The game did not take place (a crashed server, nobody came): the
+    /// match finishes and no rating moves.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
+}
+
+/// The sides of a reported match, each with its players and place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placing {
+    pub sides: Vec<(Vec<PlayerId>, u32)>,
+}
+
+impl MatchReport {
+    /// The sides and their places if this report fits `record` (teams
+    /// ranked for a match with teams, every participant for one without;
+    /// places 1..=sides), `None` for a cancelled game.
+    pub fn placing(&self, record: &MatchRecord) -> Result<Option<Placing>, ValidationError> {
+        let bad = |what: String| Err(ValidationError::BadResult(what));
+        match (&self.team_ranks, &self.player_ranks, self.cancelled) {
+            (None, None, true) => return Ok(None),
+            (_, _, true) => return bad("a cancelled game has no ranks".into()),
+            (Some(_), Some(_), _) => return bad("give teamRanks or playerRanks, not both".into()),
+            (None, None, false) => {
+                return bad("give teamRanks (teams) or playerRanks (no teams), or cancelled".into())
+            }
+            _ => {}
+        }
+        let sides: Vec<(Vec<PlayerId>, u32)> = match (&record.teams, &self.team_ranks) {
+            (Some(teams), Some(ranks)) => {
+                if ranks.len() != teams.len() {
+                    return bad(format!(
+                        "teamRanks: the match has {} teams, got {} ranks",
+                        teams.len(),
+                        ranks.len()
+                    ));
+                }
+                teams.iter().cloned().zip(ranks.iter().copied()).collect()
+            }
+            (None, Some(_)) => {
+                return bad("teamRanks: the match has no teams; use playerRanks".into())
+            }
+            (Some(_), None) => return bad("playerRanks: the match has teams; use teamRanks".into()),
+            (None, None) => {
+                let ranks = self
+                    .player_ranks
+                    .as_ref()
+                    .map_or_else(BTreeMap::new, Clone::clone);
+                if let Some(stranger) = ranks.keys().find(|p| !record.includes(p)) {
+                    return bad(format!(
+                        "playerRanks: {} is not in the match",
+                        printable_excerpt(stranger.as_str())
+                    ));
+                }
+                if let Some(missing) = record.participants.iter().find(|p| !ranks.contains_key(*p))
+                {
+                    return bad(format!(
+                        "playerRanks: {} has no rank",
+                        printable_excerpt(missing.as_str())
+                    ));
+                }
+                record
+                    .participants
+                    .iter()
+                    .map(|p| (vec![p.clone()], ranks[p]))
+                    .collect()
+            }
+        };
+        let most = u32::try_from(sides.len()).unwrap_or(u32::MAX);
+        if let Some((_, rank)) = sides.iter().find(|(_, r)| !(1..=most).contains(r)) {
+            return bad(format!("ranks must be 1..={most} (1 = first), got {rank}"));
+        }
+        Ok(Some(Placing { sides }))
+    }
+
+    pub fn canonical_json(&self) -> String {
+        canonical(self)
+    }
+}
+
+/// A match's lifecycle as the scripts report it (`lua/_lifecycle.lua`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchLifecycle {
+    pub state: MatchState,
+    /// When it entered that state (ms; 0 while FORMED).
+    pub since_ms: u64,
+    pub assignment: Option<Assignment>,
+    pub report: Option<MatchReport>,
+    /// The rating changes the result made, by player id.
+    pub rating_changes: Option<BTreeMap<PlayerId, RatingChange>>,
+}
+
+impl MatchLifecycle {
+    pub const FORMED: MatchLifecycle = MatchLifecycle {
+        state: MatchState::Formed,
+        since_ms: 0,
+        assignment: None,
+        report: None,
+        rating_changes: None,
+    };
+
+    /// Parses the script's four lines: `<state> <since>`, assignment,
+    /// report and rating changes (each JSON, "" while absent).
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if raw.is_empty() {
+            return Ok(Self::FORMED);
+        }
+        let mut lines = raw.split('\n');
+        let head = lines.next().unwrap_or_default();
+        let (assignment, report, changes) = match (lines.next(), lines.next(), lines.next()) {
+            (Some(a), Some(r), Some(c)) if lines.next().is_none() => (a, r, c),
+            _ => return Err(format!("lifecycle of {} lines", raw.split('\n').count())),
+        };
+        let (state, since) = head
+            .split_once(' ')
+            .ok_or_else(|| format!("lifecycle head {head:?}"))?;
+        let state = match state {
+            "FORMED" => MatchState::Formed,
+            "ASSIGNED" => MatchState::Assigned,
+            "FINISHED" => MatchState::Finished,
+            other => return Err(format!("lifecycle state {other:?}")),
+        };
+        fn optional<T: serde::de::DeserializeOwned>(
+            what: &str,
+            s: &str,
+        ) -> Result<Option<T>, String> {
+            if s.is_empty() {
+                return Ok(None);
+            }
+            serde_json::from_str(s)
+                .map(Some)
+                .map_err(|e| format!("{what}: {e}"))
+        }
+        Ok(Self {
+            state,
+            since_ms: since
+                .parse()
+                .map_err(|_| format!("lifecycle since {since:?}"))?,
+            assignment: optional("assignment", assignment)?,
+            report: optional("result", report)?,
+            rating_changes: optional("rating changes", changes)?,
+        })
+    }
+
+    /// What `player` sees of it.
+    pub fn view_for(&self, player: &PlayerId) -> LifecycleView {
+        LifecycleView {
+            state: self.state,
+            assignment: self.assignment.as_ref().map(|a| a.seat_of(player)),
+            result: self.report.clone(),
+            rating_changes: self.rating_changes.clone(),
+        }
+    }
+}
+
+/// A match's lifecycle as one participant sees it (their own token only),
+/// flattened into the match in my-status and `GET .../matches/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LifecycleView {
+    pub state: MatchState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignment: Option<SeatAssignment>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<MatchReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rating_changes: Option<BTreeMap<PlayerId, RatingChange>>,
+}
+
+/// A match record with its lifecycle: what the store reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchWithLifecycle {
+    pub record: MatchRecord,
+    pub lifecycle: MatchLifecycle,
+}
+
+/// A match record and its lifecycle as one participant sees them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MatchView<'a> {
+    #[serde(flatten)]
+    pub record: &'a MatchRecord,
+    #[serde(flatten)]
+    pub lifecycle: LifecycleView,
+}
+
+/// Reads as its record: most callers want the match itself.
+impl std::ops::Deref for MatchWithLifecycle {
+    type Target = MatchRecord;
+
+    fn deref(&self) -> &MatchRecord {
+        &self.record
+    }
+}
+
+impl MatchWithLifecycle {
+    pub fn view_for(&self, player: &PlayerId) -> MatchView<'_> {
+        MatchView {
+            record: &self.record,
+            lifecycle: self.lifecycle.view_for(player),
+        }
+    }
+}
+
+/// The event a durable match sends the studio's allocator (EventBridge
+/// detail-type [`MatchEvent::DETAIL_TYPE`]): who plays, in which teams,
+/// with their ticket data, ratings and latencies, and where.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MatchEvent {
+    pub match_id: super::ids::MatchId,
+    pub world_type: super::ids::WorldName,
+    /// Redis server time the match formed (Unix ms).
+    pub matched_at: u64,
+    /// The teams (one for a world without teams), each player once.
+    pub teams: Vec<Vec<EventPlayer>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// The parties among the players (each within one team).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parties: Option<Vec<Vec<PlayerId>>>,
+}
+
+/// One player of a [`MatchEvent`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventPlayer {
+    pub player_id: PlayerId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rating: Option<super::ids::Rating>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// Worlds with regions: the player's latency to the match's region (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u32>,
+}
+
+impl MatchEvent {
+    /// EventBridge's `DetailType` of a match event.
+    pub const DETAIL_TYPE: &'static str = "MatchFormed";
+
+    pub fn of(record: &MatchRecord) -> Self {
+        let player = |p: &PlayerId| EventPlayer {
+            player_id: p.clone(),
+            rating: record
+                .ratings
+                .as_ref()
+                .and_then(|r| r.get(p.as_str()))
+                .copied(),
+            data: record
+                .player_data
+                .as_ref()
+                .and_then(|d| d.get(p.as_str()))
+                .cloned(),
+            latency_ms: record
+                .latencies
+                .as_ref()
+                .and_then(|l| l.get(p.as_str()))
+                .copied(),
+        };
+        let teams = match &record.teams {
+            Some(teams) => teams
+                .iter()
+                .map(|t| t.iter().map(player).collect())
+                .collect(),
+            None => vec![record.participants.iter().map(player).collect()],
+        };
+        Self {
+            match_id: record.match_id.clone(),
+            world_type: record.world_type.clone(),
+            matched_at: record.matched_at,
+            teams,
+            region: record.region.clone(),
+            parties: record.parties.clone(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        // Plain structs of strings, numbers and JSON values always serialize.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Compact JSON with every object's keys sorted. serde_json's map is a
+/// BTreeMap unless its `preserve_order` feature is on (a test holds that),
+/// so going through `Value` sorts the keys.
+fn canonical<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .map(|v| v.to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(teams: Option<Vec<Vec<&str>>>, participants: &[&str]) -> MatchRecord {
+        let mut json = serde_json::json!({
+            "matchId": "1-a", "worldType": "w", "matchedAt": 1,
+            "participants": participants,
+        });
+        if let Some(t) = teams {
+            json["teams"] = serde_json::json!(t);
+        }
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_whatever_the_input_order() {
+        let a: Assignment =
+            serde_json::from_str(r#"{"properties":{"z":1,"a":{"y":2,"b":3}},"connection":"h:1"}"#)
+                .unwrap();
+        assert_eq!(
+            a.canonical_json(),
+            r#"{"connection":"h:1","properties":{"a":{"b":3,"y":2},"z":1}}"#
+        );
+    }
+
+    #[test]
+    fn a_player_sees_only_their_own_token() {
+        let a: Assignment = serde_json::from_str(
+            r#"{"connection":"h:1","players":{"a":{"token":"ta"},"b":{"token":"tb"}}}"#,
+        )
+        .unwrap();
+        let seat = a.seat_of(&PlayerId::parse("a").unwrap());
+        assert_eq!(seat.token.as_deref(), Some("ta"));
+        let json = serde_json::to_string(&seat).unwrap();
+        assert!(!json.contains("tb"), "{json}");
+        assert_eq!(a.seat_of(&PlayerId::parse("c").unwrap()).token, None);
+    }
+
+    #[test]
+    fn assignments_are_bounded() {
+        let ok: Assignment = serde_json::from_str(r#"{"connection":"h:1"}"#).unwrap();
+        assert!(ok.validate().is_ok());
+        for bad in [
+            r#"{"connection":""}"#.to_owned(),
+            format!(r#"{{"connection":"{}"}}"#, "x".repeat(513)),
+            r#"{"connection":"a\nb"}"#.to_owned(),
+            format!(
+                r#"{{"connection":"h","properties":{{"p":"{}"}}}}"#,
+                "x".repeat(4096)
+            ),
+            r#"{"connection":"h","players":{"a":{"token":""}}}"#.to_owned(),
+        ] {
+            let a: Assignment = serde_json::from_str(&bad).unwrap();
+            assert!(a.validate().is_err(), "{bad}");
+        }
+        assert!(serde_json::from_str::<Assignment>(r#"{"connection":"h","x":1}"#).is_err());
+    }
+
+    #[test]
+    fn reports_must_cover_the_match_exactly() {
+        let teams = record(
+            Some(vec![vec!["a", "b"], vec!["c", "d"]]),
+            &["a", "b", "c", "d"],
+        );
+        let ffa = record(None, &["a", "b", "c"]);
+        let report = |json: &str| serde_json::from_str::<MatchReport>(json).unwrap();
+        let placing = report(r#"{"teamRanks":[2,1]}"#)
+            .placing(&teams)
+            .unwrap()
+            .unwrap();
+        assert_eq!(placing.sides[1].1, 1);
+        assert_eq!(placing.sides[0].0.len(), 2);
+        assert!(
+            report(r#"{"teamRanks":[1,1]}"#).placing(&teams).is_ok(),
+            "a draw"
+        );
+        let ffa_ok = report(r#"{"playerRanks":{"a":1,"b":3,"c":2}}"#);
+        assert_eq!(ffa_ok.placing(&ffa).unwrap().unwrap().sides.len(), 3);
+        assert_eq!(
+            report(r#"{"cancelled":true}"#).placing(&teams).unwrap(),
+            None
+        );
+        for (bad, on) in [
+            (r#"{"teamRanks":[1]}"#, &teams),
+            (r#"{"teamRanks":[1,3]}"#, &teams),
+            (r#"{"teamRanks":[0,1]}"#, &teams),
+            (r#"{"playerRanks":{"a":1}}"#, &teams),
+            (r#"{"teamRanks":[1,2]}"#, &ffa),
+            (r#"{"playerRanks":{"a":1,"b":2}}"#, &ffa),
+            (r#"{"playerRanks":{"a":1,"b":2,"c":3,"x":4}}"#, &ffa),
+            (r#"{}"#, &ffa),
+            (r#"{"cancelled":true,"teamRanks":[1,2]}"#, &teams),
+        ] {
+            assert!(report(bad).placing(on).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn lifecycles_parse_from_the_scripts_lines() {
+        assert_eq!(MatchLifecycle::parse("").unwrap(), MatchLifecycle::FORMED);
+        let life = MatchLifecycle::parse("ASSIGNED 5\n{\"connection\":\"h:1\"}\n\n").unwrap();
+        assert_eq!(life.state, MatchState::Assigned);
+        assert_eq!(life.since_ms, 5);
+        assert_eq!(life.assignment.unwrap().connection, "h:1");
+        assert!(MatchLifecycle::parse("ASSIGNED 5\n\n").is_err());
+        assert!(MatchLifecycle::parse("PLAYING 5\n\n\n").is_err());
+    }
+}
