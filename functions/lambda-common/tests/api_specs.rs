@@ -273,14 +273,17 @@ fn error_codes_are_declared_only_under_their_status_and_each_is_answered_somewhe
     }
 }
 
+/// The body limit of a route: an assignment carries a token per player.
+fn body_limit(route: Route) -> usize {
+    match route {
+        Route::Assign => lambda_common::http::MAX_ASSIGNMENT_BODY_BYTES,
+        _ => lambda_common::http::MAX_BODY_BYTES,
+    }
+}
+
 #[test]
 fn the_limits_in_the_spec_are_the_codes() {
     let doc = spec();
-    let too_large = &doc["components"]["schemas"]["PayloadTooLargeError"]["properties"];
-    assert_eq!(
-        too_large["limitBytes"]["const"],
-        lambda_common::http::MAX_BODY_BYTES as u64
-    );
     let data = &doc["components"]["schemas"]["TicketData"];
     assert_eq!(
         data["x-max-bytes"],
@@ -290,19 +293,120 @@ fn the_limits_in_the_spec_are_the_codes() {
         data["x-max-depth"],
         shared::domain::MAX_TICKET_DATA_DEPTH as u64
     );
-    for (_, operation) in operations(&doc) {
-        if let Some(body) = operation.get("requestBody") {
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["AssignmentProperties"]["x-max-bytes"],
+        shared::domain::MAX_PROPERTIES_BYTES as u64
+    );
+    for (name, chars) in [
+        ("Connection", shared::domain::MAX_CONNECTION_CHARS),
+        ("SeatToken", shared::domain::MAX_TOKEN_CHARS),
+    ] {
+        assert_eq!(schemas[name]["maxLength"], chars as u64, "{name}.maxLength");
+        assert_eq!(schemas[name]["minLength"], 1, "{name}.minLength");
+        // No control characters, as for player ids (char::is_control).
+        assert_eq!(
+            schemas[name]["pattern"], schemas["PlayerId"]["pattern"],
+            "{name}.pattern"
+        );
+    }
+    let operations = operations(&doc);
+    let mut with_body = 0;
+    for row in ROUTES {
+        let Some(operation) = operations.get(&spec_of(row.route)) else {
+            continue;
+        };
+        let Some(body) = operation.get("requestBody") else {
+            continue;
+        };
+        with_body += 1;
+        let limit = body_limit(row.route) as u64;
+        assert_eq!(
+            body["x-max-body-bytes"], limit,
+            "{:?}: x-max-body-bytes",
+            row.route
+        );
+        let schema = deref(&doc, &body["content"]["application/json"]["schema"]);
+        assert_eq!(
+            schema["additionalProperties"], false,
+            "{:?}: unknown fields are refused",
+            row.route
+        );
+        // Its 413 names the same limit.
+        let too_large = deref(&doc, &operation["responses"]["413"]);
+        let variants = too_large
+            .pointer("/content/application~1json/schema/properties/data/oneOf")
+            .and_then(Value::as_array)
+            .unwrap_or_else(|| panic!("{:?}: no 413 data schemas", row.route));
+        for variant in variants {
+            let error = deref(&doc, variant);
             assert_eq!(
-                body["x-max-body-bytes"],
-                lambda_common::http::MAX_BODY_BYTES as u64
-            );
-            let schema = deref(&doc, &body["content"]["application/json"]["schema"]);
-            assert_eq!(
-                schema["additionalProperties"], false,
-                "unknown fields are refused"
+                (
+                    &error["properties"]["limitBytes"]["const"],
+                    &error["properties"]["sizeBytes"]["minimum"]
+                ),
+                (&Value::from(limit), &Value::from(limit + 1)),
+                "{:?}: the 413's limit",
+                row.route
             );
         }
     }
+    assert!(with_body >= 7, "only {with_body} operations with a body");
+}
+
+/// The match as a participant sees it (my-status, `GET .../matches/{id}`) is
+/// the match record with its lifecycle: the record's fields, the same, and
+/// the four of the lifecycle view.
+#[test]
+fn the_match_view_is_the_record_and_its_lifecycle() {
+    let doc = spec();
+    let schemas = &doc["components"]["schemas"];
+    let record = &schemas["MatchRecord"];
+    let view = &schemas["MatchView"];
+    let mut properties = view["properties"].as_object().expect("properties").clone();
+    for field in ["state", "assignment", "result", "ratingChanges"] {
+        assert!(
+            properties.remove(field).is_some(),
+            "MatchView.{field} is missing"
+        );
+    }
+    assert_eq!(
+        Value::Object(properties),
+        record["properties"],
+        "MatchView's record fields"
+    );
+    let mut required: Vec<Value> = record["required"].as_array().expect("required").clone();
+    required.push("state".into());
+    assert_eq!(
+        view["required"],
+        Value::Array(required),
+        "MatchView.required"
+    );
+    assert_eq!(view["additionalProperties"], false);
+    // The lifecycle fields are the ones LifecycleView serializes.
+    let life = shared::domain::LifecycleView {
+        state: shared::MatchState::Finished,
+        assignment: Some(shared::SeatAssignment {
+            connection: "h:1".into(),
+            properties: None,
+            token: None,
+        }),
+        result: Some(
+            serde_json::from_value(serde_json::json!({"teamRanks": [1, 2]})).expect("a result"),
+        ),
+        rating_changes: Some(BTreeMap::new()),
+    };
+    let fields: BTreeSet<String> = serde_json::to_value(&life)
+        .expect("JSON")
+        .as_object()
+        .expect("an object")
+        .keys()
+        .cloned()
+        .collect();
+    let want: BTreeSet<String> = ["state", "assignment", "result", "ratingChanges"]
+        .map(String::from)
+        .into();
+    assert_eq!(fields, want, "LifecycleView's fields");
 }
 
 #[test]
