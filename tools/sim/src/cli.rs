@@ -25,7 +25,21 @@ Trace (generated, the default, or read from a file):
   --trace FILE.csv      read the trace instead: header time,player,rating
                         or time,player,rating,party (seconds since the
                         start, player id, rating, party label: rows with
-                        one label arrive as one party, the first leads)
+                        one label arrive as one party, the first leads),
+                        then optionally home and latency:<region> columns
+
+Regions (players in geographic clusters, docs/simulator.md#regions):
+  --regions             the regions scenario: each player gets a home
+                        region (na-east 40 %, na-west 25 %, eu 20 %,
+                        asia 10 %, oceania 5 %) and a latency to every
+                        region (or the trace's latency:<region> columns);
+                        each rule set's world (with a regions rule) runs
+                        as written, as one world per region (each player
+                        in its lowest-latency region's) and without the
+                        rule; rate 20/s and tools/sim/rules/regions/
+                        unless given; no FIFO baseline, no oracle
+  --write-trace FILE    also write the trace as CSV (with home and
+                        latency:<region> columns when it has latencies)
 
 Matchers:
   --rules PATH          a rule set file (MM_RULES JSON) or a directory of
@@ -87,6 +101,9 @@ pub struct Options {
     pub accept_probabilities: Vec<f64>,
     pub refusal: Refusal,
     pub answer_delay: (f64, f64),
+    /// The regions scenario.
+    pub regions: bool,
+    pub write_trace: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -116,6 +133,8 @@ impl Default for Options {
             accept_probabilities: Vec::new(),
             refusal: Refusal::Decline,
             answer_delay: (1.0, 5.0),
+            regions: false,
+            write_trace: None,
         }
     }
 }
@@ -162,6 +181,8 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         match flag {
             "-h" | "--help" => o.help = true,
             "--fail-on-miss" => o.fail_on_miss = true,
+            "--regions" => o.regions = true,
+            "--write-trace" => o.write_trace = Some(PathBuf::from(value()?)),
             "--rate" => {
                 o.rate = positive(flag, &value()?)?;
                 generator_flags.push(flag);
@@ -284,6 +305,10 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             other => return Err(format!("unknown flag {other:?}; see --help")),
         }
     }
+    if o.regions && !generator_flags.contains(&"--rate") {
+        // The regions scenario's rate (issue 21).
+        o.rate = 20.0;
+    }
     if o.trace.is_some() && !generator_flags.is_empty() {
         return Err(format!(
             "--trace replays a file; {} only shape a generated trace",
@@ -373,7 +398,20 @@ mod tests {
         assert_eq!(o.parties.weights(), [(1, 0.5), (2, 0.5)]);
         assert_eq!(o.answer_delay, (2.0, 2.0));
         let d = parse(&[]).unwrap();
+        assert!(!d.regions && d.write_trace.is_none());
         assert!(d.parties.is_solo() && d.accept_probabilities.is_empty());
         assert_eq!((d.refusal, d.answer_delay), (Refusal::Decline, (1.0, 5.0)));
+    }
+
+    #[test]
+    fn the_regions_scenario_runs_at_20_per_second_unless_told() {
+        let o = parse(&args("--regions --write-trace t.csv")).unwrap();
+        assert!(o.regions);
+        assert_eq!(o.rate, 20.0);
+        assert_eq!(o.write_trace, Some(PathBuf::from("t.csv")));
+        let o = parse(&args("--rate 5 --regions")).unwrap();
+        assert_eq!(o.rate, 5.0);
+        let o = parse(&args("--regions --trace t.csv")).unwrap();
+        assert!(o.regions && o.trace.is_some());
     }
 }

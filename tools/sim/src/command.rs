@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use crate::engine::Answering;
 use crate::rules::RuleSet;
-use crate::scenario::{Generator, Scenario};
-use crate::{cli, plot, report, rules, simulate, Config};
+use crate::scenario::{Generator, LatencyModel, Scenario};
+use crate::{cli, plot, regional, report, rules, simulate, Config};
 
 /// UTC time as `YYYYMMDD-HHMMSS`.
 pub fn utc_stamp(unix_secs: u64) -> String {
@@ -91,8 +91,31 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         }),
     }
     .map_err(|e| e.to_string())?;
+    let scenario = if opts.regions && opts.trace.is_none() {
+        scenario
+            .with_latencies(&LatencyModel::standard(), opts.seed)
+            .map_err(|e| e.to_string())?
+    } else {
+        scenario
+    };
+    if opts.regions && scenario.geo.is_none() {
+        return Err(format!(
+            "--regions: the trace {} has no latency:<region> columns",
+            opts.trace
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string())
+        ));
+    }
+    if let Some(path) = &opts.write_trace {
+        std::fs::write(path, scenario.to_csv())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
     let rule_paths = if opts.rules.is_empty() {
-        let dir = rules::default_dir();
+        let dir = if opts.regions {
+            rules::default_dir().join("regions")
+        } else {
+            rules::default_dir()
+        };
         if dir.is_dir() {
             vec![dir]
         } else {
@@ -118,9 +141,14 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         .clone()
         .unwrap_or_else(|| Path::new("sim-results").join(&stamp));
     eprintln!(
-        "simulating {} through {} rule set(s) + FIFO at x{} (about {:.0} s)...",
+        "simulating {} through {} rule set(s){} at x{} (about {:.0} s)...",
         scenario.describe(),
         rule_sets.len(),
+        if opts.regions {
+            ", each three ways (regions, best region only, latency ignored)"
+        } else {
+            " + FIFO"
+        },
         opts.speed,
         (scenario.last_arrival() + opts.drain) / opts.speed + 1.5
     );
@@ -131,7 +159,12 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         ticket_ttl_secs: opts.ticket_ttl,
         instant_match: opts.instant_match,
         drain: opts.drain,
-        oracle_periods: opts.oracle_periods.clone(),
+        // The oracle knows nothing of latencies.
+        oracle_periods: if opts.regions {
+            Vec::new()
+        } else {
+            opts.oracle_periods.clone()
+        },
         speed: opts.speed,
         in_flight: opts.in_flight,
         redis_server: opts.redis_server.clone(),
@@ -143,8 +176,12 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
             delay: opts.answer_delay,
             seed: opts.seed,
         },
+        regions: opts.regions,
     };
     let outcome = simulate(&config).await?;
+    if config.regions {
+        return finish_regions(&opts, args, &config, &outcome, &out, &stamp, started);
+    }
     let frontier = report::frontier(&outcome.runs);
     let checks = report::acceptance(&config.scenario, &outcome.runs, &frontier);
     plot::frontier_chart(&out.join("frontier.svg"), &outcome.runs)?;
@@ -203,6 +240,17 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         path.display(),
         charts.join(", ")
     );
+    Ok(exit_status(&opts, &config, &outcome, &checks))
+}
+
+/// Warns about runs that did not keep up; the exit status: 2 when joins or
+/// ticks failed, 3 with `--fail-on-miss` when a check missed, else 0.
+fn exit_status(
+    opts: &cli::Options,
+    config: &Config,
+    outcome: &crate::Outcome,
+    checks: &[report::Check],
+) -> i32 {
     for run in outcome.runs.iter() {
         if let Some(why) = &run.lagging {
             eprintln!(
@@ -222,14 +270,59 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
             "mm-sim: joins or ticks failed in {}: see the report's Run diagnostics",
             failed.join(", ")
         );
-        return Ok(2);
+        return 2;
     }
     let missed = checks.iter().filter(|c| !c.pass).count();
-    Ok(if opts.fail_on_miss && missed > 0 {
+    if opts.fail_on_miss && missed > 0 {
         3
     } else {
         0
-    })
+    }
+}
+
+/// The regions scenario's report: the done criteria, the tables and the
+/// charts per rule set.
+fn finish_regions(
+    opts: &cli::Options,
+    args: &[String],
+    config: &Config,
+    outcome: &crate::Outcome,
+    out: &Path,
+    stamp: &str,
+    started: Instant,
+) -> Result<i32, String> {
+    let checks = regional::criteria(&config.scenario, &outcome.runs);
+    let charts = regional::plot::charts(out, &config.scenario, &outcome.runs)?;
+    let ctx = report::Context {
+        title: format!("Regions simulation {stamp} UTC"),
+        scenario: config.scenario.describe(),
+        acceptance_note: None,
+        team_size: config.team_size,
+        oracle_shape: outcome.oracle_shape,
+        drain: config.drain,
+        speed: config.speed,
+        measured_speed: outcome.measured_speed,
+        clock_error: outcome.clock_error,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        instant_match: config.instant_match,
+        rule_sets: outcome.rule_sets.clone(),
+        command: command_line(args),
+        core: core_version(),
+    };
+    let markdown = regional::report::render(&ctx, &config.scenario, &outcome.runs, &checks, true);
+    let path = out.join("report.md");
+    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    print!(
+        "{}",
+        regional::report::render(&ctx, &config.scenario, &outcome.runs, &checks, false)
+    );
+    let charts: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
+    println!(
+        "\nreport: {}\ncharts: {}",
+        path.display(),
+        charts.join(", ")
+    );
+    Ok(exit_status(opts, config, outcome, &checks))
 }
 
 /// Players per match of the first rule set's driven world.

@@ -2,8 +2,8 @@
 //! acceptance probability and once without its ready check), checked by the
 //! core and against the trace, and the FIFO baselines next to them.
 
-use crate::engine::Answering;
-use crate::outcome::Shape;
+use crate::engine::{Answering, Route};
+use crate::outcome::{Shape, Variant};
 use crate::rules::{self, Environment, RuleSet};
 use crate::{oracle, Config};
 
@@ -14,6 +14,10 @@ pub(crate) struct Spec {
     pub(crate) fifo: bool,
     pub(crate) answering: Option<Answering>,
     pub(crate) shape: Shape,
+    /// The regions scenario: which way of playing the rule set, and the
+    /// world's latency cap.
+    pub(crate) variant: Option<(Variant, f64)>,
+    pub(crate) route: Route,
 }
 
 /// The lanes of `config`: each rule set (a ready-check rule set once per
@@ -21,6 +25,9 @@ pub(crate) struct Spec {
 /// the core and checked against the trace, then one FIFO baseline per match
 /// shape. Returns them and the oracle's shape.
 pub(crate) fn lanes_of(config: &Config) -> Result<(Vec<Spec>, Shape), String> {
+    if config.regions {
+        return crate::regional::lanes_of(config);
+    }
     let probe = Environment {
         redis_url: "redis://127.0.0.1:1".into(),
         ticket_ttl_secs: config.ticket_ttl_secs,
@@ -94,6 +101,8 @@ pub(crate) fn lanes_of(config: &Config) -> Result<(Vec<Spec>, Shape), String> {
             fifo: false,
             answering,
             shape,
+            variant: None,
+            route: Route::One,
         });
     }
     if shapes.is_empty() {
@@ -121,6 +130,8 @@ pub(crate) fn lanes_of(config: &Config) -> Result<(Vec<Spec>, Shape), String> {
             fifo: true,
             answering: None,
             shape: *shape,
+            variant: None,
+            route: Route::One,
         });
     }
     // The most teams is the most constrained packing: a match it forms is

@@ -15,6 +15,7 @@ mod lanes;
 pub mod oracle;
 pub mod outcome;
 pub mod plot;
+pub mod regional;
 pub mod report;
 pub mod rules;
 pub mod scenario;
@@ -63,6 +64,10 @@ pub struct Config {
     /// How proposals are answered (its probability is replaced by each of
     /// `accept_probabilities`).
     pub answering: Answering,
+    /// The regions scenario (`--regions`): each rule set's world (which has
+    /// a `regions` rule) is played three ways on a trace with latencies
+    /// (see [`outcome::Variant`]); no FIFO baseline, no oracle.
+    pub regions: bool,
 }
 
 /// What a simulation produced.
@@ -146,6 +151,8 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
             fifo,
             answering,
             shape,
+            variant,
+            route,
         } = spec;
         let env = Environment {
             redis_url: server.redis.url(),
@@ -168,7 +175,13 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
             ));
         }
         described.push((rs.label.clone(), rs.file.clone(), description));
-        let kind = if fifo {
+        let kind = if let Some((variant, cap)) = variant {
+            Kind::Regional {
+                file: rs.file.clone(),
+                variant,
+                cap,
+            }
+        } else if fifo {
             Kind::Fifo
         } else {
             Kind::RuleSet {
@@ -176,7 +189,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
                 relax: rules::relax_seconds(&world),
             }
         };
-        let label = if fifo {
+        let label = if fifo || variant.is_some() {
             rs.label.clone()
         } else {
             format!("{} ({})", rs.label, world.name)
@@ -191,6 +204,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
             world,
             rs.notes.clone(),
             answering,
+            route,
         ));
         controls.push(server.control);
         redis_servers.push(server.redis);
@@ -214,7 +228,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
         .into_iter()
         .zip(clocks.iter())
         .map(
-            |((label, kind, shape, store, matcher, world, notes, answering), clock)| {
+            |((label, kind, shape, store, matcher, world, notes, answering, route), clock)| {
                 let lane = Lane {
                     label,
                     kind,
@@ -225,6 +239,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
                     clock: *clock,
                     notes,
                     answering,
+                    route,
                 };
                 tokio::spawn(engine::drive(lane, drive.clone()))
             },

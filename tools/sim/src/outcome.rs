@@ -69,6 +69,18 @@ pub struct FormedMatch {
     /// Highest minus lowest team average rating (from the trace's ratings),
     /// with two teams or more.
     pub team_difference: Option<f64>,
+    /// A trace with latencies: where the match plays and its members'
+    /// worst latency there (from the trace).
+    pub place: Option<Place>,
+}
+
+/// Where a match plays, and how well for its worst-placed member.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Place {
+    /// An index into the trace's regions.
+    pub region: usize,
+    /// The highest latency of its members there, ms (from the trace).
+    pub worst: u32,
 }
 
 impl FormedMatch {
@@ -87,6 +99,7 @@ impl FormedMatch {
             team_difference: teams.as_deref().map(|t| team_difference(scenario, t)),
             players,
             teams,
+            place: None,
         }
     }
 }
@@ -101,6 +114,45 @@ pub enum Kind {
     Fifo,
     /// The offline oracle, batching every `period` seconds.
     Oracle { period: f64 },
+    /// The regions scenario (`--regions`): one of the three ways of playing
+    /// a rule set's world on a trace with latencies.
+    /// `cap` is the world's `maxLatencyCapMs` (every variant's: the one
+    /// the regions variant must respect).
+    Regional {
+        file: String,
+        variant: Variant,
+        cap: f64,
+    },
+}
+
+/// How the regions scenario plays a rule set's world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// The world as written, with its `regions` rule: players send their
+    /// latencies.
+    Regions,
+    /// One world per region without the `regions` rule; each player (each
+    /// party) joins the world of its lowest-latency region.
+    BestRegionOnly,
+    /// One world without the `regions` rule; a match's latency is that of
+    /// its best region, computed offline.
+    LatencyIgnored,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 3] = [
+        Variant::Regions,
+        Variant::BestRegionOnly,
+        Variant::LatencyIgnored,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Regions => "regions",
+            Variant::BestRegionOnly => "best region only",
+            Variant::LatencyIgnored => "latency ignored",
+        }
+    }
 }
 
 /// How a rule set's ready check went (the simulated players' answers).

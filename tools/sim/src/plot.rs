@@ -12,9 +12,9 @@ use crate::report::{frontier, party_rows, summarize, Deciles};
 use crate::scenario::Scenario;
 
 /// Values below this are drawn at it (log axes have no zero).
-const FLOOR: f64 = 0.01;
+pub(crate) const FLOOR: f64 = 0.01;
 
-fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     const COLORS: [RGBColor; 8] = [
         RGBColor(0, 114, 178),
         RGBColor(213, 94, 0),
@@ -42,7 +42,7 @@ fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     }
 }
 
-fn err(e: impl std::fmt::Display) -> String {
+pub(crate) fn err(e: impl std::fmt::Display) -> String {
     format!("drawing a chart: {e}")
 }
 
@@ -153,7 +153,7 @@ pub fn frontier_chart(path: &Path, runs: &[Run]) -> Result<(), String> {
 }
 
 /// A run's label with its p50 and p95 points.
-type Series = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+pub(crate) type Series = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
 
 /// Wait p50 (solid) and p95 (dashed) per rating decile, one colour per
 /// rule set and FIFO (and the oracle at the period nearest each rule set's
@@ -275,7 +275,7 @@ pub fn ready_chart(path: &Path, runs: &[Run]) -> Result<(), String> {
 
 /// One line per series (solid: `solid`, dashed: p95) on a log wait axis,
 /// under `caption`, with `x_desc` along the x axis.
-fn wait_lines(
+pub(crate) fn wait_lines(
     path: &Path,
     (caption, x_desc): (&str, &str),
     x: std::ops::Range<f64>,

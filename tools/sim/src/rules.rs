@@ -224,6 +224,23 @@ pub fn describe(world: &World) -> String {
             humanize(r.decline_cooldown)
         )
     });
+    let ready = match &world.regions {
+        Some(r) => format!(
+            "{ready}; regions {}: latency cap {} ms + {}/s up to {} ms{}{}",
+            r.names.join(", "),
+            crate::oracle::trim_float(r.max_latency_ms),
+            crate::oracle::trim_float(r.widen_per_second),
+            crate::oracle::trim_float(r.latency_cap_ms),
+            r.max_spread_ms.map_or_else(String::new, |s| format!(
+                ", spread at most {} ms",
+                crate::oracle::trim_float(s)
+            )),
+            r.default_region
+                .as_ref()
+                .map_or_else(String::new, |d| format!(", default region {d}")),
+        ),
+        None => ready,
+    };
     match &world.mode {
         MatchMode::Fifo => format!("FIFO, {shape}{parties}, ticket TTL {ttl}{ready}"),
         MatchMode::Rating(r) => format!(
@@ -348,11 +365,14 @@ mod tests {
 
     #[test]
     fn the_shipped_rule_sets_are_valid() {
-        // The default set, and the team and ready-check sets below it.
+        // The default set, and the team, ready-check and regions sets
+        // below it.
         for (dir, teams, ready) in [
             (default_dir(), 1, false),
             (default_dir().join("teams"), 2, false),
             (default_dir().join("ready"), 1, true),
+            (default_dir().join("regions"), 2, false),
+            (default_dir().join("regions").join("sweep"), 2, false),
         ] {
             let files = expand(std::slice::from_ref(&dir)).unwrap();
             assert!(!files.is_empty(), "{}", dir.display());
@@ -363,6 +383,13 @@ mod tests {
                 assert_eq!(world.teams, teams, "{}", f.display());
                 assert_eq!(rs.has_ready_check(), ready, "{}", f.display());
                 assert_eq!(world.ready_check.is_some(), ready, "{}", f.display());
+                // Only the regions set has (and must have) a regions rule.
+                assert_eq!(
+                    world.regions.is_some(),
+                    dir.ends_with("regions") || dir.ends_with("sweep"),
+                    "{}",
+                    f.display()
+                );
                 if teams > 1 {
                     // The party acceptance scenario's parties (up to 3) fit.
                     assert!(world.max_party_size >= 3, "{}", f.display());

@@ -69,6 +69,7 @@ async fn a_short_trace_adds_up_in_every_world() {
         work_dir: dir.clone(),
         accept_probabilities: vec![],
         answering: Answering::default(),
+        regions: false,
     };
     let outcome = simulate(&config).await.unwrap_or_else(|e| panic!("{e}"));
     assert!((outcome.measured_speed / 40.0 - 1.0).abs() < 0.05);
@@ -145,6 +146,7 @@ async fn a_short_trace_adds_up_in_every_world() {
             Kind::RuleSet { .. } => {
                 assert!(expired > arrivals / 2, "{}: {expired} expired", run.label);
             }
+            Kind::Regional { .. } => panic!("{}: not a regions run", run.label),
         }
     }
 
@@ -259,6 +261,7 @@ fn config(name: &str, scenario: &Scenario, rule_sets: Vec<RuleSet>, seats: u32) 
         work_dir: work_dir(name),
         accept_probabilities: vec![],
         answering: Answering::default(),
+        regions: false,
     }
 }
 

@@ -5,7 +5,8 @@ use std::collections::{HashMap, HashSet};
 
 use shared::{AnswerOutcome, MatchRecord, PlayerId};
 
-use super::{answer, close, Drive, Entered, Seen, MAX_LAG, MAX_SKIPPED};
+use super::place::PlaceLog;
+use super::{answer, close, Drive, Entered, Route, Seen, MAX_LAG, MAX_SKIPPED};
 use crate::clock::SimClock;
 use crate::outcome::{Fate, FormedMatch, Kind, Run, Shape};
 use crate::stats::Dist;
@@ -18,6 +19,7 @@ pub(super) fn assemble(
     drive: &Drive,
     clock: &SimClock,
     seen: Seen,
+    route: &Route,
 ) -> Run {
     let Seen {
         joins,
@@ -122,6 +124,7 @@ pub(super) fn assemble(
     let mut reported_differences = 0usize;
     let mut party_mismatches = 0usize;
     let mut reported_parties = 0usize;
+    let mut places = PlaceLog::default();
     let index_of = |p: &PlayerId, unknown: &mut usize| -> Option<usize> {
         let i = drive.index.get(p.as_str()).copied();
         if i.is_none() {
@@ -158,7 +161,9 @@ pub(super) fn assemble(
                 index,
             };
         }
-        let formed = FormedMatch::new(scenario, clock.sim_of_fake_ms(at), players, teams);
+        let place = places.place(route, drive, record, &players);
+        let mut formed = FormedMatch::new(scenario, clock.sim_of_fake_ms(at), players, teams);
+        formed.place = place;
         // Cross-check the core's own numbers when the record carries them.
         if let Some(theirs) = record.spread {
             reported_spreads += 1;
@@ -378,6 +383,7 @@ pub(super) fn assemble(
             )
         });
     }
+    notes.extend(places.notes(route));
     Run {
         label,
         kind,

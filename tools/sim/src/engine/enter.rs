@@ -1,8 +1,9 @@
 //! An arrival's calls into the core: a solo join, or a party's create and
 //! its members' joins.
 
+use shared::store::JoinInput;
 use shared::{
-    use_cases, ConnectionId, JoinOutcome, MatchRecord, MatchStore, PartyCreateOutcome,
+    use_cases, ConnectionId, JoinOutcome, Latencies, MatchRecord, MatchStore, PartyCreateOutcome,
     PartyJoinOutcome, PlayerId, ProposalView, Rating, StoreError, World,
 };
 
@@ -49,13 +50,47 @@ pub(super) fn player_of(scenario: &Scenario, i: usize) -> Result<(PlayerId, Rati
     Ok((player, rating))
 }
 
-/// Enters group `group` of the trace: a solo player joins; a party's
-/// leader creates it and every invited member joins it, the last join
-/// queueing (or matching) the party as one ticket. Every player's rating
-/// arrives as the verified claim would; a fresh namespace has no
-/// ratings-store entry to take precedence over it. These are the calls that
-/// change with the core's join and party signatures. Returns the party id
-/// (once created) and how the arrival entered.
+/// What player `i` sends as `latencies` when joining `world`: in a world
+/// with regions, its measured latency to each region the world names (as
+/// the client would send them, validated by the core's own parser);
+/// otherwise nothing.
+pub(super) fn latencies_of(
+    scenario: &Scenario,
+    i: usize,
+    world: &World,
+) -> Result<Option<Latencies>, StoreError> {
+    let (Some(rules), Some(geo)) = (&world.regions, &scenario.geo) else {
+        return Ok(None);
+    };
+    let mut measured = serde_json::Map::new();
+    for name in &rules.names {
+        if let Some(ms) = geo.index(name).and_then(|r| geo.latency[i][r]) {
+            measured.insert(name.clone(), ms.into());
+        }
+    }
+    if measured.is_empty() {
+        // Nothing measured in this world's regions: the join goes without
+        // (the core refuses it unless the world has a default region).
+        return Ok(None);
+    }
+    Latencies::from_value(&serde_json::Value::Object(measured), rules)
+        .map(Some)
+        .map_err(|e| {
+            StoreError::Rejected(format!(
+                "latencies of {:?}: {e}",
+                scenario.arrivals[i].player
+            ))
+        })
+}
+
+/// Enters group `group` of the trace into `world`: a solo player joins; a
+/// party's leader creates it and every invited member joins it, the last
+/// join queueing (or matching) the party as one ticket. Every player's
+/// rating arrives as the verified claim would (a fresh namespace has no
+/// ratings-store entry to take precedence over it), and in a world with
+/// regions every player's latencies as its client measured them. These
+/// are the calls that change with the core's join and party signatures.
+/// Returns the party id (once created) and how the arrival entered.
 pub(super) async fn enter(
     store: &MatchStore,
     world: &World,
@@ -64,35 +99,41 @@ pub(super) async fn enter(
 ) -> (Option<String>, Result<Entered, StoreError>) {
     let members = &scenario.groups[group].members;
     if members.len() == 1 {
-        let result =
-            match player_of(scenario, members[0]) {
-                Ok((player, rating)) => store.join(world, &player, None, Some(rating)).await.map(
-                    |outcome| match outcome {
-                        JoinOutcome::Queued(_) => Entered::Queued,
-                        JoinOutcome::Matched { formed, .. } => Entered::Matched(formed),
-                        JoinOutcome::Proposed(view) => Entered::Proposed(view),
-                        other => Entered::Refused(format!("{other:?}")),
-                    },
-                ),
-                Err(e) => Err(e),
+        let result = async {
+            let (player, rating) = player_of(scenario, members[0])?;
+            let latencies = latencies_of(scenario, members[0], world)?;
+            let input = JoinInput {
+                claimed: Some(rating),
+                latencies: latencies.as_ref(),
+                ..Default::default()
             };
+            let reply = store.join_reply(world, &player, &input, false).await?;
+            Ok(match reply.outcome {
+                JoinOutcome::Queued(_) => Entered::Queued,
+                JoinOutcome::Matched { formed, .. } => Entered::Matched(formed),
+                JoinOutcome::Proposed(view) => Entered::Proposed(view),
+                other => Entered::Refused(format!("{other:?}")),
+            })
+        }
+        .await;
         return (None, result);
     }
     let mut party_id = None;
     let result = async {
         let players = members
             .iter()
-            .map(|&m| player_of(scenario, m))
-            .collect::<Result<Vec<_>, _>>()?;
-        let (leader, leader_rating) = &players[0];
-        let invited: Vec<PlayerId> = players[1..].iter().map(|(p, _)| p.clone()).collect();
+            .map(|&m| Ok((player_of(scenario, m)?, latencies_of(scenario, m, world)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let ((leader, leader_rating), leader_latencies) = &players[0];
+        let invited: Vec<PlayerId> = players[1..].iter().map(|((p, _), _)| p.clone()).collect();
         let party = match use_cases::create_party(
             store,
             world,
             leader,
             &invited,
-            &shared::store::JoinInput {
+            &JoinInput {
                 claimed: Some(*leader_rating),
+                latencies: leader_latencies.as_ref(),
                 ..Default::default()
             },
         )
@@ -104,9 +145,14 @@ pub(super) async fn enter(
         };
         party_id = Some(party.to_string());
         let last = players.len() - 1;
-        for (i, (player, rating)) in players.iter().enumerate().skip(1) {
+        for (i, ((player, rating), latencies)) in players.iter().enumerate().skip(1) {
+            let input = JoinInput {
+                claimed: Some(*rating),
+                latencies: latencies.as_ref(),
+                ..Default::default()
+            };
             let outcome = store
-                .join_party(world, &party, player, None, Some(*rating))
+                .join_party_claiming(world, &party, player, &input, false)
                 .await?;
             return Ok(match outcome {
                 PartyJoinOutcome::Joined(_) if i < last => continue,

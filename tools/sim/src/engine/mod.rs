@@ -9,6 +9,7 @@
 mod answer;
 mod assemble;
 mod enter;
+mod place;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -24,7 +25,7 @@ pub use answer::{Answering, Refusal, POLL_SECONDS};
 use enter::{connect, enter, Entered};
 
 use crate::clock::SimClock;
-use crate::outcome::{Kind, Run, Shape};
+use crate::outcome::{Kind, Run, Shape, Variant};
 use crate::scenario::Scenario;
 
 /// Beyond this p95 lag of joins (or answers) behind their time (simulated
@@ -70,6 +71,58 @@ pub struct Lane {
     pub notes: Vec<String>,
     /// How proposals are answered (a world with a ready check).
     pub answering: Option<Answering>,
+    /// Where arrivals join (the regions scenario: maybe a world per region).
+    pub route: Route,
+}
+
+/// Where a lane's arrivals join, and where its matches play.
+#[derive(Debug, Clone, Default)]
+pub enum Route {
+    /// Every arrival joins the lane's world; no latencies.
+    #[default]
+    One,
+    /// The regions scenario.
+    Regional(Arc<Regional>),
+}
+
+/// How the regions scenario plays a lane (see [`Variant`]).
+#[derive(Debug, Clone)]
+pub struct Regional {
+    pub variant: Variant,
+    /// The trace's index of each region the world plays in: the `regions`
+    /// rule's names, in order.
+    pub regions: Vec<usize>,
+    /// Best region only: the world of each of `regions`.
+    pub worlds: Vec<World>,
+    /// The `regions` rule's `maxLatencyCapMs`.
+    pub cap: f64,
+}
+
+impl Route {
+    /// The world group `group` joins: in the best-region-only variant the
+    /// world of the region where its worst member's latency is lowest.
+    fn world_for<'a>(&'a self, lane: &'a World, scenario: &Scenario, group: usize) -> &'a World {
+        match self {
+            Route::Regional(r) if r.variant == Variant::BestRegionOnly => {
+                let best = scenario
+                    .geo
+                    .as_ref()
+                    .and_then(|geo| geo.best_region(&scenario.groups[group].members, &r.regions));
+                best.and_then(|(region, _)| r.regions.iter().position(|&x| x == region))
+                    .and_then(|i| r.worlds.get(i))
+                    .unwrap_or(lane)
+            }
+            _ => lane,
+        }
+    }
+
+    /// Every world arrivals may join.
+    fn worlds<'a>(&'a self, lane: &'a World) -> Vec<&'a World> {
+        match self {
+            Route::Regional(r) if !r.worlds.is_empty() => r.worlds.iter().collect(),
+            _ => vec![lane],
+        }
+    }
 }
 
 /// Shared by every lane of a run.
@@ -147,6 +200,7 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
         clock,
         mut notes,
         answering,
+        route,
     } = lane;
     let (tick_tx, mut tick_rx) = mpsc::unbounded_channel::<Ticked>();
     // When the last join has completed (simulated time): the drain runs from
@@ -207,7 +261,7 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
             break;
         };
         let store = store.clone();
-        let world = world.clone();
+        let world = route.world_for(&world, &drive.scenario, group).clone();
         let scenario = drive.scenario.clone();
         let tx = join_tx.clone();
         let proposals = proposal_tx.clone();
@@ -253,7 +307,7 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
     while let Ok(t) = tick_rx.try_recv() {
         ticks.push(t);
     }
-    let end = end_state(&store, &world).await;
+    let end = end_state(&store, &route.worlds(&world)).await;
     let seen = Seen {
         joins,
         ticks,
@@ -261,7 +315,7 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
         end,
         skipped_ticks: skipped,
     };
-    let mut run = assemble::assemble(label, kind, shape, &drive, &clock, seen);
+    let mut run = assemble::assemble(label, kind, shape, &drive, &clock, seen, &route);
     if let (Some(stats), Some(a)) = (run.ready.as_mut(), answering) {
         stats.accept_probability = a.accept_probability;
         stats.refusal = a.refusal.describe().to_owned();
@@ -281,17 +335,23 @@ struct EndState {
     open_proposals: HashSet<String>,
 }
 
-async fn end_state(store: &MatchStore, world: &World) -> Result<EndState, StoreError> {
+async fn end_state(store: &MatchStore, worlds: &[&World]) -> Result<EndState, StoreError> {
     let k = store.keys();
+    let mut queue = Vec::new();
+    for world in worlds {
+        queue.extend(
+            store
+                .command::<Vec<String>>(
+                    redis::cmd("ZRANGE")
+                        .arg(k.world(&world.name).queue)
+                        .arg(0)
+                        .arg(-1),
+                )
+                .await?,
+        );
+    }
     Ok(EndState {
-        queue: store
-            .command(
-                redis::cmd("ZRANGE")
-                    .arg(k.world(&world.name).queue)
-                    .arg(0)
-                    .arg(-1),
-            )
-            .await?,
+        queue,
         in_proposals: store
             .command::<Vec<String>>(redis::cmd("HVALS").arg(k.proposals()))
             .await?

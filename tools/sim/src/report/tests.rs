@@ -37,6 +37,7 @@ fn run(label: &str, kind: Kind, fates: Vec<Fate>, spreads: &[f64]) -> Run {
                 spread: *s,
                 teams: None,
                 team_difference: None,
+                place: None,
             })
             .collect(),
         notes: vec![],

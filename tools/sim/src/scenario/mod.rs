@@ -9,6 +9,7 @@
 //! a party, whose members are adjacent in `arrivals`, the leader first.
 
 mod csv;
+mod geo;
 mod parties;
 #[cfg(test)]
 mod tests;
@@ -20,6 +21,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Normal};
 
+pub use geo::{Geo, LatencyModel, MAX_LATENCY_MS};
 pub use parties::{PartySizes, MAX_PARTY};
 
 /// One player arriving in the queue (alone or with a party).
@@ -85,6 +87,9 @@ pub struct Scenario {
     pub arrivals: Vec<Arrival>,
     /// Solo players and parties, in arrival order.
     pub groups: Vec<Group>,
+    /// Each player's home region and latencies (the regions scenario, or a
+    /// trace with `latency:<region>` columns).
+    pub geo: Option<Geo>,
 }
 
 /// A trace that cannot be used, with the line at fault.
@@ -308,6 +313,7 @@ impl Scenario {
             source,
             arrivals,
             groups,
+            geo: None,
         })
     }
     /// Time of the last arrival (0 for an empty trace).
@@ -381,6 +387,30 @@ impl Scenario {
 
     /// A one-line description for the report.
     pub fn describe(&self) -> String {
+        let mut out = self.describe_arrivals();
+        if let Some(geo) = &self.geo {
+            let sizes = geo.cluster_sizes();
+            let clusters: Vec<String> = geo
+                .regions
+                .iter()
+                .zip(&sizes)
+                .map(|(r, n)| format!("{r} {n}"))
+                .collect();
+            out.push_str(&format!(
+                "; homes in {} regions ({}), latencies {}",
+                geo.regions.len(),
+                clusters.join(", "),
+                if geo.model.is_some() {
+                    "from the latency model"
+                } else {
+                    "from the trace"
+                }
+            ));
+        }
+        out
+    }
+
+    fn describe_arrivals(&self) -> String {
         match &self.source {
             Source::Poisson(g) => {
                 let parties = if g.parties.is_solo() {

@@ -289,3 +289,168 @@ fn csv_traces_carry_parties() {
         assert!(err.0.contains(says), "{text:?}: {err}");
     }
 }
+
+fn regional_trace(seed: u64) -> Scenario {
+    Scenario::generate(Generator {
+        rate: 20.0,
+        seconds: 300.0,
+        mean: 1500.0,
+        sd: 300.0,
+        seed,
+        parties: PartySizes::parse("1:0.7,2:0.2,3:0.1").unwrap(),
+        party_sd: 100.0,
+    })
+    .unwrap()
+    .with_latencies(&LatencyModel::standard(), seed)
+    .unwrap()
+}
+
+#[test]
+fn the_latency_model_puts_players_at_home_with_the_shares() {
+    let plain = Scenario::generate(Generator {
+        rate: 20.0,
+        seconds: 300.0,
+        mean: 1500.0,
+        sd: 300.0,
+        seed: 3,
+        parties: PartySizes::parse("1:0.7,2:0.2,3:0.1").unwrap(),
+        party_sd: 100.0,
+    })
+    .unwrap();
+    let s = regional_trace(3);
+    // The arrivals themselves do not change.
+    assert_eq!(s.arrivals, plain.arrivals);
+    let geo = s.geo.as_ref().unwrap();
+    assert_eq!(geo.regions, ["na-east", "na-west", "eu", "asia", "oceania"]);
+    assert!(
+        s.describe().contains("homes in 5 regions (na-east "),
+        "{}",
+        s.describe()
+    );
+    // Homes are drawn per arrival: shares by arrival within 2 points.
+    let mut by_group = [0usize; 5];
+    for g in &s.groups {
+        by_group[geo.home[g.members[0]]] += 1;
+        // A party plays from one place.
+        assert!(g
+            .members
+            .iter()
+            .all(|&m| geo.home[m] == geo.home[g.members[0]]));
+    }
+    let n = s.groups.len() as f64;
+    for (i, want) in [0.40, 0.25, 0.20, 0.10, 0.05].iter().enumerate() {
+        let got = by_group[i] as f64 / n;
+        assert!((got - want).abs() < 0.02, "region {i}: {got} vs {want}");
+    }
+    let (na_east, na_west, eu, asia, oceania) = (0, 1, 2, 3, 4);
+    for (p, lat) in geo.latency.iter().enumerate() {
+        let lat: Vec<u32> = lat.iter().map(|l| l.unwrap()).collect();
+        let h = geo.home[p];
+        // Home is fastest: access 15-45 plus jitter up to 10.
+        assert!((15..=55).contains(&lat[h]), "{p}: {lat:?}");
+        assert_eq!((0..5).min_by_key(|&r| (lat[r], r)), Some(h), "{p}: {lat:?}");
+        // Neighbours tens of ms slower, far regions over 150 ms.
+        match h {
+            0 => {
+                assert!((80..=120).contains(&lat[na_west]), "{lat:?}");
+                assert!((95..=135).contains(&lat[eu]), "{lat:?}");
+                assert!(lat[asia] > 150 && lat[oceania] > 150, "{lat:?}");
+            }
+            2 => assert!(lat[asia] > 150 && lat[oceania] > 150 && lat[na_west] > 150),
+            4 => {
+                assert!((125..=165).contains(&lat[asia]), "{lat:?}");
+                assert!(lat[na_east] > 150 && lat[eu] > 150, "{lat:?}");
+            }
+            _ => {}
+        }
+        assert_eq!(geo.best_region(&[p], &[0, 1, 2, 3, 4]).unwrap().0, h);
+    }
+    // The same seed, the same latencies; another seed, others.
+    assert_eq!(regional_trace(3).geo, s.geo);
+    assert_ne!(regional_trace(4).geo.unwrap().latency, geo.latency);
+}
+
+#[test]
+fn a_match_plays_best_where_its_worst_member_is_lowest() {
+    let s = Scenario::from_csv(
+        "time,player,rating,party,home,latency:a,latency:b,latency:c\n\
+         1,x,1500,,a,10,50,\n1,y,1500,,,60,20,30\n2,z,1500,,c,40,40,5\n",
+    )
+    .unwrap();
+    let geo = s.geo.as_ref().unwrap();
+    assert_eq!(geo.home, [0, 1, 2]);
+    // x and y: a has worst 60, b worst 50; c is not measured by x.
+    assert_eq!(geo.best_region(&[0, 1], &[0, 1, 2]), Some((1, 50)));
+    assert_eq!(geo.worst_in(&[0, 1], 2), None);
+    // A tie on the worst goes to the lower mean: a (40, 10) vs b (40, 50).
+    assert_eq!(geo.best_region(&[0, 2], &[1, 0]), Some((0, 40)));
+    assert_eq!(geo.best_region(&[0, 2], &[2]), None);
+    assert_eq!(geo.cluster_sizes(), [1, 1, 1]);
+}
+
+#[test]
+fn traces_with_latencies_round_trip_through_csv() {
+    let s = regional_trace(5);
+    let back = Scenario::from_csv(&s.to_csv()).unwrap();
+    assert_eq!(back.arrivals.len(), s.arrivals.len());
+    for (a, b) in s.arrivals.iter().zip(&back.arrivals) {
+        assert_eq!((a.time, &a.player, a.rating), (b.time, &b.player, b.rating));
+        assert_eq!(a.party_size, b.party_size);
+    }
+    let (g, h) = (s.geo.unwrap(), back.geo.unwrap());
+    assert_eq!(
+        (g.regions, g.home, g.latency),
+        (h.regions, h.home, h.latency)
+    );
+    assert!(h.model.is_none());
+    // Fractions round up as the core rounds; empty cells are unmeasured.
+    let s =
+        Scenario::from_csv("time,player,rating,latency:eu,latency:asia\n1,a,1,20.2,\n").unwrap();
+    assert_eq!(s.geo.unwrap().latency[0], [Some(21), None]);
+}
+
+#[test]
+fn csv_latency_errors_name_the_line() {
+    for (text, says) in [
+        (
+            "time,player,rating,home\n1,a,1,eu",
+            "a home column needs latency:<region> columns",
+        ),
+        (
+            "time,player,rating,latency:eu,latency:eu\n1,a,1,2,3",
+            "named once",
+        ),
+        ("time,player,rating,latency:EU\n1,a,1,2", "[a-z0-9-]"),
+        (
+            "time,player,rating,ping\n1,a,1,2",
+            "line 1: expected the header",
+        ),
+        (
+            "time,player,rating,latency:eu\n1,a,1,fast",
+            "line 2: latency to eu",
+        ),
+        ("time,player,rating,latency:eu\n1,a,1,0", "must be > 0"),
+        ("time,player,rating,latency:eu\n1,a,1,10001", "<= 10000 ms"),
+        (
+            "time,player,rating,latency:eu,latency:asia\n1,a,1,,",
+            "line 2: no latency measured",
+        ),
+        (
+            "time,player,rating,home,latency:eu\n1,a,1,asia,5",
+            "line 2: home \"asia\" is not one of",
+        ),
+        (
+            "time,player,rating,party,latency:eu\n1,a,1,x",
+            "line 2: expected 5 fields",
+        ),
+    ] {
+        let err = Scenario::from_csv(text).expect_err(text);
+        assert!(err.0.contains(says), "{text:?}: {err}");
+    }
+    let mut bad = LatencyModel::standard();
+    bad.shares[0] = 0.5;
+    assert!(bad.validate().unwrap_err().contains("sum to 1"));
+    let mut bad = LatencyModel::standard();
+    bad.backbone[0][1] = 1.0;
+    assert!(bad.validate().unwrap_err().contains("symmetric"));
+}
