@@ -50,6 +50,30 @@ pub async fn pusher_from_env() -> Result<ConnectionsPusher, BootError> {
     Ok(pusher)
 }
 
+/// The match-event sink of a matcher: EventBridge on `MM_EVENT_BUS` when
+/// `settings.match_events` (`MM_MATCH_EVENTS`) is on, else none. Events on
+/// without a bus (or with a malformed one) fail the start: the events would
+/// otherwise pile up in the outbox unsent.
+#[cfg(feature = "events")]
+pub async fn events_from_env(
+    settings: &Settings,
+) -> Result<crate::events::MatchEventSink, BootError> {
+    let sink = crate::events::MatchEventSink::from_env(settings.match_events)
+        .await
+        .inspect_err(|e| tracing::error!(error = %e, "cannot build the match-event sink"))?;
+    match &sink {
+        crate::events::MatchEventSink::EventBridge(bridge) => tracing::info!(
+            bus = bridge.bus(),
+            source = bridge.source(),
+            "match events go to EventBridge"
+        ),
+        crate::events::MatchEventSink::Off => {
+            tracing::info!("MM_MATCH_EVENTS is off: no match events are published")
+        }
+    }
+    Ok(sink)
+}
+
 /// Passes `result` through; an error is first reported to the Runtime API
 /// (`POST /2018-06-01/runtime/init/error`), as Lambda expects from a runtime
 /// that cannot start. Without it an emulator that starts the binary on an
