@@ -14,6 +14,10 @@
 #                                      binary's path on stdout, so
 #                                      export MM_REDIS_SERVER="$(scripts/install-deps.sh valkey)"
 #                                      points the test fixtures at it
+#   scripts/install-deps.sh sdk        the TypeScript SDK's npm packages
+#                                      (clients/typescript: npm ci from its
+#                                      package-lock.json; skipped while the
+#                                      installed tree is from that lock file)
 #
 # Progress goes to stderr; stdout carries only the valkey-server path.
 set -euo pipefail
@@ -107,6 +111,28 @@ for what in "$@"; do
         fi
       fi
       echo "$valkey_server"
+      ;;
+    sdk)
+      # Node and npm come with the machine (Node >= 20); the packages are
+      # exactly package-lock.json's (npm ci), installed again only when the
+      # lock file changed since the last install.
+      sdk_dir="$(cd "$(dirname "$0")/.." && pwd)/clients/typescript"
+      if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        echo "error: node and npm are needed for clients/typescript (Node >= 20)" >&2
+        exit 1
+      fi
+      node_major="$(node -p 'process.versions.node.split(".")[0]')"
+      if [ "$node_major" -lt 20 ]; then
+        echo "error: clients/typescript needs Node >= 20, this is $(node --version)" >&2
+        exit 1
+      fi
+      lock_sum="$(sha256sum "$sdk_dir/package-lock.json" | cut -d' ' -f1)"
+      stamp="$sdk_dir/node_modules/.mm-installed-lock"
+      if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
+        echo "installing clients/typescript's npm packages (npm ci)..." >&2
+        (cd "$sdk_dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+        echo "$lock_sum" >"$stamp"
+      fi
       ;;
     *)
       echo "unknown dependency group: $what" >&2

