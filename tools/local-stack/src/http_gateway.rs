@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value};
 use shared::{MatchStore, PlayerId};
 
 use crate::dev_auth::DevIssuer;
+use crate::event_bus::EventBus;
 use crate::websocket_gateway::ConnectionHub;
 
 /// Matches a request like API Gateway does: method and path must both fit a
@@ -81,6 +82,18 @@ struct HttpGateway<H> {
     hub: Arc<ConnectionHub>,
     websocket_url: String,
     domain: String,
+    demo: Demo,
+}
+
+/// The local stack's match-event stand-in and demo allocator, for the
+/// development endpoints.
+#[derive(Clone)]
+pub struct Demo {
+    pub events: Arc<EventBus>,
+    /// The demo game server's `host:port`.
+    pub game_server: String,
+    /// Whether the demo allocator runs.
+    pub allocator: bool,
 }
 
 /// API Gateway's own body limit for HTTP APIs.
@@ -95,6 +108,7 @@ pub fn router<H: HttpHandlers>(
     hub: Arc<ConnectionHub>,
     websocket_url: String,
     domain: String,
+    demo: Demo,
 ) -> Router {
     let gateway = Arc::new(HttpGateway {
         handlers,
@@ -103,13 +117,22 @@ pub fn router<H: HttpHandlers>(
         hub,
         websocket_url,
         domain,
+        demo,
     });
     Router::new()
         .route("/", get(|| async { Html(crate::DEMO_PAGE) }))
+        .route(
+            "/mm-client.js",
+            get(|| async {
+                let js = "text/javascript; charset=utf-8";
+                ([(axum::http::header::CONTENT_TYPE, js)], crate::DEMO_CLIENT)
+            }),
+        )
         .route("/.well-known/jwks.json", get(jwks::<H>))
         .route("/dev/token", post(dev_token::<H>))
         .route("/dev/config", get(dev_config::<H>))
         .route("/dev/overview", get(dev_overview::<H>))
+        .route("/dev/events", get(dev_events::<H>))
         .fallback(api::<H>)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(gateway)
@@ -194,7 +217,44 @@ async fn dev_config<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>)
         "websocketUrl": gateway.websocket_url,
         "worlds": worlds,
         "heartbeatSeconds": gateway.store.settings().heartbeat_interval.as_secs(),
+        "matchEvents": gateway.store.settings().match_events,
+        "demoAllocator": gateway.demo.allocator,
+        "gameServer": gateway.demo.game_server,
     }))
+}
+
+/// `GET /dev/events`: every entry the EventBridge stand-in accepted, in
+/// order (`?since=N` skips the first N): what PutEvents carried (bus,
+/// source, detail type, the detail as JSON, time) plus the id the stand-in
+/// gave it and when it came.
+async fn dev_events<H: HttpHandlers>(
+    State(gateway): State<Arc<HttpGateway<H>>>,
+    uri: Uri,
+) -> Response {
+    let since = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("since="))
+        .map(str::parse::<usize>);
+    let since = match since {
+        None => 0,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"message": "since must be a whole number"})),
+            )
+                .into_response()
+        }
+    };
+    let events = gateway.demo.events.received_since(since);
+    Json(json!({
+        "since": since,
+        "count": since + events.len(),
+        "events": events,
+    }))
+    .into_response()
 }
 
 /// Every world's queue and the latest matches, for the demo's overview.

@@ -2,10 +2,15 @@
 //! a WebSocket API that emulate API Gateway in front of the very handler
 //! functions the Lambda binaries run, the matcher ticking every second
 //! through the same matcher code, and Redis (`REDIS_URL`, or a private
-//! `redis-server` started as the embedded default).
+//! `redis-server` started as the embedded default). Match events go to an
+//! EventBridge stand-in ([`event_bus`]) through the deployed matcher's
+//! `EventBridgeSink`, and a demo allocator ([`demo_allocator`]) assigns
+//! every match to a demo game server on this machine.
 
+pub mod demo_allocator;
 pub mod dev_auth;
 pub mod embedded_redis;
+pub mod event_bus;
 pub mod http_gateway;
 pub mod websocket_gateway;
 
@@ -14,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
+use lambda_common::events::{EventBridgeSink, EventsTarget, EVENT_BUS_VAR, EVENT_SOURCE_VAR};
 use lambda_common::http::{Function, Route};
 use lambda_common::push::ApiGatewayPusher;
 use lambda_runtime::{Context, LambdaEvent};
@@ -22,13 +28,20 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::demo_allocator::{Allocator, GameServer};
 use crate::dev_auth::DevIssuer;
 use crate::embedded_redis::EmbeddedRedis;
+use crate::event_bus::EventBus;
 use crate::http_gateway::HttpHandlers;
 use crate::websocket_gateway::{ConnectionHub, GatewayTiming, WebsocketHandlers};
 
 /// The demo page, built into the binary (no build step).
 pub const DEMO_PAGE: &str = include_str!("../static/index.html");
+
+/// The TypeScript SDK bundled for the demo page (`/mm-client.js`): built
+/// from `clients/typescript` by its `npm run bundle` and committed, so that
+/// cargo alone builds the stack; the SDK's tests fail while it is stale.
+pub const DEMO_CLIENT: &str = include_str!("../static/mm-client.js");
 
 /// Audience of development tokens (what `AUTH_AUDIENCE` would be in AWS).
 pub const DEV_AUDIENCE: &str = "matchmaking-local";
@@ -48,13 +61,32 @@ pub struct StackConfig {
     /// connection takes to be established after `$connect` answers
     /// (`MM_WS_CONNECT_LATENCY_MS`, default 0; pushes meanwhile get 410).
     pub websocket: GatewayTiming,
+    /// The EventBridge stand-in's address (`MM_EVENTBRIDGE_ADDR`, default
+    /// a free loopback port).
+    pub eventbridge_addr: SocketAddr,
+    /// Where match events go (`MM_EVENT_BUS`, default
+    /// [`event_bus::LOCAL_BUS`]; `MM_EVENT_SOURCE`), aimed at the stand-in.
+    pub events: EventsTarget,
+    /// Run the demo allocator (`MM_DEMO_ALLOCATOR`, default true). It
+    /// assigns only while match events are on and the rule set names a
+    /// server scope (`servers.scope`).
+    pub demo_allocator: bool,
+    /// The demo game server's address (`MM_GAME_SERVER_ADDR`, default a
+    /// free loopback port): the assignments' `connection`.
+    pub game_server_addr: SocketAddr,
 }
 
 impl StackConfig {
     /// Reads the core settings from `lookup` (the environment in `main`):
     /// everything the Lambda functions read, plus `MM_HTTP_ADDR` and
-    /// `MM_WS_ADDR` for the listen addresses.
+    /// `MM_WS_ADDR` for the listen addresses. Unlike the functions, the
+    /// stack publishes match events unless told not to (`MM_MATCH_EVENTS`
+    /// defaults to true).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let lookup = |k: &str| match (k, lookup(k)) {
+            ("MM_MATCH_EVENTS", None) => Some("true".to_owned()),
+            (_, value) => value,
+        };
         let external_redis = lookup("REDIS_URL").is_some_and(|v| !v.trim().is_empty());
         let addr = |var: &'static str, default: &str| -> Result<SocketAddr, ConfigError> {
             let value = lookup(var).unwrap_or_else(|| default.to_owned());
@@ -63,10 +95,44 @@ impl StackConfig {
                 reason: format!("expected host:port, got {value:?}"),
             })
         };
+        let flag = |var: &'static str, default: bool| -> Result<bool, ConfigError> {
+            match lookup(var)
+                .map(|v| v.trim().to_ascii_lowercase())
+                .as_deref()
+            {
+                None | Some("") => Ok(default),
+                Some("1" | "true" | "yes" | "on") => Ok(true),
+                Some("0" | "false" | "no" | "off") => Ok(false),
+                Some(v) => Err(ConfigError {
+                    var,
+                    reason: format!("expected true or false, got {v:?}"),
+                }),
+            }
+        };
+        let text = |var: &str, default: &str| {
+            lookup(var)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
+        let eventbridge_addr = addr("MM_EVENTBRIDGE_ADDR", "127.0.0.1:0")?;
+        let events = EventsTarget::from_lookup(|k| match k {
+            EVENT_BUS_VAR => Some(text(EVENT_BUS_VAR, event_bus::LOCAL_BUS)),
+            EVENT_SOURCE_VAR => lookup(EVENT_SOURCE_VAR),
+            _ => None,
+        })
+        .map_err(|e| ConfigError {
+            var: "MM_EVENT_BUS",
+            reason: e.to_string(),
+        })?;
         Ok(Self {
+            eventbridge_addr,
+            events,
+            demo_allocator: flag("MM_DEMO_ALLOCATOR", true)?,
+            game_server_addr: addr("MM_GAME_SERVER_ADDR", "127.0.0.1:0")?,
             http_addr: addr("MM_HTTP_ADDR", "127.0.0.1:3000")?,
             websocket_addr: addr("MM_WS_ADDR", "127.0.0.1:3001")?,
-            settings: Settings::from_lookup(&lookup)?,
+            settings: Settings::from_lookup(lookup)?,
             external_redis,
             tick: Duration::from_secs(1),
             websocket: GatewayTiming {
@@ -171,9 +237,43 @@ pub struct LocalStack {
     pub store: MatchStore,
     pub hub: Arc<ConnectionHub>,
     pub issuer: Arc<DevIssuer>,
+    /// The EventBridge stand-in: every match event the matcher published.
+    pub events: Arc<EventBus>,
+    /// The stand-in's endpoint (`http://host:port`), the matcher's
+    /// `MM_EVENTS_ENDPOINT`.
+    pub eventbridge_url: String,
+    /// The demo game server and the seats the demo allocator gave out.
+    pub game_server: Arc<GameServer>,
+    /// `host:port` of the demo game server (the assignments' connection).
+    pub game_server_addr: String,
+    /// Whether the demo allocator runs (on, with match events and a server
+    /// scope).
+    pub demo_allocator: bool,
+    matcher: std::sync::Mutex<MatcherTask>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     redis: Option<EmbeddedRedis>,
+}
+
+/// The matcher's task and what it takes to start another.
+struct MatcherTask {
+    running: Option<JoinHandle<()>>,
+    store: MatchStore,
+    pusher: ApiGatewayPusher,
+    events: EventBridgeSink,
+    period: Duration,
+}
+
+impl MatcherTask {
+    fn spawn(&mut self, shutdown: watch::Receiver<bool>) {
+        self.running = Some(tokio::spawn(matcher_loop(
+            self.store.clone(),
+            self.pusher.clone(),
+            self.events.clone(),
+            self.period,
+            shutdown,
+        )));
+    }
 }
 
 impl LocalStack {
@@ -206,6 +306,9 @@ impl LocalStack {
             .map_err(|e| StackError::Setup(e.to_string()))?;
         let http_url = format!("http://{http_addr}");
         let websocket_url = format!("ws://{ws_addr}/");
+        let (events_listener, eventbridge_url) = bind(config.eventbridge_addr).await?;
+        let (game_listener, game_url) = bind(config.game_server_addr).await?;
+        let game_server_addr = game_url.trim_start_matches("http://").to_owned();
 
         let issuer = Arc::new(
             DevIssuer::generate(&http_url, DEV_AUDIENCE)
@@ -217,6 +320,10 @@ impl LocalStack {
         let pusher =
             ApiGatewayPusher::with_static_credentials(&format!("http://{ws_addr}"), "us-east-1")
                 .map_err(|e| StackError::Setup(e.to_string()))?;
+        // The deployed matcher's sink, pointed at the stand-in.
+        let mut target = config.events.clone();
+        target.endpoint = Some(eventbridge_url.clone());
+        let sink = EventBridgeSink::with_static_credentials(target, "us-east-1");
         let verifier = lambda_common::auth::JwtVerifier::new(lambda_common::auth::AuthSettings {
             jwks_url: format!("{http_url}/.well-known/jwks.json"),
             issuer: http_url.clone(),
@@ -244,6 +351,68 @@ impl LocalStack {
 
         let (shutdown, _) = watch::channel(false);
         let mut tasks = Vec::new();
+
+        let ws_router = websocket_gateway::router(
+            handlers.clone(),
+            hub.clone(),
+            ws_addr.to_string(),
+            config.websocket,
+        );
+        tasks.push(serve(ws_listener, ws_router, shutdown.subscribe()));
+        let events = Arc::new(EventBus::default());
+        tasks.push(serve(
+            events_listener,
+            events.router(),
+            shutdown.subscribe(),
+        ));
+        let game_server = Arc::new(GameServer::default());
+        tasks.push(serve(
+            game_listener,
+            game_server.router(),
+            shutdown.subscribe(),
+        ));
+        let mut matcher = MatcherTask {
+            running: None,
+            store: store.clone(),
+            pusher,
+            events: sink,
+            period: config.tick,
+        };
+        matcher.spawn(shutdown.subscribe());
+
+        let settings = store.settings();
+        let demo_allocator = match (
+            config.demo_allocator,
+            settings.match_events,
+            &settings.server_scope,
+        ) {
+            (true, true, Some(scope)) => {
+                let allocator = Allocator {
+                    bus: events.clone(),
+                    game: game_server.clone(),
+                    connection: game_server_addr.clone(),
+                    api_url: http_url.clone(),
+                    issuer: issuer.clone(),
+                    scope: scope.clone(),
+                    http: reqwest::Client::builder()
+                        .timeout(Duration::from_secs(10))
+                        .build()
+                        .map_err(|e| StackError::Setup(e.to_string()))?,
+                };
+                tasks.push(tokio::spawn(allocator.run(shutdown.subscribe())));
+                true
+            }
+            (false, _, _) => false,
+            (true, events_on, scope) => {
+                tracing::info!(
+                    match_events = events_on,
+                    server_scope = scope.is_some(),
+                    "demo allocator not started: it needs MM_MATCH_EVENTS and a rule set with servers.scope"
+                );
+                false
+            }
+        };
+
         let http_router = http_gateway::router(
             handlers.clone(),
             issuer.clone(),
@@ -251,17 +420,13 @@ impl LocalStack {
             hub.clone(),
             websocket_url.clone(),
             http_addr.to_string(),
+            http_gateway::Demo {
+                events: events.clone(),
+                game_server: game_server_addr.clone(),
+                allocator: demo_allocator,
+            },
         );
         tasks.push(serve(http_listener, http_router, shutdown.subscribe()));
-        let ws_router =
-            websocket_gateway::router(handlers, hub.clone(), ws_addr.to_string(), config.websocket);
-        tasks.push(serve(ws_listener, ws_router, shutdown.subscribe()));
-        tasks.push(tokio::spawn(matcher_loop(
-            store.clone(),
-            pusher,
-            config.tick,
-            shutdown.subscribe(),
-        )));
 
         Ok(Self {
             http_url,
@@ -269,16 +434,49 @@ impl LocalStack {
             store,
             hub,
             issuer,
+            events,
+            eventbridge_url,
+            game_server,
+            game_server_addr,
+            demo_allocator,
+            matcher: std::sync::Mutex::new(matcher),
             shutdown,
             tasks,
             redis,
         })
     }
 
+    /// Kills the matcher where it is (its task aborted, mid-tick or between
+    /// ticks), as a matcher invocation that dies: whatever it had claimed
+    /// stays claimed until the claim's lease lapses. Waits until it is gone.
+    pub async fn crash_matcher(&self) {
+        let running = self.lock_matcher().running.take();
+        if let Some(task) = running {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    /// Starts a matcher again after [`LocalStack::crash_matcher`] (a new
+    /// invocation); a no-op while one runs.
+    pub fn restart_matcher(&self) {
+        let mut matcher = self.lock_matcher();
+        if matcher.running.is_none() {
+            matcher.spawn(self.shutdown.subscribe());
+        }
+    }
+
+    fn lock_matcher(&self) -> std::sync::MutexGuard<'_, MatcherTask> {
+        self.matcher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Stops the servers and the matcher, then the embedded Redis.
     pub async fn stop(self) {
         let _ = self.shutdown.send(true);
-        for task in self.tasks {
+        let matcher = self.lock_matcher().running.take();
+        for task in self.tasks.into_iter().chain(matcher) {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
         if let Some(redis) = self.redis {
@@ -305,10 +503,22 @@ fn serve(
     })
 }
 
-/// The matcher, ticking every `period` through the matcher function's own code.
+async fn bind(addr: SocketAddr) -> Result<(TcpListener, String), StackError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| StackError::Listen { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| StackError::Setup(e.to_string()))?;
+    Ok((listener, format!("http://{bound}")))
+}
+
+/// The matcher, ticking every `period` through the matcher function's own
+/// code, publishing match events through the deployed matcher's sink.
 async fn matcher_loop(
     store: MatchStore,
     pusher: ApiGatewayPusher,
+    events: EventBridgeSink,
     period: Duration,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -317,7 +527,7 @@ async fn matcher_loop(
     loop {
         tokio::select! {
             _ = interval.tick() => {
-                if let Err(e) = shared::matcher::tick(&store, &pusher).await {
+                if let Err(e) = shared::matcher::tick_with_events(&store, &pusher, &events).await {
                     tracing::warn!(error = %e, "matcher tick failed; retrying next tick");
                 }
             }

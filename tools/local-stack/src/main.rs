@@ -1,6 +1,8 @@
 //! `mm-local`: runs the whole matchmaking system on this machine.
 //! Configuration comes from the same environment variables as the Lambda
-//! functions (README), plus `MM_HTTP_ADDR` / `MM_WS_ADDR`.
+//! functions (README), plus `MM_HTTP_ADDR` / `MM_WS_ADDR`, the EventBridge
+//! stand-in's `MM_EVENTBRIDGE_ADDR`, the demo game server's
+//! `MM_GAME_SERVER_ADDR` and `MM_DEMO_ALLOCATOR`.
 
 use local_stack::{LocalStack, StackConfig};
 
@@ -49,6 +51,8 @@ Matchmaking local stack is running.
   WebSocket API   {ws}?token=<JWT>
   @connections    {ws_http}@connections/{{id}}
   JWKS            {http}/.well-known/jwks.json
+  EventBridge     {eventbridge} (PutEvents stand-in; what it got: {http}/dev/events)
+  Demo allocator  {allocator}
   Redis           {url} — {redis}
   Namespace       {ns}
   Worlds          {worlds}
@@ -64,6 +68,20 @@ Try it (three players fill a match in world1):
 Press Ctrl-C to stop.
 "#,
         ws_http = ws.replacen("ws://", "http://", 1),
+        eventbridge = if settings.match_events {
+            stack.eventbridge_url.clone()
+        } else {
+            format!("{} (idle: MM_MATCH_EVENTS=false)", stack.eventbridge_url)
+        },
+        allocator = if stack.demo_allocator {
+            format!(
+                "assigns every match to the game server http://{} (MM_DEMO_ALLOCATOR=false: off)",
+                stack.game_server_addr
+            )
+        } else {
+            "off (MM_DEMO_ALLOCATOR=false, MM_MATCH_EVENTS=false or no servers.scope in the rules)"
+                .to_owned()
+        },
         url = settings.redis.urls.join(","),
         ns = settings.namespace,
         worlds = worlds.join(", "),

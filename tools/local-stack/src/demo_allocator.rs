@@ -1,0 +1,251 @@
+//! The demo allocator and its game server: what a studio's allocator does
+//! with the match events, on this machine.
+//!
+//! The allocator follows the match events the EventBridge stand-in received
+//! ([`crate::event_bus::EventBus`]) and assigns each match, once, to the
+//! demo game server `127.0.0.1:<port>` through the real assignment route
+//! (`POST /v1/matching/matches/{matchId}/assignment` over HTTP, the JWT
+//! authorizer emulation included) with a token carrying the rule set's
+//! server scope (`servers.scope`) and a fresh per-player token for every
+//! participant. Duplicated events (at-least-once) are assigned once; an
+//! assignment the API answers 5xx, or cannot be reached for, is tried again
+//! on the next event or after [`RETRY_AFTER`].
+//!
+//! The game server is a real HTTP listener on that port: `GET /` says what
+//! it is, `GET /join?match=<id>&token=<token>` admits the player whose
+//! token it is (200 `{"matchId", "playerId"}`; 403 otherwise), with
+//! `Access-Control-Allow-Origin: *` so the demo page can call it.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::dev_auth::DevIssuer;
+use crate::event_bus::EventBus;
+
+/// The `sub` of the allocator's token.
+pub const ALLOCATOR_SUBJECT: &str = "local-demo-allocator";
+/// How soon a failed assignment is tried again.
+pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// Lifetime of the allocator's token (minted again before it runs out).
+const TOKEN_TTL: Duration = Duration::from_secs(3600);
+
+/// The seats the demo game server knows: match -> player -> token.
+#[derive(Default)]
+pub struct GameServer {
+    seats: Mutex<HashMap<String, BTreeMap<String, String>>>,
+}
+
+impl GameServer {
+    fn seat(&self, match_id: &str, tokens: BTreeMap<String, String>) {
+        lock(&self.seats)
+            .entry(match_id.to_owned())
+            .or_insert(tokens);
+    }
+
+    /// The tokens of a match's players, once it was assigned here.
+    pub fn tokens_of(&self, match_id: &str) -> Option<BTreeMap<String, String>> {
+        lock(&self.seats).get(match_id).cloned()
+    }
+
+    pub fn router(self: &Arc<Self>) -> Router {
+        Router::new()
+            .route(
+                "/",
+                get(|| async {
+                    "local demo game server: GET /join?match=<matchId>&token=<your token>\n"
+                }),
+            )
+            .route("/join", get(join))
+            .with_state(self.clone())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+async fn join(
+    State(server): State<Arc<GameServer>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let cors = [("access-control-allow-origin", "*")];
+    let (Some(match_id), Some(token)) = (query.get("match"), query.get("token")) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            cors,
+            Json(json!({"message": "GET /join?match=<matchId>&token=<token>"})),
+        )
+            .into_response();
+    };
+    let player = lock(&server.seats).get(match_id).and_then(|seats| {
+        seats
+            .iter()
+            .find(|(_, t)| *t == token)
+            .map(|(p, _)| p.clone())
+    });
+    match player {
+        Some(player) => (
+            cors,
+            Json(json!({"matchId": match_id, "playerId": player, "message": format!("{player} joined the game of match {match_id}")})),
+        )
+            .into_response(),
+        None => (
+            StatusCode::FORBIDDEN,
+            cors,
+            Json(json!({"message": "no seat in that match for this token"})),
+        )
+            .into_response(),
+    }
+}
+
+/// What the allocator needs.
+pub struct Allocator {
+    pub bus: Arc<EventBus>,
+    pub game: Arc<GameServer>,
+    /// `host:port` of the game server: the assignments' `connection`.
+    pub connection: String,
+    /// The stack's HTTP API (`http://host:port`).
+    pub api_url: String,
+    pub issuer: Arc<DevIssuer>,
+    /// The rule set's `servers.scope`.
+    pub scope: String,
+    pub http: reqwest::Client,
+}
+
+/// A per-player token: 128 random bits, hex.
+fn player_token() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+impl Allocator {
+    /// Follows the bus until `shutdown`: every match event's match is
+    /// assigned once.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut seen = 0usize;
+        let mut done: HashSet<String> = HashSet::new();
+        let mut pending: Vec<Value> = Vec::new();
+        let mut token: Option<(String, tokio::time::Instant)> = None;
+        loop {
+            for event in self.bus.received_since(seen) {
+                seen += 1;
+                if event.detail_type == shared::MatchEvent::DETAIL_TYPE {
+                    pending.push(event.detail);
+                }
+            }
+            let mut retry = Vec::new();
+            for detail in pending.drain(..) {
+                let Some(id) = detail["matchId"].as_str().map(str::to_owned) else {
+                    continue;
+                };
+                if done.contains(&id) {
+                    continue;
+                }
+                let bearer = match &token {
+                    Some((t, until)) if *until > tokio::time::Instant::now() => t.clone(),
+                    _ => match self.issuer.mint_with(
+                        ALLOCATOR_SUBJECT,
+                        TOKEN_TTL,
+                        &serde_json::Map::from_iter([("scp".to_owned(), json!([self.scope]))]),
+                    ) {
+                        Ok(t) => {
+                            let until = tokio::time::Instant::now() + TOKEN_TTL / 2;
+                            token = Some((t.clone(), until));
+                            t
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "demo allocator: cannot mint its token");
+                            retry.push(detail);
+                            continue;
+                        }
+                    },
+                };
+                if self.assign(&id, &detail, &bearer).await {
+                    done.insert(id);
+                } else {
+                    retry.push(detail);
+                }
+            }
+            pending = retry;
+            let wait = async {
+                if pending.is_empty() {
+                    self.bus.wait_past(seen).await;
+                } else {
+                    tokio::time::sleep(RETRY_AFTER).await;
+                }
+            };
+            tokio::select! {
+                _ = wait => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+
+    /// Assigns one match; true when it is settled (assigned, already
+    /// assigned, or refused for good).
+    async fn assign(&self, id: &str, detail: &Value, bearer: &str) -> bool {
+        let players: Vec<String> = detail["teams"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|p| p["playerId"].as_str().map(str::to_owned))
+            .collect();
+        let tokens: BTreeMap<String, String> = players
+            .iter()
+            .map(|p| (p.clone(), player_token()))
+            .collect();
+        // Seated first, so a player told the assignment can join at once.
+        self.game.seat(id, tokens.clone());
+        let seats = self.game.tokens_of(id).unwrap_or(tokens);
+        let body = json!({
+            "connection": self.connection,
+            "properties": {"allocator": "local-demo", "worldType": detail["worldType"]},
+            "players": seats.iter().map(|(p, t)| (p.clone(), json!({"token": t}))).collect::<serde_json::Map<_, _>>(),
+        });
+        let url = format!("{}/v1/matching/matches/{id}/assignment", self.api_url);
+        let answer = self
+            .http
+            .post(url)
+            .bearer_auth(bearer)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await;
+        match answer {
+            Ok(res) if res.status().is_success() => {
+                tracing::info!(match_id = id, connection = %self.connection, "demo allocator assigned a match");
+                true
+            }
+            Ok(res) if res.status().is_server_error() => {
+                tracing::warn!(
+                    match_id = id,
+                    status = res.status().as_u16(),
+                    "demo allocator: assignment failed; will retry"
+                );
+                false
+            }
+            Ok(res) => {
+                // 404 (expired), 409 (assigned or finished), 403 (scope):
+                // nothing a retry would change.
+                let status = res.status().as_u16();
+                let text = res.text().await.unwrap_or_default();
+                tracing::warn!(match_id = id, status, answer = %text, "demo allocator: assignment refused");
+                true
+            }
+            Err(e) => {
+                tracing::warn!(match_id = id, error = %e, "demo allocator: API unreachable; will retry");
+                false
+            }
+        }
+    }
+}
