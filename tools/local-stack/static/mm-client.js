@@ -1,0 +1,624 @@
+// @matchmaking/client for the demo page: built from clients/typescript/src by
+// clients/typescript/scripts/bundle.mjs (esbuild). Do not edit; run `npm run bundle`.
+
+// src/dedupe.ts
+var Deduper = class {
+  #seen = /* @__PURE__ */ new Map();
+  #maxKeys;
+  #windowMs;
+  constructor(options = {}) {
+    this.#maxKeys = options.maxKeys ?? 2e3;
+    this.#windowMs = options.windowMs ?? 6e4;
+  }
+  /** Whether `msg` is new (and remembers it); false for a repeat or a stale message. */
+  accept(msg, now = Date.now()) {
+    switch (msg.type) {
+      case "QUEUED":
+        for (const kind of ["TICKET_EXPIRED", "TICKET_REMOVED"]) this.#seen.delete(`${kind}|${msg.worldType}`);
+        return true;
+      case "PONG":
+        return true;
+      case "MATCH_FOUND":
+      case "MATCH_ASSIGNED":
+      case "MATCH_RESULT":
+      case "MATCH_CANCELLED":
+        return this.#first(`${msg.type}|${msg.matchId}`, now);
+      case "MATCH_PROPOSED":
+        if (this.#decided(msg.matchId)) return false;
+        return this.#first(`${msg.type}|${msg.matchId}`, now);
+      case "MATCH_ACCEPT_PROGRESS": {
+        if (this.#decided(msg.matchId)) return false;
+        const key = `${msg.type}|${msg.matchId}`;
+        const before = this.#seen.get(key);
+        if (before !== void 0 && before >= msg.accepted) return false;
+        this.#remember(key, msg.accepted);
+        return true;
+      }
+      case "PARTY_CANCELLED":
+        return this.#first(`${msg.type}|${msg.partyId}`, now);
+      case "PARTY_UPDATE": {
+        if (this.#seen.has(`PARTY_CANCELLED|${msg.party.partyId}`)) return false;
+        const key = `${msg.type}|${msg.party.partyId}|${stableJson(msg.party)}`;
+        if (this.#seen.has(key)) return false;
+        for (const k of this.#seen.keys()) {
+          if (k.startsWith(`${msg.type}|${msg.party.partyId}|`)) this.#seen.delete(k);
+        }
+        this.#remember(key, now);
+        return true;
+      }
+      case "TICKET_EXPIRED":
+      case "TICKET_REMOVED": {
+        const key = `${msg.type}|${msg.worldType}`;
+        const at = this.#seen.get(key);
+        if (at !== void 0 && now - at < this.#windowMs) return false;
+        this.#remember(key, now);
+        return true;
+      }
+      default:
+        return true;
+    }
+  }
+  #decided(matchId) {
+    return this.#seen.has(`MATCH_FOUND|${matchId}`) || this.#seen.has(`MATCH_CANCELLED|${matchId}`);
+  }
+  #first(key, now) {
+    if (this.#seen.has(key)) return false;
+    this.#remember(key, now);
+    return true;
+  }
+  #remember(key, value) {
+    this.#seen.delete(key);
+    this.#seen.set(key, value);
+    while (this.#seen.size > this.#maxKeys) {
+      const oldest = this.#seen.keys().next().value;
+      if (oldest === void 0) break;
+      this.#seen.delete(oldest);
+    }
+  }
+};
+function stableJson(value) {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+// src/emitter.ts
+var Emitter = class {
+  #listeners = /* @__PURE__ */ new Map();
+  /** Calls `listener` for every `type` event; returns a function that removes it. */
+  on(type, listener) {
+    let set = this.#listeners.get(type);
+    if (!set) this.#listeners.set(type, set = /* @__PURE__ */ new Set());
+    set.add(listener);
+    return () => this.off(type, listener);
+  }
+  /** Calls `listener` for the next `type` event only. */
+  once(type, listener) {
+    const off = this.on(type, (event) => {
+      off();
+      listener(event);
+    });
+    return off;
+  }
+  off(type, listener) {
+    this.#listeners.get(type)?.delete(listener);
+  }
+  /**
+   * The next `type` event for which `matches` holds, as a promise; rejects
+   * after `timeoutMs` (default: never).
+   */
+  waitFor(type, matches = () => true, timeoutMs) {
+    return new Promise((resolve, reject) => {
+      let timer;
+      const off = this.on(type, (event) => {
+        if (!matches(event)) return;
+        off();
+        if (timer !== void 0) clearTimeout(timer);
+        resolve(event);
+      });
+      if (timeoutMs !== void 0) {
+        timer = setTimeout(() => {
+          off();
+          reject(new Error(`no ${String(type)} event within ${timeoutMs} ms`));
+        }, timeoutMs);
+      }
+    });
+  }
+  emit(type, event) {
+    for (const listener of [...this.#listeners.get(type) ?? []]) {
+      try {
+        listener(event);
+      } catch (error) {
+        setTimeout(() => {
+          throw error;
+        });
+      }
+    }
+  }
+};
+
+// src/token.ts
+async function resolveToken(source, request) {
+  return typeof source === "string" ? source : await source(request);
+}
+function devToken(sub, options = {}) {
+  let cached = null;
+  return async ({ refresh, httpUrl }) => {
+    const base = (options.httpUrl ?? httpUrl ?? "http://127.0.0.1:3000").replace(/\/+$/, "");
+    if (cached && !refresh && cached.base === base && Date.now() < cached.until) return cached.token;
+    const doFetch = options.fetch ?? fetch;
+    const res = await doFetch(`${base}/dev/token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(options.claims ? { sub, claims: options.claims } : { sub })
+    });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok || typeof body.token !== "string") {
+      throw new Error(`POST ${base}/dev/token: ${res.status} ${body.message ?? "no token"}`);
+    }
+    cached = { token: body.token, until: Date.now() + Math.max(0, (body.expiresIn ?? 0) - 60) * 1e3, base };
+    return body.token;
+  };
+}
+
+// src/connection.ts
+var PING = JSON.stringify({ action: "ping" });
+var Connection = class extends Emitter {
+  wsUrl;
+  #options;
+  #reconnect;
+  #dedupe;
+  #socket = null;
+  #state = "idle";
+  #wanted = false;
+  #opened = false;
+  #attempt = 0;
+  #refreshToken = false;
+  #heartbeatSeconds;
+  #timers = { heartbeat: void 0, pong: void 0, retry: void 0 };
+  #waiters = [];
+  constructor(options) {
+    super();
+    this.wsUrl = options.wsUrl;
+    this.#options = options;
+    const r = options.reconnect ?? true;
+    this.#reconnect = r === false ? null : {
+      initialDelayMs: 500,
+      maxDelayMs: 3e4,
+      factor: 2,
+      jitter: true,
+      maxAttempts: Number.POSITIVE_INFINITY,
+      ...r === true ? {} : r
+    };
+    const d = options.dedupe ?? true;
+    this.#dedupe = d === false ? null : new Deduper(d === true ? {} : d);
+    this.#heartbeatSeconds = options.heartbeatSeconds ?? 60;
+  }
+  get state() {
+    return this.#state;
+  }
+  /** The heartbeat interval in use: the latest PONG's `heartbeatSeconds`. */
+  get heartbeatSeconds() {
+    return this.#heartbeatSeconds;
+  }
+  /** Opens the socket; resolves once it is open (retrying per the reconnect options meanwhile). */
+  connect() {
+    const opened = new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
+    if (this.#state === "open") this.#settle(null);
+    if (!this.#wanted) {
+      this.#wanted = true;
+      this.#attempt = 0;
+      void this.#open();
+    }
+    return opened;
+  }
+  /** Closes the socket for good (no reconnect); `connect()` opens it again. */
+  close() {
+    this.#wanted = false;
+    this.#clearTimers();
+    const socket = this.#socket;
+    this.#socket = null;
+    const wasOpen = this.#state === "open";
+    this.#state = "closed";
+    if (socket) {
+      detach(socket);
+      socket.close(1e3, "client closed");
+    }
+    if (wasOpen) this.emit("close", { code: 1e3, reason: "client closed", willReconnect: false });
+    this.#settle(new Error("connection closed before it opened"));
+  }
+  /** Drops the socket and opens a new one at once (e.g. after the token changed). */
+  reconnect() {
+    if (!this.#wanted) return;
+    this.#lost(this.#socket, 4e3, "client reconnect", 0);
+  }
+  /** Sends a heartbeat now (one is sent on every open and then on the server's interval anyway). */
+  ping() {
+    const socket = this.#socket;
+    if (!socket || this.#state !== "open") return;
+    socket.send(PING);
+    if (this.#timers.pong === void 0) {
+      this.#timers.pong = setTimeout(() => {
+        this.#timers.pong = void 0;
+        this.emit("error", { error: new Error(`no PONG within ${this.#pongTimeout()} ms; reconnecting`) });
+        this.#lost(socket, 4001, "heartbeat timeout");
+      }, this.#pongTimeout());
+    }
+  }
+  #pongTimeout() {
+    return this.#options.pongTimeoutMs ?? 1e4;
+  }
+  async #open() {
+    this.#state = this.#attempt === 0 && !this.#opened ? "connecting" : "reconnecting";
+    let url;
+    let Ctor;
+    try {
+      const token = await resolveToken(this.#options.token, { refresh: this.#refreshToken });
+      url = `${this.wsUrl}${this.wsUrl.includes("?") ? "&" : "?"}token=${encodeURIComponent(token)}`;
+      Ctor = this.#options.WebSocket ?? await defaultWebSocket();
+    } catch (error) {
+      this.emit("error", { error });
+      this.#retry(1006, "no token or no WebSocket");
+      return;
+    }
+    if (!this.#wanted) return;
+    const socket = new Ctor(url);
+    this.#socket = socket;
+    let opened = false;
+    socket.onopen = () => {
+      opened = true;
+      const reconnected = this.#opened;
+      this.#opened = true;
+      this.#attempt = 0;
+      this.#refreshToken = false;
+      this.#state = "open";
+      this.emit("open", { reconnected });
+      this.#settle(null);
+      this.ping();
+      this.#scheduleHeartbeat();
+    };
+    socket.onmessage = (event) => this.#receive(event.data);
+    socket.onerror = (event) => {
+      const error = event.error ?? new Error(`WebSocket error on ${this.wsUrl}`);
+      this.emit("error", { error });
+    };
+    socket.onclose = (event) => {
+      if (!opened) this.#refreshToken = true;
+      this.#lost(socket, event.code, event.reason);
+    };
+  }
+  #receive(data) {
+    const text = typeof data === "string" ? data : String(data);
+    let msg;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      this.emit("text", { data: text });
+      return;
+    }
+    if (typeof msg !== "object" || msg === null || typeof msg.type !== "string") {
+      this.emit("text", { data: text });
+      return;
+    }
+    if (msg.type === "PONG") this.#pong(msg);
+    if (this.#dedupe && !this.#dedupe.accept(msg)) {
+      this.emit("duplicate", msg);
+      return;
+    }
+    this.emit("message", msg);
+    this.emit(msg.type, msg);
+  }
+  #pong(msg) {
+    if (this.#timers.pong !== void 0) clearTimeout(this.#timers.pong);
+    this.#timers.pong = void 0;
+    if (msg.heartbeatSeconds > 0 && msg.heartbeatSeconds !== this.#heartbeatSeconds) {
+      this.#heartbeatSeconds = msg.heartbeatSeconds;
+      this.#scheduleHeartbeat();
+    }
+    if (!msg.registered) this.#lost(this.#socket, 4002, "registration lapsed", 0);
+  }
+  #scheduleHeartbeat() {
+    if (this.#timers.heartbeat !== void 0) clearInterval(this.#timers.heartbeat);
+    this.#timers.heartbeat = setInterval(() => this.ping(), this.#heartbeatSeconds * 1e3);
+  }
+  /** The socket is gone (closed by the server, dead, or dropped on purpose). */
+  #lost(socket, code, reason, delayMs) {
+    if (socket !== this.#socket) return;
+    const wasOpen = this.#state === "open";
+    this.#clearTimers();
+    this.#socket = null;
+    if (socket) {
+      detach(socket);
+      if (socket.readyState < 2) {
+        if (socket.terminate) socket.terminate();
+        else socket.close(code >= 4e3 && code < 5e3 ? code : 1e3, reason);
+      }
+    }
+    if (!this.#wanted) return;
+    const willReconnect = this.#reconnect !== null && this.#attempt < this.#reconnect.maxAttempts;
+    if (wasOpen || !willReconnect) this.emit("close", { code, reason, willReconnect });
+    this.#retry(code, reason, delayMs);
+  }
+  #retry(code, reason, delayMs) {
+    const r = this.#reconnect;
+    if (!this.#wanted) return;
+    if (r === null || this.#attempt >= r.maxAttempts) {
+      this.#wanted = false;
+      this.#state = "closed";
+      this.#settle(new Error(`WebSocket closed (${code} ${reason}); not reconnecting`));
+      return;
+    }
+    this.#attempt++;
+    let delay = delayMs ?? Math.min(r.maxDelayMs, r.initialDelayMs * r.factor ** (this.#attempt - 1));
+    if (delayMs === void 0 && r.jitter) delay = delay / 2 + Math.random() * delay / 2;
+    delay = Math.round(delay);
+    this.#state = "reconnecting";
+    this.emit("reconnecting", { attempt: this.#attempt, delayMs: delay });
+    this.#timers.retry = setTimeout(() => {
+      this.#timers.retry = void 0;
+      if (this.#wanted) void this.#open();
+    }, delay);
+  }
+  #clearTimers() {
+    clearInterval(this.#timers.heartbeat);
+    clearTimeout(this.#timers.pong);
+    clearTimeout(this.#timers.retry);
+    this.#timers = { heartbeat: void 0, pong: void 0, retry: void 0 };
+  }
+  #settle(error) {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const w of waiters) {
+      if (error) w.reject(error);
+      else w.resolve();
+    }
+  }
+};
+function detach(socket) {
+  socket.onopen = null;
+  socket.onmessage = null;
+  socket.onclose = null;
+  socket.onerror = () => {
+  };
+}
+var wsModule = null;
+function defaultWebSocket() {
+  const global = globalThis.WebSocket;
+  if (global) return Promise.resolve(global);
+  const name = "ws";
+  wsModule ??= import(name).then(
+    (m) => {
+      const Ctor = m.WebSocket ?? m.default;
+      if (!Ctor) throw new Error("the ws package has no WebSocket export");
+      return Ctor;
+    }
+  );
+  return wsModule;
+}
+
+// src/errors.ts
+var ApiError = class extends Error {
+  constructor(message, status, body) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+  status;
+  body;
+  name = "ApiError";
+};
+var MatchmakingError = class extends ApiError {
+  name = "MatchmakingError";
+  /** The stable code (`data.error`). */
+  code;
+  /** The code's details (`data`, including `error`). */
+  data;
+  /** The server's message for humans (`msg`); it may change, programs read `code` and `data`. */
+  msg;
+  constructor(status, msg, data, body) {
+    super(`${status} ${data.error}: ${msg}`, status, body);
+    this.code = data.error;
+    this.data = data;
+    this.msg = msg;
+  }
+  /** Whether this is the error `code` (and narrows `data` to that code's details). */
+  is(code) {
+    return this.code === code;
+  }
+};
+var GatewayError = class extends ApiError {
+  name = "GatewayError";
+  gatewayMessage;
+  constructor(status, gatewayMessage, body) {
+    super(`${status} ${gatewayMessage} (API Gateway)`, status, body);
+    this.gatewayMessage = gatewayMessage;
+  }
+};
+function isMatchmakingError(e, code) {
+  return e instanceof MatchmakingError && (code === void 0 || e.code === code);
+}
+function errorOf(status, body) {
+  if (status >= 200 && status < 300) return null;
+  if (isObject(body)) {
+    const data = body["data"];
+    if (typeof body["msg"] === "string" && isObject(data) && typeof data["error"] === "string") {
+      return new MatchmakingError(status, body["msg"], data, body);
+    }
+    if (typeof body["message"] === "string") return new GatewayError(status, body["message"], body);
+  }
+  return new ApiError(`${status}: unexpected answer ${JSON.stringify(body)}`, status, body);
+}
+function isObject(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+// src/routes.ts
+var ROUTES = {
+  join: { method: "POST", path: "/v1/matching/join" },
+  leave: { method: "POST", path: "/v1/matching/leave" },
+  accept: { method: "POST", path: "/v1/matching/accept" },
+  queueStatus: { method: "GET", path: "/v1/matching/queue-status/{worldType}" },
+  myStatus: { method: "GET", path: "/v1/matching/my-status" },
+  match: { method: "GET", path: "/v1/matching/matches/{matchId}" },
+  assign: { method: "POST", path: "/v1/matching/matches/{matchId}/assignment", scope: "servers.scope" },
+  report: { method: "POST", path: "/v1/matching/matches/{matchId}/result", scope: "servers.scope" },
+  rating: { method: "PUT", path: "/v1/ratings/{playerId}", scope: "ratings.writerScope" },
+  createParty: { method: "POST", path: "/v1/parties" },
+  joinParty: { method: "POST", path: "/v1/parties/{partyId}/join" },
+  cancelParty: { method: "DELETE", path: "/v1/parties/{partyId}" }
+};
+function fillPath(path, params) {
+  return path.replace(/\{([^}]+)\}/g, (_, name) => {
+    const value = params[name];
+    if (value === void 0) throw new TypeError(`missing path parameter ${name} for ${path}`);
+    return encodeURIComponent(value);
+  });
+}
+
+// src/http.ts
+var MatchmakingClient = class {
+  httpUrl;
+  #token;
+  #fetch;
+  constructor(options) {
+    this.httpUrl = options.httpUrl.replace(/\/+$/, "");
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+  /** Calls operation `op` of the spec; what the named methods below do. */
+  async call(op, params = {}, body) {
+    const route = ROUTES[op];
+    const url = this.httpUrl + fillPath(route.path, params);
+    for (let refresh = false; ; refresh = true) {
+      const token = await resolveToken(this.#token, { refresh, httpUrl: this.httpUrl });
+      const headers = { authorization: `Bearer ${token}` };
+      if (body !== void 0) headers["content-type"] = "application/json";
+      const init = { method: route.method, headers };
+      if (body !== void 0) init.body = JSON.stringify(body);
+      const res = await this.#fetch(url, init);
+      const text = await res.text();
+      let parsed = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+      }
+      const error = errorOf(res.status, parsed);
+      if (error === null) return parsed.data;
+      const retry = error instanceof GatewayError && error.status === 401 && typeof this.#token === "function";
+      if (!retry || refresh) throw error;
+    }
+  }
+  /** `POST /v1/matching/join`: queued, matched at once, or (ready check) proposed. */
+  join(body) {
+    return this.call("join", {}, body);
+  }
+  /** `POST /v1/matching/leave`. */
+  leave(body) {
+    return this.call("leave", {}, body);
+  }
+  /** `POST /v1/matching/accept`: answer a ready check. */
+  accept(body) {
+    return this.call("accept", {}, body);
+  }
+  /** `GET /v1/matching/queue-status/{worldType}`. */
+  queueStatus(worldType) {
+    return this.call("queueStatus", { worldType });
+  }
+  /** `GET /v1/matching/my-status`: idle, in a party, queued, proposed or matched. */
+  myStatus() {
+    return this.call("myStatus");
+  }
+  /** `GET /v1/matching/matches/{matchId}`: one of the caller's matches with its lifecycle. */
+  match(matchId) {
+    return this.call("match", { matchId });
+  }
+  /** `POST /v1/parties`: create a party and invite its members. */
+  createParty(body) {
+    return this.call("createParty", {}, body);
+  }
+  /** `POST /v1/parties/{partyId}/join`: join a party the caller is invited to. */
+  joinParty(partyId, body = {}) {
+    return this.call("joinParty", { partyId }, body);
+  }
+  /** `DELETE /v1/parties/{partyId}`: cancel a party, or decline an invitation. */
+  cancelParty(partyId) {
+    return this.call("cancelParty", { partyId });
+  }
+  /** `PUT /v1/ratings/{playerId}`: a trusted rating write (a token with `ratings.writerScope`). */
+  putRating(playerId, body) {
+    return this.call("rating", { playerId }, body);
+  }
+  /** `POST /v1/matching/matches/{matchId}/assignment`: the allocator names the match's server (a token with `servers.scope`). */
+  assignMatch(matchId, body) {
+    return this.call("assign", { matchId }, body);
+  }
+  /** `POST /v1/matching/matches/{matchId}/result`: the game server reports how the match ended (a token with `servers.scope`). */
+  reportResult(matchId, body) {
+    return this.call("report", { matchId }, body);
+  }
+};
+
+// src/matchmaking.ts
+var Matchmaking = class extends MatchmakingClient {
+  socket;
+  constructor(options) {
+    super(options);
+    const { token } = options;
+    this.socket = new Connection({
+      ...options,
+      token: typeof token === "string" ? token : (request) => token({ ...request, httpUrl: this.httpUrl })
+    });
+  }
+  on(type, listener) {
+    return this.socket.on(type, listener);
+  }
+  once(type, listener) {
+    return this.socket.once(type, listener);
+  }
+  waitFor(type, matches, timeoutMs) {
+    return this.socket.waitFor(type, matches, timeoutMs);
+  }
+  /** Opens the WebSocket (connect before joining: pushes go to open sockets). */
+  connect() {
+    return this.socket.connect();
+  }
+  /** Closes the WebSocket for good. */
+  close() {
+    this.socket.close();
+  }
+};
+
+// src/types.ts
+var SERVER_MESSAGE_TYPES = [
+  "QUEUED",
+  "MATCH_FOUND",
+  "MATCH_ASSIGNED",
+  "MATCH_RESULT",
+  "TICKET_EXPIRED",
+  "TICKET_REMOVED",
+  "PARTY_UPDATE",
+  "PARTY_CANCELLED",
+  "MATCH_PROPOSED",
+  "MATCH_ACCEPT_PROGRESS",
+  "MATCH_CANCELLED",
+  "PONG"
+];
+export {
+  ApiError,
+  Connection,
+  Deduper,
+  Emitter,
+  GatewayError,
+  Matchmaking,
+  MatchmakingClient,
+  MatchmakingError,
+  ROUTES,
+  SERVER_MESSAGE_TYPES,
+  defaultWebSocket,
+  devToken,
+  errorOf,
+  isMatchmakingError
+};
