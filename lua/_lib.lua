@@ -85,13 +85,14 @@ end
 -- limiters use) of `window` ms -- start (ms the current bucket began), cur
 -- and prev (players matched in the current and previous bucket), first (ms
 -- of the first match counted, so a young history is not averaged over the
--- whole window) -- and parties (party tickets waiting: while there are
--- none, a one-team FIFO world takes its fast path).
+-- whole window) -- parties (party tickets waiting: while there are
+-- none, a one-team FIFO world takes its fast path) and backfills (open
+-- backfills: while there are none, a join tries none).
 local function world_stats(stats_key)
-  local v = redis.call('HMGET', stats_key, 'start', 'cur', 'prev', 'first', 'parties')
+  local v = redis.call('HMGET', stats_key, 'start', 'cur', 'prev', 'first', 'parties', 'backfills')
   return {
     start = tonumber(v[1]), cur = tonumber(v[2]) or 0, prev = tonumber(v[3]) or 0,
-    first = tonumber(v[4]), parties = tonumber(v[5]) or 0,
+    first = tonumber(v[4]), parties = tonumber(v[5]) or 0, backfills = tonumber(v[6]) or 0,
   }
 end
 

@@ -5,26 +5,45 @@
 -- without an assignment), and lives as long as its record (housekeeping
 -- deletes both).
 --
--- match_lifecycle: HASH match id -> four lines, "<state> <since_ms>",
--- the assignment JSON, the result JSON (as reported) and the rating
--- changes JSON (each "" while absent). The JSON documents come from the
+-- match_lifecycle: HASH match id -> five lines, "<state> <since_ms>",
+-- the assignment JSON, the result JSON (as reported), the rating changes
+-- JSON and the additions (each "" while absent): the players backfills
+-- added (_backfill.lua), a JSON array of { players, team, fill, data
+-- (verbatim ticket data JSON or null per player), ratings?, latencies? }
+-- built by concatenation, so ticket data is never re-encoded. The JSON documents come from the
 -- store, canonical (the same content is the same string), and are kept
 -- verbatim: comparing them tells an identical repeat from a different
 -- report, and nothing is re-encoded (cjson would round numbers).
 
 local function load_lifecycle(k, id)
   local raw = redis.call('HGET', k.match_lifecycle, id)
-  if not raw then return { state = 'FORMED', since = 0, assignment = '', result = '', changes = '' } end
-  local state, since, assignment, result, changes =
-    string.match(raw, '^(%u+) (%d+)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')
+  if not raw then
+    return { state = 'FORMED', since = 0, assignment = '', result = '', changes = '', additions = '' }
+  end
+  local state, since, assignment, result, changes, additions =
+    string.match(raw, '^(%u+) (%d+)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')
   return {
-    state = state or 'FORMED', since = tonumber(since) or 0,
-    assignment = assignment or '', result = result or '', changes = changes or '',
+    state = state or 'FORMED', since = tonumber(since) or 0, assignment = assignment or '',
+    result = result or '', changes = changes or '', additions = additions or '',
   }
 end
 
 local function encode_lifecycle(life)
-  return life.state .. ' ' .. life.since .. '\n' .. life.assignment .. '\n' .. life.result .. '\n' .. life.changes
+  return life.state .. ' ' .. life.since .. '\n' .. life.assignment .. '\n' .. life.result .. '\n'
+    .. life.changes .. '\n' .. life.additions
+end
+
+-- The match's participants: its record's, then those its backfills added
+-- (`record`: the decoded record).
+local function match_players(record, life)
+  local out = {}
+  for i, p in ipairs(record.participants) do out[i] = p end
+  if life.additions ~= '' then
+    for _, a in ipairs(cjson.decode(life.additions)) do
+      for _, p in ipairs(a.players) do out[#out + 1] = p end
+    end
+  end
+  return out
 end
 
 local function save_lifecycle(k, id, life)

@@ -11,7 +11,7 @@
 -- `opts.lease` ms and appends, per entry, to `reply` (a flat array holding
 -- `n` values so far): id, attempts (including this one), age_ms (since the
 -- first attempt, by this server's clock), payload (the match record JSON
--- for "M|", "C|", "A|" and "R|" entries, "" when it expired; the message
+-- for "M|", "C|", "A|", "R|" and "B|" entries, "" when it expired; the message
 -- JSON for "N|" entries, "" when the note is gone; "" otherwise), lifecycle
 -- (of a match's entries: see _lifecycle.lua; "" for others), event (1: the
 -- match's event for the studio's allocator is still to send: an "M|" entry
@@ -56,15 +56,35 @@ local function claim_entries(k, ids, opts, reply, n)
     end
     local kind, ref, tail = string.match(id, '^(%u)|([^|]+)|?(.*)$')
     local payload, lifecycle, targets = '', '', {}
-    local of_match = kind == 'M' or kind == 'C' or kind == 'A' or kind == 'R'
+    local of_match = kind == 'M' or kind == 'C' or kind == 'A' or kind == 'R' or kind == 'B'
+    local life = nil
     if of_match then
       payload = redis.call('HGET', k.matches, ref) or ''
-      if payload ~= '' then lifecycle = encode_lifecycle(load_lifecycle(k, ref)) end
+      if payload ~= '' then
+        life = load_lifecycle(k, ref)
+        lifecycle = encode_lifecycle(life)
+      end
     end
-    if (kind == 'M' or kind == 'A' or kind == 'R') and payload ~= '' then
+    if (kind == 'M' or kind == 'A' or kind == 'R' or kind == 'B') and payload ~= '' then
       local ok, record = pcall(cjson.decode, payload)
       if ok and type(record) == 'table' and type(record.participants) == 'table' then
-        for i, p in ipairs(record.participants) do
+        -- M and A: the players it formed with (a backfill comes after the
+        -- assignment and tells its players itself); R: everyone, additions
+        -- included; B: the players of that fill.
+        local players = record.participants
+        if kind == 'R' then players = match_players(record, life) end
+        if kind == 'B' then
+          players = {}
+          local fill = tonumber(tail)
+          if life.additions ~= '' then
+            for _, a in ipairs(cjson.decode(life.additions)) do
+              if a.fill == fill then
+                for _, p in ipairs(a.players) do players[#players + 1] = p end
+              end
+            end
+          end
+        end
+        for i, p in ipairs(players) do
           if wanted == nil or wanted[i] then targets[#targets + 1] = { i, p } end
         end
       end

@@ -194,6 +194,9 @@ local function region_latencies(items, lat_of, name)
   return players, worst, sum / n
 end
 
+-- Most candidates one anchor looks at in one region.
+local REGION_SCAN_LIMIT = 256
+
 -- The best match around the anchor over the regions where the anchor's
 -- latency is within its cap: in each, candidates from that region (the
 -- oldest, or the nearest rated within the window) whose latency is within
@@ -209,22 +212,32 @@ local function regional_match(ctx, a, opts)
   for i, name in ipairs(regions.names) do
     local own = opts.anchor_lat[name]
     if own and own <= cap then
-      local found = region_candidates(ctx, i, opts.rated, cfg.seats - a.size + 8)
-      local tickets, kept = {}, {}
-      for _, c in ipairs(found) do
-        if c.ticket ~= a.ticket then
-          if c.member then c.seq = tonumber(string.sub(c.member, 1, SEQ_DIGITS)) end
-          kept[#kept + 1] = c
-          tickets[#tickets + 1] = c.ticket
+      -- Tickets are filed in every region within the widest cap, so while
+      -- the anchor's cap is narrower some of them are over it: page on
+      -- (pages doubling) until enough are within, or REGION_SCAN_LIMIT
+      -- were looked at.
+      local want = cfg.seats - a.size + 8
+      local within, looked, page, more = {}, 0, want, true
+      while more and #within < want and looked < REGION_SCAN_LIMIT do
+        local found
+        found, more = region_candidates(ctx, i, opts.rated, page, looked)
+        looked = looked + page
+        page = page * 2
+        local tickets, kept = {}, {}
+        for _, c in ipairs(found) do
+          if c.ticket ~= a.ticket then
+            if c.member then c.seq = tonumber(string.sub(c.member, 1, SEQ_DIGITS)) end
+            kept[#kept + 1] = c
+            tickets[#tickets + 1] = c.ticket
+          end
         end
-      end
-      local lats = latencies_of(ctx, tickets)
-      local within = {}
-      for j, c in ipairs(kept) do
-        local ms = lats[j][name]
-        if ms and ms <= cap then
-          lat_of[c.ticket] = lats[j]
-          within[#within + 1] = c
+        local lats = latencies_of(ctx, tickets)
+        for j, c in ipairs(kept) do
+          local ms = lats[j][name]
+          if ms and ms <= cap then
+            lat_of[c.ticket] = lats[j]
+            within[#within + 1] = c
+          end
         end
       end
       local spread = regions.spread

@@ -114,12 +114,13 @@ local function latencies_of(ctx, tickets)
   return out
 end
 
--- Up to `fetch` candidates for region `i` around the anchor: the oldest
--- tickets queued there (FIFO worlds), or the nearest rated within the
--- window `w` of rating `r` (nil: no limit), nearest first, equally near
--- ones oldest first. Returns { ticket, seq (FIFO), rating and member (the
--- ratings member, rated) } in order of preference.
-local function region_candidates(ctx, i, rated, fetch)
+-- Up to `fetch` candidates for region `i` around the anchor, after the
+-- first `skip_n` (paging): the oldest tickets queued there (FIFO worlds),
+-- or the nearest rated within the window `w` of rating `r` (nil: no limit)
+-- on either side, nearest first, equally near ones oldest first. Returns
+-- { ticket, seq (FIFO), rating and member (the ratings member, rated) } in
+-- order of preference, and whether more may follow.
+local function region_candidates(ctx, i, rated, fetch, skip_n)
   local k, cfg = ctx.k, ctx.cfg
   local name = cfg.regions.names[i]
   local skip = #name + 2
@@ -127,11 +128,11 @@ local function region_candidates(ctx, i, rated, fetch)
   if not rated then
     local lo = string.format('%d', QUEUE_BAND * i)
     local hi = '(' .. string.format('%d', QUEUE_BAND * (i + 1))
-    local found = redis.call('ZRANGEBYSCORE', k.region_queue, lo, hi, 'WITHSCORES', 'LIMIT', 0, fetch)
+    local found = redis.call('ZRANGEBYSCORE', k.region_queue, lo, hi, 'WITHSCORES', 'LIMIT', skip_n, fetch)
     for j = 1, #found, 2 do
       out[#out + 1] = { ticket = string.sub(found[j], skip), seq = tonumber(found[j + 1]) - QUEUE_BAND * i }
     end
-    return out
+    return out, #found == 2 * fetch
   end
   local band = rating_band(cfg)
   local base = band * i - cfg.min_rating
@@ -140,9 +141,9 @@ local function region_candidates(ctx, i, rated, fetch)
   local hi = w and math.min(r + w, cfg.max_rating) or cfg.max_rating
   local at = num(base + r)
   local below = redis.call('ZREVRANGEBYSCORE', k.region_ratings, '(' .. at, num(base + lo),
-    'WITHSCORES', 'LIMIT', 0, fetch)
+    'WITHSCORES', 'LIMIT', skip_n, fetch)
   local above = redis.call('ZRANGEBYSCORE', k.region_ratings, at, num(base + hi),
-    'WITHSCORES', 'LIMIT', 0, fetch)
+    'WITHSCORES', 'LIMIT', skip_n, fetch)
   for _, list in ipairs({ below, above }) do
     for j = 1, #list, 2 do
       local rating = tonumber(list[j + 1]) - base
@@ -154,7 +155,7 @@ local function region_candidates(ctx, i, rated, fetch)
     if a.d ~= b.d then return a.d < b.d end
     return a.member < b.member
   end)
-  return out
+  return out, #below == 2 * fetch or #above == 2 * fetch
 end
 
 -- What a ticket holds in its regions' structures, to put back as it was (a

@@ -10,21 +10,26 @@
 -- durably (record, the players' states, expiry, one outbox entry) before
 -- anyone is notified.
 --
--- KEYS   players match_seq matches match_expiry outbox notes counters parties
--- KEYS   proposals proposal_expiry presence
+-- KEYS   players match_seq matches match_expiry match_lifecycle outbox notes
+-- KEYS   counters parties proposals proposal_expiry presence backfills
+-- KEYS   backfill_expiry
 -- WORLDS the world to match
 -- ARGV   limit    FIFO: most matches to form in this call (0 = all);
 --                 rating: most anchors to try in this call (> 0)
 -- ARGV   config   the world's configuration (see _config.lua)
 --
+-- Open backfills (_backfill.lua) are served first, oldest first, at most
+-- BACKFILLS_PER_CALL per call.
+--
 -- Reply: { queue_size_after, expired_removed, absent_removed, more_due,
---          proposed, match_json... }
+--          proposed, backfills_filled, match_json... }
 --   expired_removed: tickets past their deadline removed first (TICKET_EXPIRED)
 --   absent_removed: players without a live connection removed (TICKET_REMOVED)
 --   more_due: 1 when more may be matched right now (call again): a rated
 --   world has more anchors due, or a scan or sweep was cut short
 --   proposed: matches made proposals (a ready check; their records follow
 --   only once everyone accepts)
+--   backfills_filled: backfills that took players (each one fill)
 
 local limit = int_arg(args.limit)
 local cfg, bad_config = world_config(args.config)
@@ -35,6 +40,10 @@ if (cfg.rules or cfg.regions) and limit == 0 then
 end
 
 local ctx = { k = k, world = worlds[1], now = now_ms(), cfg = cfg }
+-- Running matches' open seats first.
+local backfilled = #serve_backfills(ctx, BACKFILLS_PER_CALL)
+local removed_serving = ctx.removed or 0
+ctx.removed = nil
 local records, expired, removed, more, _
 if cfg.rules or cfg.regions then
   records, _, expired, removed, more = form_rated(ctx, limit)
@@ -42,8 +51,11 @@ else
   records, _, expired, removed, more = form_matches(ctx, { max_groups = limit })
 end
 
-local reply = { redis.call('ZCARD', k.queue), expired, removed, more and 1 or 0, ctx.proposed or 0 }
+local reply = {
+  redis.call('ZCARD', k.queue), expired, removed_serving + removed, more and 1 or 0, ctx.proposed or 0,
+  backfilled,
+}
 for i, r in ipairs(records) do
-  reply[i + 5] = r
+  reply[i + 6] = r
 end
 return reply

@@ -3,20 +3,21 @@
 -- lapsed (no heartbeat within the presence timeout: treated as a
 -- disconnect), parties whose assembly ran out of time (PARTY_CANCELLED,
 -- reason EXPIRED) and match proposals nobody finished answering in time
--- (MATCH_CANCELLED, reason TIMEOUT: see _proposals.lua). Hashes cannot
+-- (MATCH_CANCELLED, reason TIMEOUT: see _proposals.lua), and backfills
+-- whose keep-alive lapsed (or whose match's record expired). Hashes cannot
 -- expire field by field on every Redis we support, so expiry is a ZSET swept
 -- in batches.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
 -- KEYS   party_expiry proposals proposal_expiry conns conn_expiry player_conns
--- KEYS   presence
+-- KEYS   presence backfills backfill_expiry
 -- WORLDS every configured world
 -- ARGV   limit          most records of each kind to remove in this call (> 0)
 -- ARGV   remove_ticket  remove the ticket of a player whose last connection
 --                       expired: "1" or "0"
 --
 -- Reply: { matches_removed, connections_removed, tickets_removed, parties_expired,
---          proposals_expired }
+--          proposals_expired, backfills_lapsed }
 
 local limit = int_arg(args.limit)
 local remove_ticket = args.remove_ticket
@@ -30,7 +31,7 @@ for _, id in ipairs(matches) do
   if record then
     local ok, decoded = pcall(cjson.decode, record)
     if ok and type(decoded) == 'table' and type(decoded.participants) == 'table' then
-      for _, p in ipairs(decoded.participants) do
+      for _, p in ipairs(match_players(decoded, load_lifecycle(k, id))) do
         -- Only clear the state if the player has done nothing since.
         if redis.call('HGET', k.players, p) == id then
           redis.call('HDEL', k.players, p)
@@ -38,6 +39,8 @@ for _, id in ipairs(matches) do
       end
     end
   end
+  local backfill = load_backfill(k, id)
+  if backfill then drop_backfill(k, world_of(backfill.world), backfill.world, id) end
 end
 if #matches > 0 then
   chunked('HDEL', k.matches, matches, 1)
@@ -54,4 +57,14 @@ for _, id in ipairs(conns) do
 end
 local parties_expired = sweep_parties(nctx, limit)
 local proposals_expired = sweep_proposals(nctx, limit)
-return { #matches, #conns, tickets_removed, parties_expired, proposals_expired }
+-- Backfills whose server stopped renewing them.
+local lapsed = redis.call('ZRANGEBYSCORE', k.backfill_expiry, '-inf', now, 'LIMIT', 0, limit)
+for _, member in ipairs(lapsed) do
+  local world, id = string.match(member, '^([^|]+)|(.+)$')
+  if world then
+    drop_backfill(k, world_of(world), world, id)
+  else
+    redis.call('ZREM', k.backfill_expiry, member)
+  end
+end
+return { #matches, #conns, tickets_removed, parties_expired, proposals_expired, #lapsed }

@@ -4,7 +4,7 @@
 --
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties proposals proposal_expiry
--- KEYS   player_ratings conns player_conns presence
+-- KEYS   player_ratings conns player_conns presence backfills backfill_expiry
 -- WORLDS the joined world, then the world of the player's ticket when it is
 --        another (the store learns it from a STALE answer)
 -- ARGV   player   the player id
@@ -29,6 +29,9 @@
 --           claimed_entry...: the join formed matches (one holds the
 --           player); with `claim`, their outbox entries follow, claimed for
 --           delivery at once (see _outbox.lua claim_entries)
+--   BACKFILLED, match_json, lifecycle, claimed_entry...: the player took a
+--           seat of a running match's backfill (see _backfill.lua); with
+--           `claim`, its outbox entry follows, claimed for delivery at once
 --   PROPOSED, proposal_json: the join made a match proposal (a ready check)
 --           holding the player (see _proposals.lua proposal_view)
 --   PENDING, proposal_json: the player is in a pending proposal already
@@ -48,7 +51,7 @@
 --   LATENCY_REQUIRED, world: a world with regions, no latencies and no
 --           default region
 --   BAD_RATING, world, rating: the rating found is outside [min, max]
--- Every status but QUEUED and MATCHED writes nothing. window_* are the
+-- Every status but QUEUED, MATCHED and BACKFILLED writes nothing. window_* are the
 -- world's wait statistics (see _lib.lua wait_estimate). A ticket past its
 -- deadline counts as gone: it is swept (TICKET_EXPIRED) and the join goes
 -- ahead.
@@ -135,6 +138,24 @@ if cfg.regions then add_regional(ctx, player, seq, lat, rating) end
 -- An attempt that fails schedules the anchor itself (retry_later).
 if anchored and not attempt then
   redis.call('ZADD', k.due, next_due(cfg, now), player)
+end
+
+-- Open backfills take a joiner that fits before any new match forms.
+if cfg.instant and stats.backfills > 0 then
+  local joiner = {
+    ticket = player, size = 1, players = { player }, data = { data }, lat = lat,
+    ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
+  }
+  local entry, match_id = backfill_joiner(ctx, joiner)
+  if entry then
+    local reply = {
+      'BACKFILLED', redis.call('HGET', k.matches, match_id), encode_lifecycle(load_lifecycle(k, match_id)),
+    }
+    if args.claim == '1' then
+      claim_entries(k, { entry }, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, 3)
+    end
+    return reply
+  end
 end
 
 -- The new ticket has the highest sequence, so it is last: rank `size`. The

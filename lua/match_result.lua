@@ -7,11 +7,13 @@
 -- read has changed meanwhile (another result updating the same players, a
 -- backfill changing the match), else answers RETRY and writes nothing.
 --
--- KEYS   matches match_expiry match_lifecycle outbox player_ratings
+-- KEYS   matches match_expiry match_lifecycle outbox player_ratings backfills
+-- KEYS   backfill_expiry
 -- ARGV   match_id    the match id
 -- ARGV   result      the result as reported, canonical JSON (ranks)
 -- ARGV   changes     the rating changes it makes, JSON ("" for none)
--- ARGV   record_sha  SHA1 of the match record the ratings were computed from
+-- ARGV   record_sha  SHA1 of the match the ratings were computed from: its
+--                    record, a newline and its additions (_lifecycle.lua)
 -- ARGV   ratings     JSON: { "<world>|<player>": [ value read (null: none), new value ] }
 --
 -- Reply: a status, then exactly that status's fields:
@@ -43,7 +45,9 @@ if life.result ~= '' then
   if life.result == result then return { 'ALREADY', record, encode_lifecycle(life) } end
   return { 'CONFLICT', encode_lifecycle(life) }
 end
-if redis.sha1hex(record) ~= args.record_sha then return { 'RETRY' } end
+-- The match as the ratings were computed from it: the record and the
+-- players backfills added.
+if redis.sha1hex(record .. '\n' .. life.additions) ~= args.record_sha then return { 'RETRY' } end
 for field, change in pairs(ratings) do
   local current = redis.call('HGET', k.player_ratings, field)
   local read = change[1]
@@ -56,6 +60,9 @@ for field, change in pairs(ratings) do
   redis.call('HSET', k.player_ratings, field, change[2])
 end
 life.state, life.since, life.result, life.changes = 'FINISHED', now, result, args.changes
+-- A finished match takes no more players.
+local backfill = load_backfill(k, id)
+if backfill then drop_backfill(k, nil, backfill.world, id) end
 save_lifecycle(k, id, life)
 outbox_add(k.outbox, { 'R|' .. id }, 1, now)
 return { 'FINISHED', record, encode_lifecycle(life) }

@@ -361,33 +361,51 @@ async fn deliver_one<P: Pusher>(
             }
         }
     };
-    let mut payloads = Vec::with_capacity(entry.targets.len());
+    let mut payloads: Vec<Vec<String>> = Vec::with_capacity(entry.targets.len());
     for target in &entry.targets {
-        let payload = match &shared {
-            Some(payload) => payload.clone(),
-            None => match entry.message_for(target).map(|m| m.to_bounded_json()) {
-                None => return Outcome::just(Fate::Drop("match record expired")),
-                Some(Ok(payload)) => payload,
-                Some(Err(e)) => {
-                    tracing::error!(id = %entry.id, error = %e, "notification too large for API Gateway; dropped, never retried");
-                    return Outcome::just(Fate::Drop("message too large"));
+        let list = match &shared {
+            Some(payload) => vec![payload.clone()],
+            None => {
+                let Some(messages) = entry.messages_for(target) else {
+                    return Outcome::just(Fate::Drop("match record expired"));
+                };
+                let mut list = Vec::with_capacity(messages.len());
+                for m in messages {
+                    match m.to_bounded_json() {
+                        Ok(payload) => list.push(payload),
+                        Err(e) => {
+                            tracing::error!(id = %entry.id, error = %e, "notification too large for API Gateway; dropped, never retried");
+                            return Outcome::just(Fate::Drop("message too large"));
+                        }
+                    }
                 }
-            },
+                list
+            }
         };
-        payloads.push(payload);
+        payloads.push(list);
     }
+    // A target's messages go to each of its connections in order.
     let pushes = entry
         .targets
         .iter()
         .zip(&payloads)
-        .flat_map(|(target, payload)| {
+        .flat_map(|(target, list)| {
             target.connections.iter().map(move |conn| async move {
-                let bytes = payload.as_bytes();
-                let result =
-                    match tokio::time::timeout(push_timeout, pusher.push(conn, bytes)).await {
+                let mut result = Ok(());
+                for payload in list {
+                    result = match tokio::time::timeout(
+                        push_timeout,
+                        pusher.push(conn, payload.as_bytes()),
+                    )
+                    .await
+                    {
                         Ok(result) => result,
                         Err(_) => Err(PushError::Retryable("timed out".into())),
                     };
+                    if result.is_err() {
+                        break;
+                    }
+                }
                 (target, conn, result)
             })
         });

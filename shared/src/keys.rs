@@ -123,9 +123,9 @@ key_layout! {
         matches (Matches) = "matches", "HASH", "match id -> match record JSON";
         match_expiry (MatchExpiry) = "match-expiry", "ZSET", "match id -> when the record expires (ms)";
         match_lifecycle (MatchLifecycle) = "match-lifecycle", "HASH",
-            "match id -> `<state> <since_ms>\\n<assignment JSON>\\n<result JSON>\\n<rating changes JSON>` once assigned or finished (see lua/_lifecycle.lua)";
+            "match id -> `<state> <since_ms>\\n<assignment JSON>\\n<result JSON>\\n<rating changes JSON>\\n<additions JSON>` once assigned, backfilled or finished (see lua/_lifecycle.lua)";
         outbox (Outbox) = "outbox", "ZSET",
-            "notification id -> due (ms): `M|<match>` per match, `C|<match>|<conn>` a replay to one connection, `A|<match>`/`R|<match>` its assignment/result, `X|`/`G|<world>|<player>` a removed ticket, `N|<note>` any other message";
+            "notification id -> due (ms): `M|<match>` per match, `C|<match>|<conn>` a replay to one connection, `A|<match>`/`R|<match>` its assignment/result, `B|<match>|<fill>` players a backfill added, `X|`/`G|<world>|<player>` a removed ticket, `N|<note>` any other message";
         outbox_meta (OutboxMeta) = "outbox-meta", "HASH",
             "notification id -> `<attempts>:<first_attempt_ms>:<in_flight>:<pending targets>` (from the first claim on)";
         notes (Notes) = "notes", "HASH", "note id -> `<message JSON>\\n<player>\\n...` (announced by `N|<id>`)";
@@ -141,6 +141,9 @@ key_layout! {
         player_conns (PlayerConns) = "player-conns", "HASH", "player -> space-separated connection ids, oldest first";
         presence (Presence) = "presence", "ZSET", "player -> present until (ms): the latest expiry among their connections";
         matcher_lease (MatcherLease) = "matcher-lease", "STRING", "token of the active matcher loop (PX expiry)";
+        backfills (Backfills) = "backfills", "HASH",
+            "match id -> its open backfill JSON (seats per team, keep-alive deadline; see lua/_backfill.lua)";
+        backfill_expiry (BackfillExpiry) = "backfill-expiry", "ZSET", "`<world>|<match>` -> when the backfill lapses unless renewed (ms)";
     }
     world {
         queue (Queue) = "queue", "ZSET", "ticket -> ticket sequence (FIFO order; rank + 1 = position)";
@@ -148,7 +151,7 @@ key_layout! {
             "ticket -> deadline (ms); entries of tickets that left stay until due, when the sweep drops them";
         data (Data) = "data", "HASH", "ticket -> ticket data JSON (tickets with data only)";
         stats (Stats) = "stats", "HASH",
-            "`start`, `cur`, `prev`, `first`: players matched in a two-bucket sliding window (wait estimates in O(1)); `parties`: party tickets waiting";
+            "`start`, `cur`, `prev`, `first`: players matched in a two-bucket sliding window (wait estimates in O(1)); `parties`: party tickets waiting; `backfills`: open backfills";
         ratings (Ratings) = "ratings", "ZSET", "rated worlds: `<seq, 12 digits>:<ticket>` -> rating";
         due (Due) = "due", "ZSET", "rated worlds and worlds with regions: ticket -> next try as an anchor (ms)";
         latencies (Latencies) = "latencies", "HASH",
@@ -157,6 +160,8 @@ key_layout! {
             "worlds with regions: `<region>|<ticket>` -> band(region) + seq (each region's tickets, oldest first)";
         region_ratings (RegionRatings) = "region-ratings", "ZSET",
             "rated worlds with regions: `<region>|<seq, 12 digits>:<ticket>` -> band(region) + rating (each region's tickets by rating)";
+        backfill_queue (BackfillQueue) = "backfill-queue", "ZSET", "match id -> created (ms): the world's open backfills, oldest first";
+        backfill_ratings (BackfillRatings) = "backfill-ratings", "ZSET", "rated worlds: match id -> the backfill's reference rating";
     }
 }
 

@@ -38,6 +38,7 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
     ("_teams.lua", include_str!("../../lua/_teams.lua")),
     ("_matching.lua", include_str!("../../lua/_matching.lua")),
     ("_rated.lua", include_str!("../../lua/_rated.lua")),
+    ("_backfill.lua", include_str!("../../lua/_backfill.lua")),
 ];
 
 /// The shared helpers every script starts with (tests drive single helpers,
@@ -430,7 +431,7 @@ operations! {
     join {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
                OutboxMeta, Notes, Counters, Parties, Proposals, ProposalExpiry, PlayerRatings,
-               Conns, PlayerConns, Presence],
+               Conns, PlayerConns, Presence, Backfills, BackfillExpiry],
         worlds: First,
         args: [player, data, claimed, latencies, config, claim],
     }
@@ -445,8 +446,8 @@ operations! {
         args: [player],
     }
     form_matches {
-        keys: [Players, MatchSeq, Matches, MatchExpiry, Outbox, Notes, Counters, Parties,
-               Proposals, ProposalExpiry, Presence],
+        keys: [Players, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters,
+               Parties, Proposals, ProposalExpiry, Presence, Backfills, BackfillExpiry],
         worlds: One,
         args: [limit, config],
     }
@@ -471,9 +472,25 @@ operations! {
         args: [match_id, assignment, game_ttl],
     }
     match_result {
-        keys: [Matches, MatchExpiry, MatchLifecycle, Outbox, PlayerRatings],
+        keys: [Matches, MatchExpiry, MatchLifecycle, Outbox, PlayerRatings, Backfills,
+               BackfillExpiry],
         worlds: None,
         args: [match_id, result, changes, record_sha, ratings],
+    }
+    backfill_request {
+        keys: [Matches, MatchExpiry, MatchLifecycle, Backfills, BackfillExpiry],
+        worlds: One,
+        args: [match_id, teams, keepalive, config],
+    }
+    backfill_keepalive {
+        keys: [Backfills, BackfillExpiry],
+        worlds: None,
+        args: [match_id, keepalive],
+    }
+    backfill_cancel {
+        keys: [Backfills, BackfillExpiry],
+        worlds: One,
+        args: [match_id],
     }
     rating_set {
         keys: [PlayerRatings],
@@ -487,7 +504,8 @@ operations! {
     }
     housekeeping {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               PartyExpiry, Proposals, ProposalExpiry, Conns, ConnExpiry, PlayerConns, Presence],
+               PartyExpiry, Proposals, ProposalExpiry, Conns, ConnExpiry, PlayerConns, Presence,
+               Backfills, BackfillExpiry],
         worlds: Many,
         args: [limit, remove_ticket],
     }
@@ -805,7 +823,7 @@ mod tests {
             keys.len(),
             SCRIPTS.form_matches.declaration.keys.len() + WorldKey::ALL.len()
         );
-        assert_eq!(keys.last().unwrap(), &layout.world(&w).region_ratings);
+        assert_eq!(keys.last().unwrap(), &layout.world(&w).backfill_ratings);
         assert_eq!(inv.argv(), ["0", "{}", "world1"]);
     }
 

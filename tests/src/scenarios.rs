@@ -17,11 +17,13 @@ use shared::{
 use crate::keyspace::{walk, Keyspace, Scope};
 use crate::{eventually, settings_for};
 
+mod backfill;
 mod invariants;
 mod lifecycle;
 mod parties;
 mod ready_check;
 mod regions;
+pub use backfill::*;
 pub use invariants::*;
 pub use lifecycle::*;
 pub use parties::*;
@@ -84,6 +86,11 @@ macro_rules! for_each_scenario {
             a_player_in_a_game_queues_again_only_after_its_result,
             a_result_updates_every_rating_once,
             match_events_are_published_at_least_once,
+            a_backfilled_seat_is_taken_before_a_new_match_forms,
+            a_joiner_takes_an_open_seat_and_a_party_too_large_does_not,
+            a_rated_backfill_takes_players_within_the_window,
+            backfills_are_replaced_renewed_and_refused_cleanly,
+            a_backfill_never_splits_a_party,
         );
     };
 }

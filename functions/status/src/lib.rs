@@ -25,6 +25,9 @@ pub async fn handle(app: &App, req: Request) -> Result<Response<Body>, Error> {
         Some(Route::Rating) => http::put_rating(&app.store, req).await,
         Some(Route::Assign) => http::assign(&app.store, req).await,
         Some(Route::Report) => http::report(&app.store, req).await,
+        Some(Route::Backfill) => http::backfill(&app.store, req).await,
+        Some(Route::BackfillKeepalive) => http::backfill_keepalive(&app.store, req).await,
+        Some(Route::CancelBackfill) => http::cancel_backfill(&app.store, req).await,
         // Another function's route, or none: what an unknown path gets.
         _ => Ok(http::not_found(&req)),
     }

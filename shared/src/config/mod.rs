@@ -57,6 +57,8 @@ pub struct Settings {
     /// (rule set `servers.scope`): assignments and results. `None`: nobody
     /// may post them.
     pub server_scope: Option<String>,
+    /// How long a backfill stays open without its server renewing it.
+    pub backfill_keepalive: Duration,
     /// Send one match event per durable match to the studio's allocator
     /// (`MM_MATCH_EVENTS`; the matcher publishes them).
     pub match_events: bool,
@@ -232,6 +234,7 @@ impl Settings {
             instant_match: flag("MM_INSTANT_MATCH", true)?,
             match_ttl: secs("MM_MATCH_TTL_SECS", 600, 1)?,
             game_ttl: secs("MM_GAME_TTL_SECS", 3600, 1)?,
+            backfill_keepalive: secs("MM_BACKFILL_KEEPALIVE_SECS", 15, 1)?,
             server_scope,
             match_events: flag("MM_MATCH_EVENTS", false)?,
             presence_timeout,

@@ -223,6 +223,25 @@ impl MatchReport {
     }
 }
 
+/// Players a backfill added to a running match (one ticket: a player or a
+/// party), as `lua/_backfill.lua` writes them.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Addition {
+    pub players: Vec<PlayerId>,
+    /// 1-based team.
+    pub team: usize,
+    /// Which fill of the match's backfills added them (1, 2, ...).
+    pub fill: u32,
+    /// Ticket data per player (`null`: none).
+    pub data: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub ratings: Option<Vec<f64>>,
+    /// Latency per player in the match's region (worlds with regions).
+    #[serde(default)]
+    pub latencies: Option<Vec<u32>>,
+}
+
 /// A match's lifecycle as the scripts report it (`lua/_lifecycle.lua`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatchLifecycle {
@@ -233,6 +252,8 @@ pub struct MatchLifecycle {
     pub report: Option<MatchReport>,
     /// The rating changes the result made, by player id.
     pub rating_changes: Option<BTreeMap<PlayerId, RatingChange>>,
+    /// Players backfills added, in the order they came.
+    pub additions: Vec<Addition>,
 }
 
 impl MatchLifecycle {
@@ -242,20 +263,22 @@ impl MatchLifecycle {
         assignment: None,
         report: None,
         rating_changes: None,
+        additions: Vec::new(),
     };
 
-    /// Parses the script's four lines: `<state> <since>`, assignment,
-    /// report and rating changes (each JSON, "" while absent).
+    /// Parses the script's five lines: `<state> <since>`, assignment,
+    /// report, rating changes and additions (each JSON, "" while absent).
     pub fn parse(raw: &str) -> Result<Self, String> {
         if raw.is_empty() {
             return Ok(Self::FORMED);
         }
         let mut lines = raw.split('\n');
         let head = lines.next().unwrap_or_default();
-        let (assignment, report, changes) = match (lines.next(), lines.next(), lines.next()) {
-            (Some(a), Some(r), Some(c)) if lines.next().is_none() => (a, r, c),
-            _ => return Err(format!("lifecycle of {} lines", raw.split('\n').count())),
-        };
+        let (assignment, report, changes, additions) =
+            match (lines.next(), lines.next(), lines.next(), lines.next()) {
+                (Some(a), Some(r), Some(c), Some(x)) if lines.next().is_none() => (a, r, c, x),
+                _ => return Err(format!("lifecycle of {} lines", raw.split('\n').count())),
+            };
         let (state, since) = head
             .split_once(' ')
             .ok_or_else(|| format!("lifecycle head {head:?}"))?;
@@ -284,7 +307,89 @@ impl MatchLifecycle {
             assignment: optional("assignment", assignment)?,
             report: optional("result", report)?,
             rating_changes: optional("rating changes", changes)?,
+            additions: optional("additions", additions)?.unwrap_or_default(),
         })
+    }
+
+    /// `record` with the players backfills added: participants, teams,
+    /// ticket data, ratings (spread and team difference recomputed),
+    /// latencies (worst recomputed) and parties.
+    pub fn merged(&self, mut record: MatchRecord) -> MatchRecord {
+        if self.additions.is_empty() {
+            return record;
+        }
+        for a in &self.additions {
+            record.participants.extend(a.players.iter().cloned());
+            if let Some(team) = record
+                .teams
+                .as_mut()
+                .and_then(|teams| teams.get_mut(a.team.saturating_sub(1)))
+            {
+                team.extend(a.players.iter().cloned());
+            }
+            for (j, p) in a.players.iter().enumerate() {
+                if let Some(d) = a.data.get(j).filter(|d| !d.is_null()) {
+                    record
+                        .player_data
+                        .get_or_insert_with(Default::default)
+                        .insert(p.as_str().to_owned(), d.clone());
+                }
+                if let Some(r) = a.ratings.as_ref().and_then(|r| r.get(j)) {
+                    if let Ok(r) = super::ids::Rating::new(*r) {
+                        record
+                            .ratings
+                            .get_or_insert_with(Default::default)
+                            .insert(p.as_str().to_owned(), r);
+                    }
+                }
+                if let Some(ms) = a.latencies.as_ref().and_then(|l| l.get(j)) {
+                    record
+                        .latencies
+                        .get_or_insert_with(Default::default)
+                        .insert(p.as_str().to_owned(), *ms);
+                }
+            }
+            if a.players.len() > 1 {
+                record
+                    .parties
+                    .get_or_insert_with(Vec::new)
+                    .push(a.players.clone());
+            }
+        }
+        if let Some(ratings) = &record.ratings {
+            let values = ratings.values().map(|r| r.value());
+            let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            record.spread = Some(hi - lo);
+            if let Some(teams) = &record.teams {
+                let averages: Vec<f64> = teams
+                    .iter()
+                    .filter(|t| !t.is_empty())
+                    .map(|t| {
+                        t.iter()
+                            .filter_map(|p| ratings.get(p.as_str()))
+                            .map(|r| r.value())
+                            .sum::<f64>()
+                            / t.len() as f64
+                    })
+                    .collect();
+                let (lo, hi) = averages
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+                record.team_difference = Some(hi - lo);
+            }
+        }
+        if let Some(latencies) = &record.latencies {
+            record.worst_latency = latencies.values().copied().max();
+        }
+        record
+    }
+
+    /// The fill that added `player`, if a backfill did.
+    pub fn fill_of(&self, player: &PlayerId) -> Option<u32> {
+        self.additions
+            .iter()
+            .find(|a| a.players.contains(player))
+            .map(|a| a.fill)
     }
 
     /// What `player` sees of it.
@@ -315,6 +420,7 @@ pub struct LifecycleView {
 /// A match record with its lifecycle: what the store reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatchWithLifecycle {
+    /// The record with the players backfills added (MatchLifecycle::merged).
     pub record: MatchRecord,
     pub lifecycle: MatchLifecycle,
 }
@@ -344,6 +450,41 @@ impl MatchWithLifecycle {
             lifecycle: self.lifecycle.view_for(player),
         }
     }
+}
+
+/// A running match's open backfill, as `lua/_backfill.lua` stores it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Backfill {
+    #[serde(rename(serialize = "matchId"))]
+    pub r#match: super::ids::MatchId,
+    #[serde(rename(serialize = "worldType"))]
+    pub world: super::ids::WorldName,
+    /// When it was requested (Redis time, Unix ms): its wait counts from here.
+    #[serde(rename(serialize = "createdAt"))]
+    pub created: u64,
+    /// When it lapses unless renewed (Unix ms).
+    #[serde(rename(serialize = "expiresAt"))]
+    pub expires: u64,
+    /// Fills so far (over this match's backfills).
+    pub fills: u32,
+    /// Open seats per team.
+    #[serde(rename(serialize = "openSeats"))]
+    pub open: Vec<u32>,
+    /// Players per team now.
+    #[serde(rename(serialize = "players"))]
+    pub counts: Vec<u32>,
+    #[serde(default, skip_serializing)]
+    pub sums: Option<Vec<f64>>,
+    /// Rated worlds: the average rating of the match's players now, which
+    /// new players' ratings are compared with.
+    #[serde(
+        default,
+        rename(serialize = "referenceRating"),
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub r#ref: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 /// The event a durable match sends the studio's allocator (EventBridge
@@ -533,13 +674,39 @@ mod tests {
     }
 
     #[test]
+    fn additions_merge_into_the_record() {
+        let mut base = record(Some(vec![vec!["a", "b"], vec!["c"]]), &["a", "b", "c"]);
+        base.ratings = Some(
+            [("a", 10.0), ("b", 20.0), ("c", 30.0)]
+                .into_iter()
+                .map(|(p, r)| (p.to_owned(), super::super::ids::Rating::new(r).unwrap()))
+                .collect(),
+        );
+        let raw = "ASSIGNED 5\n{\"connection\":\"h\"}\n\n\n\
+                   [{\"players\":[\"d\",\"e\"],\"team\":2,\"fill\":1,\"data\":[{\"x\":[]},null],\"ratings\":[40,50]}]";
+        let life = MatchLifecycle::parse(raw).unwrap();
+        let merged = life.merged(base);
+        assert_eq!(merged.participants.len(), 5);
+        assert_eq!(merged.teams.as_ref().unwrap()[1].len(), 3);
+        assert_eq!(
+            merged.player_data.as_ref().unwrap()["d"],
+            serde_json::json!({"x": []})
+        );
+        assert!(!merged.player_data.as_ref().unwrap().contains_key("e"));
+        assert_eq!(merged.spread, Some(40.0));
+        assert_eq!(merged.team_difference, Some(25.0));
+        assert_eq!(merged.parties.as_ref().unwrap().len(), 1);
+        assert_eq!(life.fill_of(&PlayerId::parse("e").unwrap()), Some(1));
+    }
+
+    #[test]
     fn lifecycles_parse_from_the_scripts_lines() {
         assert_eq!(MatchLifecycle::parse("").unwrap(), MatchLifecycle::FORMED);
-        let life = MatchLifecycle::parse("ASSIGNED 5\n{\"connection\":\"h:1\"}\n\n").unwrap();
+        let life = MatchLifecycle::parse("ASSIGNED 5\n{\"connection\":\"h:1\"}\n\n\n").unwrap();
         assert_eq!(life.state, MatchState::Assigned);
         assert_eq!(life.since_ms, 5);
         assert_eq!(life.assignment.unwrap().connection, "h:1");
-        assert!(MatchLifecycle::parse("ASSIGNED 5\n\n").is_err());
-        assert!(MatchLifecycle::parse("PLAYING 5\n\n\n").is_err());
+        assert!(MatchLifecycle::parse("ASSIGNED 5\n\n\n").is_err());
+        assert!(MatchLifecycle::parse("PLAYING 5\n\n\n\n").is_err());
     }
 }

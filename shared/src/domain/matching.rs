@@ -143,6 +143,13 @@ pub enum JoinOutcome {
         world_type: WorldName,
         retry_after_ms: u64,
     },
+    /// The player took a seat a running match's backfill had open: they
+    /// play in that match (its server is assigned). `claimed`: the
+    /// announcement's outbox entry, claimed for delivery right away.
+    Backfilled {
+        joined: Box<super::lifecycle::MatchWithLifecycle>,
+        claimed: Vec<OutboxEntry>,
+    },
     /// The player's latest match is being played (a server is assigned and
     /// no result is in); nothing changed.
     InMatch {

@@ -19,9 +19,9 @@ pub use ids::{
 };
 pub use latency::Latencies;
 pub use lifecycle::{
-    Assignment, EventPlayer, LifecycleView, MatchEvent, MatchLifecycle, MatchReport, MatchState,
-    MatchView, MatchWithLifecycle, Placing, PlayerAssignment, SeatAssignment, MAX_CONNECTION_CHARS,
-    MAX_PROPERTIES_BYTES, MAX_TOKEN_CHARS,
+    Addition, Assignment, Backfill, EventPlayer, LifecycleView, MatchEvent, MatchLifecycle,
+    MatchReport, MatchState, MatchView, MatchWithLifecycle, Placing, PlayerAssignment,
+    SeatAssignment, MAX_CONNECTION_CHARS, MAX_PROPERTIES_BYTES, MAX_TOKEN_CHARS,
 };
 pub use matching::{
     JoinOutcome, LeaveOutcome, MatchRecord, PlayerStatus, QueuePosition, QueueStatus, RatedTicket,

@@ -35,6 +35,12 @@ pub enum NotificationKind {
     MatchResult {
         match_id: MatchId,
     },
+    /// MATCH_FOUND (marked backfill) and MATCH_ASSIGNED to the players one
+    /// fill of a backfill added to a running match.
+    BackfillFilled {
+        match_id: MatchId,
+        fill: u32,
+    },
     /// MATCH_FOUND again (MATCH_ASSIGNED once a server is assigned), to one
     /// connection that opened after the match formed and may have missed
     /// the first push.
@@ -68,7 +74,7 @@ pub struct NotificationId {
 }
 
 impl NotificationId {
-    /// Parses `M|<match>`, `A|<match>`, `R|<match>`,
+    /// Parses `M|<match>`, `A|<match>`, `R|<match>`, `B|<match>|<fill>`,
     /// `C|<match>|<connection>`, `X|<world>|<player>`, `G|<world>|<player>`
     /// or `N|<note>`. Match ids and world names never
     /// contain `|`, so the last part is everything after the second one.
@@ -95,6 +101,14 @@ impl NotificationId {
             _ => {
                 let (reference, last) = rest.split_once('|').ok_or_else(bad)?;
                 match tag {
+                    "B" => NotificationKind::BackfillFilled {
+                        match_id: MatchId::parse(reference)?,
+                        fill: last
+                            .parse()
+                            .ok()
+                            .filter(|_| last.bytes().all(|b| b.is_ascii_digit()))
+                            .ok_or_else(bad)?,
+                    },
                     "C" => NotificationKind::MatchReplay {
                         match_id: MatchId::parse(reference)?,
                         connection: ConnectionId::parse(last)?,
@@ -172,11 +186,13 @@ pub struct OutboxEntry {
 }
 
 impl OutboxEntry {
-    /// Whether the message differs per target (a player's own token or
+    /// Whether the messages differ per target (a player's own token or
     /// rating): built per target then, else once.
     pub fn is_personal(&self) -> bool {
         match &self.id.kind {
-            NotificationKind::MatchAssigned { .. } | NotificationKind::MatchResult { .. } => true,
+            NotificationKind::MatchAssigned { .. }
+            | NotificationKind::MatchResult { .. }
+            | NotificationKind::BackfillFilled { .. } => true,
             NotificationKind::MatchReplay { .. } => self.is_assigned(),
             _ => false,
         }
@@ -189,19 +205,32 @@ impl OutboxEntry {
             && self.lifecycle.as_ref().map(|l| l.state) == Some(MatchState::Assigned)
     }
 
-    /// The message to push to `target`, or `None` when there is nothing
-    /// left to say (the match record expired before anyone was told).
-    pub fn message_for(&self, target: &Target) -> Option<ServerMessage> {
+    /// The messages to push to `target`, in order, or `None` when there is
+    /// nothing left to say (the match record expired before anyone was
+    /// told).
+    pub fn messages_for(&self, target: &Target) -> Option<Vec<ServerMessage>> {
         let player = &target.player;
         match &self.id.kind {
-            NotificationKind::MatchAssigned { .. } => self.assigned_message(player),
+            NotificationKind::MatchAssigned { .. } => Some(vec![self.assigned_message(player)?]),
             NotificationKind::MatchReplay { .. } if self.is_assigned() => {
-                self.assigned_message(player)
+                Some(vec![self.assigned_message(player)?])
+            }
+            NotificationKind::BackfillFilled { .. } => {
+                let found = ServerMessage::MatchFound {
+                    record: self.record.clone()?,
+                    player_data_omitted: false,
+                    backfill: true,
+                };
+                let mut out = vec![found];
+                if self.is_assigned() {
+                    out.extend(self.assigned_message(player));
+                }
+                Some(out)
             }
             NotificationKind::MatchResult { .. } => {
                 let record = self.record.as_ref()?;
                 let life = self.lifecycle.as_ref()?;
-                Some(ServerMessage::MatchResult {
+                Some(vec![ServerMessage::MatchResult {
                     match_id: record.match_id.clone(),
                     world_type: record.world_type.clone(),
                     result: life.report.clone()?,
@@ -210,9 +239,9 @@ impl OutboxEntry {
                         .as_ref()
                         .and_then(|changes| changes.get(player))
                         .copied(),
-                })
+                }])
             }
-            _ => self.message(),
+            _ => self.message().map(|m| vec![m]),
         }
     }
 
@@ -238,7 +267,9 @@ impl OutboxEntry {
             NotificationKind::MatchFound { .. } | NotificationKind::MatchReplay { .. } => {
                 self.record.clone().map(ServerMessage::match_found)
             }
-            NotificationKind::MatchAssigned { .. } | NotificationKind::MatchResult { .. } => None,
+            NotificationKind::MatchAssigned { .. }
+            | NotificationKind::MatchResult { .. }
+            | NotificationKind::BackfillFilled { .. } => None,
             NotificationKind::TicketExpired { world, .. } => Some(ServerMessage::TicketExpired {
                 world_type: world.clone(),
             }),
@@ -382,6 +413,9 @@ pub enum ServerMessage {
         /// message: the full record is at `GET /v1/matching/matches/{id}`.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         player_data_omitted: bool,
+        /// Set for players a backfill added to a running match.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        backfill: bool,
     },
     /// The studio's allocator assigned the match a server: where to
     /// connect, with this player's own token.
@@ -470,6 +504,7 @@ impl ServerMessage {
         ServerMessage::MatchFound {
             record,
             player_data_omitted: false,
+            backfill: false,
         }
     }
 
@@ -490,10 +525,13 @@ impl ServerMessage {
             ..record.clone()
         };
         match self {
-            ServerMessage::MatchFound { record, .. } if record.player_data.is_some() => {
+            ServerMessage::MatchFound {
+                record, backfill, ..
+            } if record.player_data.is_some() => {
                 return ServerMessage::MatchFound {
                     record: slim(record),
                     player_data_omitted: true,
+                    backfill: *backfill,
                 }
                 .to_bounded_json();
             }

@@ -25,6 +25,8 @@ pub struct MatchBatch {
     pub more_due: bool,
     /// Matches made proposals (a ready check): final once all accept.
     pub proposed: u64,
+    /// Running matches' backfills that took players (one fill each).
+    pub backfilled: u64,
 }
 
 impl MatchStore {
@@ -55,6 +57,7 @@ impl MatchStore {
         let removed = reply.uint("absent removed")?;
         let more_due = reply.uint("more due")? == 1;
         let proposed = reply.uint("proposed")?;
+        let backfilled = reply.uint("backfills filled")?;
         let mut matches = Vec::with_capacity(reply.remaining());
         while reply.remaining() > 0 {
             matches.push(reply.json("match record")?);
@@ -67,6 +70,7 @@ impl MatchStore {
             removed,
             more_due,
             proposed,
+            backfilled,
         })
     }
 }

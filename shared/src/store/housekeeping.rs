@@ -16,6 +16,8 @@ pub struct Housekeeping {
     pub parties_expired: u64,
     /// Match proposals cancelled because not everyone accepted in time.
     pub proposals_expired: u64,
+    /// Backfills whose server stopped renewing them.
+    pub backfills_lapsed: u64,
 }
 
 impl MatchStore {
@@ -35,6 +37,7 @@ impl MatchStore {
             tickets_removed: reply.uint("tickets removed")?,
             parties_expired: reply.uint("parties expired")?,
             proposals_expired: reply.uint("proposals expired")?,
+            backfills_lapsed: reply.uint("backfills lapsed")?,
         };
         reply.finish()?;
         Ok(removed)

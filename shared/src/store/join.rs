@@ -167,6 +167,17 @@ impl MatchStore {
                     claimed,
                 }
             }
+            "BACKFILLED" => {
+                let joined = reply.match_with_lifecycle()?;
+                let mut claimed = Vec::new();
+                while reply.remaining() > 0 {
+                    claimed.push(reply.outbox_entry()?);
+                }
+                JoinOutcome::Backfilled {
+                    joined: Box::new(joined),
+                    claimed,
+                }
+            }
             "PROPOSED" => JoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
             "PENDING" => JoinOutcome::ProposalPending(reply.json::<ProposalView>("proposal")?),
             "IN_PARTY" => {

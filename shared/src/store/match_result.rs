@@ -108,8 +108,7 @@ impl MatchStore {
         self.command(&cmd).await
     }
 
-    /// The stored text of match `id`'s record, for the SHA-1 the result's
-    /// script checks (the record as read, byte for byte).
+    /// The stored text of match `id`'s record (byte for byte as stored).
     pub async fn record_text(&self, id: &MatchId) -> Result<Option<Vec<u8>>, StoreError> {
         self.command(
             redis::cmd("HGET")
@@ -117,5 +116,19 @@ impl MatchStore {
                 .arg(id.as_str()),
         )
         .await
+    }
+
+    /// Match `id` as a result is computed from it: its record text and its
+    /// lifecycle's raw text ("" for none), read together.
+    pub async fn match_texts(&self, id: &MatchId) -> Result<Option<(Vec<u8>, String)>, StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET")
+            .arg(self.keys().matches())
+            .arg(id.as_str())
+            .cmd("HGET")
+            .arg(self.keys().match_lifecycle())
+            .arg(id.as_str());
+        let (record, life): (Option<Vec<u8>>, Option<String>) = self.pipeline(&pipe).await?;
+        Ok(record.map(|r| (r, life.unwrap_or_default())))
     }
 }

@@ -4,6 +4,7 @@
 //! holds what they share: the connection (single endpoint or cluster), the
 //! command timeout and the idle check.
 
+mod backfill;
 mod config;
 mod conn_heartbeat;
 mod conn_register;
@@ -46,6 +47,7 @@ use crate::error::{ConfigError, StoreError};
 use crate::keys::KeyLayout;
 use crate::scripts::{Invocation, FUNCTIONS};
 
+pub use backfill::BackfillOutcome;
 pub use conn_heartbeat::Heartbeat;
 pub use conn_register::{Registered, MATCH_REPLAY_WINDOW};
 pub use conn_unregister::Unregistered;
@@ -334,6 +336,22 @@ impl MatchStore {
         tokio::time::timeout(timeout, async {
             let mut conn = self.connection().await?;
             cmd.query_async::<T>(&mut conn)
+                .await
+                .map_err(StoreError::from)
+        })
+        .await
+        .map_err(|_| StoreError::Timeout(timeout))?
+    }
+
+    /// Runs a pipeline of plain reads (tests and the result's reads).
+    pub async fn pipeline<T: redis::FromRedisValue>(
+        &self,
+        pipe: &Pipeline,
+    ) -> Result<T, StoreError> {
+        let timeout = self.timeout();
+        tokio::time::timeout(timeout, async {
+            let mut conn = self.connection().await?;
+            pipe.query_async::<T>(&mut conn)
                 .await
                 .map_err(StoreError::from)
         })

@@ -204,7 +204,10 @@ impl Reply {
         let record = self.json("match record")?;
         let raw = self.text("lifecycle")?;
         let lifecycle = MatchLifecycle::parse(&raw).map_err(|e| self.error("lifecycle", e))?;
-        Ok(MatchWithLifecycle { record, lifecycle })
+        Ok(MatchWithLifecycle {
+            record: lifecycle.merged(record),
+            lifecycle,
+        })
     }
 
     /// One claimed outbox entry (`_outbox.lua` claim_entries): id,
@@ -233,6 +236,10 @@ impl Reply {
             raw => Some(MatchLifecycle::parse(raw).map_err(|e| self.error("lifecycle", e))?),
         };
         let event_pending = self.uint("event")? == 1;
+        // Records are shown with the players backfills added.
+        if let (Some(r), Some(l)) = (record.take(), &lifecycle) {
+            record = Some(l.merged(r));
+        }
         let count = self.uint("target count")?;
         let mut targets = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
         for _ in 0..count {

@@ -9,7 +9,7 @@ use crate::domain::{
     RatingChange, StoredRating,
 };
 use crate::error::{StoreError, ValidationError};
-use crate::store::{AssignOutcome, MatchStore, RatingWrite, ResultOutcome};
+use crate::store::{AssignOutcome, BackfillOutcome, MatchStore, RatingWrite, ResultOutcome};
 
 /// Whether a caller's verified token carries the configured server scope.
 pub fn is_server(store: &MatchStore, caller_scopes: &[&str]) -> bool {
@@ -29,6 +29,32 @@ pub async fn assign_match(
     assignment: &Assignment,
 ) -> Result<AssignOutcome, StoreError> {
     store.assign_match(id, assignment).await
+}
+
+/// Opens (or replaces) the backfill of running match `id`, whose current
+/// players are `teams` (the caller checked the scope).
+pub async fn request_backfill(
+    store: &MatchStore,
+    id: &MatchId,
+    teams: &[Vec<PlayerId>],
+) -> Result<BackfillOutcome, StoreError> {
+    store.request_backfill(id, teams).await
+}
+
+/// Keeps the backfill of match `id` open for another keep-alive.
+pub async fn renew_backfill(
+    store: &MatchStore,
+    id: &MatchId,
+) -> Result<BackfillOutcome, StoreError> {
+    store.renew_backfill(id).await
+}
+
+/// Cancels the backfill of match `id`.
+pub async fn cancel_backfill(
+    store: &MatchStore,
+    id: &MatchId,
+) -> Result<BackfillOutcome, StoreError> {
+    store.cancel_backfill(id).await
 }
 
 /// What reporting a result came to.
@@ -60,11 +86,20 @@ pub async fn report_result(
     report: &MatchReport,
 ) -> Result<ResultReport, StoreError> {
     for _ in 0..RESULT_ATTEMPTS {
-        let Some(text) = store.record_text(id).await? else {
+        let Some((text, life)) = store.match_texts(id).await? else {
             return Ok(ResultReport::NotFound);
         };
-        let record: MatchRecord = serde_json::from_slice(&text)
+        let base: MatchRecord = serde_json::from_slice(&text)
             .map_err(|e| StoreError::UnexpectedReply(format!("match record: {e}")))?;
+        // With the players backfills added; the script checks both parts.
+        let lifecycle = MatchLifecycle::parse(&life)
+            .map_err(|e| StoreError::UnexpectedReply(format!("match lifecycle: {e}")))?;
+        let record = lifecycle.merged(base);
+        let additions = life
+            .rsplit('\n')
+            .next()
+            .filter(|_| !life.is_empty())
+            .unwrap_or("");
         let placing = match report.placing(&record) {
             Ok(p) => p,
             Err(e) => return Ok(ResultReport::Invalid(e)),
@@ -73,7 +108,10 @@ pub async fn report_result(
             Some(placing) => rating_changes(store, &record, placing).await?,
             None => (None, Vec::new()),
         };
-        let sha = sha1_smol::Sha1::from(&text).digest().to_string();
+        let mut hashed = text.clone();
+        hashed.push(b'\n');
+        hashed.extend_from_slice(additions.as_bytes());
+        let sha = sha1_smol::Sha1::from(&hashed).digest().to_string();
         match store
             .finish_match(id, report, changes.as_ref(), &sha, &writes)
             .await?

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
-pub use lifecycle::{assign_match, is_server, report_result, ResultReport};
+pub use lifecycle::{
+    assign_match, cancel_backfill, is_server, renew_backfill, report_result, request_backfill,
+    ResultReport,
+};
 pub use parties::{cancel_party, create_party, join_party, PartyRejection};
 pub use proposals::answer_proposal;
 
@@ -47,7 +50,9 @@ pub async fn join_and_notify<P: Pusher>(
     let outcome = reply.outcome;
     match &outcome {
         JoinOutcome::Queued(q) => push_queued(pusher, &reply.connections, q).await,
-        JoinOutcome::Matched { claimed, .. } => push_match_found(store, pusher, claimed).await,
+        JoinOutcome::Matched { claimed, .. } | JoinOutcome::Backfilled { claimed, .. } => {
+            push_match_found(store, pusher, claimed).await
+        }
         JoinOutcome::AlreadyQueued(_)
         | JoinOutcome::QueueFull { .. }
         | JoinOutcome::NotConnected { .. }

@@ -192,6 +192,7 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::MatchFound {
             record: plain,
             player_data_omitted: true,
+            backfill: false,
         },
         ServerMessage::TicketExpired {
             world_type: world("world1"),

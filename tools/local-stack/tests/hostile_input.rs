@@ -694,6 +694,16 @@ fn route_of(path: &str) -> Option<Route> {
         .map(|spec| spec.route)
 }
 
+/// The route a request asks for: of those whose template fits `path`, the
+/// one that answers `method`, else the first (which answers 405).
+fn route_asked(method: &str, path: &str) -> Option<Route> {
+    let fitting = || ROUTES.iter().filter(|spec| spec.match_path(path).is_some());
+    fitting()
+        .find(|spec| spec.method.as_str() == method)
+        .or_else(|| fitting().next())
+        .map(|spec| spec.route)
+}
+
 /// The segment of `path` where `route`'s template names `name`, as sent.
 fn raw_path_param<'p>(route: Route, path: &'p str, name: &str) -> Option<&'p str> {
     route
@@ -751,7 +761,6 @@ fn route_method(route: Route) -> &'static str {
     route.method_name()
 }
 
-/// "1–128 characters, no control characters".
 /// An assignment body: `None` when it does not parse as one (400
 /// INVALID_REQUEST), else whether it is within the documented limits
 /// (connection 1..=512 characters, properties at most 4096 bytes as JSON,
@@ -817,6 +826,7 @@ fn report_shape(body: &Map<String, Value>) -> bool {
     team_ok && player_ok && cancelled_ok
 }
 
+/// "1–128 characters, no control characters".
 fn valid_player_id(s: &str) -> bool {
     let n = s.chars().count();
     (1..=128).contains(&n) && !s.chars().any(char::is_control)
@@ -1431,7 +1441,8 @@ impl Success {
 /// before (`None`: Redis is down, so whatever needs the store is 503).
 fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
     use Expected::Refused;
-    let Some(route) = route_of(&case.path).filter(|r| serves(case.function, *r)) else {
+    let Some(route) = route_asked(&case.method, &case.path).filter(|r| serves(case.function, *r))
+    else {
         return Refused(404, "NOT_FOUND", None);
     };
     if case.method != route_method(route) {
@@ -1495,10 +1506,18 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 return Refused(400, "INVALID_REQUEST", field("partyId"));
             }
         }
-        Route::Assign | Route::Report => {
+        Route::Assign | Route::Report | Route::Backfill => {
             if !valid_match_id(&path_param(case, "matchId")) {
                 return Refused(400, "INVALID_REQUEST", field("matchId"));
             }
+        }
+        // No body is read; the harness configures no server scope.
+        Route::BackfillKeepalive | Route::CancelBackfill => {
+            return if valid_match_id(&path_param(case, "matchId")) {
+                Refused(403, "FORBIDDEN", None)
+            } else {
+                Refused(400, "INVALID_REQUEST", field("matchId"))
+            };
         }
         Route::Join | Route::Leave | Route::CreateParty | Route::Accept => {}
     }
@@ -1539,6 +1558,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         Route::Accept => &["matchId", "accept"],
         Route::Assign => &["connection", "properties", "players"],
         Route::Report => &["teamRanks", "playerRanks", "cancelled"],
+        Route::Backfill => &["teams"],
         _ => &["worldType"],
     };
     if body.keys().any(|k| !allowed.contains(&k.as_str())) {
@@ -1551,6 +1571,26 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             None => invalid,
             Some(false) => Refused(400, "INVALID_ASSIGNMENT", field("assignment")),
             Some(true) => Refused(403, "FORBIDDEN", None),
+        };
+    }
+    if route == Route::Backfill {
+        // A list of lists of player ids, required.
+        let shaped = body
+            .get("teams")
+            .and_then(Value::as_array)
+            .is_some_and(|teams| {
+                teams.iter().all(|t| {
+                    t.as_array().is_some_and(|players| {
+                        players
+                            .iter()
+                            .all(|p| p.as_str().is_some_and(valid_player_id))
+                    })
+                })
+            });
+        return if shaped {
+            Refused(403, "FORBIDDEN", None)
+        } else {
+            invalid
         };
     }
     if route == Route::Report {
@@ -1993,7 +2033,7 @@ async fn check_http(h: &Harness, original: &HttpCase) -> Outcome {
         .map(|p| p.connection_id)
         .collect();
     let outcome = Outcome {
-        route: route_of(&case.path).filter(|r| serves(case.function, *r)),
+        route: route_asked(&case.method, &case.path).filter(|r| serves(case.function, *r)),
         status,
         code: code.clone(),
     };
@@ -4223,7 +4263,7 @@ async fn generated_requests_end_to_end_through_the_local_stack() {
         let before = stack_state(&stack).await;
         let (status, body) = send_through_stack(&stack, &client, case).await;
         statuses.insert(status);
-        let gateway_route = route_of(&case.path)
+        let gateway_route = route_asked(&case.method, &case.path)
             .filter(|r| case.method == route_method(*r) && case.stage.is_none());
         let token_sent = matches!(&case.identity, Identity::Claims(c) if c.contains_key("sub"));
         match (gateway_route, token_sent) {

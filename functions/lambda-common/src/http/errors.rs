@@ -66,6 +66,9 @@ error_codes! {
     AssignmentConflict = "ASSIGNMENT_CONFLICT",
     ResultConflict = "RESULT_CONFLICT",
     MatchFinished = "MATCH_FINISHED",
+    InvalidBackfill = "INVALID_BACKFILL",
+    BackfillNotFound = "BACKFILL_NOT_FOUND",
+    MatchNotAssigned = "MATCH_NOT_ASSIGNED",
 }
 
 impl ErrorCode {
@@ -77,14 +80,16 @@ impl ErrorCode {
             | ErrorCode::InvalidParty
             | ErrorCode::InvalidLatencies
             | ErrorCode::InvalidAssignment
-            | ErrorCode::InvalidResult => StatusCode::BAD_REQUEST,
+            | ErrorCode::InvalidResult
+            | ErrorCode::InvalidBackfill => StatusCode::BAD_REQUEST,
             ErrorCode::Forbidden => StatusCode::FORBIDDEN,
             ErrorCode::UnknownWorld
             | ErrorCode::NotQueued
             | ErrorCode::NotFound
             | ErrorCode::MatchNotFound
             | ErrorCode::PartyNotFound
-            | ErrorCode::ProposalNotFound => StatusCode::NOT_FOUND,
+            | ErrorCode::ProposalNotFound
+            | ErrorCode::BackfillNotFound => StatusCode::NOT_FOUND,
             ErrorCode::AlreadyQueued
             | ErrorCode::NotConnected
             | ErrorCode::RatingRequired
@@ -97,7 +102,8 @@ impl ErrorCode {
             | ErrorCode::InMatch
             | ErrorCode::AssignmentConflict
             | ErrorCode::ResultConflict
-            | ErrorCode::MatchFinished => StatusCode::CONFLICT,
+            | ErrorCode::MatchFinished
+            | ErrorCode::MatchNotAssigned => StatusCode::CONFLICT,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -378,6 +384,9 @@ mod tests {
             (ErrorCode::AssignmentConflict, 409, "ASSIGNMENT_CONFLICT"),
             (ErrorCode::ResultConflict, 409, "RESULT_CONFLICT"),
             (ErrorCode::MatchFinished, 409, "MATCH_FINISHED"),
+            (ErrorCode::InvalidBackfill, 400, "INVALID_BACKFILL"),
+            (ErrorCode::BackfillNotFound, 404, "BACKFILL_NOT_FOUND"),
+            (ErrorCode::MatchNotAssigned, 409, "MATCH_NOT_ASSIGNED"),
         ];
         for (code, status, name) in codes {
             assert_eq!(code.as_str(), name);

@@ -204,6 +204,18 @@ async fn join_inner<P: Pusher>(
             world_type,
             retry_after_ms,
         } => Err(cooling_down(world_type.as_str(), retry_after_ms)),
+        JoinOutcome::Backfilled { joined, .. } => {
+            let msg = format!(
+                "seated in running match {} in {} (backfill)",
+                joined.match_id, joined.world_type
+            );
+            Ok(ok(
+                &msg,
+                &CallerState::MatchedWithLifecycle {
+                    view: joined.view_for(&player),
+                },
+            ))
+        }
         JoinOutcome::InMatch {
             match_id,
             assignment,

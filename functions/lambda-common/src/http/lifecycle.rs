@@ -4,7 +4,7 @@
 
 use lambda_http::{Body, Error, Request, Response};
 use serde::Serialize;
-use shared::store::AssignOutcome;
+use shared::store::{AssignOutcome, BackfillOutcome};
 use shared::use_cases::{self, ResultReport};
 use shared::{Assignment, MatchId, MatchLifecycle, MatchReport, MatchStore, MatchWithLifecycle};
 use tracing::field::Empty;
@@ -14,6 +14,7 @@ use super::handlers::ok;
 use super::path_parameter;
 use super::request::{authorize, check_method, invalid_field, json_body, json_body_within};
 use super::Route;
+use serde::Deserialize;
 
 /// Largest assignment body: per-player tokens for up to 100 players.
 pub const MAX_ASSIGNMENT_BODY_BYTES: usize = 64 * 1024;
@@ -168,4 +169,142 @@ async fn report_inner(store: &MatchStore, req: &Request) -> Result<Response<Body
             .into()),
         ResultReport::NotFound => Err(match_not_found(&id)),
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackfillBody {
+    /// The players the match has now, one list per team.
+    teams: Vec<Vec<shared::PlayerId>>,
+}
+
+/// `data` of a backfill answer.
+#[derive(Serialize)]
+struct BackfillAnswer<'a> {
+    backfill: &'a shared::domain::Backfill,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    replaced: bool,
+}
+
+fn backfill_not_found(id: &MatchId) -> Failure {
+    ApiError::new(
+        ErrorCode::BackfillNotFound,
+        format!("match {id} has no open backfill (cancelled, filled, lapsed or never requested)"),
+    )
+    .with(ErrorDetails::Match {
+        match_id: id.to_string(),
+    })
+    .into()
+}
+
+fn backfill_answer(id: &MatchId, outcome: BackfillOutcome) -> Result<Response<Body>, Failure> {
+    match outcome {
+        BackfillOutcome::Open { backfill, replaced } => Ok(ok(
+            &format!(
+                "backfill of match {id} open: {} seat(s)",
+                backfill.open.iter().sum::<u32>()
+            ),
+            &BackfillAnswer {
+                backfill: &backfill,
+                replaced,
+            },
+        )),
+        BackfillOutcome::Renewed(backfill) => Ok(ok(
+            &format!("backfill of match {id} renewed"),
+            &BackfillAnswer {
+                backfill: &backfill,
+                replaced: false,
+            },
+        )),
+        BackfillOutcome::Cancelled(backfill) => Ok(ok(
+            &format!("backfill of match {id} cancelled"),
+            &BackfillAnswer {
+                backfill: &backfill,
+                replaced: false,
+            },
+        )),
+        BackfillOutcome::NotFound => Err(backfill_not_found(id)),
+        BackfillOutcome::NotAssigned => Err(ApiError::new(
+            ErrorCode::MatchNotAssigned,
+            format!("match {id} has no server yet; a backfill belongs to a running match"),
+        )
+        .with(ErrorDetails::Match {
+            match_id: id.to_string(),
+        })
+        .into()),
+        BackfillOutcome::Finished => Err(ApiError::new(
+            ErrorCode::MatchFinished,
+            format!("match {id} has its result already"),
+        )
+        .with(ErrorDetails::Match {
+            match_id: id.to_string(),
+        })
+        .into()),
+        BackfillOutcome::Invalid(reason) => Err(ApiError::new(ErrorCode::InvalidBackfill, reason)
+            .with(ErrorDetails::Field { field: "teams" })
+            .into()),
+    }
+}
+
+/// `POST /v1/matching/matches/{matchId}/backfill`: a running match asks for
+/// players with the players it has now per team; the open seats are filled
+/// before new matches form. Replaces the match's backfill if it has one.
+#[tracing::instrument(name = "http_backfill", skip_all, fields(caller = Empty, match_id = Empty))]
+pub async fn backfill(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+    finish(backfill_inner(store, &req).await)
+}
+
+async fn backfill_inner(store: &MatchStore, req: &Request) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::Backfill)?;
+    let caller = super::request::caller(req)?;
+    tracing::Span::current().record("caller", caller.as_str());
+    let id = match_id(req)?;
+    tracing::Span::current().record("match_id", id.as_str());
+    let body: BackfillBody = json_body(req)?;
+    authorize(req, Route::Backfill, store.settings())?;
+    backfill_answer(
+        &id,
+        use_cases::request_backfill(store, &id, &body.teams).await?,
+    )
+}
+
+/// `POST /v1/matching/matches/{matchId}/backfill/keepalive`: the server
+/// keeps its backfill open (it lapses unless renewed within the
+/// keep-alive). No body.
+#[tracing::instrument(name = "http_backfill_keepalive", skip_all, fields(caller = Empty, match_id = Empty))]
+pub async fn backfill_keepalive(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+    finish(backfill_keepalive_inner(store, &req).await)
+}
+
+async fn backfill_keepalive_inner(
+    store: &MatchStore,
+    req: &Request,
+) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::BackfillKeepalive)?;
+    let caller = super::request::caller(req)?;
+    tracing::Span::current().record("caller", caller.as_str());
+    let id = match_id(req)?;
+    tracing::Span::current().record("match_id", id.as_str());
+    authorize(req, Route::BackfillKeepalive, store.settings())?;
+    backfill_answer(&id, use_cases::renew_backfill(store, &id).await?)
+}
+
+/// `DELETE /v1/matching/matches/{matchId}/backfill`: the server cancels its
+/// backfill; the seats filled so far stay filled.
+#[tracing::instrument(name = "http_cancel_backfill", skip_all, fields(caller = Empty, match_id = Empty))]
+pub async fn cancel_backfill(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+    finish(cancel_backfill_inner(store, &req).await)
+}
+
+async fn cancel_backfill_inner(
+    store: &MatchStore,
+    req: &Request,
+) -> Result<Response<Body>, Failure> {
+    check_method(req, Route::CancelBackfill)?;
+    let caller = super::request::caller(req)?;
+    tracing::Span::current().record("caller", caller.as_str());
+    let id = match_id(req)?;
+    tracing::Span::current().record("match_id", id.as_str());
+    authorize(req, Route::CancelBackfill, store.settings())?;
+    backfill_answer(&id, use_cases::cancel_backfill(store, &id).await?)
 }

@@ -22,7 +22,9 @@ use lambda_http::{Request, RequestExt};
 
 pub use errors::{envelope, not_found, ApiError, ErrorCode, ErrorDetails};
 pub use handlers::{join, leave, match_record, my_status, put_rating, queue_status};
-pub use lifecycle::{assign, report, MAX_ASSIGNMENT_BODY_BYTES};
+pub use lifecycle::{
+    assign, backfill, backfill_keepalive, cancel_backfill, report, MAX_ASSIGNMENT_BODY_BYTES,
+};
 pub use parties::{cancel_party, create_party, join_party};
 pub use proposals::accept;
 pub use request::{caller, with_caller, MAX_BODY_BYTES};

@@ -96,7 +96,7 @@ impl ConfiguredScope {
                 "writing ratings needs a token with the configured writer scope"
             }
             ConfiguredScope::Server => {
-                "assignments and results need a token with the configured server scope"
+                "assignments, results and backfills need a token with the configured server scope"
             }
         }
     }
@@ -169,6 +169,12 @@ route_table! {
     Assign: POST "/v1/matching/matches/{matchId}/assignment" => Status, Access::Scope(ConfiguredScope::Server);
     /// `POST /v1/matching/matches/{matchId}/result`
     Report: POST "/v1/matching/matches/{matchId}/result" => Status, Access::Scope(ConfiguredScope::Server);
+    /// `POST /v1/matching/matches/{matchId}/backfill`
+    Backfill: POST "/v1/matching/matches/{matchId}/backfill" => Status, Access::Scope(ConfiguredScope::Server);
+    /// `POST /v1/matching/matches/{matchId}/backfill/keepalive`
+    BackfillKeepalive: POST "/v1/matching/matches/{matchId}/backfill/keepalive" => Status, Access::Scope(ConfiguredScope::Server);
+    /// `DELETE /v1/matching/matches/{matchId}/backfill`
+    CancelBackfill: DELETE "/v1/matching/matches/{matchId}/backfill" => Status, Access::Scope(ConfiguredScope::Server);
 }
 
 impl RouteSpec {

@@ -1,0 +1,103 @@
+-- backfill_request.lua: a running match asks for players (POST
+-- /v1/matching/matches/{matchId}/backfill) with its current players per
+-- team; the seats they leave open are filled before new matches form (see
+-- _backfill.lua). A request replaces the match's backfill, if it has one,
+-- in the same step; the new one's wait starts now. Nothing is written
+-- unless every check passes.
+--
+-- KEYS   matches match_expiry match_lifecycle backfills backfill_expiry
+-- WORLDS the match's world (the store reads it from the record)
+-- ARGV   match_id   the match id
+-- ARGV   teams      JSON: the players the match has now, a list per team
+-- ARGV   keepalive  ms the backfill lives unless renewed (> 0)
+-- ARGV   config     the world's configuration (see _config.lua)
+--
+-- Reply: a status, then exactly that status's fields:
+--   CREATED, backfill_json     (see _backfill.lua for the backfill)
+--   REPLACED, backfill_json    the match's previous backfill was replaced
+--   NOT_FOUND                  no such match, or its record expired
+--   OTHER_WORLD, world         the match is of `world` (the store asks again)
+--   NOT_ASSIGNED               the match has no server yet
+--   FINISHED                   the match has its result
+--   INVALID, reason            teams that do not fit the match or its world
+
+local id = args.match_id
+local cfg, bad_config = world_config(args.config)
+local keepalive = int_arg(args.keepalive)
+if id == '' then return fail('match id is empty') end
+if not cfg then return fail(bad_config) end
+if not keepalive or keepalive < 1 then return fail('keepalive must be an integer > 0') end
+local ok_t, teams = pcall(cjson.decode, args.teams)
+if not ok_t or type(teams) ~= 'table' then return fail('teams must be a JSON array of arrays') end
+local world = worlds[1]
+local now = now_ms()
+local raw = live_record(k, id, now)
+if not raw then return { 'NOT_FOUND' } end
+local record = cjson.decode(raw)
+if record.worldType ~= world then return { 'OTHER_WORLD', record.worldType } end
+local life = load_lifecycle(k, id)
+if life.state == 'FINISHED' then return { 'FINISHED' } end
+if life.state ~= 'ASSIGNED' then return { 'NOT_ASSIGNED' } end
+
+-- Who is in the match, their ratings and parties (the record's and the
+-- additions').
+local ratings, parties = {}, {}
+for p, r in pairs(type(record.ratings) == 'table' and record.ratings or {}) do ratings[p] = r end
+for _, party in ipairs(type(record.parties) == 'table' and record.parties or {}) do parties[#parties + 1] = party end
+local member = {}
+for _, p in ipairs(match_players(record, life)) do member[p] = true end
+if life.additions ~= '' then
+  for _, a in ipairs(cjson.decode(life.additions)) do
+    for j, p in ipairs(a.players) do
+      if a.ratings then ratings[p] = a.ratings[j] end
+    end
+    if #a.players > 1 then parties[#parties + 1] = a.players end
+  end
+end
+
+local team_size = cfg.seats / cfg.teams
+if #teams ~= cfg.teams then
+  return { 'INVALID', 'the world has ' .. cfg.teams .. ' team(s), got ' .. #teams }
+end
+local team_of, open, counts, sums = {}, {}, {}, cfg.rules and {} or nil
+for t, list in ipairs(teams) do
+  if type(list) ~= 'table' then return { 'INVALID', 'team ' .. t .. ' is not a list of players' } end
+  if #list > team_size then
+    return { 'INVALID', 'team ' .. t .. ' has ' .. #list .. ' players; a team has ' .. team_size .. ' seats' }
+  end
+  counts[t], open[t] = #list, team_size - #list
+  if sums then sums[t] = 0 end
+  for _, p in ipairs(list) do
+    if type(p) ~= 'string' or not member[p] then
+      return { 'INVALID', 'a player who is not in the match: ' .. tostring(p) }
+    end
+    if team_of[p] then return { 'INVALID', 'a player listed twice: ' .. p } end
+    team_of[p] = t
+    if sums then sums[t] = sums[t] + (tonumber(ratings[p]) or 0) end
+  end
+end
+for _, party in ipairs(parties) do
+  local seen = nil
+  for _, p in ipairs(party) do
+    local t = team_of[p]
+    if t then
+      if seen and seen ~= t then return { 'INVALID', 'a party split over teams: ' .. p } end
+      seen = t
+    end
+  end
+end
+local any_open = false
+for _, n in ipairs(open) do
+  if n > 0 then any_open = true end
+end
+if not any_open then return { 'INVALID', 'every seat is taken: nothing to fill' } end
+
+-- All checks passed: from here on the script only writes.
+local previous = load_backfill(k, id)
+local b = {
+  match = id, world = world, created = now, expires = now + keepalive,
+  fills = previous and previous.fills or 0,
+  open = open, counts = counts, sums = sums, region = record.region,
+}
+save_backfill(k, k, b)
+return { previous and 'REPLACED' or 'CREATED', cjson.encode(b) }

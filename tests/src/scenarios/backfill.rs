@@ -1,0 +1,519 @@
+//! Backfills: a running match's open seats are filled from the waiting
+//! tickets before any new match forms, with the match's rules; a backfill
+//! is replaced atomically, renewed or it lapses, and bad requests change
+//! nothing.
+
+use shared::delivery::drain_outbox;
+use shared::store::{AssignOutcome, BackfillOutcome};
+use shared::use_cases::{self, ResultReport};
+use shared::{Assignment, MatchState, PartyCreateOutcome, PartyJoinOutcome};
+
+use super::lifecycle::RecordingPusher;
+use super::*;
+
+fn squad_rules(extra_world: &str) -> String {
+    format!(
+        r#"{{"worlds": [{{"name": "squad", "teamSize": 2, "teams": 2, {extra_world}
+            "maxPartySize": 2}}]}}"#
+    )
+}
+
+fn teams(lists: &[&[&str]]) -> Vec<Vec<PlayerId>> {
+    lists
+        .iter()
+        .map(|t| t.iter().map(|p| player(p)).collect())
+        .collect()
+}
+
+async fn assign(store: &MatchStore, id: &shared::MatchId) {
+    let a: Assignment =
+        serde_json::from_value(serde_json::json!({"connection": "10.0.0.1:7777"})).unwrap();
+    assert!(matches!(
+        store.assign_match(id, &a).await.unwrap(),
+        AssignOutcome::Assigned(_)
+    ));
+}
+
+/// Forms one 2 x 2 match of a, b, c, d (instant matching off: the matcher
+/// forms it) and assigns it.
+async fn running_match(store: &MatchStore) -> MatchRecord {
+    for p in ["a", "b", "c", "d"] {
+        assert!(matches!(
+            join(store, "squad", p).await,
+            JoinOutcome::Queued(_)
+        ));
+    }
+    let batch = store.form_matches(world(store, "squad"), 0).await.unwrap();
+    let record = batch.matches.into_iter().next().expect("a match");
+    assign(store, &record.match_id).await;
+    record
+}
+
+fn open_backfill(outcome: BackfillOutcome) -> shared::domain::Backfill {
+    match outcome {
+        BackfillOutcome::Open { backfill, .. } => backfill,
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn matched_in(store: &MatchStore, p: &str) -> Option<shared::MatchWithLifecycle> {
+    match store.player_status(&player(p)).await.unwrap() {
+        PlayerStatus::Matched(m) => Some(*m),
+        _ => None,
+    }
+}
+
+/// A seat the backfill opened is taken by the oldest waiting ticket before
+/// the matcher forms a new match from the same tickets; the new player is
+/// in the record (in the team with the seat), is told MATCH_FOUND (marked
+/// backfill) and MATCH_ASSIGNED, and plays (IN_MATCH) like the others.
+pub async fn a_backfilled_seat_is_taken_before_a_new_match_forms(env: &Env) {
+    let store = env.store_with(
+        "backfill-first",
+        "",
+        &[
+            ("MM_RULES", &squad_rules("")),
+            ("MM_INSTANT_MATCH", "false"),
+        ],
+    );
+    let record = running_match(&store).await;
+    let t = record.teams.clone().unwrap();
+    let (stay1, gone, team2) = (t[0][0].as_str(), t[0][1].as_str(), &t[1]);
+    // `gone` left team 1.
+    assert!(!gone.is_empty());
+    let b = open_backfill(
+        store
+            .request_backfill(
+                &record.match_id,
+                &teams(&[&[stay1], &[team2[0].as_str(), team2[1].as_str()]]),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(b.open, [1, 0]);
+    store
+        .register_connection(
+            &shared::ConnectionId::parse("conn-e").unwrap(),
+            &player("e"),
+        )
+        .await
+        .unwrap();
+    for p in ["e", "f", "g", "h", "i"] {
+        assert!(matches!(
+            join(&store, "squad", p).await,
+            JoinOutcome::Queued(_)
+        ));
+    }
+    let batch = store.form_matches(world(&store, "squad"), 0).await.unwrap();
+    assert_eq!(batch.backfilled, 1);
+    assert_eq!(batch.matches.len(), 1, "f, g, h, i form a new match");
+    let mut fresh = batch.matches[0].participants.clone();
+    fresh.sort();
+    assert_eq!(fresh, ["f", "g", "h", "i"].map(player));
+
+    let joined = matched_in(&store, "e").await.expect("e plays in the match");
+    assert_eq!(joined.match_id, record.match_id);
+    assert_eq!(joined.lifecycle.state, MatchState::Assigned);
+    assert_eq!(joined.teams.as_ref().unwrap()[0].last(), Some(&player("e")));
+    assert_eq!(joined.participants.len(), 5, "the record keeps who left");
+    // The seats are filled: the backfill is done.
+    assert_eq!(hlen(&store, &store.keys().backfills()).await, 0);
+    let w = store.keys().world(&world_name("squad"));
+    assert_eq!(zcard(&store, &w.backfill_queue).await, 0);
+
+    let pusher = RecordingPusher::default();
+    drain_outbox(&store, &pusher, &shared::NoEvents)
+        .await
+        .unwrap();
+    let to_e: Vec<serde_json::Value> = pusher
+        .pushed
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(c, _)| c == "conn-e")
+        .map(|(_, m)| m.clone())
+        .collect();
+    let kinds: Vec<&str> = to_e.iter().map(|m| m["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["MATCH_FOUND", "MATCH_ASSIGNED"], "{to_e:?}");
+    assert_eq!(to_e[0]["backfill"], true);
+    assert_eq!(to_e[0]["matchId"], record.match_id.as_str());
+    assert_eq!(to_e[1]["assignment"]["connection"], "10.0.0.1:7777");
+
+    // e plays: IN_MATCH until the result, which covers e's team too.
+    assert!(matches!(
+        join(&store, "squad", "e").await,
+        JoinOutcome::InMatch { .. }
+    ));
+    let done = use_cases::report_result(
+        &store,
+        &record.match_id,
+        &serde_json::from_value(serde_json::json!({"teamRanks": [1, 2]})).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(done, ResultReport::Finished(_)), "{done:?}");
+}
+
+/// A join (instant matching on) that fits an open seat takes it at once:
+/// BACKFILLED, with its MATCH_FOUND claimed for delivery right away; one
+/// that does not fit (a party larger than any open seat in one team) is
+/// not used and queues instead.
+pub async fn a_joiner_takes_an_open_seat_and_a_party_too_large_does_not(env: &Env) {
+    let store = env.store_with("backfill-join", "", &[("MM_RULES", &squad_rules(""))]);
+    let record = {
+        for p in ["a", "b", "c"] {
+            join(&store, "squad", p).await;
+        }
+        match join(&store, "squad", "d").await {
+            JoinOutcome::Matched { record, .. } => record,
+            other => panic!("{other:?}"),
+        }
+    };
+    assign(&store, &record.match_id).await;
+    let t = record.teams.clone().unwrap();
+    // One seat open in each team.
+    open_backfill(
+        store
+            .request_backfill(
+                &record.match_id,
+                &teams(&[&[t[0][0].as_str()], &[t[1][0].as_str()]]),
+            )
+            .await
+            .unwrap(),
+    );
+    // A party of two fits no team (one seat each): it queues.
+    let created = store
+        .create_party(
+            world(&store, "squad"),
+            &player("p1"),
+            &[player("p2")],
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let PartyCreateOutcome::Created(party) = created else {
+        panic!("{created:?}")
+    };
+    let joined = store
+        .join_party(
+            world(&store, "squad"),
+            &party.party_id,
+            &player("p2"),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(joined, PartyJoinOutcome::Queued(_)), "{joined:?}");
+    store.form_matches(world(&store, "squad"), 0).await.unwrap();
+    assert!(
+        matched_in(&store, "p1").await.is_none(),
+        "the party is not split"
+    );
+
+    match store
+        .join_reply(
+            world(&store, "squad"),
+            &player("x"),
+            &Default::default(),
+            true,
+        )
+        .await
+        .unwrap()
+        .outcome
+    {
+        JoinOutcome::Backfilled { joined, claimed } => {
+            assert_eq!(joined.match_id, record.match_id);
+            assert_eq!(claimed.len(), 1);
+            assert_eq!(claimed[0].targets.len(), 1);
+            assert_eq!(claimed[0].targets[0].player, player("x"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let left = store.match_record(&record.match_id).await.unwrap().unwrap();
+    assert_eq!(left.participants.len(), 5);
+    let b = store.renew_backfill(&record.match_id).await.unwrap();
+    match b {
+        BackfillOutcome::Renewed(b) => assert_eq!(b.open.iter().sum::<u32>(), 1),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Rated worlds: a ticket far from the match's reference rating is not
+/// used; one within the window is, in the team that keeps the averages
+/// closest.
+pub async fn a_rated_backfill_takes_players_within_the_window(env: &Env) {
+    let rules = r#"{"ratings": {"min": 0, "max": 5000},
+        "worlds": [{"name": "squad", "teamSize": 2, "teams": 2, "mode": "rating",
+          "rating": {"baseWindow": 100, "widenPerSecond": 0, "maxWindow": 100,
+                     "relaxAfterSeconds": 600}}]}"#;
+    let store = env.store_with(
+        "backfill-rated",
+        "",
+        &[("MM_RULES", rules), ("MM_INSTANT_MATCH", "false")],
+    );
+    let sq = world(&store, "squad");
+    for (p, r) in [("a", 1500.0), ("b", 1510.0), ("c", 1490.0), ("d", 1500.0)] {
+        store
+            .join(sq, &player(p), None, Some(rating(r)))
+            .await
+            .unwrap();
+    }
+    let mut record = None;
+    for _ in 0..5 {
+        let batch = store.form_matches(sq, 0).await.unwrap();
+        if let Some(m) = batch.matches.into_iter().next() {
+            record = Some(m);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let record = record.expect("the four match");
+    assign(&store, &record.match_id).await;
+    let t = record.teams.clone().unwrap();
+    let b = open_backfill(
+        store
+            .request_backfill(
+                &record.match_id,
+                &teams(&[&[t[0][0].as_str()], &[t[1][0].as_str(), t[1][1].as_str()]]),
+            )
+            .await
+            .unwrap(),
+    );
+    let reference = b.r#ref.expect("a reference rating");
+    store
+        .join(sq, &player("far"), None, Some(rating(reference + 400.0)))
+        .await
+        .unwrap();
+    let batch = store.form_matches(sq, 0).await.unwrap();
+    assert_eq!(
+        batch.backfilled, 0,
+        "400 points off: outside the 100 window"
+    );
+    store
+        .join(sq, &player("near"), None, Some(rating(reference + 30.0)))
+        .await
+        .unwrap();
+    let batch = store.form_matches(sq, 0).await.unwrap();
+    assert_eq!(batch.backfilled, 1);
+    let m = matched_in(&store, "near").await.expect("near is seated");
+    assert!(m.teams.as_ref().unwrap()[0].contains(&player("near")));
+    assert!(m.ratings.as_ref().unwrap().contains_key("near"));
+    assert!(matched_in(&store, "far").await.is_none());
+}
+
+/// Two requests at once leave exactly one backfill; a lapsed backfill takes
+/// nobody and cannot be renewed; a cancelled one neither; bad requests
+/// (unknown, unassigned or finished match, a stranger, a team over its
+/// size, a party split over teams, nothing open) write nothing.
+pub async fn backfills_are_replaced_renewed_and_refused_cleanly(env: &Env) {
+    let store = env.store_with(
+        "backfill-rules",
+        "",
+        &[
+            ("MM_RULES", &squad_rules("")),
+            ("MM_INSTANT_MATCH", "false"),
+            ("MM_BACKFILL_KEEPALIVE_SECS", "1"),
+        ],
+    );
+    let record = running_match(&store).await;
+    let id = &record.match_id;
+    let t = record.teams.clone().unwrap();
+    let (a0, a1, b0, b1) = (
+        t[0][0].as_str(),
+        t[0][1].as_str(),
+        t[1][0].as_str(),
+        t[1][1].as_str(),
+    );
+
+    let before = snapshot(&store).await;
+    let unknown = shared::MatchId::parse("18c1f2a3b4d-ff").unwrap();
+    assert_eq!(
+        store
+            .request_backfill(&unknown, &teams(&[&[a0], &[]]))
+            .await
+            .unwrap(),
+        BackfillOutcome::NotFound
+    );
+    for (bad, why) in [
+        (teams(&[&[a0]]), "one team of two"),
+        (teams(&[&[a0, "zed"], &[b0]]), "a stranger"),
+        (teams(&[&[a0, a0], &[b0]]), "twice"),
+        (teams(&[&[a0, a1, b0], &[]]), "over the team size"),
+        (teams(&[&[a0, a1], &[b0, b1]]), "nothing open"),
+    ] {
+        assert!(
+            matches!(
+                store.request_backfill(id, &bad).await.unwrap(),
+                BackfillOutcome::Invalid(_)
+            ),
+            "{why}"
+        );
+    }
+    assert_eq!(
+        store.renew_backfill(id).await.unwrap(),
+        BackfillOutcome::NotFound
+    );
+    assert_eq!(
+        store.cancel_backfill(id).await.unwrap(),
+        BackfillOutcome::NotFound
+    );
+    assert_eq!(snapshot(&store).await, before, "refusals write nothing");
+
+    // A formed match that was never assigned takes no backfill.
+    for p in ["e", "f", "g", "h"] {
+        join(&store, "squad", p).await;
+    }
+    let other = store
+        .form_matches(world(&store, "squad"), 0)
+        .await
+        .unwrap()
+        .matches;
+    let other = &other[0];
+    let ot = other.teams.clone().unwrap();
+    assert_eq!(
+        store
+            .request_backfill(&other.match_id, &teams(&[&[ot[0][0].as_str()], &[]]))
+            .await
+            .unwrap(),
+        BackfillOutcome::NotAssigned
+    );
+
+    // Two requests at once: exactly one backfill stays.
+    let one = teams(&[&[a0], &[b0, b1]]);
+    let two = teams(&[&[a0, a1], &[b0]]);
+    let (x, y) = tokio::join!(
+        store.request_backfill(id, &one),
+        store.request_backfill(id, &two)
+    );
+    let replaced = [x.unwrap(), y.unwrap()]
+        .iter()
+        .filter(|o| matches!(o, BackfillOutcome::Open { replaced: true, .. }))
+        .count();
+    assert_eq!(replaced, 1, "the second replaced the first");
+    let w = store.keys().world(&world_name("squad"));
+    assert_eq!(hlen(&store, &store.keys().backfills()).await, 1);
+    assert_eq!(zcard(&store, &w.backfill_queue).await, 1);
+    assert_eq!(zcard(&store, &store.keys().backfill_expiry()).await, 1);
+    let counted: Option<u64> = store
+        .command(redis::cmd("HGET").arg(&w.stats).arg("backfills"))
+        .await
+        .unwrap();
+    assert_eq!(counted, Some(1));
+
+    // It lapses without renewal: nobody is seated, and it cannot be renewed.
+    eventually("the backfill to lapse", Duration::from_secs(10), || async {
+        store.housekeeping(100).await.unwrap();
+        (hlen(&store, &store.keys().backfills()).await == 0).then_some(())
+    })
+    .await;
+    assert_eq!(
+        store.renew_backfill(id).await.unwrap(),
+        BackfillOutcome::NotFound
+    );
+    join(&store, "squad", "late").await;
+    let batch = store.form_matches(world(&store, "squad"), 0).await.unwrap();
+    assert_eq!(batch.backfilled, 0);
+    assert!(matched_in(&store, "late").await.is_none());
+    assert_eq!(zcard(&store, &w.backfill_queue).await, 0);
+    let counted: Option<u64> = store
+        .command(redis::cmd("HGET").arg(&w.stats).arg("backfills"))
+        .await
+        .unwrap();
+    assert_eq!(counted, Some(0));
+
+    // Cancelled: gone at once.
+    open_backfill(store.request_backfill(id, &one).await.unwrap());
+    assert!(matches!(
+        store.cancel_backfill(id).await.unwrap(),
+        BackfillOutcome::Cancelled(_)
+    ));
+    assert_eq!(
+        store.renew_backfill(id).await.unwrap(),
+        BackfillOutcome::NotFound
+    );
+
+    // Finished: refused, and an open backfill ends with the match.
+    open_backfill(store.request_backfill(id, &one).await.unwrap());
+    use_cases::report_result(
+        &store,
+        id,
+        &serde_json::from_value(serde_json::json!({"teamRanks": [2, 1]})).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        store.renew_backfill(id).await.unwrap(),
+        BackfillOutcome::NotFound
+    );
+    assert_eq!(
+        store.request_backfill(id, &one).await.unwrap(),
+        BackfillOutcome::Finished
+    );
+    // Its index entries go the next time the matcher meets them.
+    store.form_matches(world(&store, "squad"), 0).await.unwrap();
+    assert_eq!(zcard(&store, &w.backfill_queue).await, 0);
+}
+
+/// A party that left splits nothing: its remaining members must stay in one
+/// team.
+pub async fn a_backfill_never_splits_a_party(env: &Env) {
+    let store = env.store_with(
+        "backfill-party",
+        "",
+        &[
+            ("MM_RULES", &squad_rules("")),
+            ("MM_INSTANT_MATCH", "false"),
+        ],
+    );
+    let created = store
+        .create_party(
+            world(&store, "squad"),
+            &player("p1"),
+            &[player("p2")],
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let PartyCreateOutcome::Created(party) = created else {
+        panic!("{created:?}")
+    };
+    store
+        .join_party(
+            world(&store, "squad"),
+            &party.party_id,
+            &player("p2"),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    for p in ["s1", "s2"] {
+        join(&store, "squad", p).await;
+    }
+    let record = store
+        .form_matches(world(&store, "squad"), 0)
+        .await
+        .unwrap()
+        .matches[0]
+        .clone();
+    assign(&store, &record.match_id).await;
+    let split = teams(&[&["p1", "s1"], &["p2"]]);
+    assert!(matches!(
+        store
+            .request_backfill(&record.match_id, &split)
+            .await
+            .unwrap(),
+        BackfillOutcome::Invalid(_)
+    ));
+    let whole = teams(&[&["p1", "p2"], &["s1"]]);
+    let b = open_backfill(
+        store
+            .request_backfill(&record.match_id, &whole)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(b.open, [0, 1]);
+}
