@@ -277,6 +277,77 @@ async fn a_world_with_regions_shows_the_region_chosen() {
     stack.stop().await;
 }
 
+/// The page's client is the TypeScript SDK (the bundle at /mm-client.js):
+/// two tabs are matched, the demo allocator assigns the match, each tab
+/// shows its server from MATCH_ASSIGNED (delivered once, whatever the
+/// outbox repeats) and joins the demo game server with its own token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_page_shows_the_assigned_server_and_joins_it() {
+    let rules = r#"{"servers": {"scope": "matchmaking/server"},
+        "worlds": [{"name": "duo", "teamSize": 2}]}"#;
+    let stack = support::start_stack_vars(&[("MM_RULES", rules)]).await;
+    let mut browser = Browser::launch().await;
+    let mut pages = Vec::new();
+    for name in ["amy", "bo"] {
+        let url = format!("{}/?player={name}&world=duo", stack.http_url);
+        let page = open_connected(&mut browser, &url, "join").await;
+        let sdk = browser
+            .eval(
+                &page,
+                "performance.getEntriesByType('resource').some((e) => e.name.endsWith('/mm-client.js'))",
+            )
+            .await;
+        assert_eq!(
+            sdk,
+            serde_json::json!(true),
+            "the page loads the SDK bundle"
+        );
+        browser
+            .eval(&page, "document.getElementById('join').click()")
+            .await;
+        pages.push(page);
+    }
+    for page in &pages {
+        let connection = browser
+            .wait_for(
+                page,
+                "the assigned server on the page",
+                "(document.querySelector('#matches .match .assignment') || {}).dataset?.connection",
+                Duration::from_secs(20),
+            )
+            .await;
+        assert!(
+            connection
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("127.0.0.1:"),
+            "{connection}"
+        );
+        let shown = browser
+            .eval(
+                page,
+                "document.querySelectorAll('#matches .match .assignment').length",
+            )
+            .await;
+        assert_eq!(shown, serde_json::json!(1), "one assignment shown");
+        browser
+            .eval(
+                page,
+                "document.querySelector('#matches .join-server').click()",
+            )
+            .await;
+        browser
+            .wait_for(
+                page,
+                "the game server to admit the player",
+                "(document.querySelector('#matches .match .assignment') || {}).dataset?.joined === 'yes'",
+                Duration::from_secs(15),
+            )
+            .await;
+    }
+    stack.stop().await;
+}
+
 /// Opens the demo page at `url`, waits for its worlds, connects, and waits
 /// until the button `enabled_id` is enabled (the socket is open).
 async fn open_connected(browser: &mut Browser, url: &str, enabled_id: &str) -> Page {
