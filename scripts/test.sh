@@ -44,8 +44,9 @@ MM_REDIS_SERVER="$VALKEY_SERVER" cargo test --workspace --test standalone --test
   --skip tls_connections_verify_the_server_certificate
 
 # The SDK's suite: the full flow, heartbeats and reconnects, typed errors,
-# the generated types against the specs, and npm pack's quick start, each
-# against its own local stack (the mm-local binary cargo test built above).
+# the generated types and the demo page's bundle against the specs and the
+# sources, and npm pack's quick start, each against its own local stack (the
+# mm-local binary cargo test built above).
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 echo "== TypeScript SDK (clients/typescript): npm test on node $(node --version)"
 MM_LOCAL_BIN="$TARGET_DIR/debug/mm-local" npm --prefix clients/typescript test

@@ -38,7 +38,8 @@ test("heartbeats follow the PONG's heartbeatSeconds and keep the player present"
   assert.equal(mm.socket.heartbeatSeconds, 1);
   assert.ok(pongs.every((p) => p.msg.registered && p.msg.heartbeatSeconds === 1 && p.msg.presenceTimeoutSeconds === 3));
   const gaps = pongs.slice(2).map((p, i) => p.at - pongs[i + 1]!.at);
-  for (const gap of gaps) assert.ok(gap > 600 && gap < 1600, `heartbeat gaps of ~1 s: ${gaps.join(", ")}`);
+  // ~1 s apart (the default would be 60 s); loose bounds for a loaded machine.
+  for (const gap of gaps) assert.ok(gap > 300 && gap < 3000, `heartbeat gaps of ~1 s: ${gaps.join(", ")}`);
   // Present: a world that requires presence takes the join.
   const joined = await mm.join({ worldType: "live" });
   assert.equal(joined.status, "QUEUED");
