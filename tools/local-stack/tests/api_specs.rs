@@ -28,8 +28,9 @@ use local_stack::LocalStack;
 use serde_json::{json, Value};
 use shared::domain::RemovalReason;
 use shared::{
-    ConnectionId, MatchId, MatchRecord, PartyCancelReason, PartyId, PartyMember, PartyState,
-    PartyView, PlayerId, ProposalCancelReason, ServerMessage, WorldName,
+    ConnectionId, MatchId, MatchRecord, MatchReport, PartyCancelReason, PartyId, PartyMember,
+    PartyState, PartyView, PlayerId, ProposalCancelReason, RatingChange, SeatAssignment,
+    ServerMessage, WorldName,
 };
 use support::Player;
 
@@ -165,6 +166,8 @@ fn every_server_message() -> Vec<ServerMessage> {
         "parties": [["ann", "bob"]],
         "region": "eu-west", "latencies": {"ann": 34, "bob": 41}, "worstLatency": 41,
     }));
+    let full_again = full.clone();
+    let report = |json: Value| -> MatchReport { serde_json::from_value(json).expect("a report") };
     // Every field of the record is set: one the spec lacks fails here.
     let fields = serde_json::to_value(&full).expect("JSON");
     let declared = &yaml(OPENAPI)["components"]["schemas"]["MatchRecord"]["properties"];
@@ -190,9 +193,62 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::match_found(plain.clone()),
         ServerMessage::match_found(full),
         ServerMessage::MatchFound {
-            record: plain,
+            record: plain.clone(),
             player_data_omitted: true,
             backfill: false,
+        },
+        ServerMessage::MatchAssigned {
+            record: full_again,
+            assignment: SeatAssignment {
+                connection: "203.0.113.7:7777".into(),
+                properties: Some(
+                    json!({"map": "harbor", "slots": [1, 2]})
+                        .as_object()
+                        .expect("an object")
+                        .clone(),
+                ),
+                token: Some("j-41-ann".into()),
+            },
+            player_data_omitted: false,
+        },
+        ServerMessage::MatchAssigned {
+            record: plain.clone(),
+            assignment: SeatAssignment {
+                connection: "wss://eu-1.game.example/session/41".into(),
+                properties: None,
+                token: None,
+            },
+            player_data_omitted: true,
+        },
+        ServerMessage::MatchResult {
+            match_id: match_id.clone(),
+            world_type: world("ranked"),
+            result: report(json!({"playerRanks": {"ann": 1, "bob": 2}})),
+            rating: Some(RatingChange {
+                before: 1500.0,
+                after: 1572.3,
+                mean: 1572.3,
+                uncertainty: Some(301.25),
+                games: 1,
+            }),
+        },
+        ServerMessage::MatchResult {
+            match_id: match_id.clone(),
+            world_type: world("arena"),
+            result: report(json!({"teamRanks": [2, 1]})),
+            rating: Some(RatingChange {
+                before: 1500.0,
+                after: 1484.0,
+                mean: 1484.0,
+                uncertainty: None,
+                games: 3,
+            }),
+        },
+        ServerMessage::MatchResult {
+            match_id: match_id.clone(),
+            world_type: world("world1"),
+            result: report(json!({"cancelled": true})),
+            rating: None,
         },
         ServerMessage::TicketExpired {
             world_type: world("world1"),
@@ -321,29 +377,51 @@ fn the_schemas_the_two_specs_share_are_the_same() {
         );
     }
     // MATCH_FOUND is the HTTP API's match record plus `type` and
-    // `playerDataOmitted`.
-    let found = &asyncapi["components"]["messages"]["MatchFound"]["payload"];
+    // `playerDataOmitted`; MATCH_ASSIGNED the same plus `assignment`.
     let record = &openapi["components"]["schemas"]["MatchRecord"];
-    let mut properties = found["properties"].as_object().expect("properties").clone();
-    properties.remove("type");
-    properties.remove("playerDataOmitted");
-    assert_eq!(
-        Value::Object(properties),
-        record["properties"],
-        "MATCH_FOUND's fields"
+    for (message, extra) in [
+        ("MatchFound", &["type", "playerDataOmitted"][..]),
+        (
+            "MatchAssigned",
+            &["type", "playerDataOmitted", "assignment"][..],
+        ),
+    ] {
+        let payload = &asyncapi["components"]["messages"][message]["payload"];
+        let mut properties = payload["properties"]
+            .as_object()
+            .expect("properties")
+            .clone();
+        for field in extra {
+            assert!(
+                properties.remove(*field).is_some(),
+                "{message}.{field} is missing"
+            );
+        }
+        assert_eq!(
+            Value::Object(properties),
+            record["properties"],
+            "{message}'s fields"
+        );
+        let required: Vec<&Value> = payload["required"]
+            .as_array()
+            .expect("required")
+            .iter()
+            .filter(|r| *r != "type" && *r != "assignment")
+            .collect();
+        let record_required: Vec<&Value> = record["required"]
+            .as_array()
+            .expect("required")
+            .iter()
+            .collect();
+        assert_eq!(required, record_required, "{message}'s required fields");
+    }
+    let assigned = &asyncapi["components"]["messages"]["MatchAssigned"]["payload"]["required"];
+    assert!(
+        assigned
+            .as_array()
+            .is_some_and(|r| r.contains(&json!("assignment"))),
+        "MATCH_ASSIGNED requires its assignment: {assigned}"
     );
-    let required: Vec<&Value> = found["required"]
-        .as_array()
-        .expect("required")
-        .iter()
-        .filter(|r| *r != "type")
-        .collect();
-    let record_required: Vec<&Value> = record["required"]
-        .as_array()
-        .expect("required")
-        .iter()
-        .collect();
-    assert_eq!(required, record_required, "MATCH_FOUND's required fields");
     // QUEUED carries the queue position's first four fields.
     let queued = &asyncapi["components"]["messages"]["Queued"]["payload"]["properties"];
     let position = &openapi["components"]["schemas"]["QueuePosition"]["properties"];
@@ -566,9 +644,13 @@ fn expect(answer: &Answer, status: u16, what: &str) {
     assert_eq!((answer.status, got), (status, what), "{}", answer.body);
 }
 
+/// The scope of the studio's allocator and game servers in the flow's rules.
+const SERVER_SCOPE: &str = "matchmaking/servers";
+
 const FLOW_RULES: &str = r#"{
   "ratings": {"claim": "mmr", "default": 1500, "min": 0, "max": 5000,
               "writerScope": "matchmaking/ratings.write"},
+  "servers": {"scope": "matchmaking/servers"},
   "worlds": [
     {"name": "trio", "teamSize": 3},
     {"name": "squads", "teamSize": 2, "teams": 2},
@@ -592,8 +674,12 @@ async fn every_answer_and_frame_of_an_end_to_end_run_fits_the_specs() {
         // The ghost below keeps its ticket after its registration lapses,
         // so the presence check at match time removes it (TICKET_REMOVED).
         ("MM_REMOVE_TICKET_ON_DISCONNECT", "false"),
+        // The run assigns and reports its matches itself, through the
+        // servers' routes (the demo allocator would assign every match).
+        ("MM_DEMO_ALLOCATOR", "false"),
     ])
     .await;
+    assert!(!stack.demo_allocator);
     let run = Run {
         stack,
         http: HttpSpec::load(),
@@ -608,6 +694,9 @@ async fn every_answer_and_frame_of_an_end_to_end_run_fits_the_specs() {
         json!({"scp": ["matchmaking/ratings.write"]}),
     )
     .await;
+    assert!(FLOW_RULES.contains(SERVER_SCOPE));
+    let server =
+        support::token_with(&run.stack, "allocator", json!({ "scp": [SERVER_SCOPE] })).await;
 
     // A match of three: QUEUED pushes, MATCH_FOUND for all, the record.
     let t1 = run.player("t1").await;
@@ -994,6 +1083,336 @@ async fn every_answer_and_frame_of_an_end_to_end_run_fits_the_specs() {
         p.heard("MATCH_FOUND", 1, WAIT).await;
     }
 
+    // The match's lifecycle as the studio's allocator and game server
+    // report it (a token with servers.scope): assigned, played, finished.
+    let squads_match = a.body["data"]["match"]["matchId"]
+        .as_str()
+        .expect("match id")
+        .to_owned();
+    let assign_path = format!("/v1/matching/matches/{squads_match}/assignment");
+    let result_path = format!("/v1/matching/matches/{squads_match}/result");
+    // Refusals, none of which stores anything.
+    let seat = json!({
+        "connection": "203.0.113.7:7777",
+        "properties": {"map": "harbor"},
+        "players": {"a1": {"token": "seat-a1"}, "b1": {"token": "seat-b1"}},
+    });
+    let refusals = [
+        (&a1.token, seat.clone(), 403, "FORBIDDEN"),
+        (
+            &server,
+            json!({"connection": ""}),
+            400,
+            "INVALID_ASSIGNMENT",
+        ),
+        (
+            &server,
+            json!({"connection": "h:1", "players": {"a1": {"token": "x".repeat(513)}}}),
+            400,
+            "INVALID_ASSIGNMENT",
+        ),
+        (
+            &server,
+            json!({"connection": "h:1", "players": {"stranger": {"token": "t"}}}),
+            400,
+            "INVALID_ASSIGNMENT",
+        ),
+        (
+            &server,
+            json!({"connection": "h:1", "port": 7777}),
+            400,
+            "INVALID_REQUEST",
+        ),
+    ];
+    for (token, assignment, status, code) in refusals {
+        expect(
+            &run.call("POST", &assign_path, token, Some(assignment))
+                .await,
+            status,
+            code,
+        );
+    }
+    expect(
+        &run.call(
+            "POST",
+            "/v1/matching/matches/1-1/assignment",
+            &server,
+            body(json!({"connection": "h:1"})),
+        )
+        .await,
+        404,
+        "MATCH_NOT_FOUND",
+    );
+    let huge = json!({"connection": "h:1", "properties": {"x": "y".repeat(70_000)}});
+    let a = run
+        .send(
+            "POST",
+            &assign_path,
+            Some(&server),
+            Some("application/json"),
+            Some(huge.to_string()),
+        )
+        .await;
+    expect(&a, 413, "PAYLOAD_TOO_LARGE");
+    assert_eq!(a.body["data"]["limitBytes"], 65536, "{}", a.body);
+    let a = run
+        .send(
+            "POST",
+            &assign_path,
+            Some(&server),
+            Some("text/plain"),
+            Some(seat.to_string()),
+        )
+        .await;
+    expect(&a, 415, "UNSUPPORTED_MEDIA_TYPE");
+    expect(
+        &run.call("GET", "/v1/matching/my-status", &a1.token, None)
+            .await,
+        200,
+        "MATCHED",
+    );
+    // An invitation while the match is only formed (which holds nobody),
+    // answered while it is played (within MM_PARTY_TTL_SECS, 2 s).
+    let k1 = run.player("k1").await;
+    let a = run
+        .call(
+            "POST",
+            parties,
+            &k1.token,
+            body(json!({"worldType": "trio", "members": ["b2"]})),
+        )
+        .await;
+    expect(&a, 201, "PARTY");
+    let invited = a.body["data"]["party"]["partyId"]
+        .as_str()
+        .expect("party id")
+        .to_owned();
+    // Assigned once; the same again changes nothing, another is refused.
+    let a = run
+        .call("POST", &assign_path, &server, Some(seat.clone()))
+        .await;
+    expect(&a, 200, "");
+    assert_eq!(
+        (&a.body["data"]["state"], &a.body["data"]["changed"]),
+        (&json!("ASSIGNED"), &json!(true)),
+        "{}",
+        a.body
+    );
+    expect(
+        &run.call(
+            "POST",
+            &format!("/v1/parties/{invited}/join"),
+            &b2.token,
+            None,
+        )
+        .await,
+        409,
+        "IN_MATCH",
+    );
+    let a = run
+        .call("POST", &assign_path, &server, Some(seat.clone()))
+        .await;
+    expect(&a, 200, "");
+    assert_eq!(a.body["data"]["changed"], false, "{}", a.body);
+    expect(
+        &run.call(
+            "POST",
+            &assign_path,
+            &server,
+            body(json!({"connection": "198.51.100.9:7777"})),
+        )
+        .await,
+        409,
+        "ASSIGNMENT_CONFLICT",
+    );
+    // Every participant hears it, with their own token only.
+    for (p, token) in [
+        (&a1, json!("seat-a1")),
+        (&a2, Value::Null),
+        (&b1, json!("seat-b1")),
+        (&b2, Value::Null),
+    ] {
+        let heard = p.heard("MATCH_ASSIGNED", 1, WAIT).await;
+        let frame = &heard[0];
+        assert_eq!(frame["matchId"], squads_match.as_str(), "{frame}");
+        assert_eq!(frame["assignment"]["token"], token, "{}: {frame}", p.id);
+        assert_eq!(
+            frame["assignment"]["properties"]["map"], "harbor",
+            "{frame}"
+        );
+        let text = frame.to_string();
+        for other in ["seat-a1", "seat-b1"] {
+            assert!(
+                token == other || !text.contains(other),
+                "{} hears another's token: {text}",
+                p.id
+            );
+        }
+    }
+    let a = run
+        .call("GET", "/v1/matching/my-status", &a1.token, None)
+        .await;
+    expect(&a, 200, "MATCHED");
+    assert_eq!(a.body["data"]["match"]["state"], "ASSIGNED", "{}", a.body);
+    assert_eq!(
+        a.body["data"]["match"]["assignment"]["token"], "seat-a1",
+        "{}",
+        a.body
+    );
+    let a = run
+        .call(
+            "GET",
+            &format!("/v1/matching/matches/{squads_match}"),
+            &a2.token,
+            None,
+        )
+        .await;
+    expect(&a, 200, "");
+    assert_eq!(a.body["data"]["state"], "ASSIGNED", "{}", a.body);
+    assert!(
+        a.body["data"]["assignment"].get("token").is_none(),
+        "{}",
+        a.body
+    );
+    // The game is on: its players may not queue meanwhile.
+    let a = join(&a1, "trio").await;
+    expect(&a, 409, "IN_MATCH");
+    assert_eq!(
+        a.body["data"]["assignment"]["token"], "seat-a1",
+        "{}",
+        a.body
+    );
+    expect(
+        &run.call(
+            "POST",
+            parties,
+            &a2.token,
+            body(json!({"worldType": "trio", "members": ["nobody-yet"]})),
+        )
+        .await,
+        409,
+        "IN_MATCH",
+    );
+    // A socket opened while the game is on hears the assignment too.
+    let a2_again = run.player("a2").await;
+    let heard = a2_again.heard("MATCH_ASSIGNED", 1, WAIT).await;
+    assert_eq!(heard[0]["matchId"], squads_match.as_str(), "{}", heard[0]);
+    // The result: refusals first, then once.
+    let results = [
+        (
+            &server,
+            json!({"playerRanks": {"a1": 1, "a2": 1, "b1": 2, "b2": 2}}),
+            400,
+            "INVALID_RESULT",
+        ),
+        (&server, json!({"teamRanks": [1]}), 400, "INVALID_RESULT"),
+        (
+            &server,
+            json!({"teamRanks": ["1", 2]}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            &server,
+            json!({"teamRanks": [1, 2], "winner": "a1"}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (&a1.token, json!({"teamRanks": [1, 2]}), 403, "FORBIDDEN"),
+    ];
+    for (token, report, status, code) in results {
+        expect(
+            &run.call("POST", &result_path, token, Some(report)).await,
+            status,
+            code,
+        );
+    }
+    expect(
+        &run.call(
+            "POST",
+            "/v1/matching/matches/1-1/result",
+            &server,
+            body(json!({"cancelled": true})),
+        )
+        .await,
+        404,
+        "MATCH_NOT_FOUND",
+    );
+    let a = run
+        .call(
+            "POST",
+            &result_path,
+            &server,
+            body(json!({"teamRanks": [2, 1]})),
+        )
+        .await;
+    expect(&a, 200, "");
+    assert_eq!(
+        (&a.body["data"]["state"], &a.body["data"]["changed"]),
+        (&json!("FINISHED"), &json!(true)),
+        "{}",
+        a.body
+    );
+    assert!(
+        a.body["data"]["assignment"]["players"]["a1"]["token"] == "seat-a1",
+        "the servers' answer carries the whole assignment: {}",
+        a.body
+    );
+    let a = run
+        .call(
+            "POST",
+            &result_path,
+            &server,
+            body(json!({"teamRanks": [2, 1]})),
+        )
+        .await;
+    expect(&a, 200, "");
+    assert_eq!(a.body["data"]["changed"], false, "{}", a.body);
+    expect(
+        &run.call(
+            "POST",
+            &result_path,
+            &server,
+            body(json!({"teamRanks": [1, 2]})),
+        )
+        .await,
+        409,
+        "RESULT_CONFLICT",
+    );
+    expect(
+        &run.call("POST", &assign_path, &server, Some(seat.clone()))
+            .await,
+        409,
+        "MATCH_FINISHED",
+    );
+    for p in [&a1, &a2, &b1, &b2] {
+        let heard = p.heard("MATCH_RESULT", 1, WAIT).await;
+        assert_eq!(
+            heard[0]["result"],
+            json!({"teamRanks": [2, 1]}),
+            "{}",
+            heard[0]
+        );
+    }
+    let a = run
+        .call("GET", "/v1/matching/my-status", &b2.token, None)
+        .await;
+    expect(&a, 200, "MATCHED");
+    assert_eq!(a.body["data"]["match"]["state"], "FINISHED", "{}", a.body);
+    // Finished: free to queue again at once.
+    expect(&join(&a1, "squads").await, 200, "QUEUED");
+    expect(
+        &run.call(
+            "POST",
+            "/v1/matching/leave",
+            &a1.token,
+            body(json!({"worldType": "squads"})),
+        )
+        .await,
+        200,
+        "",
+    );
+
     // An invitation declined; a party that does not assemble in time.
     let c1 = run.player("c1").await;
     let c2 = run.player("c2").await;
@@ -1125,6 +1544,55 @@ async fn every_answer_and_frame_of_an_end_to_end_run_fits_the_specs() {
     expect(&a, 200, "MATCHED");
     assert!(a.body["data"]["match"]["ratings"].is_object(), "{}", a.body);
     g1.heard("MATCH_FOUND", 1, WAIT).await;
+    // Its result moves both ratings (Weng-Lin, the default), without an
+    // assignment first; each player hears their own change.
+    let ranked_match = a.body["data"]["match"]["matchId"]
+        .as_str()
+        .expect("match id")
+        .to_owned();
+    let a = run
+        .call(
+            "POST",
+            &format!("/v1/matching/matches/{ranked_match}/result"),
+            &server,
+            body(json!({"playerRanks": {"g1": 2, "g2": 1}})),
+        )
+        .await;
+    expect(&a, 200, "");
+    let changes = &a.body["data"]["ratingChanges"];
+    assert_eq!(changes["g1"]["before"], 1600.0, "{}", a.body);
+    assert_eq!(changes["g2"]["before"], 1620.5, "{}", a.body);
+    for (p, gained) in [(&g1, false), (&g2, true)] {
+        let heard = p.heard("MATCH_RESULT", 1, WAIT).await;
+        let rating = &heard[0]["rating"];
+        let (before, after) = (
+            rating["before"].as_f64().expect("before"),
+            rating["after"].as_f64().expect("after"),
+        );
+        assert_eq!(after > before, gained, "{}: {}", p.id, heard[0]);
+        assert_eq!(rating["games"], 1, "{}", heard[0]);
+        assert_eq!(*rating, changes[p.id.as_str()], "{}", heard[0]);
+    }
+    // A game that did not take place: finished, no rating moves.
+    let a = run
+        .call(
+            "POST",
+            &format!("/v1/matching/matches/{trio_match}/result"),
+            &server,
+            body(json!({"cancelled": true})),
+        )
+        .await;
+    expect(&a, 200, "");
+    assert!(a.body["data"].get("ratingChanges").is_none(), "{}", a.body);
+    for p in [&t1, &t2, &t3] {
+        let heard = p.heard("MATCH_RESULT", 1, WAIT).await;
+        assert_eq!(
+            heard[0]["result"],
+            json!({"cancelled": true}),
+            "{}",
+            heard[0]
+        );
+    }
 
     // Regions: the client's latencies decide where a match plays.
     let r1 = run.player("r1").await;
@@ -1322,8 +1790,8 @@ fn api_tools() -> PathBuf {
     cache.join("mm-api-tools")
 }
 
-/// Generated cases per operation and phase: ~40 s on two cores for all ten
-/// operations (`MM_SCHEMATHESIS_EXAMPLES` for a longer run).
+/// Generated cases per operation and phase: about 90 s on two (busy) cores
+/// for the twelve operations (`MM_SCHEMATHESIS_EXAMPLES` for a longer run).
 const SCHEMATHESIS_EXAMPLES: &str = "500";
 const SCHEMATHESIS_SEED: &str = "20261";
 
@@ -1339,12 +1807,29 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
     );
     let rules = std::fs::read_to_string(repository_file("tools/local-stack/rules.json"))
         .expect("tools/local-stack/rules.json");
-    let stack = support::start_stack_vars(&[("MM_RULES", &rules)]).await;
-    let scope = serde_json::from_str::<Value>(&rules).expect("rules JSON")["ratings"]
-        ["writerScope"]
+    let mut rules: Value = serde_json::from_str(&rules).expect("rules JSON");
+    let scope = rules["ratings"]["writerScope"]
         .as_str()
         .expect("rules.json names ratings.writerScope")
         .to_owned();
+    // The servers' routes need a scope of their own: the local rules' own,
+    // or one for this run.
+    if rules["servers"]["scope"].as_str().is_none() {
+        rules["servers"] = json!({ "scope": SERVER_SCOPE });
+    }
+    let server_scope = rules["servers"]["scope"]
+        .as_str()
+        .expect("servers.scope")
+        .to_owned();
+    // Without the demo allocator, which would assign the matches that
+    // Schemathesis's joins form: its players would then be IN_MATCH for the
+    // rest of the run and never queue or match again.
+    let stack = support::start_stack_vars(&[
+        ("MM_RULES", &rules.to_string()),
+        ("MM_DEMO_ALLOCATOR", "false"),
+    ])
+    .await;
+    assert!(!stack.demo_allocator);
 
     // Others waiting, so that Schemathesis's own joins also match, are
     // proposed and land in team and rated matches (answers of every shape).
@@ -1365,6 +1850,12 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
     let player_token = support::token(&stack, "schemathesis").await;
     let writer_token =
         support::token_with(&stack, "schemathesis-writer", json!({ "scp": [scope] })).await;
+    let server_token = support::token_with(
+        &stack,
+        "schemathesis-server",
+        json!({ "scp": [server_scope] }),
+    )
+    .await;
 
     let work = std::env::temp_dir().join(format!("mm-schemathesis-{}", std::process::id()));
     std::fs::create_dir_all(&work).expect("work directory");
@@ -1387,6 +1878,7 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
         .env("SCHEMATHESIS_HOOKS", repository_file(SCHEMATHESIS_HOOKS))
         .env("MM_PLAYER_TOKEN", &player_token)
         .env("MM_WRITER_TOKEN", &writer_token)
+        .env("MM_SERVER_TOKEN", &server_token)
         .current_dir(&work)
         .kill_on_drop(true);
     let started = std::time::Instant::now();
