@@ -61,7 +61,7 @@ pushers = {"JoinFunction", "MatcherFunction", "WsConnectFunction"}
 env_vars = {
     "REDIS_URL", "REDIS_CLUSTER", "MM_NAMESPACE", "MM_INSTANT_MATCH",
     "MM_HEARTBEAT_SECS", "MM_PRESENCE_TIMEOUT_SECS", "MM_PARTY_TTL_SECS",
-    "MM_WS_ENDPOINT", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS_URL", "RUST_LOG",
+    "MM_MATCH_EVENTS", "MM_WS_ENDPOINT", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS_URL", "RUST_LOG",
 }
 # Gone from the application (registrations lapse on missed heartbeats now).
 removed_env_vars = {"MM_CONNECTION_TTL_SECS"}
@@ -139,6 +139,13 @@ for fn, binary in binaries.items():
     check(env.get("MM_PRESENCE_TIMEOUT_SECS") == ref("PresenceTimeoutSeconds"),
           fn + ": MM_PRESENCE_TIMEOUT_SECS is not PresenceTimeoutSeconds")
     check(env.get("MM_PARTY_TTL_SECS") == ref("PartyTtlSeconds"), fn + ": MM_PARTY_TTL_SECS is not PartyTtlSeconds")
+    # Every function that may form a match must know events are on, or it
+    # would settle the match's outbox entry with its event unsent.
+    check(env.get("MM_MATCH_EVENTS") == ref("MatchEvents"), fn + ": MM_MATCH_EVENTS is not MatchEvents")
+    # Only the matcher publishes match events: the bus, source and endpoint
+    # are its alone.
+    for var in ("MM_EVENT_BUS", "MM_EVENT_SOURCE", "MM_EVENTS_ENDPOINT"):
+        check((var in env) == (fn == "MatcherFunction"), "%s: %s should be set only on the matcher" % (fn, var))
     # The application refuses MM_RULES next to MM_WORLDS: exactly one is set,
     # whatever the Rules parameter says.
     for label, values, want_var, want_value in world_config_cases:
@@ -165,6 +172,8 @@ for fn, binary in binaries.items():
     check("AWSLambdaVPCAccessExecutionRole" in arns, fn + ": no VPC access policy")
     check(("PushToConnectionsPolicy" in arns) == (fn in pushers),
           fn + ": push permission should be %s" % (fn in pushers))
+    check(("PublishMatchEventsPolicy" in arns) == (fn == "MatcherFunction"),
+          fn + ": match-event permission should be %s" % (fn == "MatcherFunction"))
     # The only inline policy: the matcher's on-failure destination (SAM adds it).
     inline = role.get("Policies", [])
     if fn == "MatcherFunction":
@@ -188,9 +197,13 @@ check(conditions.get("HasMatcherReservedConcurrency") ==
       {"Fn::Not": [{"Fn::Equals": [ref("MatcherReservedConcurrency"), 0]}]},
       "condition HasMatcherReservedConcurrency changed")
 
-rules = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::Events::Rule"}
+all_rules = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::Events::Rule"}
+# The matcher's schedule (on the default bus); the match-event rule is checked below.
+rules = {k: v for k, v in all_rules.items() if "ScheduleExpression" in v}
 check([r.get("ScheduleExpression") for r in rules.values()] == ["rate(1 minute)"],
       "matcher schedule is %s" % [r.get("ScheduleExpression") for r in rules.values()])
+check(set(all_rules) - set(rules) == {"MatchFormedRule", "AllocatorRule"},
+      "event rules besides the schedule: %s" % sorted(set(all_rules) - set(rules)))
 for name, rule in rules.items():
     for target in rule.get("Targets", []):
         check(target.get("Arn") == arn_of("MatcherFunction"), name + ": target is not the matcher")
@@ -213,6 +226,44 @@ check(any(st.get("Principal") == {"Service": "events.amazonaws.com"} and
           st.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn") == arn_of(next(iter(rules), "?"))
           for p in qp for st in p["PolicyDocument"]["Statement"]),
       "MatcherFailureQueue: no policy letting the matcher's rule (only) send to it")
+
+# ------------------------------------------------------------- match events
+# A custom bus; PutEvents on it (source matchmaking) for the matcher only;
+# the matcher told the bus (MM_EVENT_BUS) and the source its rule matches.
+check(res.get("MatchEventBus", {}).get("Type") == "AWS::Events::EventBus", "MatchEventBus missing")
+check(props("MatchEventBus").get("Name") == {"Fn::Sub": "${AWS::StackName}-matches"}, "MatchEventBus: name")
+publish_policy = props("PublishMatchEventsPolicy").get("PolicyDocument", {}).get("Statement", [])
+check(publish_policy == [{"Effect": "Allow", "Action": "events:PutEvents", "Resource": arn_of("MatchEventBus"),
+                          "Condition": {"StringEquals": {"events:source": "matchmaking"}}}],
+      "PublishMatchEventsPolicy: expected events:PutEvents on MatchEventBus (source matchmaking) only, got %s"
+      % json.dumps(publish_policy))
+for name, v in res.items():
+    if v["Type"] in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy", "AWS::IAM::Role") and name != "PublishMatchEventsPolicy":
+        check("events:PutEvents" not in json.dumps(v.get("Properties", {})), name + ": grants events:PutEvents")
+matcher_env = props("MatcherFunction").get("Environment", {}).get("Variables", {})
+check(matcher_env.get("MM_EVENT_BUS") == ref("MatchEventBus"), "matcher: MM_EVENT_BUS is not MatchEventBus")
+check(matcher_env.get("MM_EVENT_SOURCE") == "matchmaking", "matcher: MM_EVENT_SOURCE is not matchmaking")
+check(param_default("MatchEvents") == "true" and params.get("MatchEvents", {}).get("AllowedValues") == ["true", "false"],
+      "parameter MatchEvents must default to true (true/false)")
+for rule_name, want_target, condition in (("MatchFormedRule", arn_of("MatchEventsLogGroup"), None),
+                                          ("AllocatorRule", ref("AllocatorFunctionArn"), "HasAllocatorFunction")):
+    event_rule = all_rules.get(rule_name, {})
+    check(res.get(rule_name, {}).get("Condition") == condition, "%s: condition is not %s" % (rule_name, condition))
+    check(event_rule.get("EventBusName") == ref("MatchEventBus"), rule_name + ": not on MatchEventBus")
+    check(event_rule.get("EventPattern") == {"source": ["matchmaking"], "detail-type": ["MatchFormed"]},
+          "%s: pattern is %s" % (rule_name, json.dumps(event_rule.get("EventPattern"))))
+    targets = event_rule.get("Targets", [])
+    check([x.get("Arn") for x in targets] == [want_target], "%s targets are %s" % (rule_name, json.dumps(targets)))
+    for x in targets:
+        check(x.get("DeadLetterConfig") == {"Arn": arn_of("MatchEventsDeadLetterQueue")},
+              "%s target %s: no dead-letter queue" % (rule_name, x.get("Id")))
+allocator_permission = res.get("AllocatorInvokePermission", {})
+check(allocator_permission.get("Condition") == "HasAllocatorFunction"
+      and allocator_permission.get("Properties", {}).get("SourceArn") == arn_of("AllocatorRule")
+      and allocator_permission.get("Properties", {}).get("Principal") == "events.amazonaws.com",
+      "AllocatorInvokePermission: EventBridge may invoke the allocator for MatchFormedRule only, if given")
+check(props("MatchEventsLogGroup").get("RetentionInDays") == ref("LogRetentionDays"),
+      "MatchEventsLogGroup: retention is not LogRetentionDays")
 
 # ----------------------------------------------------------------- HTTP API
 # The routes come from the template itself (the OpenAPI body SAM builds from
@@ -507,7 +558,7 @@ check(not [k for k, v in res.items() if v["Type"] == "AWS::EC2::VPCEndpoint"
 connections_sub = "https://${WebSocketApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${Stage}"
 jwks_proxy_sub = "https://${JwksProxyApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/jwks.json"
 events_sub = "https://events.${AWS::Region}.api.aws"
-event_senders = {"JoinFunction", "MatcherFunction"}
+event_senders = {"MatcherFunction"}
 
 for fn in FUNCTIONS:
     deps = res.get(fn, {}).get("DependsOn", [])

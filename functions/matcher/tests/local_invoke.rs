@@ -161,3 +161,108 @@ async fn the_matcher_runs_without_mm_ws_endpoint() {
         .count();
     assert_eq!(warnings, 1, "{}", output.join("\n"));
 }
+
+/// Match events on without a bus: the matcher refuses to start, naming
+/// `MM_EVENT_BUS` (posted to `/runtime/init/error`, not a hang).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_events_without_a_bus_are_an_init_error() {
+    let events = claimed_events("matcher", CLAIMS);
+    let env = LocalEnv::start().await;
+    let mut matcher = env
+        .function_with(
+            BIN,
+            NAME,
+            &[("MM_MATCH_EVENTS", Some("true")), ("MM_EVENT_BUS", None)],
+        )
+        .await;
+    let event = serde_json::to_vec(&events["matcher-schedule.json"]).unwrap();
+    let init = matcher.expect_init_error(&event, "MM_EVENT_BUS").await;
+    assert_eq!(init.error_type.as_deref(), Some("Runtime.InitError"));
+}
+
+/// PutEvents bodies a tiny EventBridge endpoint received (every entry
+/// accepted).
+async fn put_events_endpoint() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use axum::response::IntoResponse;
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let sink = seen.clone();
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+            let sink = sink.clone();
+            async move {
+                assert_eq!(
+                    headers.get("x-amz-target").and_then(|v| v.to_str().ok()),
+                    Some("AWSEvents.PutEvents")
+                );
+                let request: Value = serde_json::from_str(&body).unwrap_or_default();
+                let n = request["Entries"].as_array().map_or(0, Vec::len);
+                sink.lock().unwrap().push(request);
+                let entries: Vec<Value> = (0..n)
+                    .map(|i| serde_json::json!({"EventId": format!("e-{i}")}))
+                    .collect();
+                (
+                    [("content-type", "application/x-amz-json-1.1")],
+                    serde_json::json!({"FailedEntryCount": 0, "Entries": entries}).to_string(),
+                )
+                    .into_response()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), seen)
+}
+
+/// With match events on, the built binary publishes a match's event to
+/// `MM_EVENT_BUS` at `MM_EVENTS_ENDPOINT` (the template's variables), then
+/// settles the entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_matcher_publishes_match_events_to_the_configured_bus() {
+    let events = claimed_events("matcher", CLAIMS);
+    let (endpoint, seen) = put_events_endpoint().await;
+    let mut env = LocalEnv::start().await;
+    env.env.insert("MM_MATCH_EVENTS".into(), "true".into());
+    let store = env.store();
+    let match_id = a_match_to_deliver(&store).await;
+    let mut matcher = env
+        .function_with(
+            BIN,
+            NAME,
+            &[
+                ("MM_EVENT_BUS", Some("mm-matches")),
+                ("MM_EVENTS_ENDPOINT", Some(endpoint.as_str())),
+            ],
+        )
+        .await;
+    let (result, _) = run(
+        &mut matcher,
+        &events["matcher-schedule.json"],
+        Deadline::RawMs("600000".into()),
+    )
+    .await;
+    assert_eq!(result["notificationsDelivered"], 1, "{result}");
+    let requests = seen.lock().unwrap().clone();
+    let entries: Vec<&Value> = requests
+        .iter()
+        .flat_map(|r| r["Entries"].as_array().unwrap().iter())
+        .collect();
+    assert_eq!(entries.len(), 1, "{requests:?}");
+    assert_eq!(entries[0]["EventBusName"], "mm-matches");
+    assert_eq!(entries[0]["Source"], "matchmaking");
+    assert_eq!(entries[0]["DetailType"], "MatchFormed");
+    let detail: Value = serde_json::from_str(entries[0]["Detail"].as_str().unwrap()).unwrap();
+    assert_eq!(detail["matchId"], match_id.as_str());
+    let outbox: Vec<String> = store
+        .command(
+            redis::cmd("ZRANGE")
+                .arg(store.keys().outbox())
+                .arg(0)
+                .arg(-1),
+        )
+        .await
+        .unwrap();
+    assert!(outbox.is_empty(), "published and delivered: {outbox:?}");
+    matcher.stop_without_errors();
+}

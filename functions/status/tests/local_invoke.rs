@@ -19,6 +19,8 @@ const CLAIMS: &[&str] = &[
     "queue-status.json",
     "match.json",
     "rating.json",
+    "assignment.json",
+    "result.json",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,6 +93,16 @@ async fn every_event_routed_to_status_is_answered_by_the_built_binary() {
                 );
                 assert_eq!(body["data"]["worldType"], "ranked", "{body}");
             }
+            "assignment.json" | "result.json" => {
+                // env.json's worlds come from MM_WORLDS: no rule set, so no
+                // server scope, and nobody may post assignments or results.
+                let (code, body) = call(event).await;
+                assert_eq!(
+                    (code, &body["data"]["error"]),
+                    (403, &json!("FORBIDDEN")),
+                    "{body}"
+                );
+            }
             other => unreachable!("{other} is not claimed"),
         }
     }
@@ -121,4 +133,72 @@ async fn the_rating_event_stores_a_rating_under_the_local_rule_set() {
         body["data"],
         json!({"playerId": "player-7", "worldType": "ranked", "rating": 1712.5, "previousRating": null})
     );
+}
+
+/// `events/assignment.json` and `events/result.json` under the local stack's
+/// rule set (its `servers.scope` is the scope the events' tokens carry): the
+/// match they name is not on record (404), and the same events aimed at a
+/// match that formed assign it and then finish it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_assignment_and_result_events_under_the_local_rule_set() {
+    let events = claimed_events("status", CLAIMS);
+    let rules = std::fs::read_to_string(repo_root().join("tools/local-stack/rules.json")).unwrap();
+    let env = LocalEnv::start().await;
+    let mut vars = env.env.clone();
+    vars.remove("MM_WORLDS");
+    vars.insert("MM_RULES".into(), rules.clone());
+    let store = shared::MatchStore::new(
+        shared::Settings::from_lookup(|k| vars.get(k).cloned()).expect("rules.json settings"),
+    )
+    .unwrap();
+    let mut status = env
+        .function_with(
+            BIN,
+            NAME,
+            &[("MM_RULES", Some(rules.as_str())), ("MM_WORLDS", None)],
+        )
+        .await;
+    let mut call = async |event: &Value| {
+        let answer = status.respond(event, &function_deadline(), WAIT).await;
+        http_envelope(&answer)
+    };
+    for name in ["assignment.json", "result.json"] {
+        let (code, body) = call(&events[name]).await;
+        assert_eq!(
+            (code, &body["data"]["error"]),
+            (404, &json!("MATCH_NOT_FOUND")),
+            "{name}: {body}"
+        );
+    }
+    let world1 = store.settings().worlds.get("world1").unwrap().clone();
+    let mut formed = None;
+    for p in ["player-1", "player-2", "player-3"] {
+        if let shared::JoinOutcome::Matched { record, .. } =
+            store.join(&world1, &player(p), None, None).await.unwrap()
+        {
+            formed = Some(record.match_id.to_string());
+        }
+    }
+    let id = formed.expect("the third join formed a match");
+    let aimed = |event: &Value| -> Value {
+        serde_json::from_str(&event.to_string().replace("18f3a2b4c5d-2a", &id)).unwrap()
+    };
+    let (code, body) = call(&aimed(&events["assignment.json"])).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["data"]["state"], "ASSIGNED", "{body}");
+    assert_eq!(
+        body["data"]["assignment"]["connection"], "203.0.113.7:7777",
+        "{body}"
+    );
+    let (code, body) = call(&aimed(&events["result.json"])).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["data"]["state"], "FINISHED", "{body}");
+    // The same result again changes nothing.
+    let (code, body) = call(&aimed(&events["result.json"])).await;
+    assert_eq!(
+        (code, &body["data"]["changed"]),
+        (200, &json!(false)),
+        "{body}"
+    );
+    status.stop_without_errors();
 }
