@@ -44,6 +44,59 @@ export interface components {
          * @example eu-west
          */
         RegionName: string;
+        /**
+         * @description where the players connect (e.g. `203.0.113.7:7777` or a URL), opaque to the service; 1–512 characters, none of them a control character
+         * @example 203.0.113.7:7777
+         */
+        Connection: string;
+        /**
+         * @description one player's own secret for the server (a join ticket, a session key); 1–512 characters, none of them a control character; only that player is ever shown it
+         * @example j-41-alice
+         */
+        SeatToken: string;
+        /**
+         * @description Anything else the game client needs to join, the same for every
+         *     player (map, mode, region, ...): a JSON object of at most 4 KiB of
+         *     compact JSON (larger is `400 INVALID_ASSIGNMENT`).
+         * @example {
+         *       "map": "harbor",
+         *       "mode": "ctf"
+         *     }
+         */
+        AssignmentProperties: Record<string, unknown>;
+        /** @description a place, 1 = first; at most the number of sides (teams, or players in a match without teams; a match has at most 100 players); equal places are a draw */
+        Rank: number;
+        /** @description what one player is told of a match's assignment (never another player's token) */
+        SeatAssignment: {
+            connection: components["schemas"]["Connection"];
+            properties?: components["schemas"]["AssignmentProperties"];
+            /** @description this player's own token, when the allocator gave one */
+            token?: components["schemas"]["SeatToken"];
+        };
+        /** @description a match's result as stored (absent parts left out) */
+        MatchResult: {
+            teamRanks?: components["schemas"]["Rank"][];
+            playerRanks?: {
+                [key: string]: components["schemas"]["Rank"];
+            };
+            /** @constant */
+            cancelled?: true;
+        };
+        /**
+         * @description What a result did to one player's rating in the match's world:
+         *     `before` and `after` are the values matching uses (`mean −
+         *     conservativeK × uncertainty`, within `[ratings.min, ratings.max]`),
+         *     `mean` and `uncertainty` what the rating system keeps (Elo keeps no
+         *     uncertainty), `games` the rated games played there, this one
+         *     included.
+         */
+        RatingChange: {
+            before: number;
+            after: number;
+            mean: number;
+            uncertainty?: number;
+            games: number;
+        };
         PartyMember: {
             playerId: components["schemas"]["PlayerId"];
             /** @description false while only invited */
@@ -127,6 +180,53 @@ export interface components {
              * @constant
              */
             playerDataOmitted?: true;
+        };
+        MatchAssignedMessage: {
+            /** @constant */
+            type: "MATCH_ASSIGNED";
+            matchId: components["schemas"]["MatchId"];
+            worldType: components["schemas"]["WorldName"];
+            /** @description queue order (oldest ticket first); with teams, team by team */
+            participants: components["schemas"]["PlayerId"][];
+            matchedAt: components["schemas"]["UnixMillis"];
+            /** @description the ticket data of the participants that attached some, by player id */
+            playerData?: {
+                [key: string]: components["schemas"]["TicketData"];
+            };
+            /** @description rated worlds, every participant's rating by player id */
+            ratings?: {
+                [key: string]: number;
+            };
+            /** @description rated worlds, highest rating minus lowest */
+            spread?: number;
+            /** @description worlds with teams, each team's players */
+            teams?: components["schemas"]["PlayerId"][][];
+            /** @description rated worlds with teams, the highest team average minus the lowest */
+            teamDifference?: number;
+            /** @description each party's members (a party is always in one team) */
+            parties?: components["schemas"]["PlayerId"][][];
+            /** @description worlds with regions, the region the match plays in */
+            region?: components["schemas"]["RegionName"];
+            /** @description worlds with regions, each participant's latency there (ms, as they measured it), by player id */
+            latencies?: {
+                [key: string]: number;
+            };
+            /** @description worlds with regions, the highest of those latencies */
+            worstLatency?: number;
+            assignment: components["schemas"]["SeatAssignment"];
+            /**
+             * @description present (and true) only when `playerData` did not fit and was left out
+             * @constant
+             */
+            playerDataOmitted?: true;
+        };
+        MatchResultMessage: {
+            /** @constant */
+            type: "MATCH_RESULT";
+            matchId: components["schemas"]["MatchId"];
+            worldType: components["schemas"]["WorldName"];
+            result: components["schemas"]["MatchResult"];
+            rating?: components["schemas"]["RatingChange"];
         };
         TicketExpiredMessage: {
             /** @constant */
