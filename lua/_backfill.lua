@@ -14,14 +14,17 @@
 --
 -- Filled players are the match's "additions" (_lifecycle.lua): their
 -- states point at the match, and one "B|<match>|<fill>" outbox entry tells
--- them (MATCH_FOUND marked backfill, then MATCH_ASSIGNED).
+-- them (MATCH_FOUND marked backfill, then MATCH_ASSIGNED). In a world with
+-- a ready check the new players (only they) are asked first: their seats
+-- are held by a proposal (_backfill_store.lua).
 --
--- Keys: k.backfills (HASH match id -> backfill JSON), k.backfill_expiry
+-- Storage, filling and proposals: _backfill_store.lua. Keys: k.backfills (HASH match id -> backfill JSON), k.backfill_expiry
 -- (ZSET "<world>|<match>" -> keep-alive deadline); the world's
 -- backfill_queue (ZSET match id -> created ms: backfills with open seats,
 -- oldest first) and backfill_ratings (ZSET match id -> reference rating,
 -- rated worlds); its stats field `backfills` counts its backfills.
 -- A backfill (cjson): { match, world, created, expires, fills (so far),
+-- members (every player the match has had: none is seated in it again),
 -- open = { seats per team }, counts = { players per team }, sums = {
 -- rating sum per team } (rated), ref (reference rating, rated), region }.
 
@@ -30,65 +33,18 @@ local BACKFILLS_PER_JOIN = 8
 -- Backfills one matcher call serves (bounds the call's time).
 local BACKFILLS_PER_CALL = 1000
 
-local function load_backfill(k, id)
-  local raw = redis.call('HGET', k.backfills, id)
-  if not raw then return nil end
-  return cjson.decode(raw)
-end
-
-local function open_seats(b)
-  local n = 0
-  for _, seats in ipairs(b.open) do n = n + seats end
-  return n
-end
-
--- The average rating of the players the backfill's match has now.
-local function backfill_ref(b)
-  if not b.sums then return nil end
-  local sum, n = 0, 0
-  for t, s in ipairs(b.sums) do
-    sum, n = sum + s, n + b.counts[t]
-  end
-  if n == 0 then return nil end
-  return sum / n
-end
-
--- Stores `b` and files it in its world's indices (`wk`).
-local function save_backfill(k, wk, b)
-  b.ref = backfill_ref(b)
-  redis.call('HSET', k.backfills, b.match, cjson.encode(b))
-  redis.call('ZADD', k.backfill_expiry, b.expires, b.world .. '|' .. b.match)
-  if redis.call('ZADD', wk.backfill_queue, b.created, b.match) == 1 then
-    redis.call('HINCRBY', wk.stats, 'backfills', 1)
-  end
-  if b.ref then redis.call('ZADD', wk.backfill_ratings, b.ref, b.match) end
-end
-
--- Takes backfill `id` out of its world's indices (`wk`), counted out of
--- the world's backfills (stats field `backfills`: entries of
--- backfill_queue) when it was there.
-local function unindex_backfill(wk, id)
-  if redis.call('ZREM', wk.backfill_queue, id) == 1 then
-    redis.call('HINCRBY', wk.stats, 'backfills', -1)
-  end
-  redis.call('ZREM', wk.backfill_ratings, id)
-end
-
--- Deletes backfill `id` of `world` (its world keys `wk`; nil: the index
--- entries are dropped lazily when met, see serve_backfills).
-local function drop_backfill(k, wk, world, id)
-  redis.call('HDEL', k.backfills, id)
-  redis.call('ZREM', k.backfill_expiry, world .. '|' .. id)
-  if wk then unindex_backfill(wk, id) end
-end
-
 -- The team of backfill `b` the ticket `it` (a ticket info with .lat, its
 -- latencies, in worlds with regions) may take seats in, or nil (see the
--- header for the rules). Of the teams that qualify: rated with balance,
+-- header for the rules; a player the match has had is not seated again). Of the teams that qualify: rated with balance,
 -- the one whose averages end up closest; else the one with most open seats.
 local function backfill_team(ctx, b, it)
   local cfg = ctx.cfg
   local wait = ctx.now - b.created
+  for _, p in ipairs(it.players) do
+    for _, m in ipairs(b.members) do
+      if m == p then return nil end
+    end
+  end
   if b.region then
     local cap = latency_cap(cfg.regions, wait)
     for j in ipairs(it.players) do
@@ -134,62 +90,66 @@ local function take_seats(b, it, t)
   if b.sums then b.sums[t] = b.sums[t] + it.sum end
 end
 
--- One addition (see _lifecycle.lua): the ticket's players, team, fill,
--- ratings, data (verbatim JSON) and latencies in the match's region.
-local function addition_json(it, b)
-  local players, ratings, data, lats = {}, {}, {}, {}
-  for j, p in ipairs(it.players) do
-    players[j] = quote(p)
-    if it.ratings then ratings[j] = num(it.ratings[j]) end
-    local d = it.data and it.data[j] or ''
-    data[j] = d ~= '' and d or 'null'
-    if b.region then
-      local own = it.member_lats and it.member_lats[j] and it.member_lats[j][b.region]
-      lats[j] = num(own or it.lat[b.region])
-    end
+-- Holds `items` (seated by take_seats, with their addition `parts`) for a
+-- proposal to their players: a world with a ready check asks the new
+-- players (only them) before they take the seats (_backfill_store.lua).
+local function propose_backfill(ctx, b, items, parts)
+  local k, now, accept = ctx.k, ctx.now, ctx.cfg.accept
+  local id = string.format('%x-%x', now, redis.call('INCR', k.match_seq))
+  local entries = lift_tickets(ctx, id, items)
+  local players, seats = {}, {}
+  for i, it in ipairs(items) do
+    seats[i] = { team = it.team, size = it.size, sum = it.sum }
+    for _, p in ipairs(it.players) do players[#players + 1] = p end
   end
-  local s = '{"players":[' .. table.concat(players, ',') .. '],"team":' .. it.team .. ',"fill":' .. b.fills
-    .. ',"data":[' .. table.concat(data, ',') .. ']'
-  if it.ratings then s = s .. ',"ratings":[' .. table.concat(ratings, ',') .. ']' end
-  if b.region then s = s .. ',"latencies":[' .. table.concat(lats, ',') .. ']' end
-  return s .. '}'
+  local accept_by = now + accept.ms
+  redis.call('HSET', k.proposals, id, cjson.encode({
+    id = id, world = ctx.world, created = now, acceptBy = accept_by, cooldown = accept.cooldown,
+    record = '', players = players, accepted = {}, tickets = entries,
+    backfill = b.match, parts = parts, seats = seats,
+  }))
+  redis.call('ZADD', k.proposal_expiry, accept_by, id)
+  add_note(k, players, cjson.encode({
+    type = 'MATCH_PROPOSED', matchId = id, worldType = ctx.world, acceptBy = accept_by,
+    participants = players, backfillOf = b.match,
+  }), now)
+  local pending = b.pending or {}
+  pending[#pending + 1] = id
+  b.pending = pending
+  save_backfill(k, k, b)
+  ctx.proposed = (ctx.proposed or 0) + 1
+end
+
+-- Ends backfill `b` (lapsed, cancelled or replaced): the proposals holding
+-- its seats are cancelled, every ticket in them requeued at its place
+-- (MATCH_CANCELLED, reason BACKFILL_ENDED). `ctx.k` holds its world's keys
+-- (nil when the world is gone: nothing to requeue into).
+local function end_backfill(ctx, k, b)
+  for _, id in ipairs(b.pending or {}) do
+    local p = load_proposal(k, id)
+    if p then cancel_proposal(ctx, k, p, 'BACKFILL_ENDED', {}) end
+  end
+  drop_backfill(k, ctx.k, b.world, b.match)
 end
 
 -- Puts the tickets `items` (infos seated by take_seats) into backfill
--- `b`'s match: out of the queue, their players pointed at the match,
--- appended to its additions, one "B|<match>|<fill>" entry for them; a
--- backfill left without open seats is done. Returns the outbox id.
+-- `b`'s match, or, in a world with a ready check, into a proposal to their
+-- players (_backfill_store.lua). Returns the outbox id of the fill ("" for
+-- a proposal).
 local function fill_backfill(ctx, b, items)
-  local k, now = ctx.k, ctx.now
-  local tickets, states, parts, n = {}, {}, {}, 0
-  b.fills = b.fills + 1
+  local tickets, parts = {}, {}
   for i, it in ipairs(items) do
     tickets[i] = it.ticket
     if not it.data then it.data = { ticket_data(ctx, it.ticket) } end
     if ctx.cfg.regions and not it.lat then it.lat = latencies_of(ctx, { it.ticket })[1] end
-    parts[i] = addition_json(it, b)
-    for _, p in ipairs(it.players) do
-      states[#states + 1] = p
-      states[#states + 1] = b.match
-      n = n + 1
-    end
+    parts[i] = addition_body(it, b)
+  end
+  if ctx.cfg.accept then
+    propose_backfill(ctx, b, items, parts)
+    return ''
   end
   remove_tickets(ctx, tickets, nil, true)
-  chunked('HSET', k.players, states, 2)
-  local life = load_lifecycle(k, b.match)
-  local joined = table.concat(parts, ',')
-  life.additions = life.additions == '' and ('[' .. joined .. ']')
-    or (string.sub(life.additions, 1, -2) .. ',' .. joined .. ']')
-  save_lifecycle(k, b.match, life)
-  if open_seats(b) == 0 then
-    drop_backfill(k, k, b.world, b.match)
-  else
-    save_backfill(k, k, b)
-  end
-  record_rate(k.stats, now, ctx.cfg.window, n)
-  local id = 'B|' .. b.match .. '|' .. b.fills
-  outbox_add(k.outbox, { id }, 1, now)
-  return id
+  return add_fill(ctx, b, items, parts)
 end
 
 -- A waiting ticket's info for backfilling (ticket_info, with its latencies
@@ -204,8 +164,8 @@ end
 
 -- Tries to seat the joining ticket `it` in one of the world's open
 -- backfills (the nearest by reference in rated worlds, else the oldest; at
--- most BACKFILLS_PER_JOIN looked at). Returns the outbox id and the match
--- id, or nil.
+-- most BACKFILLS_PER_JOIN looked at). Returns the outbox id ("" when a
+-- ready check holds the seat by a proposal) and the match id, or nil.
 local function backfill_joiner(ctx, it)
   local k = ctx.k
   local ids
@@ -289,7 +249,10 @@ local function serve_backfills(ctx, limit)
         remove_tickets(ctx, gone, 'G')
         ctx.removed = (ctx.removed or 0) + #gone
       end
-      if #items > 0 then out[#out + 1] = fill_backfill(ctx, b, items) end
+      if #items > 0 then
+        local id = fill_backfill(ctx, b, items)
+        if id ~= '' then out[#out + 1] = id end
+      end
     end
   end
   return out

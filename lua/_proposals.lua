@@ -134,7 +134,8 @@ local function finalize_proposal(ctx, p)
   return p.record, 'M|' .. p.id
 end
 
--- Cancels a proposal (`reason`: DECLINED, LEFT or TIMEOUT). The tickets
+-- Cancels a proposal (`reason`: DECLINED, LEFT, TIMEOUT or BACKFILL_ENDED;
+-- a backfill proposal's seats open again, see _backfill_store.lua). The tickets
 -- holding a player in `out` (a set) are removed, whole parties with them,
 -- and those players cool down; every other ticket is requeued at its
 -- original sequence with its deadline extended by the time spent in the
@@ -145,6 +146,7 @@ local function cancel_proposal(ctx, k, p, reason, out)
   local now = ctx.now
   local wk = ctx.k
   drop_proposal(k, p)
+  if p.backfill then release_backfill_seats(k, wk, p) end
   local extension = now - p.created
   local requeued, removed, kept = {}, {}, 0
   for _, e in ipairs(p.tickets) do

@@ -1,7 +1,10 @@
 -- backfill_cancel.lua: the server cancels its match's backfill (DELETE
--- /v1/matching/matches/{matchId}/backfill); seats filled so far stay.
+-- /v1/matching/matches/{matchId}/backfill); seats filled so far stay,
+-- proposals holding seats (ready checks) are cancelled and their tickets
+-- requeued at their places.
 --
--- KEYS   backfills backfill_expiry
+-- KEYS   players outbox notes counters parties proposals proposal_expiry backfills
+-- KEYS   backfill_expiry
 -- WORLDS the backfill's world (the store reads it from the match record)
 -- ARGV   match_id   the match id
 --
@@ -15,5 +18,5 @@ if id == '' then return fail('match id is empty') end
 local b = load_backfill(k, id)
 if not b or b.expires <= now_ms() then return { 'NOT_FOUND' } end
 if b.world ~= worlds[1] then return { 'OTHER_WORLD', b.world } end
-drop_backfill(k, k, b.world, id)
+end_backfill({ k = k, world = b.world, now = now_ms() }, k, b)
 return { 'CANCELLED', cjson.encode(b) }

@@ -5,7 +5,8 @@
 -- in the same step; the new one's wait starts now. Nothing is written
 -- unless every check passes.
 --
--- KEYS   matches match_expiry match_lifecycle backfills backfill_expiry
+-- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
+-- KEYS   proposals proposal_expiry backfills backfill_expiry
 -- WORLDS the match's world (the store reads it from the record)
 -- ARGV   match_id   the match id
 -- ARGV   teams      JSON: the players the match has now, a list per team
@@ -94,8 +95,12 @@ if not any_open then return { 'INVALID', 'every seat is taken: nothing to fill' 
 
 -- All checks passed: from here on the script only writes.
 local previous = load_backfill(k, id)
+if previous then end_backfill({ k = k, world = world, now = now }, k, previous) end
+local everyone = {}
+for p in pairs(member) do everyone[#everyone + 1] = p end
+table.sort(everyone)
 local b = {
-  match = id, world = world, created = now, expires = now + keepalive,
+  match = id, world = world, created = now, expires = now + keepalive, members = everyone,
   fills = previous and previous.fills or 0,
   open = open, counts = counts, sums = sums, region = record.region,
 }

@@ -40,7 +40,9 @@ for _, id in ipairs(matches) do
     end
   end
   local backfill = load_backfill(k, id)
-  if backfill then drop_backfill(k, world_of(backfill.world), backfill.world, id) end
+  if backfill then
+    end_backfill({ k = world_of(backfill.world), world = backfill.world, now = now }, k, backfill)
+  end
 end
 if #matches > 0 then
   chunked('HDEL', k.matches, matches, 1)
@@ -61,7 +63,10 @@ local proposals_expired = sweep_proposals(nctx, limit)
 local lapsed = redis.call('ZRANGEBYSCORE', k.backfill_expiry, '-inf', now, 'LIMIT', 0, limit)
 for _, member in ipairs(lapsed) do
   local world, id = string.match(member, '^([^|]+)|(.+)$')
-  if world then
+  local backfill = world and load_backfill(k, id)
+  if backfill then
+    end_backfill({ k = world_of(world), world = world, now = now }, k, backfill)
+  elseif world then
     drop_backfill(k, world_of(world), world, id)
   else
     redis.call('ZREM', k.backfill_expiry, member)

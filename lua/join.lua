@@ -147,7 +147,11 @@ if cfg.instant and stats.backfills > 0 then
     ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
   }
   local entry, match_id = backfill_joiner(ctx, joiner)
-  if entry then
+  if entry == '' then
+    -- A ready check: the seat is held by a proposal to the player.
+    local p = proposal_of(k, player_state(redis.call('HGET', k.players, player)))
+    if p then return { 'PROPOSED', proposal_view(p) } end
+  elseif entry then
     local reply = {
       'BACKFILLED', redis.call('HGET', k.matches, match_id), encode_lifecycle(load_lifecycle(k, match_id)),
     }

@@ -7,8 +7,8 @@
 -- requeued at their original place). A proposal past its time is cancelled
 -- as timed out instead.
 --
--- KEYS   players matches match_expiry outbox notes counters parties proposals
--- KEYS   proposal_expiry
+-- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
+-- KEYS   proposals proposal_expiry backfills backfill_expiry
 -- WORLDS the proposal's world (from a read of the proposal)
 -- ARGV   player    the player id
 -- ARGV   match_id  the proposal's match id
@@ -19,8 +19,12 @@
 --   ACCEPTED, accepted, total    accepted; others have still to answer
 --   ALREADY, accepted, total     had accepted already; nothing written
 --   MATCHED, record_json, outbox_id   the last accept: the match is final
---   CANCELLED, requeued          declined: the proposal is cancelled and
---                                `requeued` tickets went back to the queue
+--   BACKFILLED, record_json, lifecycle, outbox_id   the last accept of a
+--                                backfill proposal: its players joined the
+--                                running match (see _backfill_store.lua)
+--   CANCELLED, requeued          declined (or, for a backfill proposal, the
+--                                backfill ended): the proposal is cancelled
+--                                and `requeued` tickets went back to the queue
 --   EXPIRED, requeued            the time had run out: cancelled as TIMEOUT
 --   NOT_FOUND                    no such proposal in that world, or the
 --                                player is not in it; nothing written
@@ -53,6 +57,17 @@ for i, q in ipairs(p.accepted) do accepted[i] = q end
 accepted[#accepted + 1] = player
 p.accepted = accepted
 if #accepted == #p.players then
+  if p.backfill then
+    -- New players of a running match: they take the seats held for them,
+    -- unless the backfill ended meanwhile.
+    drop_proposal(k, p)
+    local outbox_id = finalize_backfill(ctx, p)
+    if not outbox_id then return { 'CANCELLED', cancel_proposal(ctx, k, p, 'BACKFILL_ENDED', {}) } end
+    return {
+      'BACKFILLED', redis.call('HGET', k.matches, p.backfill),
+      encode_lifecycle(load_lifecycle(k, p.backfill)), outbox_id,
+    }
+  end
   local record, outbox_id = finalize_proposal(ctx, p)
   return { 'MATCHED', record, outbox_id }
 end

@@ -31,6 +31,10 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
     ("_lifecycle.lua", include_str!("../../lua/_lifecycle.lua")),
     ("_parties.lua", include_str!("../../lua/_parties.lua")),
     ("_tickets.lua", include_str!("../../lua/_tickets.lua")),
+    (
+        "_backfill_store.lua",
+        include_str!("../../lua/_backfill_store.lua"),
+    ),
     ("_proposals.lua", include_str!("../../lua/_proposals.lua")),
     ("_departures.lua", include_str!("../../lua/_departures.lua")),
     ("_presence.lua", include_str!("../../lua/_presence.lua")),
@@ -436,7 +440,8 @@ operations! {
         args: [player, data, claimed, latencies, config, claim],
     }
     leave {
-        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry],
+        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
+               Backfills, BackfillExpiry],
         worlds: One,
         args: [player],
     }
@@ -457,7 +462,8 @@ operations! {
         args: [window, buckets, regions],
     }
     player_status {
-        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Parties, Proposals],
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Parties, Proposals, Backfills,
+               BackfillExpiry],
         worlds: Many,
         args: [player, window],
     }
@@ -478,7 +484,8 @@ operations! {
         args: [match_id, result, changes, record_sha, ratings],
     }
     backfill_request {
-        keys: [Matches, MatchExpiry, MatchLifecycle, Backfills, BackfillExpiry],
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
+               Proposals, ProposalExpiry, Backfills, BackfillExpiry],
         worlds: One,
         args: [match_id, teams, keepalive, config],
     }
@@ -488,7 +495,8 @@ operations! {
         args: [match_id, keepalive],
     }
     backfill_cancel {
-        keys: [Backfills, BackfillExpiry],
+        keys: [Players, Outbox, Notes, Counters, Parties, Proposals, ProposalExpiry, Backfills,
+               BackfillExpiry],
         worlds: One,
         args: [match_id],
     }
@@ -529,7 +537,7 @@ operations! {
     }
     conn_unregister {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               Conns, ConnExpiry, PlayerConns, Presence],
+               Conns, ConnExpiry, PlayerConns, Presence, Backfills, BackfillExpiry],
         worlds: Many,
         args: [conn, remove_ticket],
     }
@@ -550,7 +558,7 @@ operations! {
     }
     party_create {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               PartyExpiry, Proposals, PlayerRatings, Presence],
+               PartyExpiry, Proposals, PlayerRatings, Presence, Backfills, BackfillExpiry],
         worlds: One,
         args: [leader, data, claimed, latencies, config],
         rest: invited,
@@ -558,18 +566,19 @@ operations! {
     party_join {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
                OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               PlayerRatings, Conns, PlayerConns, Presence],
+               PlayerRatings, Conns, PlayerConns, Presence, Backfills, BackfillExpiry],
         worlds: One,
         args: [player, party, data, claimed, latencies, config, claim],
     }
     party_cancel {
-        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry],
+        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
+               Backfills, BackfillExpiry],
         worlds: One,
         args: [player, party],
     }
     proposal_answer {
-        keys: [Players, Matches, MatchExpiry, Outbox, Notes, Counters, Parties, Proposals,
-               ProposalExpiry],
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
+               Proposals, ProposalExpiry, Backfills, BackfillExpiry],
         worlds: One,
         args: [player, match_id, answer, config],
     }

@@ -91,6 +91,7 @@ macro_rules! for_each_scenario {
             a_rated_backfill_takes_players_within_the_window,
             backfills_are_replaced_renewed_and_refused_cleanly,
             a_backfill_never_splits_a_party,
+            backfill_proposals_ask_only_new_players_and_lapse_back_to_the_queue,
         );
     };
 }

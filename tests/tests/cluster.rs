@@ -56,7 +56,11 @@ async fn invariants_hold_in_two_namespaces_on_different_masters() {
     assert!(a.matches > 0 && b.matches > 0, "{a:?} {b:?}");
     for r in [&a, &b] {
         assert!(
-            r.parties_queued > 0 && r.accepted_matches > 0 && r.removed_from_proposals > 0,
+            r.parties_queued > 0
+                && r.accepted_matches > 0
+                && r.removed_from_proposals > 0
+                && r.backfills_requested > 0
+                && r.backfilled_players > 0,
             "parties and ready checks were exercised: {r:?}"
         );
     }

@@ -55,6 +55,10 @@ async fn concurrent_clients_and_matchers_keep_the_invariants() {
             && report.removed_from_proposals > 0,
         "parties and ready checks were exercised: {report:?}"
     );
+    assert!(
+        report.backfills_requested > 0 && report.backfilled_players > 0,
+        "backfills were exercised: {report:?}"
+    );
     eprintln!("invariants held: {report:?}");
 }
 

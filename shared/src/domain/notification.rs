@@ -315,6 +315,8 @@ enum NoteMessage {
         world_type: WorldName,
         accept_by: u64,
         participants: Vec<PlayerId>,
+        #[serde(default)]
+        backfill_of: Option<MatchId>,
     },
     #[serde(rename_all = "camelCase")]
     MatchAcceptProgress {
@@ -359,11 +361,13 @@ impl ServerMessage {
                 world_type,
                 accept_by,
                 participants,
+                backfill_of,
             } => ServerMessage::MatchProposed {
                 match_id,
                 world_type,
                 accept_by,
                 participants,
+                backfill_of,
             },
             NoteMessage::MatchAcceptProgress {
                 match_id,
@@ -463,6 +467,10 @@ pub enum ServerMessage {
         world_type: WorldName,
         accept_by: u64,
         participants: Vec<PlayerId>,
+        /// A backfill proposal: the running match these seats are in (only
+        /// the new players are asked).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        backfill_of: Option<MatchId>,
     },
     /// Someone accepted a proposal.
     #[serde(rename_all = "camelCase")]

@@ -31,6 +31,9 @@ pub enum ProposalCancelReason {
     Left,
     /// Not everyone accepted in time.
     Timeout,
+    /// The running match's backfill this proposal was for ended (lapsed,
+    /// cancelled, replaced, or the match finished).
+    BackfillEnded,
 }
 
 /// The reply to an answer to a proposal.
@@ -43,6 +46,12 @@ pub enum AnswerOutcome {
     /// The last accept: the match is final; `notification` announces it.
     Matched {
         record: Box<MatchRecord>,
+        notification: NotificationId,
+    },
+    /// The last accept of a backfill proposal: its players joined the
+    /// running match; `notification` announces it to them.
+    Backfilled {
+        joined: Box<super::lifecycle::MatchWithLifecycle>,
         notification: NotificationId,
     },
     /// Declined: the proposal is cancelled; `requeued` tickets went back to

@@ -62,6 +62,10 @@ impl MatchStore {
                 record: Box::new(reply.json::<MatchRecord>("match record")?),
                 notification: reply.parsed("notification id", NotificationId::parse)?,
             },
+            "BACKFILLED" => AnswerOutcome::Backfilled {
+                joined: Box::new(reply.match_with_lifecycle()?),
+                notification: reply.parsed("notification id", NotificationId::parse)?,
+            },
             status @ ("CANCELLED" | "EXPIRED") => {
                 let requeued = reply.uint("requeued")?;
                 if status == "CANCELLED" {

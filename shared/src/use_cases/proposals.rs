@@ -22,7 +22,8 @@ pub async fn answer_proposal<P: Pusher>(
 ) -> Result<AnswerOutcome, StoreError> {
     let outcome = store.answer_proposal(id, player, accept).await?;
     match &outcome {
-        AnswerOutcome::Matched { notification, .. } => {
+        AnswerOutcome::Matched { notification, .. }
+        | AnswerOutcome::Backfilled { notification, .. } => {
             push_notifications(store, pusher, std::slice::from_ref(notification)).await;
         }
         AnswerOutcome::Cancelled { world_type, .. } | AnswerOutcome::Expired { world_type, .. } => {

@@ -517,3 +517,114 @@ pub async fn a_backfill_never_splits_a_party(env: &Env) {
     );
     assert_eq!(b.open, [0, 1]);
 }
+
+/// A match of a, b, c, d in a ready-check world: proposed, everyone
+/// accepts, then assigned.
+async fn running_checked_match(store: &MatchStore) -> MatchRecord {
+    for p in ["a", "b", "c", "d"] {
+        join(store, "squad", p).await;
+    }
+    store.form_matches(world(store, "squad"), 0).await.unwrap();
+    let PlayerStatus::Proposed(view) = store.player_status(&player("a")).await.unwrap() else {
+        panic!("a proposal")
+    };
+    let mut record = None;
+    for p in ["a", "b", "c", "d"] {
+        if let shared::AnswerOutcome::Matched { record: r, .. } = store
+            .answer_proposal(&view.match_id, &player(p), true)
+            .await
+            .unwrap()
+        {
+            record = Some(*r);
+        }
+    }
+    let record = record.expect("the last accept makes the match");
+    assign(store, &record.match_id).await;
+    record
+}
+
+/// In a ready-check world only the new players are asked: a seat is held
+/// for them by a proposal (MATCH_PROPOSED naming the running match); when
+/// they accept they join it. A backfill that lapses while a proposal holds
+/// its seats returns the proposed players to their original places.
+pub async fn backfill_proposals_ask_only_new_players_and_lapse_back_to_the_queue(env: &Env) {
+    let store = env.store_with(
+        "backfill-ready",
+        "",
+        &[
+            (
+                "MM_RULES",
+                &squad_rules(r#""readyCheck": {"acceptSeconds": 30},"#),
+            ),
+            ("MM_INSTANT_MATCH", "false"),
+            ("MM_BACKFILL_KEEPALIVE_SECS", "2"),
+        ],
+    );
+    let record = running_checked_match(&store).await;
+    let id = &record.match_id;
+    let t = record.teams.clone().unwrap();
+    let current = teams(&[&[t[0][0].as_str()], &[t[1][0].as_str(), t[1][1].as_str()]]);
+    open_backfill(store.request_backfill(id, &current).await.unwrap());
+    for p in ["e", "f", "g"] {
+        join(&store, "squad", p).await;
+    }
+    let batch = store.form_matches(world(&store, "squad"), 0).await.unwrap();
+    assert_eq!(batch.proposed, 1, "{batch:?}");
+    let PlayerStatus::Proposed(view) = store.player_status(&player("e")).await.unwrap() else {
+        panic!("e is asked")
+    };
+    assert_eq!(
+        view.participants,
+        [player("e")],
+        "only the new player is asked"
+    );
+    assert_ne!(&view.match_id, id, "the proposal has an id of its own");
+
+    // The backfill lapses: e goes back to the front of the queue, before f.
+    eventually("the backfill to lapse", Duration::from_secs(10), || async {
+        store.housekeeping(100).await.unwrap();
+        (hlen(&store, &store.keys().backfills()).await == 0).then_some(())
+    })
+    .await;
+    match store.player_status(&player("e")).await.unwrap() {
+        PlayerStatus::Queued(q) => assert_eq!(q.position, 1, "{q:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(hlen(&store, &store.keys().proposals()).await, 0);
+
+    // A new backfill: e is asked again and accepts, joining the match.
+    open_backfill(store.request_backfill(id, &current).await.unwrap());
+    store.form_matches(world(&store, "squad"), 0).await.unwrap();
+    let PlayerStatus::Proposed(view) = store.player_status(&player("e")).await.unwrap() else {
+        panic!("e is asked again")
+    };
+    match store
+        .answer_proposal(&view.match_id, &player("e"), true)
+        .await
+        .unwrap()
+    {
+        shared::AnswerOutcome::Backfilled {
+            joined,
+            notification,
+        } => {
+            assert_eq!(&joined.match_id, id);
+            assert!(joined.teams.as_ref().unwrap()[0].contains(&player("e")));
+            assert!(notification.as_str().starts_with("B|"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        matched_in(&store, "e").await.map(|m| m.match_id.clone()),
+        Some(id.clone())
+    );
+    assert_eq!(
+        hlen(&store, &store.keys().backfills()).await,
+        0,
+        "its one seat is filled"
+    );
+    // f and g still wait, in order.
+    match store.player_status(&player("f")).await.unwrap() {
+        PlayerStatus::Queued(q) => assert_eq!(q.position, 1),
+        other => panic!("{other:?}"),
+    }
+}

@@ -5,7 +5,9 @@
 //! Afterwards every ticket is accounted for exactly once, every match has
 //! exactly its seats, no party is ever split (across matches or teams), no
 //! player holds two tickets or is in two proposals, and nothing of a failed
-//! party or proposal is left.
+//! party or proposal is left. A game-server task assigns matches, asks for
+//! backfills and finishes matches meanwhile: a backfilled ticket is one of
+//! its player's matches, and a backfill seats no more than it opened.
 
 use serde_json::Value;
 use shared::{
@@ -26,6 +28,9 @@ pub struct InvariantReport {
     pub accepted_matches: u64,
     /// Tickets removed from cancelled proposals.
     pub removed_from_proposals: u64,
+    /// Backfills the game servers asked for, and players they seated.
+    pub backfills_requested: u64,
+    pub backfilled_players: u64,
 }
 
 #[derive(Default)]
@@ -150,6 +155,14 @@ pub async fn concurrency_invariants(
         }));
     }
 
+    // A game server side: assigns formed matches, asks for a backfill when
+    // one of a match's solo players "leaves", and finishes matches a little
+    // later, so backfills open, fill, lapse and end throughout the run.
+    let server_task = {
+        let (store, formed, done) = (store.clone(), formed.clone(), done.clone());
+        tokio::spawn(async move { game_servers(&store, &formed, &done).await })
+    };
+
     let mut client_tasks = Vec::new();
     for c in 0..clients {
         let (store, ledger, formed, remaining, book) = (
@@ -216,6 +229,7 @@ pub async fn concurrency_invariants(
     for t in matcher_tasks {
         t.await.expect("matcher task");
     }
+    let backfills_requested = server_task.await.expect("server task");
     drain_rated_worlds(&store, &formed).await;
     // Every proposal still open times out (1 s) and is settled.
     eventually(
@@ -227,6 +241,17 @@ pub async fn concurrency_invariants(
         },
     )
     .await;
+    // Backfills still open are cancelled; their held seats go back.
+    let open: Vec<String> = store
+        .command(redis::cmd("HKEYS").arg(store.keys().backfills()))
+        .await
+        .unwrap();
+    for id in open {
+        store
+            .cancel_backfill(&shared::MatchId::parse(&id).unwrap())
+            .await
+            .unwrap();
+    }
     // Every unassembled party expires (1 s) and leaves nothing behind.
     eventually(
         "unassembled parties to expire",
@@ -254,7 +279,8 @@ pub async fn concurrency_invariants(
 
     let formed = formed.lock().unwrap().clone();
     let ledger = std::mem::take(&mut *ledger.lock().unwrap());
-    let per_player_matches = check_matches(&store, &formed, &book).await;
+    let mut per_player_matches = check_matches(&store, &formed, &book).await;
+    let backfilled = check_additions(&store, &formed, &mut per_player_matches).await;
     let queued = check_queues(&store, &book).await;
     let removed = removed_from_proposals(&store).await;
 
@@ -297,6 +323,8 @@ pub async fn concurrency_invariants(
     }
     assert_eq!(total_ops, operations);
     InvariantReport {
+        backfills_requested,
+        backfilled_players: backfilled,
         operations: total_ops,
         joins,
         matches: formed.len() as u64,
@@ -370,10 +398,17 @@ impl Client<'_> {
                 self.count(&[p.to_owned()], 1, 0);
                 self.forget_matched_party(p);
             }
+            JoinOutcome::Backfilled { joined, .. } => {
+                assert!(joined.includes(&id), "{joined:?}");
+                assert!(joined.lifecycle.fill_of(&id).is_some(), "{joined:?}");
+                self.count(&[p.to_owned()], 1, 0);
+                self.forget_matched_party(p);
+            }
             JoinOutcome::AlreadyQueued(q) => assert!(q.position >= 1, "{q:?}"),
             JoinOutcome::InParty { .. }
             | JoinOutcome::ProposalPending(_)
-            | JoinOutcome::CoolingDown { .. } => {}
+            | JoinOutcome::CoolingDown { .. }
+            | JoinOutcome::InMatch { .. } => {}
             other => panic!("{p} joining {w}: {other:?}"),
         }
     }
@@ -422,6 +457,7 @@ impl Client<'_> {
                 });
             }
             PartyCreateOutcome::LeaderQueued { .. }
+            | PartyCreateOutcome::LeaderInMatch { .. }
             | PartyCreateOutcome::MemberBusy { .. }
             | PartyCreateOutcome::CoolingDown { .. } => {}
             refused => panic!("creating a party of {leader} and {other}: {refused:?}"),
@@ -477,7 +513,9 @@ impl Client<'_> {
             PartyJoinOutcome::NotFound => {
                 self.parties.remove(k);
             }
-            PartyJoinOutcome::Busy { .. } | PartyJoinOutcome::CoolingDown { .. } => {}
+            PartyJoinOutcome::Busy { .. }
+            | PartyJoinOutcome::CoolingDown { .. }
+            | PartyJoinOutcome::InMatch { .. } => {}
             other => panic!("{p} joining {party:?}: {other:?}"),
         }
     }
@@ -571,6 +609,9 @@ impl Client<'_> {
                 assert_eq!(record.match_id, view.match_id);
                 assert_eq!(record.participants, view.participants);
                 self.formed.lock().unwrap().push(*record);
+            }
+            AnswerOutcome::Backfilled { joined, .. } => {
+                assert!(joined.includes(&id), "{joined:?}");
             }
             // Who was removed is told by a note (counted at the end).
             AnswerOutcome::Cancelled { .. }
@@ -979,6 +1020,121 @@ pub fn invariant_operations() -> u64 {
 /// out, or in a party with such a player), by how many times: every
 /// MATCH_CANCELLED note that did not requeue them. Nobody delivers the
 /// outbox in this run, so every note is still there.
+/// The game servers of the run: each formed match is assigned; about half
+/// of them lose one solo player and ask for a backfill of that seat (its
+/// keep-alive lapses, it is filled, or it ends with the match); a match is
+/// finished (a cancelled game) once a few newer ones run. Returns how many
+/// backfills were requested.
+async fn game_servers(
+    store: &MatchStore,
+    formed: &Mutex<Vec<MatchRecord>>,
+    done: &AtomicBool,
+) -> u64 {
+    let mut seen = 0;
+    let mut running: std::collections::VecDeque<shared::MatchId> = Default::default();
+    let mut requested = 0;
+    let assignment: shared::Assignment =
+        serde_json::from_value(serde_json::json!({"connection": "127.0.0.1:1"})).unwrap();
+    let cancelled: shared::MatchReport =
+        serde_json::from_value(serde_json::json!({"cancelled": true})).unwrap();
+    while !done.load(Ordering::Relaxed) {
+        let next = formed.lock().unwrap().get(seen).cloned();
+        let Some(m) = next else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        };
+        seen += 1;
+        if !matches!(
+            store
+                .assign_match(&m.match_id, &assignment)
+                .await
+                .expect("assign"),
+            shared::store::AssignOutcome::Assigned(_)
+        ) {
+            continue;
+        }
+        running.push_back(m.match_id.clone());
+        let in_party: BTreeSet<&PlayerId> = m.parties.iter().flatten().flatten().collect();
+        let teams = m
+            .teams
+            .clone()
+            .unwrap_or_else(|| vec![m.participants.clone()]);
+        let leaving = teams
+            .iter()
+            .flatten()
+            .find(|p| !in_party.contains(p))
+            .cloned();
+        if let Some(gone) = leaving.filter(|_| seen % 2 == 0) {
+            let now: Vec<Vec<PlayerId>> = teams
+                .iter()
+                .map(|t| t.iter().filter(|p| **p != gone).cloned().collect())
+                .collect();
+            match store
+                .request_backfill(&m.match_id, &now)
+                .await
+                .expect("backfill")
+            {
+                shared::store::BackfillOutcome::Open { .. } => requested += 1,
+                other => panic!("backfill of {m:?}: {other:?}"),
+            }
+        }
+        while running.len() > 4 {
+            let id = running.pop_front().expect("a running match");
+            shared::use_cases::report_result(store, &id, &cancelled)
+                .await
+                .expect("result");
+        }
+    }
+    requested
+}
+
+/// Every match's additions (players backfills seated) are checked and
+/// counted as matches of their players: at most the one seat each backfill
+/// opened, in a team of the match, players new to it, rated players with
+/// their rating, parties whole. Returns the players seated.
+async fn check_additions(
+    store: &MatchStore,
+    formed: &[MatchRecord],
+    per_player: &mut HashMap<String, u64>,
+) -> u64 {
+    let mut seated = 0;
+    for m in formed {
+        let Some(joined) = store.match_record(&m.match_id).await.unwrap() else {
+            continue;
+        };
+        let w = store
+            .settings()
+            .worlds
+            .get(&m.world_type)
+            .expect("configured world");
+        let added: usize = joined
+            .lifecycle
+            .additions
+            .iter()
+            .map(|a| a.players.len())
+            .sum();
+        assert!(added <= 1, "one seat was opened: {joined:?}");
+        for a in &joined.lifecycle.additions {
+            assert!((1..=w.teams as usize).contains(&a.team), "{a:?}");
+            for (j, p) in a.players.iter().enumerate() {
+                assert!(!m.includes(p), "{p} was in {m:?} already");
+                if w.rating().is_some() {
+                    let r = a.ratings.as_ref().expect("ratings")[j];
+                    assert_eq!(r, invariant_rating(p.as_str()).value(), "{a:?}");
+                }
+                *per_player.entry(p.to_string()).or_default() += 1;
+                seated += 1;
+            }
+        }
+        assert_eq!(
+            joined.participants.len(),
+            m.participants.len() + added,
+            "{joined:?}"
+        );
+    }
+    seated
+}
+
 async fn removed_from_proposals(store: &MatchStore) -> HashMap<String, u64> {
     let k = store.keys();
     assert_eq!(

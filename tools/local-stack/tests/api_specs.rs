@@ -195,7 +195,7 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::MatchFound {
             record: plain.clone(),
             player_data_omitted: true,
-            backfill: false,
+            backfill: true,
         },
         ServerMessage::MatchAssigned {
             record: full_again,
@@ -277,6 +277,7 @@ fn every_server_message() -> Vec<ServerMessage> {
             world_type: world("duel"),
             accept_by: 1_707_477_091_123,
             participants: vec![player("ann"), player("bob")],
+            backfill_of: Some(match_id.clone()),
         },
         ServerMessage::MatchAcceptProgress {
             match_id: match_id.clone(),

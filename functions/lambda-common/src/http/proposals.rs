@@ -91,6 +91,15 @@ async fn accept_inner<P: Pusher>(
                 &Answered::Matched { record: &record },
             )
         }),
+        AnswerOutcome::Backfilled { joined, .. } => Ok(ok(
+            &format!(
+                "everyone accepted: you join running match {}",
+                joined.match_id
+            ),
+            &super::handlers::CallerState::MatchedWithLifecycle {
+                view: joined.view_for(&player),
+            },
+        )),
         AnswerOutcome::Cancelled {
             world_type,
             requeued,
