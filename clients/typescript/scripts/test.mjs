@@ -4,11 +4,16 @@
 // `cargo test` built), else built here with cargo.
 import { execFileSync, spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const repo = fileURLToPath(new URL("../../..", import.meta.url));
 const env = { ...process.env };
+// A relative MM_LOCAL_BIN is the caller's: npm runs this in the package's directory.
+if (env.MM_LOCAL_BIN && !isAbsolute(env.MM_LOCAL_BIN)) {
+  env.MM_LOCAL_BIN = resolve(env.INIT_CWD ?? process.cwd(), env.MM_LOCAL_BIN);
+}
 if (!env.MM_LOCAL_BIN) {
   console.error("building mm-local (cargo build -p local-stack --bin mm-local); set MM_LOCAL_BIN to skip");
   const out = execFileSync("cargo", ["build", "-p", "local-stack", "--bin", "mm-local", "--message-format=json"], {

@@ -48,6 +48,10 @@ export async function startStack(
   const urls = await new Promise<{ http: string; ws: string }>((resolve, reject) => {
     let http: string | undefined;
     const timer = setTimeout(() => reject(new Error(`mm-local did not start within 30 s:\n${log}`)), 30_000);
+    child.once("error", (error) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${binary()}: ${error.message}`));
+    });
     child.once("exit", (code) => {
       clearTimeout(timer);
       reject(new Error(`mm-local exited (${code}) before it was ready:\n${log}`));
