@@ -14,6 +14,11 @@
 #                                      binary's path on stdout, so
 #                                      export MM_REDIS_SERVER="$(scripts/install-deps.sh valkey)"
 #                                      points the test fixtures at it
+#   scripts/install-deps.sh api-specs  the API spec tools (schemathesis,
+#                                      openapi-spec-validator, @asyncapi/cli
+#                                      and node 24) into ~/.cache/mm-api-tools
+#                                      (MM_API_TOOLS overrides), through
+#                                      scripts/check-api-specs.sh --install
 #   scripts/install-deps.sh sdk        the TypeScript SDK's npm packages
 #                                      (clients/typescript: npm ci from its
 #                                      package-lock.json; skipped while the
@@ -111,6 +116,11 @@ for what in "$@"; do
         fi
       fi
       echo "$valkey_server"
+      ;;
+    api-specs)
+      # Pinned versions in a project-owned prefix; quick when they are there.
+      # Its output (the prefix's path) goes to stderr: stdout is valkey's.
+      "$(dirname "$0")/check-api-specs.sh" --install >&2
       ;;
     sdk)
       # Node and npm come with the machine (Node >= 20); the packages are

