@@ -11,11 +11,12 @@
 -- `opts.lease` ms and appends, per entry, to `reply` (a flat array holding
 -- `n` values so far): id, attempts (including this one), age_ms (since the
 -- first attempt, by this server's clock), payload (the match record JSON
--- for "M|", "C|", "A|", "R|" and "B|" entries, "" when it expired; the message
+-- for "M|", "C|", "A|", "R|", "B|" and "V|" entries, "" when it expired; the message
 -- JSON for "N|" entries, "" when the note is gone; "" otherwise), lifecycle
 -- (of a match's entries: see _lifecycle.lua; "" for others), event (1: the
--- match's event for the studio's allocator is still to send: an "M|" entry
--- whose pending targets are all, or include 0), target_count, then
+-- event for the studio's allocator is still to send: an "M|" (formed),
+-- "B|" (backfill filled) or "V|" (backfill lapsed: no targets) entry whose
+-- pending targets are all, or include 0), target_count, then
 -- (target_index, player, connections, young_connections) per target: the
 -- players still to tell (1-based index among the entry's targets, for
 -- settling), each with their space-separated connection ids and those
@@ -57,6 +58,7 @@ local function claim_entries(k, ids, opts, reply, n)
     local kind, ref, tail = string.match(id, '^(%u)|([^|]+)|?(.*)$')
     local payload, lifecycle, targets = '', '', {}
     local of_match = kind == 'M' or kind == 'C' or kind == 'A' or kind == 'R' or kind == 'B'
+      or kind == 'V'
     local life = nil
     if of_match then
       payload = redis.call('HGET', k.matches, ref) or ''
@@ -113,7 +115,8 @@ local function claim_entries(k, ids, opts, reply, n)
     put(math.max(0, now - first))
     put(payload)
     put(lifecycle)
-    put((kind == 'M' and (wanted == nil or wanted[0])) and 1 or 0)
+    local carries_event = kind == 'M' or kind == 'B' or kind == 'V'
+    put((carries_event and (wanted == nil or wanted[0])) and 1 or 0)
     put(#targets)
     for _, t in ipairs(targets) do
       local all, fresh = connections_of(t[2], t[3])

@@ -66,6 +66,8 @@ for _, member in ipairs(lapsed) do
   local backfill = world and load_backfill(k, id)
   if backfill then
     end_backfill({ k = world_of(world), world = world, now = now }, k, backfill)
+    -- Its server hears it through the match events (BackfillExpired).
+    outbox_add(k.outbox, { 'V|' .. id .. '|' .. now }, 1, now)
   elseif world then
     drop_backfill(k, world_of(world), world, id)
   else

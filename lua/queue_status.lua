@@ -12,7 +12,8 @@
 --          lowest_rating, highest_rating, bucket_count... }
 --   lowest/highest are "" (and no counts follow) when no waiting ticket is
 --   rated; otherwise `buckets` counts follow, lowest bucket first. Then,
---   one per region named, the waiting tickets that can play there.
+--   one per region named, the waiting tickets that can play there; last,
+--   the world's open backfills (not counted in `waiting`).
 
 local window = int_arg(args.window)
 local buckets = int_arg(args.buckets)
@@ -49,4 +50,6 @@ for _ in string.gmatch(args.regions, '%S+') do
   reply[#reply + 1] = redis.call('ZCOUNT', k.region_queue, string.format('%d', QUEUE_BAND * i),
     '(' .. string.format('%d', QUEUE_BAND * (i + 1)))
 end
+-- Running matches' open backfills, apart from the waiting tickets.
+reply[#reply + 1] = redis.call('ZCARD', k.backfill_queue)
 return reply

@@ -282,7 +282,7 @@ async fn publish_events<E: EventSink>(
         .iter()
         .enumerate()
         .filter(|(_, e)| on && e.event_pending)
-        .filter_map(|(i, e)| e.record.as_ref().map(|r| (i, MatchEvent::of(r))))
+        .filter_map(|(i, e)| e.event().map(|event| (i, event)))
         .collect();
     let mut sent = vec![None; entries.len()];
     if due.is_empty() {

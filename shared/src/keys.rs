@@ -125,7 +125,7 @@ key_layout! {
         match_lifecycle (MatchLifecycle) = "match-lifecycle", "HASH",
             "match id -> `<state> <since_ms>\\n<assignment JSON>\\n<result JSON>\\n<rating changes JSON>\\n<additions JSON>` once assigned, backfilled or finished (see lua/_lifecycle.lua)";
         outbox (Outbox) = "outbox", "ZSET",
-            "notification id -> due (ms): `M|<match>` per match, `C|<match>|<conn>` a replay to one connection, `A|<match>`/`R|<match>` its assignment/result, `B|<match>|<fill>` players a backfill added, `X|`/`G|<world>|<player>` a removed ticket, `N|<note>` any other message";
+            "notification id -> due (ms): `M|<match>` per match, `C|<match>|<conn>` a replay to one connection, `A|<match>`/`R|<match>` its assignment/result, `B|<match>|<fill>` players a backfill added, `V|<match>|<ms>` a backfill lapsed (its event only), `X|`/`G|<world>|<player>` a removed ticket, `N|<note>` any other message";
         outbox_meta (OutboxMeta) = "outbox-meta", "HASH",
             "notification id -> `<attempts>:<first_attempt_ms>:<in_flight>:<pending targets>` (from the first claim on)";
         notes (Notes) = "notes", "HASH", "note id -> `<message JSON>\\n<player>\\n...` (announced by `N|<id>`)";

@@ -92,6 +92,7 @@ macro_rules! for_each_scenario {
             backfills_are_replaced_renewed_and_refused_cleanly,
             a_backfill_never_splits_a_party,
             backfill_proposals_ask_only_new_players_and_lapse_back_to_the_queue,
+            backfill_events_reach_the_allocator,
         );
     };
 }

@@ -198,7 +198,7 @@ impl EventBridgeSink {
         PutEventsRequestEntry::builder()
             .event_bus_name(&self.bus)
             .source(&self.source)
-            .detail_type(MatchEvent::DETAIL_TYPE)
+            .detail_type(event.detail_type())
             .detail(event.to_json())
             .time(DateTime::from_millis(
                 i64::try_from(event.matched_at).unwrap_or(i64::MAX),

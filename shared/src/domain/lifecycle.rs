@@ -493,6 +493,9 @@ pub struct Backfill {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MatchEvent {
+    /// Which event: its EventBridge `DetailType` (not in the detail).
+    #[serde(skip)]
+    pub kind: MatchEventKind,
     pub match_id: super::ids::MatchId,
     pub world_type: super::ids::WorldName,
     /// Redis server time the match formed (Unix ms).
@@ -504,6 +507,43 @@ pub struct MatchEvent {
     /// The parties among the players (each within one team).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parties: Option<Vec<Vec<PlayerId>>>,
+    /// BackfillFilled: which fill, and the players it seated, each with
+    /// their 1-based team.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fill: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<Vec<AddedPlayer>>,
+}
+
+/// The kinds of match events (EventBridge `DetailType`s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MatchEventKind {
+    /// A match is durable (formed, or accepted in a ready-check world).
+    #[default]
+    Formed,
+    /// A backfill seated players in a running match (`teams` has them).
+    BackfillFilled,
+    /// A backfill lapsed: its server stopped renewing it.
+    BackfillExpired,
+}
+
+impl MatchEventKind {
+    pub const fn detail_type(self) -> &'static str {
+        match self {
+            MatchEventKind::Formed => "MatchFormed",
+            MatchEventKind::BackfillFilled => "BackfillFilled",
+            MatchEventKind::BackfillExpired => "BackfillExpired",
+        }
+    }
+}
+
+/// A player a backfill seated, in a [`MatchEvent`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddedPlayer {
+    pub player_id: PlayerId,
+    /// 1-based.
+    pub team: usize,
 }
 
 /// One player of a [`MatchEvent`].
@@ -521,8 +561,44 @@ pub struct EventPlayer {
 }
 
 impl MatchEvent {
-    /// EventBridge's `DetailType` of a match event.
-    pub const DETAIL_TYPE: &'static str = "MatchFormed";
+    /// EventBridge's `DetailType` of the event of a formed match.
+    pub const DETAIL_TYPE: &'static str = MatchEventKind::Formed.detail_type();
+
+    /// This event's EventBridge `DetailType`.
+    pub fn detail_type(&self) -> &'static str {
+        self.kind.detail_type()
+    }
+
+    /// A backfill's event for a match (`record` with its additions): the
+    /// players fill `fill` seated, or (`None`) the backfill lapsed.
+    pub fn of_backfill(
+        record: &MatchRecord,
+        lifecycle: &MatchLifecycle,
+        fill: Option<u32>,
+    ) -> Self {
+        let mut event = Self::of(record);
+        match fill {
+            Some(n) => {
+                event.kind = MatchEventKind::BackfillFilled;
+                event.fill = Some(n);
+                event.added = Some(
+                    lifecycle
+                        .additions
+                        .iter()
+                        .filter(|a| a.fill == n)
+                        .flat_map(|a| {
+                            a.players.iter().map(|p| AddedPlayer {
+                                player_id: p.clone(),
+                                team: a.team,
+                            })
+                        })
+                        .collect(),
+                );
+            }
+            None => event.kind = MatchEventKind::BackfillExpired,
+        }
+        event
+    }
 
     pub fn of(record: &MatchRecord) -> Self {
         let player = |p: &PlayerId| EventPlayer {
@@ -551,12 +627,15 @@ impl MatchEvent {
             None => vec![record.participants.iter().map(player).collect()],
         };
         Self {
+            kind: MatchEventKind::Formed,
             match_id: record.match_id.clone(),
             world_type: record.world_type.clone(),
             matched_at: record.matched_at,
             teams,
             region: record.region.clone(),
             parties: record.parties.clone(),
+            fill: None,
+            added: None,
         }
     }
 

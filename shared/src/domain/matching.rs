@@ -191,6 +191,9 @@ pub struct QueueStatus {
     /// region it can play in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub regions: Option<std::collections::BTreeMap<String, u64>>,
+    /// Running matches' backfills with open seats (they are served before
+    /// new matches; not counted in `waiting`).
+    pub open_backfills: u64,
 }
 
 /// The waiting tickets' ratings in equal-width buckets from the lowest to

@@ -19,9 +19,10 @@ pub use ids::{
 };
 pub use latency::Latencies;
 pub use lifecycle::{
-    Addition, Assignment, Backfill, EventPlayer, LifecycleView, MatchEvent, MatchLifecycle,
-    MatchReport, MatchState, MatchView, MatchWithLifecycle, Placing, PlayerAssignment,
-    SeatAssignment, MAX_CONNECTION_CHARS, MAX_PROPERTIES_BYTES, MAX_TOKEN_CHARS,
+    AddedPlayer, Addition, Assignment, Backfill, EventPlayer, LifecycleView, MatchEvent,
+    MatchEventKind, MatchLifecycle, MatchReport, MatchState, MatchView, MatchWithLifecycle,
+    Placing, PlayerAssignment, SeatAssignment, MAX_CONNECTION_CHARS, MAX_PROPERTIES_BYTES,
+    MAX_TOKEN_CHARS,
 };
 pub use matching::{
     JoinOutcome, LeaveOutcome, MatchRecord, PlayerStatus, QueuePosition, QueueStatus, RatedTicket,

@@ -41,6 +41,12 @@ pub enum NotificationKind {
         match_id: MatchId,
         fill: u32,
     },
+    /// No one to tell: the match's backfill lapsed (its event for the
+    /// studio's allocator only); `at` is when (ms).
+    BackfillExpired {
+        match_id: MatchId,
+        at: u64,
+    },
     /// MATCH_FOUND again (MATCH_ASSIGNED once a server is assigned), to one
     /// connection that opened after the match formed and may have missed
     /// the first push.
@@ -104,6 +110,14 @@ impl NotificationId {
                     "B" => NotificationKind::BackfillFilled {
                         match_id: MatchId::parse(reference)?,
                         fill: last
+                            .parse()
+                            .ok()
+                            .filter(|_| last.bytes().all(|b| b.is_ascii_digit()))
+                            .ok_or_else(bad)?,
+                    },
+                    "V" => NotificationKind::BackfillExpired {
+                        match_id: MatchId::parse(reference)?,
+                        at: last
                             .parse()
                             .ok()
                             .filter(|_| last.bytes().all(|b| b.is_ascii_digit()))
@@ -186,6 +200,28 @@ pub struct OutboxEntry {
 }
 
 impl OutboxEntry {
+    /// The event for the studio's allocator this entry carries, when it
+    /// has a record: MatchFormed (M|), BackfillFilled (B|) or
+    /// BackfillExpired (V|).
+    pub fn event(&self) -> Option<super::lifecycle::MatchEvent> {
+        use super::lifecycle::MatchEvent;
+        let record = self.record.as_ref()?;
+        match &self.id.kind {
+            NotificationKind::MatchFound { .. } => Some(MatchEvent::of(record)),
+            NotificationKind::BackfillFilled { fill, .. } => Some(MatchEvent::of_backfill(
+                record,
+                self.lifecycle.as_ref()?,
+                Some(*fill),
+            )),
+            NotificationKind::BackfillExpired { .. } => Some(MatchEvent::of_backfill(
+                record,
+                self.lifecycle.as_ref()?,
+                None,
+            )),
+            _ => None,
+        }
+    }
+
     /// Whether the messages differ per target (a player's own token or
     /// rating): built per target then, else once.
     pub fn is_personal(&self) -> bool {
@@ -269,7 +305,8 @@ impl OutboxEntry {
             }
             NotificationKind::MatchAssigned { .. }
             | NotificationKind::MatchResult { .. }
-            | NotificationKind::BackfillFilled { .. } => None,
+            | NotificationKind::BackfillFilled { .. }
+            | NotificationKind::BackfillExpired { .. } => None,
             NotificationKind::TicketExpired { world, .. } => Some(ServerMessage::TicketExpired {
                 world_type: world.clone(),
             }),

@@ -75,8 +75,10 @@ impl MatchStore {
                     .collect::<Result<_, StoreError>>()?,
             ),
         };
+        let open_backfills = reply.uint("open backfills")?;
         reply.finish()?;
         Ok(QueueStatus {
+            open_backfills,
             world_type: world.name.clone(),
             waiting,
             team_size: world.team_size,

@@ -8,7 +8,7 @@ use shared::store::{AssignOutcome, BackfillOutcome};
 use shared::use_cases::{self, ResultReport};
 use shared::{Assignment, MatchState, PartyCreateOutcome, PartyJoinOutcome};
 
-use super::lifecycle::RecordingPusher;
+use super::lifecycle::{RecordingEvents, RecordingPusher};
 use super::*;
 
 fn squad_rules(extra_world: &str) -> String {
@@ -91,6 +91,8 @@ pub async fn a_backfilled_seat_is_taken_before_a_new_match_forms(env: &Env) {
             .unwrap(),
     );
     assert_eq!(b.open, [1, 0]);
+    let status = store.queue_status(world(&store, "squad")).await.unwrap();
+    assert_eq!((status.open_backfills, status.waiting), (1, 0));
     store
         .register_connection(
             &shared::ConnectionId::parse("conn-e").unwrap(),
@@ -627,4 +629,80 @@ pub async fn backfill_proposals_ask_only_new_players_and_lapse_back_to_the_queue
         PlayerStatus::Queued(q) => assert_eq!(q.position, 1),
         other => panic!("{other:?}"),
     }
+}
+
+/// With match events on, the allocator hears each fill (BackfillFilled:
+/// the fill, the players it seated and their teams, the match as it is
+/// now) and each lapse (BackfillExpired).
+pub async fn backfill_events_reach_the_allocator(env: &Env) {
+    let store = env.store_with(
+        "backfill-events",
+        "",
+        &[
+            ("MM_RULES", &squad_rules("")),
+            ("MM_INSTANT_MATCH", "false"),
+            ("MM_MATCH_EVENTS", "true"),
+            ("MM_BACKFILL_KEEPALIVE_SECS", "1"),
+        ],
+    );
+    let record = running_match(&store).await;
+    let t = record.teams.clone().unwrap();
+    let current = teams(&[&[t[0][0].as_str()], &[t[1][0].as_str()]]);
+    open_backfill(
+        store
+            .request_backfill(&record.match_id, &current)
+            .await
+            .unwrap(),
+    );
+    join(&store, "squad", "e").await;
+    store.form_matches(world(&store, "squad"), 0).await.unwrap();
+    let events = RecordingEvents::default();
+    let pusher = RecordingPusher::default();
+    drain_outbox(&store, &pusher, &events).await.unwrap();
+    let filled: Vec<serde_json::Value> = {
+        let kinds = events.kinds.lock().unwrap();
+        let published = events.published.lock().unwrap();
+        kinds
+            .iter()
+            .zip(published.iter())
+            .filter(|(k, _)| **k == "BackfillFilled")
+            .map(|(_, e)| serde_json::from_str(e).unwrap())
+            .collect()
+    };
+    assert_eq!(filled.len(), 1, "{:?}", events.kinds.lock().unwrap());
+    assert_eq!(filled[0]["matchId"], record.match_id.as_str());
+    assert_eq!(filled[0]["fill"], 1);
+    assert_eq!(
+        filled[0]["added"],
+        serde_json::json!([{"playerId": "e", "team": 1}])
+    );
+    let everyone: Vec<&str> = filled[0]["teams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| {
+            t.as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["playerId"].as_str().unwrap())
+        })
+        .collect();
+    assert!(everyone.contains(&"e"), "{everyone:?}");
+
+    // The other seat stays open until the keep-alive lapses.
+    eventually(
+        "the lapse to be published",
+        Duration::from_secs(15),
+        || async {
+            store.housekeeping(100).await.unwrap();
+            drain_outbox(&store, &pusher, &events).await.unwrap();
+            events
+                .kinds
+                .lock()
+                .unwrap()
+                .contains(&"BackfillExpired")
+                .then_some(())
+        },
+    )
+    .await;
 }

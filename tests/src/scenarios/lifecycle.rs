@@ -57,6 +57,8 @@ impl RecordingPusher {
 #[derive(Default)]
 pub struct RecordingEvents {
     pub published: Mutex<Vec<String>>,
+    /// The detail types, in the same order.
+    pub kinds: Mutex<Vec<&'static str>>,
     pub fail_first: Mutex<usize>,
 }
 
@@ -72,6 +74,8 @@ impl EventSink for RecordingEvents {
         }
         let mut published = self.published.lock().expect("lock");
         published.extend(events.iter().map(MatchEvent::to_json));
+        let mut kinds = self.kinds.lock().expect("lock");
+        kinds.extend(events.iter().map(MatchEvent::detail_type));
         events.iter().map(|_| Ok(())).collect()
     }
 }
