@@ -41,6 +41,31 @@ Regions (players in geographic clusters, docs/simulator.md#regions):
   --write-trace FILE    also write the trace as CSV (with home and
                         latency:<region> columns when it has latencies)
 
+Ratings (matches played out, docs/simulator.md#ratings):
+  --ratings             a population plays match after match: results
+                        from hidden true skills (N(--mean, --sd)) go
+                        through the result route and move ratings; each
+                        rule set's world runs with its rating updates,
+                        without (system none) and with ratings known
+                        exactly; tools/sim/rules/ratings/ unless given
+  --players N           the population                          [1000]
+  --games G             stop at G games per player on average     [30]
+  --initial-rating X    everyone's rating before any result     [1500]
+  --noise B             performance noise per player and game (sd) [150]
+  --game-seconds LO,HI  how long a game lasts (uniform)        [20,40]
+  --rest LO,HI          rest between a game and the next join    [1,5]
+
+Backfill (running matches ask for players, docs/simulator.md#backfill):
+  --backfill            every match is assigned and played; players
+                        leave early, the game server requests backfill
+                        and renews it; the same trace without backfill
+                        (short-handed matches) beside it; rate 20/s,
+                        5 minutes and tools/sim/rules/backfill/ unless
+                        given
+  --leave-probability P each player leaves its match early with P  [0.1]
+  --game-seconds LO,HI  (backfill: how long a game lasts)    [[120,240]]
+  --renew S             keep-alive renewal every S simulated s      [5]
+
 Matchers:
   --rules PATH          a rule set file (MM_RULES JSON) or a directory of
                         *.json files; repeatable     [tools/sim/rules/]
@@ -104,6 +129,19 @@ pub struct Options {
     /// The regions scenario.
     pub regions: bool,
     pub write_trace: Option<PathBuf>,
+    /// The ratings scenario.
+    pub ratings: bool,
+    pub players: usize,
+    pub games: f64,
+    pub initial_rating: f64,
+    pub noise: f64,
+    /// `None`: the scenario's default.
+    pub game_seconds: Option<(f64, f64)>,
+    pub rest: (f64, f64),
+    /// The backfill scenario.
+    pub backfill: bool,
+    pub leave_probability: f64,
+    pub renew: f64,
 }
 
 impl Default for Options {
@@ -135,6 +173,16 @@ impl Default for Options {
             answer_delay: (1.0, 5.0),
             regions: false,
             write_trace: None,
+            ratings: false,
+            players: 1000,
+            games: 30.0,
+            initial_rating: 1500.0,
+            noise: 150.0,
+            game_seconds: None,
+            rest: (1.0, 5.0),
+            backfill: false,
+            leave_probability: 0.1,
+            renew: 5.0,
         }
     }
 }
@@ -151,6 +199,19 @@ fn at_least_zero(flag: &str, v: &str) -> Result<f64, String> {
     } else {
         Err(format!("{flag}: must be >= 0, got {v}"))
     }
+}
+
+/// `LO,HI` (or one value for both) with 0 <= LO <= HI.
+fn range(flag: &str, v: &str) -> Result<(f64, f64), String> {
+    let (lo, hi) = v.split_once(',').unwrap_or((v, v));
+    let (lo, hi) = (
+        at_least_zero(flag, lo.trim())?,
+        at_least_zero(flag, hi.trim())?,
+    );
+    if lo > hi {
+        return Err(format!("{flag}: LO,HI with LO <= HI, got {v}"));
+    }
+    Ok((lo, hi))
 }
 
 fn positive(flag: &str, v: &str) -> Result<f64, String> {
@@ -182,6 +243,34 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "-h" | "--help" => o.help = true,
             "--fail-on-miss" => o.fail_on_miss = true,
             "--regions" => o.regions = true,
+            "--ratings" => o.ratings = true,
+            "--backfill" => o.backfill = true,
+            "--players" => {
+                let n: usize = number(flag, &value()?)?;
+                if n < 2 {
+                    return Err(format!("{flag}: must be >= 2, got {n}"));
+                }
+                o.players = n;
+            }
+            "--games" => o.games = positive(flag, &value()?)?,
+            "--initial-rating" => o.initial_rating = number(flag, &value()?)?,
+            "--noise" => o.noise = at_least_zero(flag, &value()?)?,
+            "--game-seconds" => {
+                let r = range(flag, &value()?)?;
+                if r.0 <= 0.0 {
+                    return Err(format!("{flag}: a game lasts > 0 s"));
+                }
+                o.game_seconds = Some(r);
+            }
+            "--rest" => o.rest = range(flag, &value()?)?,
+            "--leave-probability" => {
+                let p = at_least_zero(flag, &value()?)?;
+                if p > 1.0 {
+                    return Err(format!("{flag}: a probability is 0..=1, got {p}"));
+                }
+                o.leave_probability = p;
+            }
+            "--renew" => o.renew = positive(flag, &value()?)?,
             "--write-trace" => o.write_trace = Some(PathBuf::from(value()?)),
             "--rate" => {
                 o.rate = positive(flag, &value()?)?;
@@ -305,9 +394,23 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             other => return Err(format!("unknown flag {other:?}; see --help")),
         }
     }
-    if o.regions && !generator_flags.contains(&"--rate") {
-        // The regions scenario's rate (issue 21).
+    if [o.regions, o.ratings, o.backfill]
+        .iter()
+        .filter(|x| **x)
+        .count()
+        > 1
+    {
+        return Err("--regions, --ratings and --backfill are separate scenarios: give one".into());
+    }
+    if (o.regions || o.backfill) && !generator_flags.contains(&"--rate") {
+        // The regions (issue 21) and backfill (issue 23) scenarios' rate.
         o.rate = 20.0;
+    }
+    if o.backfill && !generator_flags.contains(&"--minutes") {
+        o.minutes = 5.0;
+    }
+    if o.ratings && o.trace.is_some() {
+        return Err("--ratings draws its own population; --trace does not apply".into());
     }
     if o.trace.is_some() && !generator_flags.is_empty() {
         return Err(format!(
@@ -376,6 +479,12 @@ mod tests {
             ("--refusal maybe", "decline or silent"),
             ("--answer-delay 5,1", "LO <= HI"),
             ("--instant-match maybe", "true or false"),
+            ("--ratings --regions", "separate scenarios"),
+            ("--players 1", ">= 2"),
+            ("--game-seconds 5,2", "LO <= HI"),
+            ("--game-seconds 0", "> 0 s"),
+            ("--leave-probability 2", "0..=1"),
+            ("--ratings --trace t.csv", "--trace does not apply"),
         ] {
             let err = parse(&args(line)).unwrap_err();
             assert!(err.contains(says), "{line}: {err}");
@@ -401,6 +510,29 @@ mod tests {
         assert!(!d.regions && d.write_trace.is_none());
         assert!(d.parties.is_solo() && d.accept_probabilities.is_empty());
         assert_eq!((d.refusal, d.answer_delay), (Refusal::Decline, (1.0, 5.0)));
+    }
+
+    #[test]
+    fn ratings_and_backfill_flags_are_read() {
+        let o = parse(&args(
+            "--ratings --players 200 --games 12 --initial-rating 1400 --noise 100 \
+             --game-seconds 10,20 --rest 0.5,2",
+        ))
+        .unwrap();
+        assert!(o.ratings && !o.backfill);
+        assert_eq!(
+            (o.players, o.games, o.initial_rating, o.noise),
+            (200, 12.0, 1400.0, 100.0)
+        );
+        assert_eq!((o.game_seconds, o.rest), (Some((10.0, 20.0)), (0.5, 2.0)));
+        assert_eq!(o.rate, 50.0);
+        let o = parse(&args("--backfill --leave-probability 0.2 --renew 3")).unwrap();
+        assert!(o.backfill);
+        assert_eq!((o.rate, o.minutes), (20.0, 5.0));
+        assert_eq!((o.leave_probability, o.renew), (0.2, 3.0));
+        assert_eq!(o.game_seconds, None);
+        let o = parse(&args("--backfill --rate 10 --minutes 2")).unwrap();
+        assert_eq!((o.rate, o.minutes), (10.0, 2.0));
     }
 
     #[test]

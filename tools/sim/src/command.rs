@@ -78,6 +78,12 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         return Ok(0);
     }
     let started = Instant::now();
+    if opts.ratings {
+        return run_ratings(&opts, args, started).await;
+    }
+    if opts.backfill {
+        return Err("--backfill: not built yet".into());
+    }
     let scenario = match &opts.trace {
         Some(path) => Scenario::from_csv_file(path),
         None => Scenario::generate(Generator {
@@ -323,6 +329,136 @@ fn finish_regions(
         charts.join(", ")
     );
     Ok(exit_status(opts, config, outcome, &checks))
+}
+
+/// The rule sets of `--rules`, or those of `rules/<dir>/`.
+fn rule_sets_or(opts: &cli::Options, dir: &str) -> Result<Vec<RuleSet>, String> {
+    let paths = if opts.rules.is_empty() {
+        vec![rules::default_dir().join(dir)]
+    } else {
+        opts.rules.clone()
+    };
+    rules::expand(&paths)?
+        .iter()
+        .map(|p| RuleSet::from_file(p, opts.world.as_deref()))
+        .collect()
+}
+
+fn out_dir(opts: &cli::Options) -> (std::path::PathBuf, String) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let stamp = utc_stamp(now);
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("sim-results").join(&stamp));
+    (out, stamp)
+}
+
+/// The ratings scenario (`--ratings`): simulate, write the report and the
+/// charts, print.
+async fn run_ratings(
+    opts: &cli::Options,
+    args: &[String],
+    started: Instant,
+) -> Result<i32, String> {
+    let rule_sets = rule_sets_or(opts, "ratings")?;
+    let (out, stamp) = out_dir(opts);
+    let config = crate::ratings::Config {
+        rule_sets,
+        players: opts.players,
+        games: opts.games,
+        mean: opts.mean,
+        sd: opts.sd,
+        seed: opts.seed,
+        initial: opts.initial_rating,
+        noise: opts.noise,
+        game_seconds: opts.game_seconds.unwrap_or((20.0, 40.0)),
+        rest: opts.rest,
+        ramp: 10.0,
+        speed: opts.speed,
+        in_flight: opts.in_flight,
+        redis_server: opts.redis_server.clone(),
+        work_dir: out.clone(),
+    };
+    eprintln!(
+        "simulating {} players to {} games each on average through {} rule set(s), each three ways, at x{}...",
+        config.players,
+        crate::oracle::trim_float(config.games),
+        config.rule_sets.len(),
+        opts.speed
+    );
+    let outcome = crate::ratings::simulate(&config).await?;
+    let checks = crate::ratings::report::criteria(&outcome.lanes, config.games);
+    let charts = crate::ratings::plot::charts(&out, &outcome, config.games)?;
+    let ctx = crate::ratings::report::Context {
+        title: format!("Ratings simulation {stamp} UTC"),
+        games: config.games,
+        mean: config.mean,
+        sd: config.sd,
+        seed: config.seed,
+        initial: config.initial,
+        noise: config.noise,
+        game_seconds: config.game_seconds,
+        rest: config.rest,
+        ramp: config.ramp,
+        speed: config.speed,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        command: command_line(args),
+        core: core_version(),
+    };
+    let markdown = crate::ratings::report::render(&ctx, &outcome, &checks, true);
+    let path = out.join("report.md");
+    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    print!(
+        "{}",
+        crate::ratings::report::render(&ctx, &outcome, &checks, false)
+    );
+    let charts: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
+    println!(
+        "\nreport: {}\ncharts: {}",
+        path.display(),
+        charts.join(", ")
+    );
+    for l in &outcome.lanes {
+        if let Some(why) = &l.lagging {
+            eprintln!(
+                "mm-sim: WARNING: {} did not keep up with x{}: {why}; rerun with a lower --speed",
+                l.label, opts.speed
+            );
+        }
+    }
+    Ok(scenario_status(
+        opts,
+        outcome.lanes.iter().map(|l| (l.label.as_str(), l.failures)),
+        &checks,
+    ))
+}
+
+/// The exit status of a played-out scenario: 2 when calls failed, 3 with
+/// `--fail-on-miss` when a criterion missed, else 0.
+fn scenario_status<'a>(
+    opts: &cli::Options,
+    failures: impl Iterator<Item = (&'a str, u64)>,
+    checks: &[report::Check],
+) -> i32 {
+    let failed: Vec<String> = failures
+        .filter(|(_, n)| *n > 0)
+        .map(|(l, n)| format!("{l} ({n} failures)"))
+        .collect();
+    if !failed.is_empty() {
+        eprintln!(
+            "mm-sim: calls failed in {}: see the report's Run diagnostics",
+            failed.join(", ")
+        );
+        return 2;
+    }
+    if opts.fail_on_miss && checks.iter().any(|c| !c.pass) {
+        3
+    } else {
+        0
+    }
 }
 
 /// Players per match of the first rule set's driven world.

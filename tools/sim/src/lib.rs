@@ -14,7 +14,9 @@ pub mod frontier;
 mod lanes;
 pub mod oracle;
 pub mod outcome;
+pub mod play;
 pub mod plot;
+pub mod ratings;
 pub mod regional;
 pub mod report;
 pub mod rules;
@@ -92,17 +94,28 @@ const SPEED_TOLERANCE: f64 = 0.05;
 
 /// One lane's private, time-compressed redis-server and a connection to
 /// read its clock.
-struct Server {
-    redis: FakeRedis,
-    control: MultiplexedConnection,
-    measured_speed: f64,
+pub(crate) struct Server {
+    pub(crate) redis: FakeRedis,
+    pub(crate) control: MultiplexedConnection,
+    pub(crate) measured_speed: f64,
 }
 
 impl Server {
     /// Starts the server and measures its clock's speed.
     async fn start(config: &Config, name: &str) -> Result<Self, String> {
-        let log = config.work_dir.join(format!("redis-{name}.log"));
-        let redis = FakeRedis::start(&config.redis_server, config.speed, &log).await?;
+        Self::start_at(&config.redis_server, config.speed, &config.work_dir, name).await
+    }
+
+    /// Starts `redis_server` at `speed`, logging to `<work_dir>/redis-<name>.log`,
+    /// and measures its clock's speed.
+    pub(crate) async fn start_at(
+        redis_server: &str,
+        speed: f64,
+        work_dir: &std::path::Path,
+        name: &str,
+    ) -> Result<Self, String> {
+        let log = work_dir.join(format!("redis-{name}.log"));
+        let redis = FakeRedis::start(redis_server, speed, &log).await?;
         let mut control = redis::Client::open(redis.url())
             .map_err(|e| e.to_string())?
             .get_multiplexed_async_connection()
@@ -110,7 +123,7 @@ impl Server {
             .map_err(|e| format!("cannot connect to redis-server: {e}"))?;
         let (measured_speed, _) = clock::verify_speed(
             &mut control,
-            config.speed,
+            speed,
             Duration::from_millis(400),
             SPEED_TOLERANCE,
         )
@@ -285,7 +298,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
 }
 
 /// How much CPU the lane's redis-server used, and on how many script calls.
-async fn server_usage(control: &mut MultiplexedConnection) -> Option<String> {
+pub(crate) async fn server_usage(control: &mut MultiplexedConnection) -> Option<String> {
     let info: String = redis::cmd("INFO")
         .arg("cpu")
         .arg("commandstats")

@@ -341,6 +341,77 @@ pub(crate) fn wait_lines(
     Ok(())
 }
 
+/// One line on a linear chart: label, colour, points, dashed.
+pub(crate) type Line = (String, RGBColor, Vec<(f64, f64)>, bool);
+
+/// A line chart on linear axes from 0 (x up to `x_max`, y up to the
+/// highest point + 10 %).
+pub(crate) fn linear_lines(
+    path: &Path,
+    caption: &str,
+    (x_desc, y_desc): (&str, &str),
+    x_max: f64,
+    series: Vec<Line>,
+) -> Result<(), String> {
+    let y_max = series
+        .iter()
+        .flat_map(|(_, _, pts, _)| pts.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(65)
+        .build_cartesian_2d(0.0..x_max.max(1.0), 0.0..y_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| {
+            if y_max <= 2.0 {
+                format!("{v:.1}")
+            } else {
+                format!("{v:.0}")
+            }
+        })
+        .draw()
+        .map_err(err)?;
+    for (label, c, pts, dashed) in series {
+        if dashed {
+            chart
+                .draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(2)))
+                .map_err(err)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(1))
+                });
+        } else {
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(err)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
 fn trim_axis(v: f64) -> String {
     if v >= 10.0 {
         format!("{v:.0}")
