@@ -51,6 +51,16 @@ pub enum StoreError {
     /// Redis answered with an error (a script rejected its arguments, ...).
     #[error("Redis rejected the command: {0}")]
     Rejected(String),
+    /// Durability (`MM_REPLICA_ACKS`): fewer replicas than required
+    /// acknowledged the write in time (`applied`: it ran on the primary and
+    /// may survive a failover or not), or fewer are online, and the write
+    /// was refused before it ran (`!applied`). Nothing it decided was told.
+    #[error("{}", not_replicated(*acked, *wanted, *applied))]
+    NotReplicated {
+        acked: u32,
+        wanted: u32,
+        applied: bool,
+    },
     /// Redis answered with something the scripts never return.
     #[error("unexpected reply from Redis: {0}")]
     UnexpectedReply(String),
@@ -60,7 +70,23 @@ impl StoreError {
     /// True when the failure is about reaching Redis at all (HTTP 503), not
     /// about what was asked.
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, StoreError::Unavailable(_) | StoreError::Timeout(_))
+        matches!(
+            self,
+            StoreError::Unavailable(_) | StoreError::Timeout(_) | StoreError::NotReplicated { .. }
+        )
+    }
+}
+
+fn not_replicated(acked: u32, wanted: u32, applied: bool) -> String {
+    if applied {
+        format!(
+            "Redis replicated the write to {acked} of the {wanted} replica(s) required in time; \
+             it may survive a failover or be lost, so nothing it decided was told"
+        )
+    } else {
+        format!(
+            "Redis has {acked} of the {wanted} replica(s) required online; the write was not run"
+        )
     }
 }
 

@@ -291,6 +291,26 @@ impl Invocation<'_> {
         cmd
     }
 
+    /// The operation's file (`join.lua`).
+    pub fn file(&self) -> &'static str {
+        self.operation.declaration.file
+    }
+
+    /// The same call as a plain `EVALSHA` command (for a pipeline; on
+    /// NOSCRIPT load it with [`Invocation::script_invocation`]'s `load_async`).
+    pub fn evalsha(&self) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.operation.script().get_hash())
+            .arg(self.keys.len());
+        for key in &self.keys {
+            cmd.arg(key.as_slice());
+        }
+        for arg in self.all_args() {
+            cmd.arg(arg.as_slice());
+        }
+        cmd
+    }
+
     /// The same call as `EVALSHA` of the standalone script (reloaded on
     /// NOSCRIPT by the redis crate).
     pub fn script_invocation(&self) -> ScriptInvocation<'_> {

@@ -10,6 +10,7 @@
 //! the client connection, so no `redis-cli` / `valkey-cli` is needed.
 
 pub mod connections_server;
+pub mod failover;
 pub mod keyspace;
 pub mod lambda_events;
 pub mod runtime_api;
@@ -665,10 +666,21 @@ pub async fn assert_consistent(
     store: &shared::MatchStore,
     check_positions: bool,
 ) -> ConsistentState {
+    let url = store.settings().redis.urls[0].clone();
+    assert_consistent_on(store, &url, check_positions).await
+}
+
+/// [`assert_consistent`] with the snapshot taken on the server at `url`
+/// (on a cluster: the primary of the namespace's slot).
+pub async fn assert_consistent_on(
+    store: &shared::MatchStore,
+    url: &str,
+    check_positions: bool,
+) -> ConsistentState {
     use std::collections::{BTreeMap, BTreeSet, HashMap};
     let settings = store.settings();
     let k = store.keys();
-    let client = redis::Client::open(settings.redis.urls[0].as_str()).expect("redis url");
+    let client = redis::Client::open(url).expect("redis url");
     let config =
         redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
     let mut conn = client

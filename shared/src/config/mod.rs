@@ -35,6 +35,47 @@ pub struct RedisSettings {
     /// falling back to EVALSHA when the server refuses them; off: EVALSHA
     /// only.
     pub functions: bool,
+    /// Durability: how many replicas must have a write before anything it
+    /// decided is answered or pushed (`MM_REPLICA_ACKS`, see
+    /// [`ReplicaAcks`] and docs/hardening-faults.md#failover).
+    pub replica_acks: ReplicaAcks,
+    /// The longest one wait for replica acknowledgements may take
+    /// (`MM_REPLICA_ACK_TIMEOUT_MS`); it is part of the call's
+    /// `command_timeout`, never added to it.
+    pub replica_ack_timeout: Duration,
+}
+
+/// `MM_REPLICA_ACKS`: whether a write that decides something a client is
+/// told (a match formed, a ticket queued, a proposal accepted, an
+/// assignment or result recorded, a backfill filled, a push claimed) waits
+/// for replica acknowledgements (`WAIT`) before its answer or push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaAcks {
+    /// `off` or `0`: never wait (asynchronous replication only).
+    Off,
+    /// `auto` (the default): one acknowledgement once the namespace's
+    /// primary has been seen with a replica (`INFO replication`), none on a
+    /// server that never had one (a standalone development server).
+    Auto,
+    /// A number: exactly this many acknowledgements, always.
+    Require(u32),
+}
+
+impl ReplicaAcks {
+    fn parse(value: Option<&str>) -> Result<Self, ConfigError> {
+        let bad = |v: &str| ConfigError {
+            var: "MM_REPLICA_ACKS",
+            reason: format!("expected auto, off or a number of replicas 0..=5, got {v:?}"),
+        };
+        match value.map(str::to_ascii_lowercase).as_deref() {
+            None | Some("auto") => Ok(Self::Auto),
+            Some("off" | "0" | "false" | "no") => Ok(Self::Off),
+            Some(v) => match v.parse::<u32>() {
+                Ok(n @ 1..=5) => Ok(Self::Require(n)),
+                _ => Err(bad(v)),
+            },
+        }
+    }
 }
 
 /// Everything the core needs to know.
@@ -252,6 +293,8 @@ impl Settings {
                 idle_check_after: millis("REDIS_IDLE_CHECK_MS", 15_000)?,
                 ca_cert: get("REDIS_CA_CERT").map(std::path::PathBuf::from),
                 functions: flag("REDIS_FUNCTIONS", true)?,
+                replica_acks: ReplicaAcks::parse(get("MM_REPLICA_ACKS").as_deref())?,
+                replica_ack_timeout: millis("MM_REPLICA_ACK_TIMEOUT_MS", 250)?,
             },
         })
     }

@@ -79,3 +79,26 @@ fn several_urls_mean_cluster_mode() {
     assert!(s.redis.cluster);
     assert_eq!(s.redis.urls.len(), 2);
 }
+
+#[test]
+fn replica_acks_default_to_auto_and_parse_off_and_numbers() {
+    let s = settings(&[]).unwrap();
+    assert_eq!(s.redis.replica_acks, ReplicaAcks::Auto);
+    assert_eq!(s.redis.replica_ack_timeout, Duration::from_millis(250));
+    for (value, expected) in [
+        ("auto", ReplicaAcks::Auto),
+        ("off", ReplicaAcks::Off),
+        ("0", ReplicaAcks::Off),
+        ("1", ReplicaAcks::Require(1)),
+        ("2", ReplicaAcks::Require(2)),
+    ] {
+        let s = settings(&[("MM_REPLICA_ACKS", value)]).unwrap();
+        assert_eq!(s.redis.replica_acks, expected, "{value}");
+    }
+    for bad in ["6", "-1", "many"] {
+        let err = settings(&[("MM_REPLICA_ACKS", bad)]).expect_err(bad);
+        assert_eq!(err.var, "MM_REPLICA_ACKS");
+    }
+    let err = settings(&[("MM_REPLICA_ACK_TIMEOUT_MS", "0")]).expect_err("0 ms");
+    assert_eq!(err.var, "MM_REPLICA_ACK_TIMEOUT_MS");
+}

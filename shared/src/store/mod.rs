@@ -10,6 +10,7 @@ mod conn_heartbeat;
 mod conn_register;
 mod conn_unregister;
 mod drop_stale_ticket;
+mod durability;
 mod form_matches;
 mod housekeeping;
 mod join;
@@ -39,7 +40,6 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
-use tokio::sync::OnceCell;
 
 use crate::config::Settings;
 use crate::domain::{ConnectionId, PlayerId};
@@ -51,6 +51,7 @@ pub use backfill::BackfillOutcome;
 pub use conn_heartbeat::Heartbeat;
 pub use conn_register::{Registered, MATCH_REPLAY_WINDOW};
 pub use conn_unregister::Unregistered;
+pub use durability::Durability;
 pub use form_matches::MatchBatch;
 pub use housekeeping::Housekeeping;
 pub use join::{JoinInput, JoinReply};
@@ -105,7 +106,11 @@ struct Inner {
     world_configs: config::WorldConfigs,
     keys: KeyLayout,
     client: Client,
-    conn: OnceCell<Connection>,
+    /// The connection, built on first use; dropped (and built again) when a
+    /// single endpoint turns out to be a read-only replica.
+    conn: std::sync::Mutex<Option<Connection>>,
+    connect_lock: tokio::sync::Mutex<()>,
+    durability: durability::DurabilityState,
     /// Milliseconds since `epoch` of the last successful command.
     last_ok_ms: AtomicU64,
     epoch: Instant,
@@ -151,9 +156,10 @@ impl MatchStore {
             let mut builder = ClusterClientBuilder::new(redis.urls.clone())
                 .connection_timeout(redis.connect_timeout)
                 .response_timeout(redis.command_timeout)
-                .retries(2)
-                .min_retry_wait(50)
-                .max_retry_wait(500);
+                // The store retries, not the driver: the driver would also
+                // send a script again after a dropped connection, when it
+                // may already have run (see `MatchStore::invoke`).
+                .retries(0);
             if let Some(certificates) = certificates {
                 builder = builder.certs(certificates);
             }
@@ -171,7 +177,9 @@ impl MatchStore {
                 keys: KeyLayout::new(&settings.namespace),
                 world_configs: config::WorldConfigs::new(&settings),
                 client,
-                conn: OnceCell::new(),
+                conn: std::sync::Mutex::new(None),
+                connect_lock: tokio::sync::Mutex::new(()),
+                durability: durability::DurabilityState::default(),
                 last_ok_ms: AtomicU64::new(0),
                 epoch: Instant::now(),
                 functions: AtomicBool::new(settings.redis.functions),
@@ -195,41 +203,70 @@ impl MatchStore {
     }
 
     async fn connection(&self) -> Result<Connection, StoreError> {
+        if let Some(conn) = self.cached_connection() {
+            return Ok(conn);
+        }
+        // One connect at a time: a crowd of first calls shares it.
+        let _connecting = self.inner.connect_lock.lock().await;
+        if let Some(conn) = self.cached_connection() {
+            return Ok(conn);
+        }
         let redis = &self.inner.settings.redis;
-        let conn = self
-            .inner
+        let conn = match &self.inner.client {
+            Client::Single(client) => {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(redis.connect_timeout))
+                    .set_response_timeout(Some(redis.command_timeout))
+                    .set_number_of_retries(3)
+                    .set_min_delay(Duration::from_millis(20))
+                    .set_max_delay(Duration::from_millis(250));
+                client
+                    .get_connection_manager_with_config(config)
+                    .await
+                    .map(Connection::Single)
+            }
+            Client::Cluster(client) => client.get_async_connection().await.map(Connection::Cluster),
+        }?;
+        *self.inner.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn.clone());
+        Ok(conn)
+    }
+
+    fn cached_connection(&self) -> Option<Connection> {
+        self.inner
             .conn
-            .get_or_try_init(|| async {
-                match &self.inner.client {
-                    Client::Single(client) => {
-                        let config = ConnectionManagerConfig::new()
-                            .set_connection_timeout(Some(redis.connect_timeout))
-                            .set_response_timeout(Some(redis.command_timeout))
-                            .set_number_of_retries(3)
-                            .set_min_delay(Duration::from_millis(20))
-                            .set_max_delay(Duration::from_millis(250));
-                        client
-                            .get_connection_manager_with_config(config)
-                            .await
-                            .map(Connection::Single)
-                    }
-                    Client::Cluster(client) => {
-                        client.get_async_connection().await.map(Connection::Cluster)
-                    }
-                }
-            })
-            .await?;
-        Ok(conn.clone())
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A single endpoint answered READONLY: it is a replica now (a failover
+    /// moved the primary, and a DNS name such as ElastiCache's primary
+    /// endpoint points elsewhere). The next call connects again.
+    fn forget_connection(&self) {
+        if matches!(self.inner.client, Client::Single(_)) {
+            tracing::warn!("Redis answered READONLY: connecting again to reach the primary");
+            *self.inner.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+
+    fn is_cluster(&self) -> bool {
+        matches!(self.inner.client, Client::Cluster(_))
     }
 
     fn elapsed_ms(&self) -> u64 {
         u64::try_from(self.inner.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Runs one script invocation within the command timeout. Only
-    /// `idempotent` scripts are retried after a dropped connection.
+    /// Runs one script invocation within the command timeout, waiting for
+    /// replica acknowledgements when its outcome is told (see
+    /// [`durability`]). Retries follow what an error proves: one that
+    /// shows the script did not run (MOVED, ASK, TRYAGAIN, CLUSTERDOWN,
+    /// READONLY, a refused connection, ...) is retried with backoff until
+    /// the deadline; one after which it may have run (a dropped connection)
+    /// only for `idempotent` scripts, once.
     async fn invoke(&self, inv: &Invocation<'_>, idempotent: bool) -> Result<Value, StoreError> {
         let timeout = self.timeout();
+        let deadline = Instant::now() + timeout;
         let attempt = async {
             let mut conn = self.connection().await?;
             let idle_ms = self
@@ -249,12 +286,31 @@ impl MatchStore {
                     redis::cmd("PING").query_async::<()>(&mut conn).await?;
                 }
             }
-            match self.call(&mut conn, inv).await {
-                Ok(v) => Ok(v),
-                Err(e) if idempotent && (e.is_connection_dropped() || e.is_io_error()) => {
-                    self.call(&mut conn, inv).await.map_err(StoreError::from)
+            let mut backoff = RETRY_BACKOFF;
+            let mut resent = false;
+            loop {
+                let e = match self.call_synced(&mut conn, inv).await {
+                    Ok(v) => return Ok(v),
+                    Err(durability::CallError::Store(e)) => return Err(e),
+                    Err(durability::CallError::Redis(e)) => e,
+                };
+                if self.did_not_run(&e) && Instant::now() + backoff < deadline {
+                    if is_read_only(&e) {
+                        self.forget_connection();
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_RETRY_BACKOFF);
+                    conn = self.connection().await?;
+                    continue;
                 }
-                Err(e) => Err(StoreError::from(e)),
+                if idempotent && !resent && (e.is_connection_dropped() || e.is_io_error()) {
+                    resent = true;
+                    continue;
+                }
+                if is_read_only(&e) {
+                    self.forget_connection();
+                }
+                return Err(StoreError::from(e));
             }
         };
         let value = tokio::time::timeout(timeout, attempt)
@@ -264,6 +320,32 @@ impl MatchStore {
             .last_ok_ms
             .store(self.elapsed_ms(), Ordering::Relaxed);
         Ok(value)
+    }
+
+    /// Whether `e` proves the command was not executed, so sending it again
+    /// is safe: the cluster refused it before running it (a redirect, a
+    /// slot in migration or not served, a primary down or loading, a
+    /// replica), or it never reached a node. READONLY on a single endpoint
+    /// too (a replica now, see [`MatchStore::forget_connection`]).
+    fn did_not_run(&self, e: &RedisError) -> bool {
+        use redis::{ErrorKind, ServerErrorKind};
+        if is_read_only(e) {
+            return true;
+        }
+        self.is_cluster()
+            && (e.is_connection_refusal()
+                || matches!(
+                    e.kind(),
+                    ErrorKind::ClusterConnectionNotFound
+                        | ErrorKind::Server(
+                            ServerErrorKind::Moved
+                                | ServerErrorKind::Ask
+                                | ServerErrorKind::TryAgain
+                                | ServerErrorKind::ClusterDown
+                                | ServerErrorKind::MasterDown
+                                | ServerErrorKind::BusyLoading
+                        )
+                ))
     }
 
     /// One call: `FCALL`, loading the library first when the server does not
@@ -332,15 +414,8 @@ impl MatchStore {
 
     /// Runs a plain command (tests and tooling; the operations use scripts).
     pub async fn command<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, StoreError> {
-        let timeout = self.timeout();
-        tokio::time::timeout(timeout, async {
-            let mut conn = self.connection().await?;
-            cmd.query_async::<T>(&mut conn)
-                .await
-                .map_err(StoreError::from)
-        })
-        .await
-        .map_err(|_| StoreError::Timeout(timeout))?
+        self.plain(|mut conn| async move { cmd.query_async::<T>(&mut conn).await })
+            .await
     }
 
     /// Runs a pipeline of plain reads (tests and the result's reads).
@@ -348,12 +423,34 @@ impl MatchStore {
         &self,
         pipe: &Pipeline,
     ) -> Result<T, StoreError> {
+        self.plain(|mut conn| async move { pipe.query_async::<T>(&mut conn).await })
+            .await
+    }
+
+    /// A plain command or pipeline within the timeout, sent again after an
+    /// error that proves it did not run (see [`MatchStore::did_not_run`]).
+    async fn plain<T, F, Fut>(&self, send: F) -> Result<T, StoreError>
+    where
+        F: Fn(Connection) -> Fut,
+        Fut: std::future::Future<Output = Result<T, RedisError>>,
+    {
         let timeout = self.timeout();
+        let deadline = Instant::now() + timeout;
         tokio::time::timeout(timeout, async {
-            let mut conn = self.connection().await?;
-            pipe.query_async::<T>(&mut conn)
-                .await
-                .map_err(StoreError::from)
+            let mut backoff = RETRY_BACKOFF;
+            loop {
+                match send(self.connection().await?).await {
+                    Ok(v) => return Ok(v),
+                    Err(e) if self.did_not_run(&e) && Instant::now() + backoff < deadline => {
+                        if is_read_only(&e) {
+                            self.forget_connection();
+                        }
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(MAX_RETRY_BACKOFF);
+                    }
+                    Err(e) => return Err(StoreError::from(e)),
+                }
+            }
         })
         .await
         .map_err(|_| StoreError::Timeout(timeout))?
@@ -401,6 +498,14 @@ impl MatchStore {
     fn window_ms(&self) -> u64 {
         millis(self.inner.settings.wait_window)
     }
+}
+
+/// First pause before sending a command again that did not run.
+const RETRY_BACKOFF: Duration = Duration::from_millis(20);
+const MAX_RETRY_BACKOFF: Duration = Duration::from_millis(250);
+
+fn is_read_only(e: &RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
 }
 
 /// `FCALL` of a function the server does not have, or a server without
