@@ -522,3 +522,138 @@ async fn a_reset_connection_never_runs_a_write_twice_on_a_cluster() {
     let owner = cluster.owner_of(&store.keys().players());
     reset_while_waiting(&store, &mut cluster.nodes[owner].connection()).await;
 }
+
+/// What a client sees while acknowledgements cannot come
+/// (`MM_REPLICA_ACKS=1`, the replica gone): the first join runs on the
+/// primary but is answered unavailable after the acknowledgement timeout
+/// (its ticket exists: retrying answers ALREADY_QUEUED, my-status QUEUED,
+/// so it is at least once, never contradicted); the next writes are
+/// refused before they run, at once; when a replica is attached again,
+/// joins are acknowledged without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_acknowledgements_writes_are_answered_unavailable_and_never_contradicted() {
+    let primary = RedisServer::start();
+    let store = MatchStore::new(settings_for(
+        &primary.url(),
+        false,
+        "acks",
+        WORLDS,
+        &[
+            ("REDIS_TIMEOUT_MS", "1000"),
+            ("MM_REPLICA_ACKS", "1"),
+            ("MM_REPLICA_ACK_TIMEOUT_MS", "200"),
+        ],
+    ))
+    .unwrap();
+    let w = world(&store, "world1").clone();
+    let started = Instant::now();
+    let err = store
+        .join(&w, &player("a"), None, None)
+        .await
+        .expect_err("no replica acknowledges");
+    let took = started.elapsed();
+    assert!(
+        matches!(
+            err,
+            StoreError::NotReplicated {
+                acked: 0,
+                wanted: 1,
+                applied: true
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.is_unavailable());
+    assert!(
+        took >= Duration::from_millis(200),
+        "waited the ack timeout: {took:?}"
+    );
+    // Reads that tell a player where they stand need the acknowledgement
+    // too: refused before they run.
+    let read = store
+        .player_status(&player("a"))
+        .await
+        .expect_err("unconfirmed");
+    assert!(
+        matches!(read, StoreError::NotReplicated { applied: false, .. }),
+        "{read:?}"
+    );
+    let started = Instant::now();
+    let refused = store
+        .join(&w, &player("b"), None, None)
+        .await
+        .expect_err("refused before running");
+    assert!(
+        matches!(refused, StoreError::NotReplicated { applied: false, .. }),
+        "{refused:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(150),
+        "{:?}",
+        started.elapsed()
+    );
+    // a's join ran (on the primary only), b's did not.
+    let players: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(store.keys().players())
+        .query(&mut primary.connection())
+        .unwrap();
+    assert!(
+        players.contains_key("a") && !players.contains_key("b"),
+        "{players:?}"
+    );
+
+    let _replica = tokio::task::block_in_place(|| RedisServer::start_replica_of(&primary));
+    let again = store.join(&w, &player("a"), None, None).await.unwrap();
+    assert!(matches!(again, JoinOutcome::AlreadyQueued(_)), "{again:?}");
+    let b = store.join(&w, &player("b"), None, None).await.unwrap();
+    assert!(matches!(b, JoinOutcome::Queued(_)), "{b:?}");
+    let d = store.durability();
+    assert_eq!((d.acks, d.short, d.refused), (1, 1, 2), "{d:?}");
+}
+
+/// `auto` on a server that refuses INFO (an ACL without it; a managed
+/// proxy may do the same) waits for nothing rather than failing; a number
+/// on a server that refuses WAIT is a configuration error, said so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_without_info_waits_for_nothing_and_a_number_without_wait_is_an_error() {
+    let primary = RedisServer::start();
+    let _replica = tokio::task::block_in_place(|| RedisServer::start_replica_of(&primary));
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("limited")
+        .arg("on")
+        .arg("nopass")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .arg("-info")
+        .arg("-wait")
+        .query(&mut primary.connection())
+        .unwrap();
+    let url = format!("redis://limited:x@127.0.0.1:{}", primary.port);
+    let auto = store_on_url(&url, "acl");
+    let w = world(&auto, "world1").clone();
+    let outcome = auto.join(&w, &player("a"), None, None).await.unwrap();
+    assert!(matches!(outcome, JoinOutcome::Queued(_)), "{outcome:?}");
+    assert_eq!(auto.durability().acks, 0);
+    let strict = MatchStore::new(settings_for(
+        &url,
+        false,
+        "acl",
+        WORLDS,
+        &[("MM_REPLICA_ACKS", "1")],
+    ))
+    .unwrap();
+    let err = strict
+        .join(&w, &player("b"), None, None)
+        .await
+        .expect_err("WAIT refused");
+    assert!(
+        !err.is_unavailable(),
+        "a configuration error, not an outage: {err:?}"
+    );
+    assert!(
+        err.to_string().contains("MM_REPLICA_ACKS=1 needs WAIT"),
+        "{err}"
+    );
+}

@@ -77,6 +77,8 @@ pub(super) struct DurabilityState {
     checked_ms: AtomicU64,
     /// The last wait fell short: check the replicas before writing again.
     degraded: AtomicBool,
+    /// `auto`: the server refused `INFO` (logged once).
+    info_refused: AtomicBool,
     waits: AtomicU64,
     short: AtomicU64,
     refused: AtomicU64,
@@ -195,7 +197,19 @@ impl MatchStore {
                     return Ok(0);
                 }
                 d.checked_ms.store(now.max(1), Ordering::Relaxed);
-                if self.replication(conn).await?.connected > 0 {
+                let replication = match self.replication(conn).await {
+                    Ok(r) => r,
+                    // A server that refuses INFO (an ACL, a managed proxy)
+                    // tells nothing about replicas: auto does not wait there.
+                    Err(e) if e.kind() != redis::ErrorKind::Io && e.code().is_some() => {
+                        if !d.info_refused.swap(true, Ordering::Relaxed) {
+                            tracing::warn!(error = %e, "INFO replication refused; MM_REPLICA_ACKS=auto waits for no replica");
+                        }
+                        return Ok(0);
+                    }
+                    Err(e) => return Err(e),
+                };
+                if replication.connected > 0 {
                     d.replicated.store(true, Ordering::Relaxed);
                     tracing::info!("the namespace's primary has a replica: told outcomes wait for one acknowledgement");
                     return Ok(1);
@@ -221,7 +235,7 @@ impl MatchStore {
             return Ok(self.call(conn, inv).await?);
         }
         let d = &self.inner.durability;
-        if sync == Sync::Write && d.degraded.load(Ordering::Relaxed) {
+        if d.degraded.load(Ordering::Relaxed) {
             let replication = self.replication(conn).await?;
             if replication.online < acks {
                 d.refused.fetch_add(1, Ordering::Relaxed);
@@ -276,6 +290,14 @@ impl MatchStore {
             }
             let acked = match values.last() {
                 Some(Value::Int(n)) => u32::try_from(n).unwrap_or(0),
+                Some(Value::ServerError(e)) => {
+                    // The script ran; the server has no WAIT (ElastiCache
+                    // Serverless does not list it): a configuration error.
+                    return Err(CallError::Store(StoreError::Rejected(format!(
+                        "MM_REPLICA_ACKS={acks} needs WAIT, which the server refused ({e:?}); \
+                         use MM_REPLICA_ACKS=auto or off on this server"
+                    ))));
+                }
                 other => {
                     return Err(CallError::Store(StoreError::UnexpectedReply(format!(
                         "WAIT answered {other:?}"

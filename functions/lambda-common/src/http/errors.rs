@@ -402,6 +402,39 @@ mod tests {
         }
     }
 
+    /// Every store failure about reaching Redis, a failover's refusals
+    /// (READONLY, MOVED, TRYAGAIN, CLUSTERDOWN, a reset) and missing replica
+    /// acknowledgements included, is the 503 envelope with a retry hint.
+    #[test]
+    fn unavailable_store_errors_answer_503_with_a_retry_hint() {
+        for e in [
+            StoreError::Unavailable(
+                "ReadOnly: You can't write against a read only replica.".into(),
+            ),
+            StoreError::Timeout(std::time::Duration::from_millis(500)),
+            StoreError::NotReplicated {
+                acked: 0,
+                wanted: 1,
+                applied: true,
+            },
+            StoreError::NotReplicated {
+                acked: 0,
+                wanted: 1,
+                applied: false,
+            },
+        ] {
+            let Failure::Api(api) = Failure::from(e) else {
+                panic!("an unavailable store error is an API answer")
+            };
+            let resp = api.into_response();
+            assert_eq!(resp.status().as_u16(), 503);
+            let body: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
+            assert_eq!(body["resultCode"], "503");
+            assert_eq!(body["data"]["error"], "REDIS_UNAVAILABLE");
+            assert!(body["msg"].as_str().unwrap().contains("retry"), "{body}");
+        }
+    }
+
     #[test]
     fn every_code_is_listed_once_and_serializes_as_its_name() {
         let mut names: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
