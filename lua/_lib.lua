@@ -148,7 +148,22 @@ end
 -- written by the first claim (a new entry is only a ZADD, which keeps forming
 -- matches cheap): <in_flight> is 1 from a claim until its settlement, and
 -- <pending> lists the 1-based targets still to tell ("" = all).
+-- The matcher sleeps while nothing is to be done (matcher_sleep.lua): a
+-- script that makes work for it (a waiting ticket, an outbox entry, an
+-- open party or backfill) calls wake_matcher(), and the first to find it
+-- asleep takes the flag and has its caller wake it (the trailing value of
+-- its reply: see shared/src/scripts.rs). CALL is reset by every script's
+-- prelude: `asleep` is its matcher_asleep key when it declares one.
+local CALL = { wake = false, asleep = nil }
+
+local function wake_matcher()
+  if CALL.asleep and not CALL.wake and redis.call('DEL', CALL.asleep) == 1 then
+    CALL.wake = true
+  end
+end
+
 local function outbox_add(outbox_key, ids, count, now)
+  wake_matcher()
   local zargs = {}
   for i = 1, count do
     zargs[2 * i - 1] = now

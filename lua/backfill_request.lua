@@ -6,12 +6,15 @@
 -- unless every check passes.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
--- KEYS   proposals proposal_expiry backfills backfill_expiry
+-- KEYS   proposals proposal_expiry matcher_asleep backfills backfill_expiry
 -- WORLDS the match's world (the store reads it from the record)
 -- ARGV   match_id   the match id
 -- ARGV   teams      JSON: the players the match has now, a list per team
 -- ARGV   keepalive  ms the backfill lives unless renewed (> 0)
 -- ARGV   config     the world's configuration (see _config.lua)
+-- ARGV   seen       the match's fills the server had heard of when it listed
+--                    `teams` ("" = it lists everyone): players later fills
+--                    added keep their seats though not listed
 --
 -- Reply: a status, then exactly that status's fields:
 --   CREATED, backfill_json     (see _backfill.lua for the backfill)
@@ -30,6 +33,11 @@ if not cfg then return fail(bad_config) end
 if not keepalive or keepalive < 1 then return fail('keepalive must be an integer > 0') end
 local ok_t, teams = pcall(cjson.decode, args.teams)
 if not ok_t or type(teams) ~= 'table' then return fail('teams must be a JSON array of arrays') end
+local seen = nil
+if args.seen ~= '' then
+  seen = int_arg(args.seen)
+  if not seen or seen < 0 then return fail('seen must be "" or an integer >= 0') end
+end
 local world = worlds[1]
 local now = now_ms()
 local raw = live_record(k, id, now)
@@ -47,13 +55,17 @@ for p, r in pairs(type(record.ratings) == 'table' and record.ratings or {}) do r
 for _, party in ipairs(type(record.parties) == 'table' and record.parties or {}) do parties[#parties + 1] = party end
 local member = {}
 for _, p in ipairs(match_players(record, life)) do member[p] = true end
-if life.additions ~= '' then
-  for _, a in ipairs(cjson.decode(life.additions)) do
-    for j, p in ipairs(a.players) do
-      if a.ratings then ratings[p] = a.ratings[j] end
-    end
-    if #a.players > 1 then parties[#parties + 1] = a.players end
+-- Fills are numbered over all of the match's backfills (outbox entries
+-- B|<match>|<fill> and the additions name them): the next one counts on
+-- from the last fill any earlier backfill made.
+local filled = 0
+local additions = life.additions ~= '' and cjson.decode(life.additions) or {}
+for _, a in ipairs(additions) do
+  for j, p in ipairs(a.players) do
+    if a.ratings then ratings[p] = a.ratings[j] end
   end
+  if #a.players > 1 then parties[#parties + 1] = a.players end
+  if a.fill > filled then filled = a.fill end
 end
 
 local team_size = cfg.seats / cfg.teams
@@ -77,13 +89,34 @@ for t, list in ipairs(teams) do
     if sums then sums[t] = sums[t] + (tonumber(ratings[p]) or 0) end
   end
 end
+-- Players seated by fills the server had not heard of (after `seen`): it
+-- cannot have seen them leave, so they keep their seats, in their teams.
+if seen then
+  for _, a in ipairs(additions) do
+    if a.fill > seen then
+      for _, p in ipairs(a.players) do
+        if not team_of[p] then
+          local t = a.team
+          if counts[t] == team_size then
+            return { 'INVALID', 'team ' .. t .. ' has ' .. team_size .. ' players and ' .. p ..
+              ' of fill ' .. a.fill .. ' (after the ' .. seen .. ' you have seen) is not listed; a team has '
+              .. team_size .. ' seats' }
+          end
+          team_of[p] = t
+          counts[t], open[t] = counts[t] + 1, open[t] - 1
+          if sums then sums[t] = sums[t] + (tonumber(ratings[p]) or 0) end
+        end
+      end
+    end
+  end
+end
 for _, party in ipairs(parties) do
-  local seen = nil
+  local party_team = nil
   for _, p in ipairs(party) do
     local t = team_of[p]
     if t then
-      if seen and seen ~= t then return { 'INVALID', 'a party split over teams: ' .. p } end
-      seen = t
+      if party_team and party_team ~= t then return { 'INVALID', 'a party split over teams: ' .. p } end
+      party_team = t
     end
   end
 end
@@ -101,8 +134,9 @@ for p in pairs(member) do everyone[#everyone + 1] = p end
 table.sort(everyone)
 local b = {
   match = id, world = world, created = now, expires = now + keepalive, members = everyone,
-  fills = previous and previous.fills or 0,
+  fills = math.max(previous and previous.fills or 0, filled),
   open = open, counts = counts, sums = sums, region = record.region,
 }
 save_backfill(k, k, b)
+wake_matcher()
 return { previous and 'REPLACED' or 'CREATED', cjson.encode(b) }

@@ -12,7 +12,7 @@
 -- opens, unless the assignment's own notification will still reach it.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox outbox_meta conns
--- KEYS   conn_expiry player_conns presence
+-- KEYS   conn_expiry player_conns presence matcher_asleep
 -- ARGV   conn     connection id (no spaces)
 -- ARGV   player   the player id
 -- ARGV   ttl      presence timeout ms (> 0): the registration lapses this

@@ -5,8 +5,8 @@
 -- party in a match proposal leaves it).
 --
 -- KEYS   players outbox notes counters parties party_expiry proposals
--- KEYS   proposal_expiry conns conn_expiry player_conns presence backfills
--- KEYS   backfill_expiry
+-- KEYS   proposal_expiry conns conn_expiry player_conns presence matcher_asleep
+-- KEYS   backfills backfill_expiry
 -- WORLDS every configured world
 -- ARGV   conn           the connection id
 -- ARGV   remove_ticket  remove the ticket on the last disconnect: "1" or "0"

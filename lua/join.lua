@@ -4,7 +4,8 @@
 --
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties proposals proposal_expiry
--- KEYS   player_ratings conns player_conns presence backfills backfill_expiry
+-- KEYS   player_ratings conns player_conns presence matcher_asleep backfills
+-- KEYS   backfill_expiry
 -- WORLDS the joined world, then the world of the player's ticket when it is
 --        another (the store learns it from a STALE answer)
 -- ARGV   player   the player id
@@ -135,6 +136,7 @@ redis.call('HSET', k.players, player, encode_ticket(world, seq, now, now + cfg.t
 set_ticket_data(ctx, player, data)
 if rules then redis.call('ZADD', k.ratings, rating, rating_member(seq, player)) end
 if cfg.regions then add_regional(ctx, player, seq, lat, rating) end
+wake_matcher()
 -- An attempt that fails schedules the anchor itself (retry_later).
 if anchored and not attempt then
   redis.call('ZADD', k.due, next_due(cfg, now), player)

@@ -2,7 +2,7 @@
 -- active at a time. Correctness never depends on it (every script is atomic,
 -- so two matchers cannot double-match); it only avoids wasted work.
 --
--- KEYS   matcher_lease
+-- KEYS   matcher_lease matcher_asleep
 -- ARGV   token    holder token
 -- ARGV   ttl      lease lifetime ms (> 0)
 --
@@ -17,4 +17,6 @@ if holder and holder ~= token then
   return 0
 end
 redis.call('SET', k.matcher_lease, token, 'PX', ttl)
+-- A running matcher is awake, whoever started it (a wake-up or its schedule).
+redis.call('DEL', k.matcher_asleep)
 return 1

@@ -5,7 +5,7 @@
 -- reason LEFT): their ticket goes, everyone else's is requeued.
 --
 -- KEYS   players outbox notes counters parties party_expiry proposals
--- KEYS   proposal_expiry backfills backfill_expiry
+-- KEYS   proposal_expiry matcher_asleep backfills backfill_expiry
 -- WORLDS the world left
 -- ARGV   player   the player id
 --

@@ -4,7 +4,7 @@
 -- outbox entry; each player hears only their own token). An identical
 -- assignment again changes nothing; a different one is refused.
 --
--- KEYS   matches match_expiry match_lifecycle outbox
+-- KEYS   matches match_expiry match_lifecycle outbox matcher_asleep
 -- ARGV   match_id    the match id
 -- ARGV   assignment  the assignment, canonical JSON (the store builds it:
 --                    { connection, properties?, players? = { player -> { token? } } })

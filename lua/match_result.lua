@@ -7,8 +7,8 @@
 -- read has changed meanwhile (another result updating the same players, a
 -- backfill changing the match), else answers RETRY and writes nothing.
 --
--- KEYS   matches match_expiry match_lifecycle outbox player_ratings backfills
--- KEYS   backfill_expiry
+-- KEYS   matches match_expiry match_lifecycle outbox player_ratings matcher_asleep
+-- KEYS   backfills backfill_expiry
 -- ARGV   match_id    the match id
 -- ARGV   result      the result as reported, canonical JSON (ranks)
 -- ARGV   changes     the rating changes it makes, JSON ("" for none)

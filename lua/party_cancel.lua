@@ -5,7 +5,7 @@
 -- proposal leaves it.
 --
 -- KEYS   players outbox notes counters parties party_expiry proposals
--- KEYS   proposal_expiry backfills backfill_expiry
+-- KEYS   proposal_expiry matcher_asleep backfills backfill_expiry
 -- WORLDS the party's world (the world part of the party id)
 -- ARGV   player   the player id
 -- ARGV   party    the party id

@@ -5,7 +5,8 @@
 -- (PARTY_UPDATE). Nothing is written unless every check passes.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
--- KEYS   party_expiry proposals player_ratings presence backfills backfill_expiry
+-- KEYS   party_expiry proposals player_ratings presence matcher_asleep backfills
+-- KEYS   backfill_expiry
 -- WORLDS the party's world
 -- ARGV   leader   the leader's player id
 -- ARGV   data     the leader's ticket data JSON, "" for none

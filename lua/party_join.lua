@@ -7,7 +7,8 @@
 --
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
--- KEYS   player_ratings conns player_conns presence backfills backfill_expiry
+-- KEYS   player_ratings conns player_conns presence matcher_asleep backfills
+-- KEYS   backfill_expiry
 -- WORLDS the party's world (the world part of the party id)
 -- ARGV   player   the player id
 -- ARGV   party    the party id

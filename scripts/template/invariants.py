@@ -59,7 +59,7 @@ binaries = {
 pushers = {"JoinFunction", "MatcherFunction", "WsConnectFunction"}
 # Every function gets all of these (MM_RULES / MM_WORLDS: exactly one, below).
 env_vars = {
-    "REDIS_URL", "REDIS_CLUSTER", "MM_NAMESPACE", "MM_INSTANT_MATCH",
+    "REDIS_URL", "REDIS_CLUSTER", "MM_REPLICA_ACKS", "MM_NAMESPACE", "MM_INSTANT_MATCH",
     "MM_HEARTBEAT_SECS", "MM_PRESENCE_TIMEOUT_SECS", "MM_PARTY_TTL_SECS",
     "MM_MATCH_EVENTS", "MM_WS_ENDPOINT", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS_URL", "RUST_LOG",
 }
@@ -250,7 +250,8 @@ for rule_name, want_target, condition in (("MatchFormedRule", arn_of("MatchEvent
     event_rule = all_rules.get(rule_name, {})
     check(res.get(rule_name, {}).get("Condition") == condition, "%s: condition is not %s" % (rule_name, condition))
     check(event_rule.get("EventBusName") == ref("MatchEventBus"), rule_name + ": not on MatchEventBus")
-    check(event_rule.get("EventPattern") == {"source": ["matchmaking"], "detail-type": ["MatchFormed"]},
+    check(event_rule.get("EventPattern") == {"source": ["matchmaking"],
+                                           "detail-type": ["MatchFormed", "BackfillFilled", "BackfillExpired"]},
           "%s: pattern is %s" % (rule_name, json.dumps(event_rule.get("EventPattern"))))
     targets = event_rule.get("Targets", [])
     check([x.get("Arn") for x in targets] == [want_target], "%s targets are %s" % (rule_name, json.dumps(targets)))

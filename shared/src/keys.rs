@@ -141,6 +141,8 @@ key_layout! {
         player_conns (PlayerConns) = "player-conns", "HASH", "player -> space-separated connection ids, oldest first";
         presence (Presence) = "presence", "ZSET", "player -> present until (ms): the latest expiry among their connections";
         matcher_lease (MatcherLease) = "matcher-lease", "STRING", "token of the active matcher loop (PX expiry)";
+        matcher_asleep (MatcherAsleep) = "matcher-asleep", "STRING",
+            "set while the matcher sleeps (nothing to do); the first script that makes work deletes it and has its caller wake the matcher";
         backfills (Backfills) = "backfills", "HASH",
             "match id -> its open backfill JSON (seats per team, keep-alive deadline; see lua/_backfill.lua)";
         backfill_expiry (BackfillExpiry) = "backfill-expiry", "ZSET", "`<world>|<match>` -> when the backfill lapses unless renewed (ms)";

@@ -84,6 +84,12 @@ pub struct Declaration {
 }
 
 impl Declaration {
+    /// Whether the operation may wake the sleeping matcher: its table
+    /// replies end with the wake flag.
+    pub fn wakes(&self) -> bool {
+        self.keys.contains(&NamespaceKey::MatcherAsleep)
+    }
+
     /// The accessors put in front of the script's body: every key and
     /// argument by name, validated counts, the world blocks.
     pub fn prelude(&self) -> String {
@@ -103,6 +109,12 @@ impl Declaration {
             .collect();
         let mut out = String::new();
         let worlds = self.worlds != Worlds::None;
+        let asleep = self
+            .keys
+            .iter()
+            .position(|k| *k == NamespaceKey::MatcherAsleep)
+            .map_or_else(|| "nil".to_owned(), |i| format!("KEYS[{}]", i + 1));
+        out.push_str(&format!("CALL.wake, CALL.asleep = false, {asleep}\n"));
         out.push_str(&format!(
             "local NS_KEYS, WORLD_KEYS, FIXED_ARGS = {ns}, {width}, {fixed}\n"
         ));
@@ -240,6 +252,11 @@ pub struct Invocation<'a> {
 }
 
 impl Invocation<'_> {
+    /// Whether the operation's table replies end with the wake flag.
+    pub fn wakes(&self) -> bool {
+        self.operation.declaration.wakes()
+    }
+
     /// The next fixed argument (one value).
     pub fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
         arg.write_redis_args(&mut self.args);
@@ -359,8 +376,23 @@ fn function_name(file: &str) -> String {
 }
 
 /// An operation's own code: its declaration's accessors, then its file.
+/// An operation that may wake the sleeping matcher (it declares
+/// `matcher_asleep`) runs inside a function whose table reply gets one more
+/// value, 1 when the caller must wake the matcher (see `_lib.lua`
+/// wake_matcher); the store takes it off before the reply is read.
 fn body(d: &Declaration) -> String {
-    format!("{}{}", d.prelude(), own_source(d.file))
+    if d.wakes() {
+        format!(
+            "{}local reply = (function()\n{}\nend)()\n\
+             if type(reply) == 'table' and reply.err == nil then \
+             reply[#reply + 1] = CALL.wake and 1 or 0 end\n\
+             return reply\n",
+            d.prelude(),
+            own_source(d.file)
+        )
+    } else {
+        format!("{}{}", d.prelude(), own_source(d.file))
+    }
 }
 
 /// Library + operation, as one self-contained script.
@@ -455,13 +487,13 @@ operations! {
     join {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
                OutboxMeta, Notes, Counters, Parties, Proposals, ProposalExpiry, PlayerRatings,
-               Conns, PlayerConns, Presence, Backfills, BackfillExpiry],
+               Conns, PlayerConns, Presence, MatcherAsleep, Backfills, BackfillExpiry],
         worlds: First,
         args: [player, data, claimed, latencies, config, claim],
     }
     leave {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               Backfills, BackfillExpiry],
+               MatcherAsleep, Backfills, BackfillExpiry],
         worlds: One,
         args: [player],
     }
@@ -488,26 +520,26 @@ operations! {
         args: [player, window],
     }
     match_record {
-        keys: [Matches, MatchExpiry, MatchLifecycle],
+        keys: [Matches, MatchExpiry, MatchLifecycle, Backfills],
         worlds: None,
         args: [match_id],
     }
     match_assign {
-        keys: [Matches, MatchExpiry, MatchLifecycle, Outbox],
+        keys: [Matches, MatchExpiry, MatchLifecycle, Outbox, MatcherAsleep],
         worlds: None,
         args: [match_id, assignment, game_ttl],
     }
     match_result {
-        keys: [Matches, MatchExpiry, MatchLifecycle, Outbox, PlayerRatings, Backfills,
-               BackfillExpiry],
+        keys: [Matches, MatchExpiry, MatchLifecycle, Outbox, PlayerRatings, MatcherAsleep,
+               Backfills, BackfillExpiry],
         worlds: None,
         args: [match_id, result, changes, record_sha, ratings],
     }
     backfill_request {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               Proposals, ProposalExpiry, Backfills, BackfillExpiry],
+               Proposals, ProposalExpiry, MatcherAsleep, Backfills, BackfillExpiry],
         worlds: One,
-        args: [match_id, teams, keepalive, config],
+        args: [match_id, teams, keepalive, config, seen],
     }
     backfill_keepalive {
         keys: [Backfills, BackfillExpiry],
@@ -515,8 +547,8 @@ operations! {
         args: [match_id, keepalive],
     }
     backfill_cancel {
-        keys: [Players, Outbox, Notes, Counters, Parties, Proposals, ProposalExpiry, Backfills,
-               BackfillExpiry],
+        keys: [Players, Outbox, Notes, Counters, Parties, Proposals, ProposalExpiry,
+               MatcherAsleep, Backfills, BackfillExpiry],
         worlds: One,
         args: [match_id],
     }
@@ -551,13 +583,13 @@ operations! {
     }
     conn_register {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, OutboxMeta, Conns,
-               ConnExpiry, PlayerConns, Presence],
+               ConnExpiry, PlayerConns, Presence, MatcherAsleep],
         worlds: None,
         args: [conn, player, ttl, cap, replay],
     }
     conn_unregister {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               Conns, ConnExpiry, PlayerConns, Presence, Backfills, BackfillExpiry],
+               Conns, ConnExpiry, PlayerConns, Presence, MatcherAsleep, Backfills, BackfillExpiry],
         worlds: Many,
         args: [conn, remove_ticket],
     }
@@ -567,9 +599,15 @@ operations! {
         args: [conn, ttl],
     }
     lease_acquire {
-        keys: [MatcherLease],
+        keys: [MatcherLease, MatcherAsleep],
         worlds: None,
         args: [token, ttl],
+    }
+    matcher_sleep {
+        keys: [Outbox, OutboxMeta, PartyExpiry, ProposalExpiry, MatcherLease, MatcherAsleep,
+               BackfillExpiry],
+        worlds: Many,
+        args: [token, patience],
     }
     lease_release {
         keys: [MatcherLease],
@@ -578,7 +616,8 @@ operations! {
     }
     party_create {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               PartyExpiry, Proposals, PlayerRatings, Presence, Backfills, BackfillExpiry],
+               PartyExpiry, Proposals, PlayerRatings, Presence, MatcherAsleep, Backfills,
+               BackfillExpiry],
         worlds: One,
         args: [leader, data, claimed, latencies, config],
         rest: invited,
@@ -586,19 +625,20 @@ operations! {
     party_join {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
                OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               PlayerRatings, Conns, PlayerConns, Presence, Backfills, BackfillExpiry],
+               PlayerRatings, Conns, PlayerConns, Presence, MatcherAsleep, Backfills,
+               BackfillExpiry],
         worlds: One,
         args: [player, party, data, claimed, latencies, config, claim],
     }
     party_cancel {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               Backfills, BackfillExpiry],
+               MatcherAsleep, Backfills, BackfillExpiry],
         worlds: One,
         args: [player, party],
     }
     proposal_answer {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               Proposals, ProposalExpiry, Backfills, BackfillExpiry],
+               Proposals, ProposalExpiry, MatcherAsleep, Backfills, BackfillExpiry],
         worlds: One,
         args: [player, match_id, answer, config],
     }

@@ -93,6 +93,8 @@ macro_rules! for_each_scenario {
             a_backfill_never_splits_a_party,
             backfill_proposals_ask_only_new_players_and_lapse_back_to_the_queue,
             backfill_events_reach_the_allocator,
+            a_later_backfill_numbers_its_fills_on,
+            a_fill_the_server_has_not_heard_of_keeps_its_seat,
         );
     };
 }

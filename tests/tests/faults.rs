@@ -75,6 +75,12 @@ struct Log {
     told: BTreeMap<String, MatchRecord>,
     /// player -> ids of the matches they were told about.
     told_to: HashMap<String, Vec<String>>,
+    /// player -> whether their own last join or leave may have left them
+    /// with nothing: a player is in one state at a time (a join writes its
+    /// ticket over the player's latest match), so one who left the queue
+    /// after a later join is idle, and a leave that failed may have been
+    /// applied. A successful join (queued or matched) clears it.
+    may_be_idle: HashMap<String, bool>,
 }
 
 impl Log {
@@ -130,6 +136,9 @@ async fn redis_killed_and_restarted_with_aof_while_64_clients_churn() {
                 let (kind, error) = match rng.random_range(0..100) {
                     0..45 => {
                         let r = store.join(w, &id, None, None).await;
+                        if r.is_ok() {
+                            log.lock().unwrap().may_be_idle.insert(name.clone(), false);
+                        }
                         if let Ok(JoinOutcome::Matched { record, formed, .. }) = &r {
                             let mut log = log.lock().unwrap();
                             log.tell(&name, record);
@@ -147,6 +156,9 @@ async fn redis_killed_and_restarted_with_aof_while_64_clients_churn() {
                     }
                     45..70 => {
                         let r = store.leave(w, &id).await;
+                        if matches!(&r, Ok(LeaveOutcome::Left { .. }) | Err(_)) {
+                            log.lock().unwrap().may_be_idle.insert(name.clone(), true);
+                        }
                         if let Ok(LeaveOutcome::Left {
                             previous_position,
                             remaining_queue_size,
@@ -257,11 +269,12 @@ async fn redis_killed_and_restarted_with_aof_while_64_clients_churn() {
         assert_eq!(stored, told, "match {id} changed");
     }
     // Each player told MATCHED still sees that match, or a later one, or is
-    // queued again.
+    // queued again, or (their own last leave) idle.
     for (p, ids) in &log.told_to {
         let latest = ids.iter().map(|id| match_seq(id)).max().unwrap();
         match store.player_status(&player(p)).await.unwrap() {
             PlayerStatus::Queued(_) => {}
+            PlayerStatus::Idle if log.may_be_idle.get(p).copied().unwrap_or(true) => {}
             PlayerStatus::Matched(m) => {
                 assert!(m.participants.iter().any(|x| x == p));
                 assert!(

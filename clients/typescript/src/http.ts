@@ -6,6 +6,10 @@ import type {
   AcceptResult,
   AssignmentRequest,
   AssignResult,
+  BackfillKeepaliveResult,
+  BackfillRequest,
+  BackfillResult,
+  CancelBackfillResult,
   CancelPartyResult,
   CreatePartyRequest,
   CreatePartyResult,
@@ -146,5 +150,23 @@ export class MatchmakingClient {
   /** `POST /v1/matching/matches/{matchId}/result`: the game server reports how the match ended (a token with `servers.scope`). */
   reportResult(matchId: MatchId, body: ResultRequest): Promise<ReportResult> {
     return this.call("report", { matchId }, body);
+  }
+
+  /**
+   * `POST /v1/matching/matches/{matchId}/backfill`: a running match asks for players with the players it has now per
+   * team (a token with `servers.scope`); replaces its open backfill. Renew it with {@link renewBackfill}.
+   */
+  requestBackfill(matchId: MatchId, body: BackfillRequest): Promise<BackfillResult> {
+    return this.call("backfill", { matchId }, body);
+  }
+
+  /** `POST /v1/matching/matches/{matchId}/backfill/keepalive`: keeps the match's backfill open (a token with `servers.scope`). */
+  renewBackfill(matchId: MatchId): Promise<BackfillKeepaliveResult> {
+    return this.call("backfillKeepalive", { matchId });
+  }
+
+  /** `DELETE /v1/matching/matches/{matchId}/backfill`: ends the match's open backfill (a token with `servers.scope`). */
+  cancelBackfill(matchId: MatchId): Promise<CancelBackfillResult> {
+    return this.call("cancelBackfill", { matchId });
   }
 }

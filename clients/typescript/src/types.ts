@@ -44,6 +44,7 @@ export type CreatePartyRequest = RequestBody<"createParty">;
 export type JoinPartyRequest = RequestBody<"joinParty">;
 export type AssignmentRequest = RequestBody<"assign">;
 export type ResultRequest = RequestBody<"report">;
+export type BackfillRequest = RequestBody<"backfill">;
 
 // ---- what answers carry --------------------------------------------------------
 export type MatchRecord = Schemas["MatchRecord"];
@@ -54,6 +55,7 @@ export type MatchState = Schemas["MatchState"];
 export type SeatAssignment = Schemas["SeatAssignment"];
 export type MatchResult = Schemas["MatchResult"];
 export type RatingChange = Schemas["RatingChange"];
+export type Backfill = Schemas["Backfill"];
 
 export type JoinResult = SuccessData<"join">;
 export type LeaveResult = SuccessData<"leave">;
@@ -67,6 +69,9 @@ export type JoinPartyResult = SuccessData<"joinParty">;
 export type CancelPartyResult = SuccessData<"cancelParty">;
 export type AssignResult = SuccessData<"assign">;
 export type ReportResult = SuccessData<"report">;
+export type BackfillResult = SuccessData<"backfill">;
+export type BackfillKeepaliveResult = SuccessData<"backfillKeepalive">;
+export type CancelBackfillResult = SuccessData<"cancelBackfill">;
 
 /** `data` of every documented error answer, discriminated by `error`. */
 export type ErrorData = { [K in OperationId]: ErrorDataOf<K> }[OperationId];

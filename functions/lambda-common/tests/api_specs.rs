@@ -274,12 +274,6 @@ fn error_codes_are_declared_only_under_their_status_and_each_is_answered_somewhe
 }
 
 /// The body limit of a route: an assignment carries a token per player.
-fn body_limit(route: Route) -> usize {
-    match route {
-        Route::Assign => lambda_common::http::MAX_ASSIGNMENT_BODY_BYTES,
-        _ => lambda_common::http::MAX_BODY_BYTES,
-    }
-}
 
 #[test]
 fn the_limits_in_the_spec_are_the_codes() {
@@ -320,7 +314,7 @@ fn the_limits_in_the_spec_are_the_codes() {
             continue;
         };
         with_body += 1;
-        let limit = body_limit(row.route) as u64;
+        let limit = row.route.max_body_bytes() as u64;
         assert_eq!(
             body["x-max-body-bytes"], limit,
             "{:?}: x-max-body-bytes",

@@ -21,6 +21,9 @@ const CLAIMS: &[&str] = &[
     "rating.json",
     "assignment.json",
     "result.json",
+    "backfill.json",
+    "backfill-keepalive.json",
+    "cancel-backfill.json",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,9 +96,14 @@ async fn every_event_routed_to_status_is_answered_by_the_built_binary() {
                 );
                 assert_eq!(body["data"]["worldType"], "ranked", "{body}");
             }
-            "assignment.json" | "result.json" => {
+            "assignment.json"
+            | "result.json"
+            | "backfill.json"
+            | "backfill-keepalive.json"
+            | "cancel-backfill.json" => {
                 // env.json's worlds come from MM_WORLDS: no rule set, so no
-                // server scope, and nobody may post assignments or results.
+                // server scope, and nobody may post assignments, results or
+                // backfills.
                 let (code, body) = call(event).await;
                 assert_eq!(
                     (code, &body["data"]["error"]),
@@ -135,10 +143,11 @@ async fn the_rating_event_stores_a_rating_under_the_local_rule_set() {
     );
 }
 
-/// `events/assignment.json` and `events/result.json` under the local stack's
-/// rule set (its `servers.scope` is the scope the events' tokens carry): the
-/// match they name is not on record (404), and the same events aimed at a
-/// match that formed assign it and then finish it.
+/// `events/assignment.json`, `events/result.json` and the backfill events
+/// under the local stack's rule set (its `servers.scope` is the scope the
+/// events' tokens carry): the match they name is not on record (404), and
+/// the same events aimed at a match that formed assign it, open, renew and
+/// cancel a backfill, and finish it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_assignment_and_result_events_under_the_local_rule_set() {
     let events = claimed_events("status", CLAIMS);
@@ -162,7 +171,12 @@ async fn the_assignment_and_result_events_under_the_local_rule_set() {
         let answer = status.respond(event, &function_deadline(), WAIT).await;
         http_envelope(&answer)
     };
-    for name in ["assignment.json", "result.json"] {
+    for name in [
+        "assignment.json",
+        "result.json",
+        "backfill.json",
+        "cancel-backfill.json",
+    ] {
         let (code, body) = call(&events[name]).await;
         assert_eq!(
             (code, &body["data"]["error"]),
@@ -170,6 +184,12 @@ async fn the_assignment_and_result_events_under_the_local_rule_set() {
             "{name}: {body}"
         );
     }
+    let (code, body) = call(&events["backfill-keepalive.json"]).await;
+    assert_eq!(
+        (code, &body["data"]["error"]),
+        (404, &json!("BACKFILL_NOT_FOUND")),
+        "{body}"
+    );
     let world1 = store.settings().worlds.get("world1").unwrap().clone();
     let mut formed = None;
     for p in ["player-1", "player-2", "player-3"] {
@@ -190,9 +210,39 @@ async fn the_assignment_and_result_events_under_the_local_rule_set() {
         body["data"]["assignment"]["connection"], "203.0.113.7:7777",
         "{body}"
     );
+    // The running match asks for a player: world1 is one team of three,
+    // the event names two of them.
+    let (code, body) = call(&aimed(&events["backfill.json"])).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        (
+            &body["data"]["backfill"]["matchId"],
+            &body["data"]["backfill"]["openSeats"]
+        ),
+        (&json!(id), &json!([1])),
+        "{body}"
+    );
+    let (code, body) = call(&aimed(&events["backfill-keepalive.json"])).await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = call(&aimed(&events["cancel-backfill.json"])).await;
+    assert_eq!(code, 200, "{body}");
+    for name in ["backfill-keepalive.json", "cancel-backfill.json"] {
+        let (code, body) = call(&aimed(&events[name])).await;
+        assert_eq!(
+            (code, &body["data"]["error"]),
+            (404, &json!("BACKFILL_NOT_FOUND")),
+            "{name} after the cancellation: {body}"
+        );
+    }
     let (code, body) = call(&aimed(&events["result.json"])).await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["data"]["state"], "FINISHED", "{body}");
+    let (code, body) = call(&aimed(&events["backfill.json"])).await;
+    assert_eq!(
+        (code, &body["data"]["error"]),
+        (409, &json!("MATCH_FINISHED")),
+        "{body}"
+    );
     // The same result again changes nothing.
     let (code, body) = call(&aimed(&events["result.json"])).await;
     assert_eq!(

@@ -71,7 +71,7 @@ async fn queue_status_event_reports_empty_waiting_and_estimated_queues() {
     assert_eq!(
         ok_data(&app, event_file()).await,
         json!({"worldType": "world1", "waiting": 0, "teamSize": 3, "teams": 1,
-               "estimatedWaitSeconds": null, "oldestWaitMs": 0})
+               "estimatedWaitSeconds": null, "oldestWaitMs": 0, "openBackfills": 0})
     );
 
     pre_join(&app.store, "world1", "player-1").await;
@@ -129,7 +129,10 @@ async fn my_status_event_reports_idle_queued_and_matched() {
     };
     let data = ok_data(&app, event_file()).await;
     assert_eq!(data["status"], "MATCHED");
-    assert_eq!(data["match"], serde_json::to_value(&record).unwrap());
+    // The record, with what became of the match since (formed, no more).
+    let mut expected = serde_json::to_value(&record).unwrap();
+    expected["state"] = json!("FORMED");
+    assert_eq!(data["match"], expected);
     assert_eq!(
         data["match"]["participants"],
         json!(["player-2", "player-1", "player-3"])
@@ -250,7 +253,9 @@ async fn match_event_returns_the_record_only_to_participants() {
         })
     };
     let data = ok_data(&app, for_player("player-1", id.clone())).await;
-    assert_eq!(data, serde_json::to_value(&record).unwrap());
+    let mut expected = serde_json::to_value(&record).unwrap();
+    expected["state"] = json!("FORMED");
+    assert_eq!(data, expected);
     refused(
         &app,
         for_player("player-9", id.clone()),

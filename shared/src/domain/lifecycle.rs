@@ -139,10 +139,18 @@ impl Assignment {
 pub struct MatchReport {
     /// Matches with teams: each team's place, in the record's team order
     /// (1 = first; equal places are a draw).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::integral::option_vec_u32"
+    )]
     pub team_ranks: Option<Vec<u32>>,
     /// Matches without teams: every participant's place.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::integral::option_map_u32"
+    )]
     pub player_ranks: Option<BTreeMap<PlayerId, u32>>,
     /// The game did not take place (a crashed server, nobody came): the
     /// match finishes and no rating moves.
@@ -749,6 +757,43 @@ mod tests {
             (r#"{"cancelled":true,"teamRanks":[1,2]}"#, &teams),
         ] {
             assert!(report(bad).placing(on).is_err(), "{bad}");
+        }
+    }
+
+    /// A place is an integer as JSON Schema counts integers: `2.0` is 2
+    /// (what the API spec's `Rank` allows); fractions, negatives, values
+    /// past u32, strings and null places are refused.
+    #[test]
+    fn places_are_integers_written_either_way() {
+        let parse = |json: &str| serde_json::from_str::<MatchReport>(json);
+        for (json, ranks) in [
+            (r#"{"teamRanks":[2.0,1]}"#, vec![2, 1]),
+            (r#"{"teamRanks":[1e0,2]}"#, vec![1, 2]),
+            (r#"{"teamRanks":[4294967295,1]}"#, vec![u32::MAX, 1]),
+        ] {
+            assert_eq!(parse(json).unwrap().team_ranks, Some(ranks), "{json}");
+        }
+        let ffa = parse(r#"{"playerRanks":{"a":1.0,"b":2}}"#).unwrap();
+        assert_eq!(
+            ffa.player_ranks
+                .unwrap()
+                .values()
+                .copied()
+                .collect::<Vec<_>>(),
+            [1, 2]
+        );
+        assert_eq!(parse(r#"{"teamRanks":null}"#).unwrap().team_ranks, None);
+        for bad in [
+            r#"{"teamRanks":[1.5,1]}"#,
+            r#"{"teamRanks":[-1,1]}"#,
+            r#"{"teamRanks":[-1.0,1]}"#,
+            r#"{"teamRanks":[4294967296,1]}"#,
+            r#"{"teamRanks":[4294967296.0,1]}"#,
+            r#"{"teamRanks":["1",2]}"#,
+            r#"{"teamRanks":[null,2]}"#,
+            r#"{"playerRanks":{"a":0.5}}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
         }
     }
 

@@ -3,6 +3,7 @@
 //! here talks to Redis.
 
 mod ids;
+pub mod integral;
 mod latency;
 mod lifecycle;
 mod matching;

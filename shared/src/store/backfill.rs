@@ -19,7 +19,10 @@ pub enum BackfillOutcome {
     /// Renewed, or cancelled (as it was).
     Renewed(Backfill),
     Cancelled(Backfill),
-    /// No such match (or its record expired), or no open backfill for it.
+    /// No such match (or its record expired): a request or a cancellation.
+    MatchNotFound,
+    /// The match has no open backfill (cancelled, filled, lapsed, never
+    /// requested; a renewal also answers this for an unknown match).
     NotFound,
     /// The match has no server yet: a backfill belongs to a running match.
     NotAssigned,
@@ -47,18 +50,22 @@ impl MatchStore {
     }
 
     /// Opens (or replaces) the backfill of match `id`, whose current
-    /// players are `teams` (one list per team).
+    /// players are `teams` (one list per team). `seen_fills`: how many of
+    /// the match's fills the server had heard of when it listed them;
+    /// players later fills added keep their seats (`None`: the list is
+    /// everyone).
     pub async fn request_backfill(
         &self,
         id: &MatchId,
         teams: &[Vec<PlayerId>],
+        seen_fills: Option<u32>,
     ) -> Result<BackfillOutcome, StoreError> {
         let Some(world_name) = self.match_world(id).await? else {
-            return Ok(BackfillOutcome::NotFound);
+            return Ok(BackfillOutcome::MatchNotFound);
         };
         let Some(world) = self.settings().worlds.get(world_name.as_str()) else {
             // A match of a world no longer configured takes nobody.
-            return Ok(BackfillOutcome::NotFound);
+            return Ok(BackfillOutcome::MatchNotFound);
         };
         let config = self.world_config(world)?;
         let mut inv = SCRIPTS
@@ -67,7 +74,8 @@ impl MatchStore {
         inv.arg(id.as_str())
             .arg(serde_json::to_string(teams).unwrap_or_default())
             .arg(millis(self.settings().backfill_keepalive))
-            .arg(config.as_ref());
+            .arg(config.as_ref())
+            .arg(seen_fills.map(|n| n.to_string()).unwrap_or_default());
         // A repeat replaces the backfill with an equal one: safe to retry.
         let mut reply = Reply::new("backfill_request.lua", self.invoke(&inv, true).await?)?;
         let outcome = match reply.text("status")?.as_str() {
@@ -79,7 +87,7 @@ impl MatchStore {
                 backfill: backfill(&mut reply)?,
                 replaced: true,
             },
-            "NOT_FOUND" => BackfillOutcome::NotFound,
+            "NOT_FOUND" => BackfillOutcome::MatchNotFound,
             "NOT_ASSIGNED" => BackfillOutcome::NotAssigned,
             "FINISHED" => BackfillOutcome::Finished,
             "INVALID" => BackfillOutcome::Invalid(reply.text("reason")?),
@@ -115,7 +123,7 @@ impl MatchStore {
     /// Cancels the open backfill of match `id`; seats filled so far stay.
     pub async fn cancel_backfill(&self, id: &MatchId) -> Result<BackfillOutcome, StoreError> {
         let Some(world_name) = self.match_world(id).await? else {
-            return Ok(BackfillOutcome::NotFound);
+            return Ok(BackfillOutcome::MatchNotFound);
         };
         let mut inv = SCRIPTS
             .backfill_cancel

@@ -113,6 +113,9 @@ struct Inner {
     durability: durability::DurabilityState,
     /// Milliseconds since `epoch` of the last successful command.
     last_ok_ms: AtomicU64,
+    /// A reply asked for the sleeping matcher to be woken (see
+    /// [`MatchStore::take_wake`]).
+    wake: AtomicBool,
     epoch: Instant,
     /// Operations run as `FCALL`s of the function library until the server
     /// refuses `FUNCTION LOAD`; then as EVALSHA of standalone scripts.
@@ -184,6 +187,7 @@ impl MatchStore {
                 epoch: Instant::now(),
                 functions: AtomicBool::new(settings.redis.functions),
                 function_loads: AtomicU64::new(0),
+                wake: AtomicBool::new(false),
                 load_lock: tokio::sync::Mutex::new(()),
                 settings,
             }),
@@ -313,9 +317,18 @@ impl MatchStore {
                 return Err(StoreError::from(e));
             }
         };
-        let value = tokio::time::timeout(timeout, attempt)
+        let mut value = tokio::time::timeout(timeout, attempt)
             .await
             .map_err(|_| StoreError::Timeout(timeout))??;
+        if inv.wakes() {
+            if let Value::Array(values) = &mut value {
+                if let Some(flag) = values.pop() {
+                    if flag == Value::Int(1) {
+                        self.inner.wake.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
         self.inner
             .last_ok_ms
             .store(self.elapsed_ms(), Ordering::Relaxed);
@@ -400,6 +413,13 @@ impl MatchStore {
                 Ok(false)
             }
         }
+    }
+
+    /// Whether an operation since the last call found the matcher asleep
+    /// and made work for it: the caller then wakes it (and only one
+    /// caller does: the scripts hand the flag to the first). Clears it.
+    pub fn take_wake(&self) -> bool {
+        self.inner.wake.swap(false, Ordering::Relaxed)
     }
 
     /// Whether operations currently run as functions (tests and tooling).

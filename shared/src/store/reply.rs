@@ -121,6 +121,20 @@ impl Reply {
         serde_json::from_slice(&bytes).map_err(|e| self.error(what, e))
     }
 
+    /// The next value as JSON, or `None` when it is "" (nothing).
+    pub fn optional_json<T: DeserializeOwned>(
+        &mut self,
+        what: &str,
+    ) -> Result<Option<T>, StoreError> {
+        let bytes = self.bytes(what)?;
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| self.error(what, e))
+    }
+
     /// The next two values as a world's wait statistics (players matched
     /// in the window, the span they were matched over).
     pub fn wait_stats(&mut self) -> Result<crate::domain::WaitStats, StoreError> {

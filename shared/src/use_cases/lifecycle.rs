@@ -31,14 +31,26 @@ pub async fn assign_match(
     store.assign_match(id, assignment).await
 }
 
+/// Match `id` as the server side sees it (the caller checked the scope):
+/// the record with every addition, the whole lifecycle and the open
+/// backfill, if any.
+pub async fn match_for_server(
+    store: &MatchStore,
+    id: &MatchId,
+) -> Result<Option<(MatchWithLifecycle, Option<crate::domain::Backfill>)>, StoreError> {
+    store.match_state(id).await
+}
+
 /// Opens (or replaces) the backfill of running match `id`, whose current
-/// players are `teams` (the caller checked the scope).
+/// players are `teams` (the caller checked the scope); players fills after
+/// the first `seen_fills` added keep their seats.
 pub async fn request_backfill(
     store: &MatchStore,
     id: &MatchId,
     teams: &[Vec<PlayerId>],
+    seen_fills: Option<u32>,
 ) -> Result<BackfillOutcome, StoreError> {
-    store.request_backfill(id, teams).await
+    store.request_backfill(id, teams, seen_fills).await
 }
 
 /// Keeps the backfill of match `id` open for another keep-alive.

@@ -12,8 +12,8 @@ use std::time::Duration;
 use futures_util::future::join_all;
 
 pub use lifecycle::{
-    assign_match, cancel_backfill, is_server, renew_backfill, report_result, request_backfill,
-    ResultReport,
+    assign_match, cancel_backfill, is_server, match_for_server, renew_backfill, report_result,
+    request_backfill, ResultReport,
 };
 pub use parties::{cancel_party, create_party, join_party, PartyRejection};
 pub use proposals::answer_proposal;

@@ -86,6 +86,7 @@ pub async fn a_backfilled_seat_is_taken_before_a_new_match_forms(env: &Env) {
             .request_backfill(
                 &record.match_id,
                 &teams(&[&[stay1], &[team2[0].as_str(), team2[1].as_str()]]),
+                None,
             )
             .await
             .unwrap(),
@@ -179,6 +180,7 @@ pub async fn a_joiner_takes_an_open_seat_and_a_party_too_large_does_not(env: &En
             .request_backfill(
                 &record.match_id,
                 &teams(&[&[t[0][0].as_str()], &[t[1][0].as_str()]]),
+                None,
             )
             .await
             .unwrap(),
@@ -279,6 +281,7 @@ pub async fn a_rated_backfill_takes_players_within_the_window(env: &Env) {
             .request_backfill(
                 &record.match_id,
                 &teams(&[&[t[0][0].as_str()], &[t[1][0].as_str(), t[1][1].as_str()]]),
+                None,
             )
             .await
             .unwrap(),
@@ -333,9 +336,17 @@ pub async fn backfills_are_replaced_renewed_and_refused_cleanly(env: &Env) {
     let unknown = shared::MatchId::parse("18c1f2a3b4d-ff").unwrap();
     assert_eq!(
         store
-            .request_backfill(&unknown, &teams(&[&[a0], &[]]))
+            .request_backfill(&unknown, &teams(&[&[a0], &[]]), None)
             .await
             .unwrap(),
+        BackfillOutcome::MatchNotFound
+    );
+    assert_eq!(
+        store.cancel_backfill(&unknown).await.unwrap(),
+        BackfillOutcome::MatchNotFound
+    );
+    assert_eq!(
+        store.renew_backfill(&unknown).await.unwrap(),
         BackfillOutcome::NotFound
     );
     for (bad, why) in [
@@ -347,7 +358,7 @@ pub async fn backfills_are_replaced_renewed_and_refused_cleanly(env: &Env) {
     ] {
         assert!(
             matches!(
-                store.request_backfill(id, &bad).await.unwrap(),
+                store.request_backfill(id, &bad, None).await.unwrap(),
                 BackfillOutcome::Invalid(_)
             ),
             "{why}"
@@ -376,7 +387,7 @@ pub async fn backfills_are_replaced_renewed_and_refused_cleanly(env: &Env) {
     let ot = other.teams.clone().unwrap();
     assert_eq!(
         store
-            .request_backfill(&other.match_id, &teams(&[&[ot[0][0].as_str()], &[]]))
+            .request_backfill(&other.match_id, &teams(&[&[ot[0][0].as_str()], &[]]), None)
             .await
             .unwrap(),
         BackfillOutcome::NotAssigned
@@ -386,8 +397,8 @@ pub async fn backfills_are_replaced_renewed_and_refused_cleanly(env: &Env) {
     let one = teams(&[&[a0], &[b0, b1]]);
     let two = teams(&[&[a0, a1], &[b0]]);
     let (x, y) = tokio::join!(
-        store.request_backfill(id, &one),
-        store.request_backfill(id, &two)
+        store.request_backfill(id, &one, None),
+        store.request_backfill(id, &two, None)
     );
     let replaced = [x.unwrap(), y.unwrap()]
         .iter()
@@ -426,7 +437,7 @@ pub async fn backfills_are_replaced_renewed_and_refused_cleanly(env: &Env) {
     assert_eq!(counted, Some(0));
 
     // Cancelled: gone at once.
-    open_backfill(store.request_backfill(id, &one).await.unwrap());
+    open_backfill(store.request_backfill(id, &one, None).await.unwrap());
     assert!(matches!(
         store.cancel_backfill(id).await.unwrap(),
         BackfillOutcome::Cancelled(_)
@@ -437,7 +448,7 @@ pub async fn backfills_are_replaced_renewed_and_refused_cleanly(env: &Env) {
     );
 
     // Finished: refused, and an open backfill ends with the match.
-    open_backfill(store.request_backfill(id, &one).await.unwrap());
+    open_backfill(store.request_backfill(id, &one, None).await.unwrap());
     use_cases::report_result(
         &store,
         id,
@@ -450,7 +461,7 @@ pub async fn backfills_are_replaced_renewed_and_refused_cleanly(env: &Env) {
         BackfillOutcome::NotFound
     );
     assert_eq!(
-        store.request_backfill(id, &one).await.unwrap(),
+        store.request_backfill(id, &one, None).await.unwrap(),
         BackfillOutcome::Finished
     );
     // Its index entries go the next time the matcher meets them.
@@ -505,7 +516,7 @@ pub async fn a_backfill_never_splits_a_party(env: &Env) {
     let split = teams(&[&["p1", "s1"], &["p2"]]);
     assert!(matches!(
         store
-            .request_backfill(&record.match_id, &split)
+            .request_backfill(&record.match_id, &split, None)
             .await
             .unwrap(),
         BackfillOutcome::Invalid(_)
@@ -513,7 +524,7 @@ pub async fn a_backfill_never_splits_a_party(env: &Env) {
     let whole = teams(&[&["p1", "p2"], &["s1"]]);
     let b = open_backfill(
         store
-            .request_backfill(&record.match_id, &whole)
+            .request_backfill(&record.match_id, &whole, None)
             .await
             .unwrap(),
     );
@@ -566,7 +577,7 @@ pub async fn backfill_proposals_ask_only_new_players_and_lapse_back_to_the_queue
     let id = &record.match_id;
     let t = record.teams.clone().unwrap();
     let current = teams(&[&[t[0][0].as_str()], &[t[1][0].as_str(), t[1][1].as_str()]]);
-    open_backfill(store.request_backfill(id, &current).await.unwrap());
+    open_backfill(store.request_backfill(id, &current, None).await.unwrap());
     for p in ["e", "f", "g"] {
         join(&store, "squad", p).await;
     }
@@ -595,7 +606,7 @@ pub async fn backfill_proposals_ask_only_new_players_and_lapse_back_to_the_queue
     assert_eq!(hlen(&store, &store.keys().proposals()).await, 0);
 
     // A new backfill: e is asked again and accepts, joining the match.
-    open_backfill(store.request_backfill(id, &current).await.unwrap());
+    open_backfill(store.request_backfill(id, &current, None).await.unwrap());
     store.form_matches(world(&store, "squad"), 0).await.unwrap();
     let PlayerStatus::Proposed(view) = store.player_status(&player("e")).await.unwrap() else {
         panic!("e is asked again")
@@ -650,7 +661,7 @@ pub async fn backfill_events_reach_the_allocator(env: &Env) {
     let current = teams(&[&[t[0][0].as_str()], &[t[1][0].as_str()]]);
     open_backfill(
         store
-            .request_backfill(&record.match_id, &current)
+            .request_backfill(&record.match_id, &current, None)
             .await
             .unwrap(),
     );
@@ -705,4 +716,155 @@ pub async fn backfill_events_reach_the_allocator(env: &Env) {
         },
     )
     .await;
+}
+
+/// Fills are numbered over all of a match's backfills: a backfill opened
+/// after an earlier one was filled counts on from its fills (each fill's
+/// outbox entry, `B|<match>|<fill>`, and record addition names its number),
+/// so the second newcomer is told as surely as the first, even while the
+/// first fill's entry still waits in the outbox.
+pub async fn a_later_backfill_numbers_its_fills_on(env: &Env) {
+    let store = env.store_with(
+        "backfill-again",
+        "",
+        &[
+            ("MM_RULES", &squad_rules("")),
+            ("MM_INSTANT_MATCH", "false"),
+        ],
+    );
+    let record = running_match(&store).await;
+    let id = &record.match_id;
+    let t = record.teams.clone().unwrap();
+    let (a0, a1, b0, b1) = (
+        t[0][0].as_str(),
+        t[0][1].as_str(),
+        t[1][0].as_str(),
+        t[1][1].as_str(),
+    );
+    for (newcomer, conn) in [("e", "conn-e"), ("f", "conn-f")] {
+        store
+            .register_connection(
+                &shared::ConnectionId::parse(conn).unwrap(),
+                &player(newcomer),
+            )
+            .await
+            .unwrap();
+    }
+    // a1 left: e takes the seat, and the backfill is done.
+    open_backfill(
+        store
+            .request_backfill(id, &teams(&[&[a0], &[b0, b1]]), None)
+            .await
+            .unwrap(),
+    );
+    join(&store, "squad", "e").await;
+    assert_eq!(
+        store
+            .form_matches(world(&store, "squad"), 0)
+            .await
+            .unwrap()
+            .backfilled,
+        1
+    );
+    assert_eq!(hlen(&store, &store.keys().backfills()).await, 0);
+    // Then b1 left: a new backfill, whose fill is the match's second.
+    let second = open_backfill(
+        store
+            .request_backfill(id, &teams(&[&[a0, "e"], &[b0]]), None)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(second.fills, 1, "counted on from the first backfill");
+    join(&store, "squad", "f").await;
+    assert_eq!(
+        store
+            .form_matches(world(&store, "squad"), 0)
+            .await
+            .unwrap()
+            .backfilled,
+        1
+    );
+    let m = matched_in(&store, "f").await.expect("f plays in the match");
+    let fills: Vec<u32> = m.lifecycle.additions.iter().map(|a| a.fill).collect();
+    assert_eq!(fills, [1, 2]);
+    assert!(m.participants.iter().any(|p| p.as_str() == a1));
+    // Both newcomers are told (neither fill's entry took the other's place).
+    let pusher = RecordingPusher::default();
+    drain_outbox(&store, &pusher, &shared::NoEvents)
+        .await
+        .unwrap();
+    let pushed = pusher.pushed.lock().unwrap().clone();
+    for conn in ["conn-e", "conn-f"] {
+        let found: Vec<&serde_json::Value> = pushed
+            .iter()
+            .filter(|(c, m)| c == conn && m["type"] == "MATCH_FOUND")
+            .map(|(_, m)| m)
+            .collect();
+        assert_eq!(found.len(), 1, "{conn}: {pushed:?}");
+        assert_eq!(found[0]["backfill"], true);
+    }
+}
+
+/// A server that sends a new request before it heard of a fill (a join took
+/// a seat while it was listing its players) names the fills it has heard
+/// of: the newcomer keeps their seat, and the seat is not offered twice.
+/// Without that count the list is everyone (the newcomer's seat opens
+/// again); a list that leaves no room for an unseen newcomer is refused.
+pub async fn a_fill_the_server_has_not_heard_of_keeps_its_seat(env: &Env) {
+    let store = env.store_with(
+        "backfill-unseen",
+        "",
+        &[
+            ("MM_RULES", &squad_rules("")),
+            ("MM_INSTANT_MATCH", "false"),
+        ],
+    );
+    let record = running_match(&store).await;
+    let id = &record.match_id;
+    let t = record.teams.clone().unwrap();
+    let (a0, b0, b1) = (t[0][0].as_str(), t[1][0].as_str(), t[1][1].as_str());
+    // One seat open in each team; e takes one of them (fill 1).
+    open_backfill(
+        store
+            .request_backfill(id, &teams(&[&[a0], &[b0]]), None)
+            .await
+            .unwrap(),
+    );
+    join(&store, "squad", "e").await;
+    store.form_matches(world(&store, "squad"), 0).await.unwrap();
+    let m = matched_in(&store, "e").await.expect("e plays in the match");
+    let e_team = m.lifecycle.additions[0].team;
+    // The server, having heard of no fill, lists the same players again.
+    let before = snapshot(&store).await;
+    let kept = open_backfill(
+        store
+            .request_backfill(id, &teams(&[&[a0], &[b0]]), Some(0))
+            .await
+            .unwrap(),
+    );
+    let mut open = vec![1, 1];
+    open[e_team - 1] = 0;
+    assert_eq!(kept.open, open, "e keeps the seat");
+    assert_eq!(kept.counts.iter().sum::<u32>(), 3);
+    // Having heard of fill 1, the same list means e left.
+    let reopened = open_backfill(
+        store
+            .request_backfill(id, &teams(&[&[a0], &[b0]]), Some(1))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(reopened.open, [1, 1]);
+    // Full teams besides an unseen newcomer: refused, nothing written.
+    let now = snapshot(&store).await;
+    assert_ne!(now, before, "the requests above were stored");
+    let full = if e_team == 1 {
+        teams(&[&[a0, b1], &[b0]])
+    } else {
+        teams(&[&[a0], &[b0, b1]])
+    };
+    assert!(matches!(
+        store.request_backfill(id, &full, Some(0)).await.unwrap(),
+        BackfillOutcome::Invalid(_)
+    ));
+    assert_eq!(snapshot(&store).await, now, "a refusal writes nothing");
 }

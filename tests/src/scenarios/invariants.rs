@@ -1070,7 +1070,7 @@ async fn game_servers(
                 .map(|t| t.iter().filter(|p| **p != gone).cloned().collect())
                 .collect();
             match store
-                .request_backfill(&m.match_id, &now)
+                .request_backfill(&m.match_id, &now, None)
                 .await
                 .expect("backfill")
             {

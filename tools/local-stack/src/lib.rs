@@ -262,6 +262,8 @@ struct MatcherTask {
     pusher: ApiGatewayPusher,
     events: EventBridgeSink,
     period: Duration,
+    /// Ticks completed, over every task this stack ran.
+    ticks: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl MatcherTask {
@@ -271,6 +273,7 @@ impl MatcherTask {
             self.pusher.clone(),
             self.events.clone(),
             self.period,
+            self.ticks.clone(),
             shutdown,
         )));
     }
@@ -377,6 +380,7 @@ impl LocalStack {
             pusher,
             events: sink,
             period: config.tick,
+            ticks: Arc::default(),
         };
         matcher.spawn(shutdown.subscribe());
 
@@ -466,6 +470,28 @@ impl LocalStack {
         }
     }
 
+    /// Matcher ticks completed so far.
+    pub fn matcher_ticks(&self) -> u64 {
+        self.lock_matcher()
+            .ticks
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Waits until the matcher has completed `n` more ticks (a tick begun
+    /// before the call may count as one: wait for one more than you need);
+    /// false if that did not happen `within`.
+    pub async fn ticks_pass(&self, n: u64, within: Duration) -> bool {
+        let target = self.matcher_ticks() + n;
+        let deadline = tokio::time::Instant::now() + within;
+        while self.matcher_ticks() < target {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
+
     fn lock_matcher(&self) -> std::sync::MutexGuard<'_, MatcherTask> {
         self.matcher
             .lock()
@@ -520,6 +546,7 @@ async fn matcher_loop(
     pusher: ApiGatewayPusher,
     events: EventBridgeSink,
     period: Duration,
+    ticks: Arc<std::sync::atomic::AtomicU64>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut interval = tokio::time::interval(period);
@@ -527,8 +554,11 @@ async fn matcher_loop(
     loop {
         tokio::select! {
             _ = interval.tick() => {
-                if let Err(e) = shared::matcher::tick_with_events(&store, &pusher, &events).await {
-                    tracing::warn!(error = %e, "matcher tick failed; retrying next tick");
+                match shared::matcher::tick_with_events(&store, &pusher, &events).await {
+                    Ok(_) => {
+                        ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "matcher tick failed; retrying next tick"),
                 }
             }
             _ = shutdown.changed() => return,

@@ -465,6 +465,9 @@ var ROUTES = {
   match: { method: "GET", path: "/v1/matching/matches/{matchId}" },
   assign: { method: "POST", path: "/v1/matching/matches/{matchId}/assignment", scope: "servers.scope" },
   report: { method: "POST", path: "/v1/matching/matches/{matchId}/result", scope: "servers.scope" },
+  backfill: { method: "POST", path: "/v1/matching/matches/{matchId}/backfill", scope: "servers.scope" },
+  cancelBackfill: { method: "DELETE", path: "/v1/matching/matches/{matchId}/backfill", scope: "servers.scope" },
+  backfillKeepalive: { method: "POST", path: "/v1/matching/matches/{matchId}/backfill/keepalive", scope: "servers.scope" },
   rating: { method: "PUT", path: "/v1/ratings/{playerId}", scope: "ratings.writerScope" },
   createParty: { method: "POST", path: "/v1/parties" },
   joinParty: { method: "POST", path: "/v1/parties/{partyId}/join" },
@@ -558,6 +561,21 @@ var MatchmakingClient = class {
   /** `POST /v1/matching/matches/{matchId}/result`: the game server reports how the match ended (a token with `servers.scope`). */
   reportResult(matchId, body) {
     return this.call("report", { matchId }, body);
+  }
+  /**
+   * `POST /v1/matching/matches/{matchId}/backfill`: a running match asks for players with the players it has now per
+   * team (a token with `servers.scope`); replaces its open backfill. Renew it with {@link renewBackfill}.
+   */
+  requestBackfill(matchId, body) {
+    return this.call("backfill", { matchId }, body);
+  }
+  /** `POST /v1/matching/matches/{matchId}/backfill/keepalive`: keeps the match's backfill open (a token with `servers.scope`). */
+  renewBackfill(matchId) {
+    return this.call("backfillKeepalive", { matchId });
+  }
+  /** `DELETE /v1/matching/matches/{matchId}/backfill`: ends the match's open backfill (a token with `servers.scope`). */
+  cancelBackfill(matchId) {
+    return this.call("cancelBackfill", { matchId });
   }
 };
 

@@ -377,11 +377,12 @@ fn the_schemas_the_two_specs_share_are_the_same() {
             "components.schemas.{name} differs between {ASYNCAPI} and {OPENAPI}"
         );
     }
-    // MATCH_FOUND is the HTTP API's match record plus `type` and
-    // `playerDataOmitted`; MATCH_ASSIGNED the same plus `assignment`.
+    // MATCH_FOUND is the HTTP API's match record plus `type`,
+    // `playerDataOmitted` and `backfill`; MATCH_ASSIGNED the record plus
+    // `type`, `playerDataOmitted` and `assignment`.
     let record = &openapi["components"]["schemas"]["MatchRecord"];
     for (message, extra) in [
-        ("MatchFound", &["type", "playerDataOmitted"][..]),
+        ("MatchFound", &["type", "playerDataOmitted", "backfill"][..]),
         (
             "MatchAssigned",
             &["type", "playerDataOmitted", "assignment"][..],
@@ -1298,6 +1299,159 @@ async fn every_answer_and_frame_of_an_end_to_end_run_fits_the_specs() {
     let a2_again = run.player("a2").await;
     let heard = a2_again.heard("MATCH_ASSIGNED", 1, WAIT).await;
     assert_eq!(heard[0]["matchId"], squads_match.as_str(), "{}", heard[0]);
+    // A backfill: b2 dropped; refusals first, then the seat is filled by a
+    // newcomer who hears MATCH_FOUND (backfill) and the match's server; the
+    // server sees the match at GET .../matches/{id}; a second backfill is
+    // renewed and cancelled.
+    let match_path = format!("/v1/matching/matches/{squads_match}");
+    let backfill_path = format!("{match_path}/backfill");
+    let keepalive_path = format!("{backfill_path}/keepalive");
+    let view = run.call("GET", &match_path, &server, None).await;
+    expect(&view, 200, "");
+    let record_teams: Vec<Vec<String>> =
+        serde_json::from_value(view.body["data"]["match"]["teams"].clone()).expect("teams");
+    let party_first = record_teams[0].contains(&"a1".to_owned());
+    let now_playing = |party: Value, other: Value| {
+        if party_first {
+            json!({ "teams": [party, other] })
+        } else {
+            json!({ "teams": [other, party] })
+        }
+    };
+    let backfills = [
+        (
+            &a1.token,
+            now_playing(json!(["a1", "a2"]), json!(["b1"])),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            &server,
+            json!({"teams": [["a1", "a2"]]}),
+            400,
+            "INVALID_BACKFILL",
+        ),
+        (
+            &server,
+            now_playing(json!(["a1", "a2"]), json!(["stranger"])),
+            400,
+            "INVALID_BACKFILL",
+        ),
+        (
+            &server,
+            now_playing(json!(["a1", "b2"]), json!(["a2"])),
+            400,
+            "INVALID_BACKFILL",
+        ),
+        (
+            &server,
+            now_playing(json!(["a1", "a2"]), json!(["b1", "b2"])),
+            400,
+            "INVALID_BACKFILL",
+        ),
+        (&server, json!({"teams": "a1"}), 400, "INVALID_REQUEST"),
+    ];
+    for (token, request, status, code) in backfills {
+        expect(
+            &run.call("POST", &backfill_path, token, Some(request)).await,
+            status,
+            code,
+        );
+    }
+    for (method, path) in [("POST", &keepalive_path), ("DELETE", &backfill_path)] {
+        expect(
+            &run.call(method, path, &server, None).await,
+            404,
+            "BACKFILL_NOT_FOUND",
+        );
+    }
+    expect(
+        &run.call(
+            "POST",
+            "/v1/matching/matches/18c1f2a3b4d-ff/backfill",
+            &server,
+            Some(now_playing(json!(["a1", "a2"]), json!(["b1"]))),
+        )
+        .await,
+        404,
+        "MATCH_NOT_FOUND",
+    );
+    expect(
+        &run.call(
+            "POST",
+            &format!("/v1/matching/matches/{trio_match}/backfill"),
+            &server,
+            Some(json!({"teams": [["t1", "t2"]]})),
+        )
+        .await,
+        409,
+        "MATCH_NOT_ASSIGNED",
+    );
+    let open = run
+        .call(
+            "POST",
+            &backfill_path,
+            &server,
+            Some(now_playing(json!(["a1", "a2"]), json!(["b1"]))),
+        )
+        .await;
+    expect(&open, 200, "");
+    assert_eq!(
+        open.body["data"]["backfill"]["openSeats"],
+        if party_first {
+            json!([0, 1])
+        } else {
+            json!([1, 0])
+        },
+        "{}",
+        open.body
+    );
+    let renewed = run.call("POST", &keepalive_path, &server, None).await;
+    expect(&renewed, 200, "");
+    let view = run.call("GET", &match_path, &server, None).await;
+    expect(&view, 200, "");
+    assert_eq!(
+        view.body["data"]["backfill"],
+        renewed.body["data"]["backfill"]
+    );
+    let newcomer = run.player("newcomer").await;
+    expect(&join(&newcomer, "squads").await, 200, "MATCHED");
+    let found = newcomer.heard("MATCH_FOUND", 1, WAIT).await;
+    assert_eq!(
+        (&found[0]["matchId"], &found[0]["backfill"]),
+        (&json!(squads_match), &json!(true)),
+        "{}",
+        found[0]
+    );
+    let seat_heard = newcomer.heard("MATCH_ASSIGNED", 1, WAIT).await;
+    assert_eq!(
+        seat_heard[0]["assignment"]["connection"],
+        "203.0.113.7:7777"
+    );
+    let view = run.call("GET", &match_path, &server, None).await;
+    expect(&view, 200, "");
+    assert!(view.body["data"].get("backfill").is_none(), "{}", view.body);
+    expect(
+        &run.call(
+            "POST",
+            &backfill_path,
+            &server,
+            Some(now_playing(json!(["a1", "a2"]), json!(["b1"]))),
+        )
+        .await,
+        200,
+        "",
+    );
+    expect(
+        &run.call("DELETE", &backfill_path, &server, None).await,
+        200,
+        "",
+    );
+    expect(
+        &run.call("DELETE", &backfill_path, &server, None).await,
+        404,
+        "BACKFILL_NOT_FOUND",
+    );
     // The result: refusals first, then once.
     let results = [
         (

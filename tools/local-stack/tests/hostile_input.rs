@@ -96,6 +96,8 @@ const MAX_LATENCY_MS: f64 = 10_000.0;
 /// The worlds generated cases name.
 const PLAYABLE: [&str; 3] = ["world1", "world2", "duel"];
 const MAX_BODY_BYTES: usize = 8 * 1024;
+/// The routes that list a match's players with a part each (docs/http-api.md).
+const MAX_LIST_BODY_BYTES: usize = 64 * 1024;
 const MAX_TICKET_DATA_BYTES: usize = 4096;
 const MAX_TICKET_DATA_DEPTH: usize = 16;
 /// Largest party, the leader included, by world: `maxPartySize`, which
@@ -120,7 +122,7 @@ fn max_party_size(world: &str) -> usize {
 /// `data.error` codes of docs/http-api.md with their HTTP status: the
 /// table of its "Error codes" section, in its order (checked against the
 /// document by `the_error_code_table_is_the_documented_one`).
-const ERROR_CODES: [(&str, u16); 32] = [
+const ERROR_CODES: [(&str, u16); 35] = [
     ("UNAUTHORIZED", 401),
     ("INVALID_REQUEST", 400),
     ("UNKNOWN_WORLD", 404),
@@ -152,6 +154,9 @@ const ERROR_CODES: [(&str, u16); 32] = [
     ("ASSIGNMENT_CONFLICT", 409),
     ("RESULT_CONFLICT", 409),
     ("MATCH_FINISHED", 409),
+    ("INVALID_BACKFILL", 400),
+    ("BACKFILL_NOT_FOUND", 404),
+    ("MATCH_NOT_ASSIGNED", 409),
     ("REDIS_UNAVAILABLE", 503),
 ];
 
@@ -816,8 +821,17 @@ fn assignment_shape(body: &Map<String, Value>) -> Option<bool> {
 /// `playerRanks` a map (by valid player ids) of whole numbers 0..=2^32-1,
 /// `cancelled` a boolean, each optional (whether it fits the match is
 /// decided after the scope check).
+/// A `u32` as JSON may write it: an integer, also with a zero fraction
+/// (`2.0`, an integer to JSON Schema too).
+fn integral_u32(v: &Value) -> bool {
+    v.as_u64().is_some_and(|n| n <= u64::from(u32::MAX))
+        || v.as_f64().is_some_and(|f| {
+            v.is_f64() && f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f)
+        })
+}
+
 fn report_shape(body: &Map<String, Value>) -> bool {
-    let rank = |v: &Value| v.as_u64().is_some_and(|n| n <= u64::from(u32::MAX));
+    let rank = integral_u32;
     let team_ok = match body.get("teamRanks") {
         None | Some(Value::Null) => true,
         Some(Value::Array(ranks)) => ranks.iter().all(rank),
@@ -1543,8 +1557,8 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         // length) is `{}`; the content type is still checked.
         Map::new()
     } else {
-        let limit = if route == Route::Assign {
-            lambda_common::http::MAX_ASSIGNMENT_BODY_BYTES
+        let limit = if matches!(route, Route::Assign | Route::Backfill) {
+            MAX_LIST_BODY_BYTES
         } else {
             MAX_BODY_BYTES
         };
@@ -1564,7 +1578,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         Route::Accept => &["matchId", "accept"],
         Route::Assign => &["connection", "properties", "players"],
         Route::Report => &["teamRanks", "playerRanks", "cancelled"],
-        Route::Backfill => &["teams"],
+        Route::Backfill => &["teams", "fills"],
         _ => &["worldType"],
     };
     if body.keys().any(|k| !allowed.contains(&k.as_str())) {
@@ -1592,7 +1606,11 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                             .all(|p| p.as_str().is_some_and(valid_player_id))
                     })
                 })
-            });
+            })
+            && match body.get("fills") {
+                None | Some(Value::Null) => true,
+                Some(n) => integral_u32(n),
+            };
         return if shaped {
             Refused(403, "FORBIDDEN", None)
         } else {

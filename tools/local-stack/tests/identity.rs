@@ -284,8 +284,16 @@ async fn my_status_shows_only_the_callers_own_ticket_and_match() {
         (status, body["data"].clone()),
         (200, json!({ "status": "IDLE" }))
     );
+    // My-status shows the record as join answered it, with what became of
+    // the match since (its state).
     let (_, bobs) = h.send(mine("bob")).await;
-    assert_eq!(bobs["data"]["match"], matched["data"]["match"]);
+    let mut shown = bobs["data"]["match"].clone();
+    assert_eq!(
+        shown.as_object_mut().and_then(|m| m.remove("state")),
+        Some(json!("FORMED")),
+        "{bobs}"
+    );
+    assert_eq!(shown, matched["data"]["match"]);
 
     // Alice queues; bob's answer is still his match, alice's is her ticket.
     assert_eq!(h.send(join_event("alice", "world2")).await.0, 200);

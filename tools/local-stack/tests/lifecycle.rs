@@ -13,35 +13,9 @@ use integration_tests::{eventually, RedisCluster};
 use local_stack::event_bus::{ReceivedEvent, LOCAL_BUS};
 use local_stack::LocalStack;
 use serde_json::{json, Value};
-use support::{call, http, Player};
+use support::{call, http, server_rules, server_token, stack_on, Player};
 
 const WAIT: Duration = Duration::from_secs(20);
-const SCOPE: &str = "matchmaking/servers";
-
-fn rules(worlds: Value) -> String {
-    json!({
-        "ratings": {"claim": "mmr", "default": 1500, "min": 0, "max": 5000},
-        "servers": {"scope": SCOPE},
-        "worlds": worlds,
-    })
-    .to_string()
-}
-
-/// A stack on the embedded Redis, or on `cluster` when given.
-async fn stack(rules: &str, cluster: Option<&RedisCluster>, extra: &[(&str, &str)]) -> LocalStack {
-    let urls = cluster.map(RedisCluster::urls);
-    let mut vars: Vec<(&str, &str)> = vec![("MM_RULES", rules)];
-    if let Some(urls) = &urls {
-        vars.push(("REDIS_URL", urls));
-        vars.push(("REDIS_CLUSTER", "true"));
-    }
-    vars.extend_from_slice(extra);
-    support::start_stack_vars(&vars).await
-}
-
-async fn server_token(stack: &LocalStack) -> String {
-    support::token_with(stack, "game-server-1", json!({"scp": [SCOPE]})).await
-}
 
 /// The match events the stand-in received for `id`.
 fn events_of(stack: &LocalStack, id: &str) -> Vec<ReceivedEvent> {
@@ -65,8 +39,8 @@ async fn match_id_of(player: &Player) -> String {
 async fn every_participant_hears_the_assignment_with_their_own_token(
     cluster: Option<&RedisCluster>,
 ) {
-    let stack = stack(
-        &rules(json!([{"name": "trio", "teamSize": 3}])),
+    let stack = stack_on(
+        &server_rules(json!([{"name": "trio", "teamSize": 3}])),
         cluster,
         &[],
     )
@@ -212,8 +186,8 @@ async fn every_participant_hears_the_assignment_with_their_own_token_cluster() {
 /// nobody is assigned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_allocator_can_be_switched_off() {
-    let stack = stack(
-        &rules(json!([{"name": "duo", "teamSize": 2}])),
+    let stack = stack_on(
+        &server_rules(json!([{"name": "duo", "teamSize": 2}])),
         None,
         &[("MM_DEMO_ALLOCATOR", "false")],
     )
@@ -268,8 +242,8 @@ async fn form_duo(stack: &LocalStack, x: &Player, y: &Player) -> String {
 }
 
 async fn match_events_arrive_at_least_once_when_the_matcher_dies(cluster: Option<&RedisCluster>) {
-    let stack = stack(
-        &rules(json!([{"name": "duo", "teamSize": 2}])),
+    let stack = stack_on(
+        &server_rules(json!([{"name": "duo", "teamSize": 2}])),
         cluster,
         &[("MM_DEMO_ALLOCATOR", "false")],
     )
@@ -447,8 +421,8 @@ async fn rated_pair(stack: &LocalStack, x: &str, y: &str) -> (Player, Player, St
 }
 
 async fn a_result_moves_every_rating_once(cluster: Option<&RedisCluster>) {
-    let stack = stack(
-        &rules(json!([{"name": "ranked", "teamSize": 2, "mode": "rating",
+    let stack = stack_on(
+        &server_rules(json!([{"name": "ranked", "teamSize": 2, "mode": "rating",
                        "rating": {"baseWindow": 500, "widenPerSecond": 10, "maxWindow": 1000, "relaxAfterSeconds": 60}}])),
         cluster,
         &[("MM_DEMO_ALLOCATOR", "false")],

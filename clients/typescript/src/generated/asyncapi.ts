@@ -148,7 +148,7 @@ export interface components {
             type: "MATCH_FOUND";
             matchId: components["schemas"]["MatchId"];
             worldType: components["schemas"]["WorldName"];
-            /** @description queue order (oldest ticket first); with teams, team by team */
+            /** @description queue order (oldest ticket first); with teams, team by team; at most 100 when formed, then the players backfills added (those who left stay listed) */
             participants: components["schemas"]["PlayerId"][];
             matchedAt: components["schemas"]["UnixMillis"];
             /** @description the ticket data of the participants that attached some, by player id */
@@ -180,13 +180,18 @@ export interface components {
              * @constant
              */
             playerDataOmitted?: true;
+            /**
+             * @description present (and true) when a backfill seated this player in a running match (the record is the match as it is now; its `MATCH_ASSIGNED` follows at once)
+             * @constant
+             */
+            backfill?: true;
         };
         MatchAssignedMessage: {
             /** @constant */
             type: "MATCH_ASSIGNED";
             matchId: components["schemas"]["MatchId"];
             worldType: components["schemas"]["WorldName"];
-            /** @description queue order (oldest ticket first); with teams, team by team */
+            /** @description queue order (oldest ticket first); with teams, team by team; at most 100 when formed, then the players backfills added (those who left stay listed) */
             participants: components["schemas"]["PlayerId"][];
             matchedAt: components["schemas"]["UnixMillis"];
             /** @description the ticket data of the participants that attached some, by player id */
@@ -268,7 +273,10 @@ export interface components {
             worldType: components["schemas"]["WorldName"];
             /** @description answers after this are too late (Redis time) */
             acceptBy: components["schemas"]["UnixMillis"];
+            /** @description the players asked (a backfill proposal asks only the new players) */
             participants: components["schemas"]["PlayerId"][];
+            /** @description a backfill proposal, the running match whose open seats these players would take; the proposal's own `matchId` is the one to accept */
+            backfillOf?: components["schemas"]["MatchId"];
         };
         MatchAcceptProgressMessage: {
             /** @constant */

@@ -17,7 +17,10 @@ export interface paths {
          * @description Queues the caller in a world. A join that completes a group answers
          *     `MATCHED` (every participant gets `MATCH_FOUND` over the WebSocket),
          *     or `PROPOSED` in a world with a ready check; otherwise `QUEUED` (the
-         *     caller's connections also get a `QUEUED` push).
+         *     caller's connections also get a `QUEUED` push). A join that an open
+         *     backfill takes answers `MATCHED` with the running match and its
+         *     lifecycle (`MatchView`: its state and the caller's seat), as
+         *     my-status does.
          */
         post: operations["join"];
         delete?: never;
@@ -120,7 +123,11 @@ export interface paths {
          *     seat once a server is assigned (`assignment`, with only the caller's
          *     token), the `result` and the `ratingChanges` it made. A match the
          *     caller is not in, one that never existed and one that expired all
-         *     answer `404 MATCH_NOT_FOUND`.
+         *     answer `404 MATCH_NOT_FOUND`. A token that carries the rule set's
+         *     `servers.scope` (the allocator, a game server) sees any match as the
+         *     server side does instead: `ServerMatchView`, the record with every
+         *     player backfills added, the whole lifecycle (every player's token)
+         *     and the open backfill, if any.
          */
         get: operations["match"];
         put?: never;
@@ -196,6 +203,80 @@ export interface paths {
          *     request was found well-formed).
          */
         post: operations["report"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/matching/matches/{matchId}/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for players to fill a running match's empty seats (the game server)
+         * @description A running match (`ASSIGNED`: it has a server, no result yet) names
+         *     the players it has now, one list per team, in the record's team
+         *     order; the seats they leave open are filled from the world's queue
+         *     before any new match forms, by the match's rules (rating window
+         *     around the match's average rating widened by the backfill's own
+         *     wait, the match's region and latency cap, parties whole and in one
+         *     team). Every player listed must be in the match (formed with it or
+         *     added by an earlier fill) and at most once; a team may not exceed
+         *     the world's team size; a party of the match may not be split over
+         *     two teams; at least one seat must be open. A request replaces the
+         *     match's open backfill, if any, in the same step (`replaced: true`),
+         *     and its wait starts again. The backfill lapses unless renewed
+         *     (`POST .../backfill/keepalive`) within `MM_BACKFILL_KEEPALIVE_SECS`
+         *     (15 s by default); players proposed for it in a ready-check world
+         *     then go back to their places. New players hear `MATCH_FOUND` with
+         *     `backfill: true` and the match's `MATCH_ASSIGNED`; the allocator
+         *     hears `BackfillFilled` / `BackfillExpired` match events. Only for a
+         *     token with the rule set's `servers.scope` (`403 FORBIDDEN`
+         *     otherwise, once the request was found well-formed).
+         */
+        post: operations["backfill"];
+        /**
+         * Cancel a running match's open backfill (the game server)
+         * @description Ends the match's open backfill at once; seats filled so far stay
+         *     filled, and players proposed for it in a ready-check world go back
+         *     to their places. No body. A match with no open backfill (never
+         *     requested, cancelled, filled or lapsed) is
+         *     `404 BACKFILL_NOT_FOUND`; an unknown match `404 MATCH_NOT_FOUND`.
+         *     Only for a token with the rule set's `servers.scope`.
+         */
+        delete: operations["cancelBackfill"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/matching/matches/{matchId}/backfill/keepalive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Keep a running match's backfill open (the game server)
+         * @description Renews the match's open backfill for another
+         *     `MM_BACKFILL_KEEPALIVE_SECS` (15 s by default): a server that wants
+         *     its seats filled renews well within that, e.g. every 5 s. Its wait
+         *     (which widens the rating window and the latency cap) still counts
+         *     from the request. No body. A backfill that was filled, cancelled or
+         *     has lapsed, and a match that is unknown, answer
+         *     `404 BACKFILL_NOT_FOUND`: request a new one. Only for a token with
+         *     the rule set's `servers.scope`.
+         */
+        post: operations["backfillKeepalive"];
         delete?: never;
         options?: never;
         head?: never;
@@ -469,6 +550,55 @@ export interface components {
             /** @description `true`: the game did not take place (a crashed server, nobody came); the match finishes and no rating moves */
             cancelled?: boolean;
         };
+        BackfillRequest: {
+            /**
+             * @description the players the match has now, one list per team in the record's
+             *     team order (a world without teams: one list); exactly the world's
+             *     number of teams, each at most its team size
+             */
+            teams: components["schemas"]["PlayerId"][][];
+            /**
+             * @description optional: how many of the match's fills the server had heard of
+             *     when it listed `teams` (a backfill answer's `fills`, a
+             *     `BackfillFilled` event's `fill`): players later fills seated keep
+             *     their seats though not listed (they may not have reached the
+             *     server yet); without it, `teams` is everyone and an unlisted
+             *     newcomer's seat opens again. `null` means none
+             */
+            fills?: number | null;
+        };
+        /** @description a running match's open backfill */
+        Backfill: {
+            matchId: components["schemas"]["MatchId"];
+            worldType: components["schemas"]["WorldName"];
+            /** @description when it was requested; its wait (which widens its rating window and latency cap) counts from here */
+            createdAt: components["schemas"]["UnixMillis"];
+            /** @description when it lapses unless renewed */
+            expiresAt: components["schemas"]["UnixMillis"];
+            /** @description how many fills this match's backfills have made so far */
+            fills: number;
+            /** @description open seats per team, in the record's team order */
+            openSeats: number[];
+            /** @description players per team now */
+            players: number[];
+            /** @description rated worlds, the average rating of the match's players now, which new players are compared with */
+            referenceRating?: number;
+            /** @description worlds with regions, the match's region (new players must qualify there) */
+            region?: components["schemas"]["RegionName"];
+        };
+        BackfillAnswer: {
+            /** @constant */
+            resultCode: "200";
+            msg: string;
+            data: {
+                backfill: components["schemas"]["Backfill"];
+                /**
+                 * @description present (and true) when the request replaced the match's previous backfill
+                 * @constant
+                 */
+                replaced?: true;
+            };
+        };
         /**
          * @description Where a ticket stands in its queue. Rated worlds add `rating`,
          *     `ratingWindow` (how far from it a match may be now; `null` once
@@ -493,7 +623,7 @@ export interface components {
         MatchRecord: {
             matchId: components["schemas"]["MatchId"];
             worldType: components["schemas"]["WorldName"];
-            /** @description queue order (oldest ticket first); with teams, team by team */
+            /** @description queue order (oldest ticket first); with teams, team by team; at most 100 when formed, then the players backfills added (those who left stay listed) */
             participants: components["schemas"]["PlayerId"][];
             matchedAt: components["schemas"]["UnixMillis"];
             /** @description the ticket data of the participants that attached some, by player id */
@@ -529,7 +659,7 @@ export interface components {
         MatchView: {
             matchId: components["schemas"]["MatchId"];
             worldType: components["schemas"]["WorldName"];
-            /** @description queue order (oldest ticket first); with teams, team by team */
+            /** @description queue order (oldest ticket first); with teams, team by team; at most 100 when formed, then the players backfills added (those who left stay listed) */
             participants: components["schemas"]["PlayerId"][];
             matchedAt: components["schemas"]["UnixMillis"];
             /** @description the ticket data of the participants that attached some, by player id */
@@ -627,6 +757,15 @@ export interface components {
             /** @description `false` when exactly this report was stored before (nothing changed) */
             changed: boolean;
         };
+        /** @description a match as the server side sees it (`GET /v1/matching/matches/{matchId}` with `servers.scope`) */
+        ServerMatchView: {
+            match: components["schemas"]["MatchRecord"];
+            state: components["schemas"]["MatchState"];
+            assignment?: components["schemas"]["Assignment"];
+            result?: components["schemas"]["MatchResult"];
+            ratingChanges?: components["schemas"]["RatingChanges"];
+            backfill?: components["schemas"]["Backfill"];
+        };
         PartyMember: {
             playerId: components["schemas"]["PlayerId"];
             /** @description false while only invited */
@@ -661,6 +800,8 @@ export interface components {
             worldType: components["schemas"]["WorldName"];
             /** @description tickets waiting (a queued party is one) */
             waiting: number;
+            /** @description running matches asking for players (backfills), not counted in `waiting` */
+            openBackfills: number;
             teamSize: number;
             teams: number;
             /** @description for a player joining now; `null` without recent history */
@@ -751,13 +892,15 @@ export interface components {
         /**
          * @description `data.error` of every error answer. The HTTP status is decided by the
          *     code: 400 `INVALID_REQUEST`, `INVALID_RATING`, `INVALID_PARTY`,
-         *     `INVALID_LATENCIES`, `INVALID_ASSIGNMENT`, `INVALID_RESULT`;
+         *     `INVALID_LATENCIES`, `INVALID_ASSIGNMENT`, `INVALID_RESULT`,
+         *     `INVALID_BACKFILL`;
          *     401 `UNAUTHORIZED`; 403 `FORBIDDEN`; 404 `UNKNOWN_WORLD`,
          *     `NOT_QUEUED`, `NOT_FOUND`, `MATCH_NOT_FOUND`, `PARTY_NOT_FOUND`,
-         *     `PROPOSAL_NOT_FOUND`; 405 `METHOD_NOT_ALLOWED`; 409 `ALREADY_QUEUED`,
+         *     `PROPOSAL_NOT_FOUND`, `BACKFILL_NOT_FOUND`; 405 `METHOD_NOT_ALLOWED`; 409 `ALREADY_QUEUED`,
          *     `NOT_CONNECTED`, `RATING_REQUIRED`, `LATENCY_REQUIRED`, `IN_PARTY`, `MEMBER_BUSY`,
          *     `PROPOSAL_PENDING`, `PROPOSAL_EXPIRED`, `COOLING_DOWN`, `IN_MATCH`,
-         *     `ASSIGNMENT_CONFLICT`, `RESULT_CONFLICT`, `MATCH_FINISHED`;
+         *     `ASSIGNMENT_CONFLICT`, `RESULT_CONFLICT`, `MATCH_FINISHED`,
+         *     `MATCH_NOT_ASSIGNED`;
          *     413 `PAYLOAD_TOO_LARGE`; 415 `UNSUPPORTED_MEDIA_TYPE`;
          *     503 `QUEUE_FULL`, `REDIS_UNAVAILABLE`. `NOT_FOUND` and
          *     `METHOD_NOT_ALLOWED` are answered only to a function invoked directly
@@ -765,7 +908,7 @@ export interface components {
          *     the API, API Gateway answers such requests itself (404 `Not Found`).
          * @enum {string}
          */
-        ErrorCode: "UNAUTHORIZED" | "INVALID_REQUEST" | "UNKNOWN_WORLD" | "ALREADY_QUEUED" | "NOT_QUEUED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "NOT_FOUND" | "QUEUE_FULL" | "REDIS_UNAVAILABLE" | "NOT_CONNECTED" | "MATCH_NOT_FOUND" | "FORBIDDEN" | "RATING_REQUIRED" | "INVALID_RATING" | "IN_PARTY" | "MEMBER_BUSY" | "PARTY_NOT_FOUND" | "INVALID_PARTY" | "PROPOSAL_PENDING" | "PROPOSAL_NOT_FOUND" | "PROPOSAL_EXPIRED" | "COOLING_DOWN" | "INVALID_LATENCIES" | "LATENCY_REQUIRED" | "IN_MATCH" | "INVALID_ASSIGNMENT" | "INVALID_RESULT" | "ASSIGNMENT_CONFLICT" | "RESULT_CONFLICT" | "MATCH_FINISHED";
+        ErrorCode: "UNAUTHORIZED" | "INVALID_REQUEST" | "UNKNOWN_WORLD" | "ALREADY_QUEUED" | "NOT_QUEUED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "NOT_FOUND" | "QUEUE_FULL" | "REDIS_UNAVAILABLE" | "NOT_CONNECTED" | "MATCH_NOT_FOUND" | "FORBIDDEN" | "RATING_REQUIRED" | "INVALID_RATING" | "IN_PARTY" | "MEMBER_BUSY" | "PARTY_NOT_FOUND" | "INVALID_PARTY" | "PROPOSAL_PENDING" | "PROPOSAL_NOT_FOUND" | "PROPOSAL_EXPIRED" | "COOLING_DOWN" | "INVALID_LATENCIES" | "LATENCY_REQUIRED" | "IN_MATCH" | "INVALID_ASSIGNMENT" | "INVALID_RESULT" | "ASSIGNMENT_CONFLICT" | "RESULT_CONFLICT" | "MATCH_FINISHED" | "INVALID_BACKFILL" | "BACKFILL_NOT_FOUND" | "MATCH_NOT_ASSIGNED";
         /** @description 401, a verified token whose `sub` is missing or not a usable player id */
         UnauthorizedError: {
             /** @constant */
@@ -980,10 +1123,30 @@ export interface components {
             matchId: components["schemas"]["MatchId"];
             state: components["schemas"]["MatchState"];
         };
-        /** @description 409, an assignment for a match whose result is in */
+        /** @description 409, an assignment or a backfill for a match whose result is in */
         MatchFinishedError: {
             /** @constant */
             error: "MATCH_FINISHED";
+            matchId: components["schemas"]["MatchId"];
+            state: components["schemas"]["MatchState"];
+        };
+        /** @description 400, teams that do not fit the match or its world (the wrong number of teams, a team over the team size, a player not in the match or listed twice, a party split over teams, no seat open) */
+        InvalidBackfillError: {
+            /** @constant */
+            error: "INVALID_BACKFILL";
+            /** @constant */
+            field: "teams";
+        };
+        /** @description 404, the match has no open backfill (never requested, cancelled, filled or lapsed) */
+        BackfillNotFoundError: {
+            /** @constant */
+            error: "BACKFILL_NOT_FOUND";
+            matchId: components["schemas"]["MatchId"];
+        };
+        /** @description 409, a backfill for a match with no server yet (a backfill belongs to a running match) */
+        MatchNotAssignedError: {
+            /** @constant */
+            error: "MATCH_NOT_ASSIGNED";
             matchId: components["schemas"]["MatchId"];
             state: components["schemas"]["MatchState"];
         };
@@ -995,8 +1158,8 @@ export interface components {
             limitBytes: 8192;
             sizeBytes: number;
         };
-        /** @description 413, an assignment body over 64 KiB */
-        AssignmentTooLargeError: {
+        /** @description 413, an assignment or backfill body over 64 KiB */
+        ListBodyTooLargeError: {
             /** @constant */
             error: "PAYLOAD_TOO_LARGE";
             /** @constant */
@@ -1071,8 +1234,8 @@ export interface components {
                 };
             };
         };
-        /** @description an assignment body over 64 KiB */
-        AssignmentTooLarge: {
+        /** @description an assignment or backfill body over 64 KiB */
+        ListBodyTooLarge: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1081,7 +1244,7 @@ export interface components {
                     /** @constant */
                     resultCode: "413";
                     msg: string;
-                    data: components["schemas"]["AssignmentTooLargeError"];
+                    data: components["schemas"]["ListBodyTooLargeError"];
                 };
             };
         };
@@ -1096,6 +1259,34 @@ export interface components {
                     resultCode: "415";
                     msg: string;
                     data: components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+        };
+        /** @description the token lacks the configured server scope (or none is configured) */
+        ServerForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    resultCode: "403";
+                    msg: string;
+                    data: components["schemas"]["ForbiddenError"];
+                };
+            };
+        };
+        /** @description the match has no open backfill, or (cancellation) there is no such match; or (API Gateway) the path matches no route */
+        BackfillNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GatewayMessage"] | {
+                    /** @constant */
+                    resultCode: "404";
+                    msg: string;
+                    data: components["schemas"]["BackfillNotFoundError"] | components["schemas"]["MatchNotFoundError"];
                 };
             };
         };
@@ -1192,7 +1383,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "200";
                         msg: string;
-                        data: components["schemas"]["QueuedState"] | components["schemas"]["MatchedState"] | components["schemas"]["ProposedState"];
+                        data: components["schemas"]["QueuedState"] | components["schemas"]["MatchedState"] | components["schemas"]["MatchedViewState"] | components["schemas"]["ProposedState"];
                     };
                 };
             };
@@ -1334,7 +1525,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "200";
                         msg: string;
-                        data: components["schemas"]["AcceptedAnswer"] | components["schemas"]["MatchedState"] | components["schemas"]["CancelledAnswer"];
+                        data: components["schemas"]["AcceptedAnswer"] | components["schemas"]["MatchedState"] | components["schemas"]["MatchedViewState"] | components["schemas"]["CancelledAnswer"];
                     };
                 };
             };
@@ -1465,7 +1656,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the match record and its lifecycle, as the caller sees it */
+            /** @description the match record and its lifecycle, as the caller sees it (a player, or the server side) */
             200: {
                 headers: {
                     "Cache-Control": components["headers"]["NoStore"];
@@ -1476,7 +1667,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "200";
                         msg: string;
-                        data: components["schemas"]["MatchView"];
+                        data: components["schemas"]["MatchView"] | components["schemas"]["ServerMatchView"];
                     };
                 };
             };
@@ -1589,7 +1780,7 @@ export interface operations {
                     };
                 };
             };
-            413: components["responses"]["AssignmentTooLarge"];
+            413: components["responses"]["ListBodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -1686,6 +1877,145 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    backfill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a match id; a malformed one is `400` (`field`) */
+                matchId: components["parameters"]["MatchIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description the backfill is open (`replaced`, present and true, when it replaced the match's previous one) */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillAnswer"];
+                };
+            };
+            /** @description malformed request, or teams that do not fit the match or its world */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "400";
+                        msg: string;
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidBackfillError"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ServerForbidden"];
+            /** @description no such match (never existed, or its record expired); or (API Gateway) the path matches no route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"] | {
+                        /** @constant */
+                        resultCode: "404";
+                        msg: string;
+                        data: components["schemas"]["MatchNotFoundError"];
+                    };
+                };
+            };
+            /** @description the match has no server yet, or has its result */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "409";
+                        msg: string;
+                        data: components["schemas"]["MatchNotAssignedError"] | components["schemas"]["MatchFinishedError"];
+                    };
+                };
+            };
+            413: components["responses"]["ListBodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    cancelBackfill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a match id; a malformed one is `400` (`field`) */
+                matchId: components["parameters"]["MatchIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description cancelled; the backfill as it was */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillAnswer"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ServerForbidden"];
+            404: components["responses"]["BackfillNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    backfillKeepalive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a match id; a malformed one is `400` (`field`) */
+                matchId: components["parameters"]["MatchIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description renewed; the backfill with its new `expiresAt` */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillAnswer"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ServerForbidden"];
+            404: components["responses"]["BackfillNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["RedisUnavailable"];

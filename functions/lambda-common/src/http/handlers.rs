@@ -17,8 +17,8 @@ use super::errors::{
     envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
 };
 use super::request::{
-    authorize, caller, check_method, claim, configured_world, forbidden, invalid_field, json_body,
-    latencies_for, scopes,
+    authorize, caller, check_method, claim, configured_world, forbidden, has_scope, invalid_field,
+    json_body, latencies_for, scopes,
 };
 use super::{path_parameter, ConfiguredScope, Route};
 
@@ -439,7 +439,9 @@ async fn my_status_inner(store: &MatchStore, req: &Request) -> Result<Response<B
 
 /// `GET /v1/matching/matches/{matchId}`: the full record of a match, for its
 /// participants (a `MATCH_FOUND` that had to leave the ticket data out points
-/// here). Anyone else gets the same 404 as for a match that does not exist.
+/// here). Anyone else gets the same 404 as for a match that does not exist,
+/// but a token with the server scope: the allocator and game servers see
+/// any match with its whole lifecycle and open backfill.
 #[tracing::instrument(name = "http_match", skip_all, fields(player = Empty))]
 pub async fn match_record(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
     finish(match_record_inner(store, &req).await)
@@ -451,6 +453,9 @@ async fn match_record_inner(store: &MatchStore, req: &Request) -> Result<Respons
     tracing::Span::current().record("player", player.as_str());
     let raw = path_parameter(req, "matchId").ok_or_else(|| not_found_error(req))?;
     let id = MatchId::parse(&raw).map_err(|e| invalid_field("matchId", e))?;
+    if has_scope(req, ConfiguredScope::Server, store.settings()) {
+        return super::lifecycle::server_match_view(store, &id).await;
+    }
     match use_cases::match_for_participant(store, &id, &player).await? {
         Some(m) => Ok(ok(
             &format!("match {} in {}", m.match_id, m.world_type),

@@ -16,14 +16,11 @@ use super::request::{authorize, check_method, invalid_field, json_body, json_bod
 use super::Route;
 use serde::Deserialize;
 
-/// Largest assignment body: per-player tokens for up to 100 players.
-pub const MAX_ASSIGNMENT_BODY_BYTES: usize = 64 * 1024;
-
-/// `data` of an assignment or result answer: the match with its full
-/// lifecycle (every player's token: the caller is the server side).
+/// A match as the server side sees it: the record with every addition,
+/// its whole lifecycle (every player's token) and its open backfill.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Reported<'a> {
+struct ServerView<'a> {
     #[serde(rename = "match")]
     record: &'a shared::MatchRecord,
     state: shared::MatchState,
@@ -34,6 +31,29 @@ struct Reported<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     rating_changes:
         Option<&'a std::collections::BTreeMap<shared::PlayerId, shared::domain::RatingChange>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backfill: Option<&'a shared::domain::Backfill>,
+}
+
+impl<'a> ServerView<'a> {
+    fn of(m: &'a MatchWithLifecycle, backfill: Option<&'a shared::domain::Backfill>) -> Self {
+        Self {
+            record: &m.record,
+            state: m.lifecycle.state,
+            assignment: m.lifecycle.assignment.as_ref(),
+            result: m.lifecycle.report.as_ref(),
+            rating_changes: m.lifecycle.rating_changes.as_ref(),
+            backfill,
+        }
+    }
+}
+
+/// `data` of an assignment or result answer: the match as the server side
+/// sees it (without its backfill), and whether this report changed it.
+#[derive(Serialize)]
+struct Reported<'a> {
+    #[serde(flatten)]
+    view: ServerView<'a>,
     /// False when this exact report was stored before (nothing changed).
     changed: bool,
 }
@@ -41,13 +61,24 @@ struct Reported<'a> {
 impl<'a> Reported<'a> {
     fn of(m: &'a MatchWithLifecycle, changed: bool) -> Self {
         Self {
-            record: &m.record,
-            state: m.lifecycle.state,
-            assignment: m.lifecycle.assignment.as_ref(),
-            result: m.lifecycle.report.as_ref(),
-            rating_changes: m.lifecycle.rating_changes.as_ref(),
+            view: ServerView::of(m, None),
             changed,
         }
+    }
+}
+
+/// `GET /v1/matching/matches/{matchId}` for the server side (the caller
+/// has the server scope): any match, with its open backfill.
+pub(super) async fn server_match_view(
+    store: &MatchStore,
+    id: &MatchId,
+) -> Result<Response<Body>, Failure> {
+    match use_cases::match_for_server(store, id).await? {
+        Some((m, backfill)) => Ok(ok(
+            &format!("match {} in {}", m.match_id, m.world_type),
+            &ServerView::of(&m, backfill.as_ref()),
+        )),
+        None => Err(match_not_found(id)),
     }
 }
 
@@ -91,7 +122,7 @@ async fn assign_inner(store: &MatchStore, req: &Request) -> Result<Response<Body
     tracing::Span::current().record("caller", caller.as_str());
     let id = match_id(req)?;
     tracing::Span::current().record("match_id", id.as_str());
-    let assignment: Assignment = json_body_within(req, MAX_ASSIGNMENT_BODY_BYTES)?;
+    let assignment: Assignment = json_body_within(req, Route::Assign.max_body_bytes())?;
     assignment.validate().map_err(|e| {
         ApiError::new(ErrorCode::InvalidAssignment, e.to_string()).with(ErrorDetails::Field {
             field: "assignment",
@@ -176,6 +207,10 @@ async fn report_inner(store: &MatchStore, req: &Request) -> Result<Response<Body
 struct BackfillBody {
     /// The players the match has now, one list per team.
     teams: Vec<Vec<shared::PlayerId>>,
+    /// How many of the match's fills the server had heard of when it
+    /// listed `teams`: players later fills added keep their seats.
+    #[serde(default, deserialize_with = "shared::domain::integral::option_u32")]
+    fills: Option<u32>,
 }
 
 /// `data` of a backfill answer.
@@ -224,20 +259,23 @@ fn backfill_answer(id: &MatchId, outcome: BackfillOutcome) -> Result<Response<Bo
             },
         )),
         BackfillOutcome::NotFound => Err(backfill_not_found(id)),
+        BackfillOutcome::MatchNotFound => Err(match_not_found(id)),
         BackfillOutcome::NotAssigned => Err(ApiError::new(
             ErrorCode::MatchNotAssigned,
             format!("match {id} has no server yet; a backfill belongs to a running match"),
         )
-        .with(ErrorDetails::Match {
+        .with(ErrorDetails::MatchState {
             match_id: id.to_string(),
+            state: shared::MatchState::Formed,
         })
         .into()),
         BackfillOutcome::Finished => Err(ApiError::new(
             ErrorCode::MatchFinished,
             format!("match {id} has its result already"),
         )
-        .with(ErrorDetails::Match {
+        .with(ErrorDetails::MatchState {
             match_id: id.to_string(),
+            state: shared::MatchState::Finished,
         })
         .into()),
         BackfillOutcome::Invalid(reason) => Err(ApiError::new(ErrorCode::InvalidBackfill, reason)
@@ -260,11 +298,11 @@ async fn backfill_inner(store: &MatchStore, req: &Request) -> Result<Response<Bo
     tracing::Span::current().record("caller", caller.as_str());
     let id = match_id(req)?;
     tracing::Span::current().record("match_id", id.as_str());
-    let body: BackfillBody = json_body(req)?;
+    let body: BackfillBody = json_body_within(req, Route::Backfill.max_body_bytes())?;
     authorize(req, Route::Backfill, store.settings())?;
     backfill_answer(
         &id,
-        use_cases::request_backfill(store, &id, &body.teams).await?,
+        use_cases::request_backfill(store, &id, &body.teams, body.fills).await?,
     )
 }
 

@@ -22,12 +22,10 @@ use lambda_http::{Request, RequestExt};
 
 pub use errors::{envelope, not_found, ApiError, ErrorCode, ErrorDetails};
 pub use handlers::{join, leave, match_record, my_status, put_rating, queue_status};
-pub use lifecycle::{
-    assign, backfill, backfill_keepalive, cancel_backfill, report, MAX_ASSIGNMENT_BODY_BYTES,
-};
+pub use lifecycle::{assign, backfill, backfill_keepalive, cancel_backfill, report};
 pub use parties::{cancel_party, create_party, join_party};
 pub use proposals::accept;
-pub use request::{caller, with_caller, MAX_BODY_BYTES};
+pub use request::{caller, with_caller, MAX_BODY_BYTES, MAX_LIST_BODY_BYTES};
 pub use routes::{Access, ConfiguredScope, Function, Route, RouteSpec, ROUTES};
 
 impl Route {

@@ -18,6 +18,9 @@ use super::{Access, ConfiguredScope, Route};
 /// Largest request body accepted, in bytes (ticket data alone is capped at
 /// 4 KiB; the rest is room for the envelope around it).
 pub const MAX_BODY_BYTES: usize = 8 * 1024;
+/// Largest body of a route that lists the players of a match with a part
+/// each ([`Route::max_body_bytes`]).
+pub const MAX_LIST_BODY_BYTES: usize = 64 * 1024;
 
 pub(super) fn check_method(req: &Request, route: Route) -> Result<(), ApiError> {
     if req.method() == route.method() {
@@ -108,16 +111,20 @@ pub(super) fn authorize(req: &Request, route: Route, settings: &Settings) -> Res
     match route.access() {
         Access::Player => Ok(()),
         Access::Scope(scope) => {
-            let granted = scope
-                .required(settings)
-                .is_some_and(|required| scopes(req).iter().any(|have| have == required));
-            if granted {
+            if has_scope(req, scope, settings) {
                 Ok(())
             } else {
                 Err(forbidden(scope, settings))
             }
         }
     }
+}
+
+/// Whether the caller's token carries `scope` (configured).
+pub(super) fn has_scope(req: &Request, scope: ConfiguredScope, settings: &Settings) -> bool {
+    scope
+        .required(settings)
+        .is_some_and(|required| scopes(req).iter().any(|have| have == required))
 }
 
 /// 403 FORBIDDEN: the caller's token lacks `scope` (or none is configured).

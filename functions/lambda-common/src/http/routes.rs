@@ -216,6 +216,17 @@ impl Route {
         &ROUTES[self as usize]
     }
 
+    /// The largest body the route reads (a larger one is `413`): 8 KiB,
+    /// but a list of up to 100 players (a match's most) with a
+    /// part each (an assignment's tokens, a backfill's teams) may take
+    /// 64 KiB.
+    pub const fn max_body_bytes(self) -> usize {
+        match self {
+            Route::Assign | Route::Backfill => super::request::MAX_LIST_BODY_BYTES,
+            _ => super::request::MAX_BODY_BYTES,
+        }
+    }
+
     /// The route whose template `path` fits, whatever the method (its
     /// handler answers another method 405); were several to fit, the one
     /// that answers `method`.

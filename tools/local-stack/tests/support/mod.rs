@@ -36,6 +36,42 @@ pub async fn start_stack_vars(vars: &[(&str, &str)]) -> LocalStack {
     LocalStack::start(config).await.expect("local stack starts")
 }
 
+/// The game servers' scope in the rule sets of the lifecycle tests.
+pub const SERVER_SCOPE: &str = "matchmaking/servers";
+
+/// A rule set with `worlds`, the game servers' scope ([`SERVER_SCOPE`]) and
+/// a ratings section (a claim `mmr`, 1500 by default, in 0..=5000).
+pub fn server_rules(worlds: Value) -> String {
+    json!({
+        "ratings": {"claim": "mmr", "default": 1500, "min": 0, "max": 5000},
+        "servers": {"scope": SERVER_SCOPE},
+        "worlds": worlds,
+    })
+    .to_string()
+}
+
+/// A stack with the rule set `rules` on its embedded Redis, or on `cluster`
+/// when given, plus `extra` settings.
+pub async fn stack_on(
+    rules: &str,
+    cluster: Option<&integration_tests::RedisCluster>,
+    extra: &[(&str, &str)],
+) -> LocalStack {
+    let urls = cluster.map(integration_tests::RedisCluster::urls);
+    let mut vars: Vec<(&str, &str)> = vec![("MM_RULES", rules)];
+    if let Some(urls) = &urls {
+        vars.push(("REDIS_URL", urls));
+        vars.push(("REDIS_CLUSTER", "true"));
+    }
+    vars.extend_from_slice(extra);
+    start_stack_vars(&vars).await
+}
+
+/// A game server's token: [`SERVER_SCOPE`] in its `scp` claim.
+pub async fn server_token(stack: &LocalStack) -> String {
+    token_with(stack, "game-server-1", json!({ "scp": [SERVER_SCOPE] })).await
+}
+
 /// One client for every call: building one loads the platform's root
 /// certificates, which in a debug build took ~25 ms per request and made 300
 /// simultaneous joins queue behind the tests' own client set-up. No pooled
