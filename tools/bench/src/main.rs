@@ -4,12 +4,14 @@
 //! is a ratio measured in the same run. Prints a table and writes it as
 //! Markdown (`bench-results/latest.md` by default). See docs/benchmark.md.
 
+mod backfill;
 mod common;
 mod e2e;
 mod floor;
 mod footprint;
 mod matcher;
 mod rated;
+mod regions;
 mod report;
 mod scaling;
 mod stats;
@@ -66,13 +68,15 @@ async fn run(cfg: Config) -> Res<bool> {
         ..Default::default()
     };
     type Row = (u8, &'static str);
-    let rows: [Row; 6] = [
+    let rows: [Row; 8] = [
         (1, "scaling"),
         (2, "throughput"),
         (3, "matcher"),
         (4, "end to end"),
         (5, "footprint"),
         (6, "rated"),
+        (7, "regions"),
+        (8, "backfill"),
     ];
     for (n, name) in rows {
         if !cfg.runs(n) {
@@ -86,7 +90,9 @@ async fn run(cfg: Config) -> Res<bool> {
             3 => matcher::run(&cfg, &mut report).await,
             4 => e2e::run(&cfg, &mut report).await,
             5 => footprint::run(&cfg, &mut report).await,
-            _ => rated::run(&cfg, &mut report).await,
+            6 => rated::run(&cfg, &mut report).await,
+            7 => regions::run(&cfg, &mut report).await,
+            _ => backfill::run(&cfg, &mut report).await,
         };
         match result {
             Ok(()) => eprintln!("[{n}] {name} done in {:.1} s", t.elapsed().as_secs_f64()),

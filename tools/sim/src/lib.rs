@@ -6,6 +6,7 @@
 //! offline oracle batches the same trace for several periods to trace the
 //! quality/wait frontier. See docs/simulator.md.
 
+pub mod backfill;
 pub mod cli;
 pub mod clock;
 mod command;

@@ -1,0 +1,324 @@
+//! Row 7: worlds with regions (docs/rules.md, *Regions*), 5 regions, a
+//! 2 x 5 FIFO world.
+//!
+//! * 7a: a join's cost inside Redis with 1 M waiting ÷ with 1 k waiting
+//!   (quick: 100 k): probes that measured every region within the cap join
+//!   with instant matching off (the ticket is filed in all 5 regions, O(log N)
+//!   each) and leave again after the timed batch;
+//! * 7b: one matcher call (50 anchors, oldest first, each tried in every
+//!   region within its cap) with 1 M waiting, inside Redis.
+//!
+//! The populations are filled through real joins (64 at a time, instant
+//! matching off), with latencies from a fixed model: home regions 40 / 25 /
+//! 20 / 10 / 5 %, 15-45 ms to the home region, 40-70 ms more to each
+//! neighbouring region (a ring), over 150 ms to the others.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use integration_tests::{settings_for, RedisServer};
+use shared::store::JoinInput;
+use shared::{JoinOutcome, Latencies, LeaveOutcome, MatchStore, PlayerId, World};
+
+use crate::common::{
+    calls_between, commandstats, micros_since, raw_connection, script_breakdown, Config, Ctx, Res,
+    SCRIPT_CALLS,
+};
+use crate::report::{count, dur, Report, Table, Verdict};
+use crate::stats::summarize;
+
+const WORLD: &str = "geo";
+const REGIONS: [&str; 5] = ["na-east", "na-west", "eu", "asia", "oceania"];
+/// Cumulative home-region shares, in percent.
+const HOMES: [u64; 5] = [40, 65, 85, 95, 100];
+/// Probes per timed batch of 7a.
+const PROBES: usize = 200;
+/// Joins in flight while filling.
+const FILL_CONCURRENCY: usize = 64;
+
+fn rules() -> String {
+    serde_json::json!({
+        "worlds": [{
+            "name": WORLD,
+            "teamSize": 5,
+            "teams": 2,
+            "ticketTtlSeconds": 86_400,
+            "regions": {
+                "names": REGIONS,
+                "maxLatencyMs": 60,
+                "widenPerSecond": 0,
+                "maxLatencyCapMs": 150
+            }
+        }]
+    })
+    .to_string()
+}
+
+/// A number in [0, 1) from `seed` (splitmix64).
+fn uniform(seed: u64) -> f64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Population player `i`'s latencies (see the module doc).
+fn latencies_of(i: usize, world: &World) -> Res<Latencies> {
+    let regions = world.regions.as_ref().ok_or("the world has no regions")?;
+    let seed = i as u64;
+    let share = (uniform(seed) * 100.0) as u64;
+    let home = HOMES.iter().position(|c| share < *c).unwrap_or(4);
+    let mut map = serde_json::Map::new();
+    for (r, name) in REGIONS.iter().enumerate() {
+        let hops = (r as i64 - home as i64).unsigned_abs() as usize;
+        let hops = hops.min(REGIONS.len() - hops);
+        let jitter = uniform(seed ^ (r as u64 + 1) << 32);
+        let ms = match hops {
+            0 => 15.0 + 30.0 * jitter,
+            1 => 55.0 + 30.0 * jitter,
+            _ => 160.0 + 80.0 * jitter,
+        };
+        map.insert((*name).to_owned(), serde_json::json!(ms.round()));
+    }
+    Latencies::from_value(&serde_json::Value::Object(map), regions).ctx("latencies")
+}
+
+/// A probe's latencies: every region within the cap, none within the base
+/// cap (so a probe is filed in all 5 regions and never matched).
+fn probe_latencies(world: &World) -> Res<Latencies> {
+    let regions = world.regions.as_ref().ok_or("the world has no regions")?;
+    let map: serde_json::Map<String, serde_json::Value> = REGIONS
+        .iter()
+        .map(|r| ((*r).to_owned(), serde_json::json!(140)))
+        .collect();
+    Latencies::from_value(&serde_json::Value::Object(map), regions).ctx("probe latencies")
+}
+
+fn player(name: &str) -> Res<PlayerId> {
+    PlayerId::parse(name).ctx("player id")
+}
+
+struct Population {
+    store: MatchStore,
+    world: World,
+    n: usize,
+}
+
+async fn populate(url: &str, ns: &str, n: usize) -> Res<Population> {
+    let store = MatchStore::new(settings_for(
+        url,
+        false,
+        ns,
+        "",
+        &[
+            ("MM_WORLDS", ""),
+            ("MM_RULES", &rules()),
+            ("MM_INSTANT_MATCH", "false"),
+            ("MM_QUEUE_CAPACITY", "0"),
+        ],
+    ))
+    .ctx("build the store")?;
+    let world = store
+        .settings()
+        .worlds
+        .get(WORLD)
+        .cloned()
+        .ok_or("the world is not configured")?;
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..FILL_CONCURRENCY {
+        let (store, world, next) = (store.clone(), world.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    return Ok::<(), String>(());
+                }
+                let lat = latencies_of(i, &world)?;
+                let input = JoinInput {
+                    latencies: Some(&lat),
+                    ..JoinInput::default()
+                };
+                let p = player(&format!("g{i:07}"))?;
+                match store
+                    .join_reply(&world, &p, &input, false)
+                    .await
+                    .ctx("fill join")?
+                    .outcome
+                {
+                    JoinOutcome::Queued(_) => {}
+                    other => return Err(format!("filling: {other:?}")),
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    Ok(Population { store, world, n })
+}
+
+/// 7a: µs inside Redis per probe join (median of `reps` batches).
+async fn join_cost(
+    conn: &mut redis::aio::MultiplexedConnection,
+    p: &Population,
+    reps: usize,
+) -> Res<Vec<f64>> {
+    let lat = probe_latencies(&p.world)?;
+    let input = JoinInput {
+        latencies: Some(&lat),
+        ..JoinInput::default()
+    };
+    let mut per_join = Vec::new();
+    for rep in 0..reps {
+        let names: Vec<PlayerId> = (0..PROBES)
+            .map(|k| player(&format!("probe{rep}-{k}")))
+            .collect::<Res<_>>()?;
+        let before = commandstats(conn).await?;
+        for id in &names {
+            match p
+                .store
+                .join_reply(&p.world, id, &input, false)
+                .await
+                .ctx("probe join")?
+                .outcome
+            {
+                JoinOutcome::Queued(_) => {}
+                other => return Err(format!("probe join: {other:?}")),
+            }
+        }
+        let after = commandstats(conn).await?;
+        let (calls, us) = calls_between(&before, &after, SCRIPT_CALLS);
+        if calls != PROBES as u64 {
+            return Err(format!("{calls} script calls for {PROBES} probe joins"));
+        }
+        per_join.push(us as f64 / PROBES as f64);
+        for id in &names {
+            match p.store.leave(&p.world, id).await.ctx("probe leave")? {
+                LeaveOutcome::Left { .. } => {}
+                other => return Err(format!("probe leave: {other:?}")),
+            }
+        }
+    }
+    Ok(per_join)
+}
+
+pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
+    let server = RedisServer::start();
+    let url = server.url();
+    let big = if cfg.quick { 100_000 } else { 1_000_000 };
+    let reps = if cfg.quick { cfg.reps.min(3) } else { cfg.reps };
+    let mut conn = raw_connection(&url).await?;
+    let mut pops = Vec::new();
+    for n in [1_000, big] {
+        eprintln!(
+            "  [7] filling {} players over 5 regions (real joins)",
+            count(n as f64)
+        );
+        let t = Instant::now();
+        pops.push(populate(&url, &format!("g{n}"), n).await?);
+        eprintln!("  [7] filled in {:.1} s", t.elapsed().as_secs_f64());
+    }
+    // 7a, sizes interleaved so machine noise hits both alike.
+    let (mut small, mut large) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        small.extend(join_cost(&mut conn, &pops[0], 1).await?);
+        large.extend(join_cost(&mut conn, &pops[1], 1).await?);
+    }
+    let (small, large) = (summarize(&small), summarize(&large));
+    let ratio = large.median / small.median.max(f64::MIN_POSITIVE);
+    report.check(
+        &format!(
+            "7a. join with 5 regions at {} waiting ÷ at 1 k (inside Redis)",
+            count(big as f64)
+        ),
+        format!(
+            "{ratio:.2}x ({} vs {} per join)",
+            dur(large.median),
+            dur(small.median)
+        ),
+        "<= 1.5x",
+        Verdict::of(ratio <= 1.5),
+    );
+
+    // 7b: one matcher call with `big` waiting; every ticket is due.
+    let p = &pops[1];
+    let (mut inside, mut formed, mut client) = (Vec::new(), Vec::new(), Vec::new());
+    let mut breakdown = String::new();
+    for rep in 0..reps {
+        let before = commandstats(&mut conn).await?;
+        let t = Instant::now();
+        let batch = p
+            .store
+            .form_matches(&p.world, 0)
+            .await
+            .ctx("form_matches")?;
+        client.push(micros_since(t));
+        let after = commandstats(&mut conn).await?;
+        let (_, us) = calls_between(&before, &after, SCRIPT_CALLS);
+        if batch.matches.is_empty() {
+            return Err("no match formed in a world of a million waiting".into());
+        }
+        for m in &batch.matches {
+            let worst = m.worst_latency.ok_or("a match without its worst latency")?;
+            if worst > 150 || m.participants.len() != 10 {
+                return Err(format!("odd match: {m:?}"));
+            }
+        }
+        if rep == 0 {
+            breakdown = script_breakdown(&before, &after, 1.0).0;
+        }
+        inside.push(us as f64);
+        formed.push(batch.matches.len() as f64);
+    }
+    let (inside, formed, client) = (summarize(&inside), summarize(&formed), summarize(&client));
+    report.check(
+        &format!("7b. matcher with regions: one call (50 anchors, 5 regions) with {} waiting, inside Redis", count(p.n as f64)),
+        format!(
+            "{} ({}–{}); {} matches formed; client {}",
+            dur(inside.median),
+            dur(inside.min),
+            dur(inside.max),
+            count(formed.median),
+            dur(client.median)
+        ),
+        "<= 50 ms",
+        Verdict::of(inside.median <= 50_000.0),
+    );
+    let mut table = Table::new(
+        "7. Worlds with regions (5 regions, 2 x 5 FIFO)",
+        &format!(
+            "Populations filled by real joins (instant matching off) with latencies from a fixed model (home \
+             regions 40/25/20/10/5 %, 15-45 ms home, +40-70 ms to ring neighbours, over 150 ms beyond). 7a: \
+             {PROBES} probe joins per batch (every region at 140 ms: filed in all 5, never matched), FCALL time \
+             per join (`INFO commandstats`), sizes interleaved over {reps} batches each. 7b: `form_matches` with \
+             every ticket due, {reps} calls in a row (each takes ~{} of the {} waiting).",
+            count(formed.median * 10.0),
+            count(p.n as f64)
+        ),
+        &["what", "median", "min–max"],
+    );
+    table.row(vec![
+        "7a. join at 1 k, inside Redis".into(),
+        dur(small.median),
+        format!("{}–{}", dur(small.min), dur(small.max)),
+    ]);
+    table.row(vec![
+        format!("7a. join at {}, inside Redis", count(big as f64)),
+        dur(large.median),
+        format!("{}–{}", dur(large.min), dur(large.max)),
+    ]);
+    table.row(vec![
+        "7b. one matcher call, inside Redis".into(),
+        dur(inside.median),
+        format!("{}–{}", dur(inside.min), dur(inside.max)),
+    ]);
+    report.tables.push(table);
+    report.note(format!(
+        "Regions matcher call (first repetition): {breakdown}"
+    ));
+    drop(pops);
+    drop(server);
+    Ok(())
+}
