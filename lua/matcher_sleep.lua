@@ -4,7 +4,8 @@
 -- `patience` times already (players unreachable for a while: the matcher's
 -- schedule, once a minute, retries those). It marks itself asleep and
 -- gives up its lease; the first script that makes work wakes it (see
--- _lib.lua wake_matcher). Only the lease holder may sleep.
+-- _lib.lua wake_matcher). Only the lease holder may sleep. Going to sleep
+-- also drops the worlds' stale deadline entries (below).
 --
 -- KEYS   outbox outbox_meta party_expiry proposal_expiry matcher_lease
 -- KEYS   matcher_asleep backfill_expiry
@@ -32,6 +33,13 @@ if #entries > OUTBOX_LOOK then return 0 end
 for _, id in ipairs(entries) do
   local attempts = tonumber(string.match(redis.call('HGET', k.outbox_meta, id) or '', '^(%d+):'))
   if not attempts or attempts < patience then return 0 end
+end
+-- Every queue is empty, so every deadline entry left is one of a ticket
+-- that left or matched, which the sweep drops lazily once due: a sleeping
+-- matcher does not sweep, so they go now (UNLINK: freed off the main thread
+-- however many a busy hour left).
+for i = 1, world_count do
+  redis.call('UNLINK', world_keys(i).deadlines)
 end
 redis.call('SET', k.matcher_asleep, '1')
 redis.call('DEL', k.matcher_lease)

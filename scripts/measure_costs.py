@@ -80,11 +80,14 @@ EST = {
     "session_token_bytes": len("X-Amz-Security-Token: \r\n") + 1100,
     "cw_event_bytes": 26,      # CloudWatch Logs counts 26 bytes per log event
     "ecpu_us": 3.0,            # vCPU microseconds per ECPU (heuristic, see the doc)
-    # The sleeping matcher (issue 26, another change): the schedule still starts
-    # one invocation a minute; one with nothing to do runs one tick and returns,
-    # writing its summary line but no per-world EMF line; one with work runs the
-    # whole 60 s loop measured here. A minute is busy while a ticket waits or a
-    # record is due: this many busy minutes per match.
+    # The sleeping matcher (MM_MATCHER_SLEEP, the template's): the schedule
+    # still starts one invocation a minute; one with nothing to do ticks once,
+    # sleeps and returns (measured below, "matcher (sleeping, idle
+    # invocation)"), with its summary line and no per-world EMF line; one with
+    # work ticks until nothing is left (the 60 s loop measured here, at most).
+    # A minute is busy while a ticket waits or a record is due: this many
+    # busy minutes per match; the first join of a match usually finds the
+    # matcher asleep and wakes it (one MatcherWake event and one invocation).
     "busy_minutes_per_match": 2,
     "connected_minutes": 5,    # small load: each player stays connected this long (t)
     "jwks_fetches_per_hour": 6,  # Ipv6Egress, under load: a warm ws-connect refetches at most every 10 min
@@ -440,6 +443,10 @@ def main():
         team = int(team)
         for name in ("ws-connect", "join", "ws-disconnect", "matcher"):
             fns[name] = Function(os.path.join(args.bin_dir, name), name, env)
+        # The deployed matcher: it sleeps when idle (env.json keeps it awake,
+        # having no wake rule locally).
+        fns["matcher-sleeping"] = Function(os.path.join(args.bin_dir, "matcher"), "matcher",
+                                           dict(env, MM_MATCHER_SLEEP="true"))
         res = run(args, r, fns, issuer, stand_in, world, team, env)
         res["redis_version"] = r.info("server")["redis_version"]
     finally:
@@ -572,6 +579,12 @@ def run(args, r, fns, issuer, stand_in, world, team, env):
     summary = call("matcher", event("matcher-schedule.json"), "matcher (idle invocation)",
                    deadline_ms=int(time.time() * 1000) + args.matcher_secs * 1000,
                    wait=args.matcher_secs + 30)
+    print(f"matcher: the same, sleeping when idle (MM_MATCHER_SLEEP=true) ...", file=sys.stderr)
+    for _ in range(5):
+        slept = call("matcher-sleeping", event("matcher-schedule.json"), "matcher (sleeping, idle invocation)",
+                     deadline_ms=int(time.time() * 1000) + args.matcher_secs * 1000,
+                     wait=args.matcher_secs + 30)
+        assert slept["stop"] == "asleep" and slept["ticks"] == 1, slept
 
     # Each invocation's output: the lines its process wrote from its start
     # to the start of the process's next invocation.
@@ -797,9 +810,10 @@ def month(res, mode, matches, platform):
     row("alarms", f"{ALARM_METRICS} alarm metrics", ALARM_METRICS * PRICE["alarm_metric"], "list price")
     row("dashboard", f"{DASHBOARDS}", DASHBOARDS * PRICE["dashboard"], "list price")
 
-    # The matcher, sleeping when idle (EST): idle minutes cost one idle tick,
-    # busy minutes the measured 60 s loop.
-    idle, busy = S["matcher tick (idle)"], S["matcher (idle invocation)"]
+    # The matcher, sleeping when idle: an idle minute costs one measured
+    # sleeping invocation (one tick, the sleep script), a busy minute (EST) the
+    # measured 60 s loop.
+    idle, busy = S["matcher (sleeping, idle invocation)"], S["matcher (idle invocation)"]
     busy_n = min(MATCHER_INVOCATIONS_MONTH, EST["busy_minutes_per_match"] * matches)
     idle_n = MATCHER_INVOCATIONS_MONTH - busy_n
     idle_ms = idle["billed_ms_aws_est"]
@@ -808,8 +822,9 @@ def month(res, mode, matches, platform):
     busy_log = busy["log_bytes"] + busy["log_lines"] * cw + platform
     row("matcher requests", f"{MATCHER_INVOCATIONS_MONTH:,}", MATCHER_INVOCATIONS_MONTH * PRICE["lambda_req"] / 1e6,
         "list price")
-    row("matcher duration, idle minutes", f"{idle_n:,} × {idle_ms} ms (one idle tick, measured "
-        f"{idle['billed_ms']:.1f} ms + Redis allowance)", idle_n * idle_ms / 1000 * gbs, "estimate")
+    row("matcher duration, idle minutes", f"{idle_n:,} × {idle_ms} ms (an invocation that ticks once and "
+        f"sleeps, measured {idle['billed_ms']:.1f} ms + Redis allowance)", idle_n * idle_ms / 1000 * gbs,
+        "estimate")
     if busy_n:
         row("matcher duration, busy minutes", f"{busy_n:,} × {busy['billed_ms'] / 1000:.3f} s (the measured 60 s loop; "
             f"{EST['busy_minutes_per_match']} busy minutes per match)", busy_n * busy["billed_ms"] / 1000 * gbs,
@@ -841,8 +856,11 @@ def month(res, mode, matches, platform):
             "estimate")
         row("connection minutes and heartbeats", f"{N} players × {t} min per match",
             f * N * t * (PRICE["ws_conn_min"] + c["per_1m_heartbeats"]["total"]), "estimate")
-        row("match events (EventBridge PutEvents, once they are sent)", f"{matches:,}",
-            f * PRICE["events"], "estimate")
+        row("match events (EventBridge PutEvents)", f"{matches:,}", f * PRICE["events"], "estimate")
+        # At 14 matches an hour and 2 busy minutes each, nearly every match's
+        # first join finds the matcher asleep: one wake-up each, at most.
+        row("matcher wake-ups (a MatcherWake event and an invocation each)", f"≤ {matches:,}",
+            f * (PRICE["events"] + PRICE["lambda_req"]), "estimate")
         if mode == "NatGateway":
             row("NAT gateway data", f"{pm['nat_bytes_est']:,.0f} B per match", f * c["nat"], "estimate")
         else:

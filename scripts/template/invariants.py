@@ -62,7 +62,11 @@ env_vars = {
     "REDIS_URL", "REDIS_CLUSTER", "MM_REPLICA_ACKS", "MM_NAMESPACE", "MM_INSTANT_MATCH",
     "MM_HEARTBEAT_SECS", "MM_PRESENCE_TIMEOUT_SECS", "MM_PARTY_TTL_SECS",
     "MM_MATCH_EVENTS", "MM_WS_ENDPOINT", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS_URL", "RUST_LOG",
+    "MM_MATCHER_SLEEP", "MM_WAKE_BUS", "MM_EVENTS_ENDPOINT",
 }
+# The functions that can make work for a sleeping matcher: each may wake it
+# (PutEvents, source matchmaking.wake, on MatchEventBus).
+wakers = {"JoinFunction", "LeaveFunction", "StatusFunction", "WsConnectFunction", "WsDisconnectFunction"}
 # Gone from the application (registrations lapse on missed heartbeats now).
 removed_env_vars = {"MM_CONNECTION_TTL_SECS"}
 
@@ -142,10 +146,13 @@ for fn, binary in binaries.items():
     # Every function that may form a match must know events are on, or it
     # would settle the match's outbox entry with its event unsent.
     check(env.get("MM_MATCH_EVENTS") == ref("MatchEvents"), fn + ": MM_MATCH_EVENTS is not MatchEvents")
-    # Only the matcher publishes match events: the bus, source and endpoint
-    # are its alone.
-    for var in ("MM_EVENT_BUS", "MM_EVENT_SOURCE", "MM_EVENTS_ENDPOINT"):
+    # Only the matcher publishes match events: the bus and source are its
+    # alone (the endpoint serves every function's wake-ups too).
+    for var in ("MM_EVENT_BUS", "MM_EVENT_SOURCE"):
         check((var in env) == (fn == "MatcherFunction"), "%s: %s should be set only on the matcher" % (fn, var))
+    # The matcher sleeps only where every function that makes work wakes it.
+    check(env.get("MM_MATCHER_SLEEP") == "true", fn + ": MM_MATCHER_SLEEP is not true")
+    check(env.get("MM_WAKE_BUS") == ref("MatchEventBus"), fn + ": MM_WAKE_BUS is not MatchEventBus")
     # The application refuses MM_RULES next to MM_WORLDS: exactly one is set,
     # whatever the Rules parameter says.
     for label, values, want_var, want_value in world_config_cases:
@@ -174,6 +181,8 @@ for fn, binary in binaries.items():
           fn + ": push permission should be %s" % (fn in pushers))
     check(("PublishMatchEventsPolicy" in arns) == (fn == "MatcherFunction"),
           fn + ": match-event permission should be %s" % (fn == "MatcherFunction"))
+    check(("WakeMatcherPolicy" in arns) == (fn in wakers),
+          fn + ": wake permission should be %s" % (fn in wakers))
     # The only inline policy: the matcher's on-failure destination (SAM adds it).
     inline = role.get("Policies", [])
     if fn == "MatcherFunction":
@@ -202,8 +211,19 @@ all_rules = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::Ev
 rules = {k: v for k, v in all_rules.items() if "ScheduleExpression" in v}
 check([r.get("ScheduleExpression") for r in rules.values()] == ["rate(1 minute)"],
       "matcher schedule is %s" % [r.get("ScheduleExpression") for r in rules.values()])
-check(set(all_rules) - set(rules) == {"MatchFormedRule", "AllocatorRule"},
+check(set(all_rules) - set(rules) == {"MatchFormedRule", "AllocatorRule", "MatcherFunctionWake"},
       "event rules besides the schedule: %s" % sorted(set(all_rules) - set(rules)))
+# The wake-up rule: MatcherWake (source matchmaking.wake) on MatchEventBus
+# invokes the matcher, with the schedule's retries and dead-letter queue.
+wake_rule = all_rules.get("MatcherFunctionWake", {})
+check(wake_rule.get("EventBusName") == ref("MatchEventBus"), "MatcherFunctionWake: not on MatchEventBus")
+check(wake_rule.get("EventPattern") == {"source": ["matchmaking.wake"], "detail-type": ["MatcherWake"]},
+      "MatcherFunctionWake: pattern is %s" % json.dumps(wake_rule.get("EventPattern")))
+check([t.get("Arn") for t in wake_rule.get("Targets", [])] == [arn_of("MatcherFunction")],
+      "MatcherFunctionWake: target is not the matcher")
+for target in wake_rule.get("Targets", []):
+    check(target.get("DeadLetterConfig") == {"Arn": arn_of("MatcherFailureQueue")},
+          "MatcherFunctionWake: target has no dead-letter queue MatcherFailureQueue")
 for name, rule in rules.items():
     for target in rule.get("Targets", []):
         check(target.get("Arn") == arn_of("MatcherFunction"), name + ": target is not the matcher")
@@ -223,9 +243,10 @@ for eic in eics:
 check(res.get("MatcherFailureQueue", {}).get("Type") == "AWS::SQS::Queue", "MatcherFailureQueue missing")
 qp = [v["Properties"] for v in res.values() if v["Type"] == "AWS::SQS::QueuePolicy"]
 check(any(st.get("Principal") == {"Service": "events.amazonaws.com"} and
-          st.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn") == arn_of(next(iter(rules), "?"))
+          st.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn") ==
+          [arn_of(next(iter(rules), "?")), arn_of("MatcherFunctionWake")]
           for p in qp for st in p["PolicyDocument"]["Statement"]),
-      "MatcherFailureQueue: no policy letting the matcher's rule (only) send to it")
+      "MatcherFailureQueue: no policy letting the matcher's rules (only) send to it")
 
 # ------------------------------------------------------------- match events
 # A custom bus; PutEvents on it (source matchmaking) for the matcher only;
@@ -237,8 +258,14 @@ check(publish_policy == [{"Effect": "Allow", "Action": "events:PutEvents", "Reso
                           "Condition": {"StringEquals": {"events:source": "matchmaking"}}}],
       "PublishMatchEventsPolicy: expected events:PutEvents on MatchEventBus (source matchmaking) only, got %s"
       % json.dumps(publish_policy))
+wake_policy = props("WakeMatcherPolicy").get("PolicyDocument", {}).get("Statement", [])
+check(wake_policy == [{"Effect": "Allow", "Action": "events:PutEvents", "Resource": arn_of("MatchEventBus"),
+                       "Condition": {"StringEquals": {"events:source": "matchmaking.wake"}}}],
+      "WakeMatcherPolicy: expected events:PutEvents on MatchEventBus (source matchmaking.wake) only, got %s"
+      % json.dumps(wake_policy))
 for name, v in res.items():
-    if v["Type"] in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy", "AWS::IAM::Role") and name != "PublishMatchEventsPolicy":
+    if v["Type"] in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy", "AWS::IAM::Role") and \
+            name not in ("PublishMatchEventsPolicy", "WakeMatcherPolicy"):
         check("events:PutEvents" not in json.dumps(v.get("Properties", {})), name + ": grants events:PutEvents")
 matcher_env = props("MatcherFunction").get("Environment", {}).get("Variables", {})
 check(matcher_env.get("MM_EVENT_BUS") == ref("MatchEventBus"), "matcher: MM_EVENT_BUS is not MatchEventBus")
@@ -559,7 +586,7 @@ check(not [k for k, v in res.items() if v["Type"] == "AWS::EC2::VPCEndpoint"
 connections_sub = "https://${WebSocketApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${Stage}"
 jwks_proxy_sub = "https://${JwksProxyApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/jwks.json"
 events_sub = "https://events.${AWS::Region}.api.aws"
-event_senders = {"MatcherFunction"}
+event_senders = set(FUNCTIONS)
 
 for fn in FUNCTIONS:
     deps = res.get(fn, {}).get("DependsOn", [])

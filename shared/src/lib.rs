@@ -16,6 +16,7 @@ pub mod matcher;
 pub mod scripts;
 pub mod store;
 pub mod use_cases;
+pub mod wake;
 
 pub use config::{
     BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck, RegionRules,
@@ -34,3 +35,4 @@ pub use domain::{
 pub use error::{ConfigError, StoreError, ValidationError};
 pub use keys::{KeyLayout, PlayerState};
 pub use store::{MatchBatch, MatchStore, Settlement};
+pub use wake::{WakeError, Waker};

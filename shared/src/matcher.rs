@@ -4,7 +4,8 @@
 //! active at a time; the atomic scripts make even concurrent ticks safe
 //! (never a double match), the lease only avoids wasted work. The Lambda
 //! function drives [`run_until`] from its schedule; the local stack ticks
-//! through the same code.
+//! through the same code. With `MM_MATCHER_SLEEP` a loop whose tick found
+//! nothing to do goes to sleep and ends (see [`crate::wake`]).
 
 use std::time::Duration;
 
@@ -25,6 +26,9 @@ pub const LEASE_TTL: Duration = Duration::from_secs(5);
 const SWEEP_LIMIT: u64 = 1000;
 /// Expired records removed per tick.
 const HOUSEKEEPING_LIMIT: u64 = 1000;
+/// Outbox entries tried this often without success (players unreachable
+/// for a while) no longer keep the matcher awake: the schedule retries them.
+pub const SLEEP_PATIENCE: u32 = 3;
 /// How long one tick keeps calling a rated world's matcher step while
 /// anchors are due (each call is bounded; this bounds the tick).
 const RATED_BUDGET: Duration = Duration::from_millis(500);
@@ -71,6 +75,21 @@ pub struct TickReport {
     pub worlds: Vec<WorldTick>,
     pub housekeeping: Housekeeping,
     pub delivery: DeliveryReport,
+}
+
+impl TickReport {
+    /// Nothing waited, nothing was formed, removed or delivered: the tick
+    /// of a matcher that may sleep (the sleep script checks the rest), and
+    /// one without metrics worth writing.
+    pub fn is_idle(&self) -> bool {
+        self.delivery == DeliveryReport::default()
+            && self.worlds.iter().all(|w| {
+                w.formed.is_empty()
+                    && w.expired_tickets == 0
+                    && w.removed_tickets == 0
+                    && w.queue_depth == 0
+            })
+    }
 }
 
 /// One tick: match, sweep, housekeeping, deliver, measure. Safe to run
@@ -146,6 +165,8 @@ pub struct RunSummary {
     pub gone_connections: u64,
     pub matches_removed: u64,
     pub connections_removed: u64,
+    /// The loop went to sleep: nothing was left to do (`MM_MATCHER_SLEEP`).
+    pub slept: bool,
 }
 
 impl RunSummary {
@@ -169,6 +190,9 @@ impl RunSummary {
 #[derive(Debug)]
 pub enum Round {
     Ticked(TickReport),
+    /// The tick found nothing to do and the matcher went to sleep (it gave
+    /// up the lease; the first operation that makes work wakes it).
+    Slept(TickReport),
     /// Another matcher holds the lease; nothing was done.
     NotLeader,
     Failed(StoreError),
@@ -182,6 +206,8 @@ pub struct MatcherLoop<'a, P, E = NoEvents> {
     events: &'a E,
     lease_token: String,
     summary: RunSummary,
+    /// Whether an idle tick puts the matcher to sleep (`MM_MATCHER_SLEEP`).
+    sleeps: bool,
 }
 
 impl<'a, P: Pusher> MatcherLoop<'a, P> {
@@ -198,6 +224,7 @@ impl<'a, P: Pusher> MatcherLoop<'a, P> {
                 rand::random::<u64>()
             ),
             summary: RunSummary::default(),
+            sleeps: store.settings().matcher_sleep,
         }
     }
 }
@@ -211,7 +238,16 @@ impl<'a, P: Pusher, E: EventSink> MatcherLoop<'a, P, E> {
             events,
             lease_token: self.lease_token,
             summary: self.summary,
+            sleeps: self.sleeps,
         }
+    }
+
+    /// The same loop with lease token `token` (a process that restarts its
+    /// loop, like the local stack, keeps its lease instead of waiting for
+    /// it to lapse).
+    pub fn with_lease_token(mut self, token: String) -> Self {
+        self.lease_token = token;
+        self
     }
 
     pub fn summary(&self) -> RunSummary {
@@ -223,17 +259,24 @@ impl<'a, P: Pusher, E: EventSink> MatcherLoop<'a, P, E> {
         &self.lease_token
     }
 
-    /// Takes or renews the lease, then ticks if it holds it.
+    /// Takes or renews the lease, then ticks if it holds it; after an idle
+    /// tick, goes to sleep if it may and nothing is left to do.
     pub async fn round(&mut self) -> Round {
         let outcome = match self.store.acquire_lease(&self.lease_token, LEASE_TTL).await {
             Ok(false) => Round::NotLeader,
             Ok(true) => match tick_with_events(self.store, self.pusher, self.events).await {
+                Ok(report) if self.sleeps && report.is_idle() => self.sleep(report).await,
                 Ok(report) => Round::Ticked(report),
                 Err(e) => Round::Failed(e),
             },
             Err(e) => Round::Failed(e),
         };
         match &outcome {
+            Round::Slept(report) => {
+                self.summary.add(report);
+                self.summary.slept = true;
+                tracing::info!("nothing to do: the matcher sleeps until woken");
+            }
             Round::Ticked(report) => {
                 self.summary.add(report);
                 let formed: usize = report.worlds.iter().map(|w| w.formed.len()).sum();
@@ -263,6 +306,23 @@ impl<'a, P: Pusher, E: EventSink> MatcherLoop<'a, P, E> {
         outcome
     }
 
+    /// After an idle tick: asleep if the sleep script finds nothing to do
+    /// either (a failure only keeps the loop awake).
+    async fn sleep(&self, report: TickReport) -> Round {
+        match self
+            .store
+            .matcher_sleep(&self.lease_token, SLEEP_PATIENCE)
+            .await
+        {
+            Ok(true) => Round::Slept(report),
+            Ok(false) => Round::Ticked(report),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not put the matcher to sleep; ticking on");
+                Round::Ticked(report)
+            }
+        }
+    }
+
     /// Releases the lease (best effort) and returns the totals.
     pub async fn finish(self) -> RunSummary {
         if let Err(e) = self.store.release_lease(&self.lease_token).await {
@@ -276,6 +336,7 @@ impl<'a, P: Pusher, E: EventSink> MatcherLoop<'a, P, E> {
 /// Ticks every `period` and returns before `deadline`: a round starts only
 /// if a whole period fits before it, and a round still running at the
 /// deadline is cut off (its claimed notifications become due again later).
+/// Returns at once when the matcher went to sleep (`slept` in the summary).
 /// `on_tick` sees every completed tick (the Lambda prints its metrics).
 pub async fn run_until<P: Pusher, E: EventSink>(
     mut matcher: MatcherLoop<'_, P, E>,
@@ -288,6 +349,10 @@ pub async fn run_until<P: Pusher, E: EventSink>(
         tokio::time::sleep_until(next).await;
         match tokio::time::timeout_at(deadline, matcher.round()).await {
             Ok(Round::Ticked(report)) => on_tick(&report),
+            Ok(Round::Slept(report)) => {
+                on_tick(&report);
+                break;
+            }
             Ok(Round::NotLeader | Round::Failed(_)) => {}
             Err(_) => {
                 matcher.summary.ticks_failed += 1;

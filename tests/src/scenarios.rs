@@ -23,12 +23,14 @@ mod lifecycle;
 mod parties;
 mod ready_check;
 mod regions;
+mod sleep;
 pub use backfill::*;
 pub use invariants::*;
 pub use lifecycle::*;
 pub use parties::*;
 pub use ready_check::*;
 pub use regions::*;
+pub use sleep::*;
 
 /// Every scenario, listed once. `$callback!(a, b, ...)` is called with all
 /// of their names: `tests/standalone.rs` makes one test of each on its own
@@ -95,6 +97,7 @@ macro_rules! for_each_scenario {
             backfill_events_reach_the_allocator,
             a_later_backfill_numbers_its_fills_on,
             a_fill_the_server_has_not_heard_of_keeps_its_seat,
+            the_matcher_sleeps_only_when_idle_and_work_wakes_it,
         );
     };
 }

@@ -50,6 +50,31 @@ pub async fn pusher_from_env() -> Result<ConnectionsPusher, BootError> {
     Ok(pusher)
 }
 
+/// Gives `store` what wakes the sleeping matcher: EventBridge on
+/// `MM_WAKE_BUS` (a rule there invokes the matcher) when set, else nothing
+/// (the matcher's schedule wakes it within a minute: only right for a
+/// matcher that never sleeps, `MM_MATCHER_SLEEP` off). A malformed setting
+/// fails the start.
+#[cfg(feature = "events")]
+pub async fn waker_from_env(store: &MatchStore) -> Result<(), BootError> {
+    let waker = crate::events::EventBridgeWaker::from_env(&store.settings().namespace)
+        .await
+        .inspect_err(|e| tracing::error!(error = %e, "cannot build the matcher waker"))?;
+    match waker {
+        Some(waker) => {
+            tracing::info!(
+                bus = waker.bus(),
+                "wakes the sleeping matcher through EventBridge"
+            );
+            store.set_waker(std::sync::Arc::new(waker));
+        }
+        None => {
+            tracing::info!("MM_WAKE_BUS is not set: this function does not wake a sleeping matcher")
+        }
+    }
+    Ok(())
+}
+
 /// The match-event sink of a matcher: EventBridge on `MM_EVENT_BUS` when
 /// `settings.match_events` (`MM_MATCH_EVENTS`) is on, else none. Events on
 /// without a bus (or with a malformed one) fail the start: the events would

@@ -319,6 +319,100 @@ fn call_failure(err: &SdkError<PutEventsError>) -> String {
     }
 }
 
+/// The bus a function sends [`WAKE_DETAIL_TYPE`] to when it finds the
+/// matcher asleep ([`shared::wake`]); unset: the process wakes nobody (the
+/// matcher's schedule does, within a minute).
+pub const WAKE_BUS_VAR: &str = "MM_WAKE_BUS";
+/// `Source` of a wake-up: the rule that invokes the matcher matches it.
+pub const WAKE_SOURCE: &str = "matchmaking.wake";
+/// `DetailType` of a wake-up.
+pub const WAKE_DETAIL_TYPE: &str = "MatcherWake";
+
+/// Wakes the sleeping matcher with one `PutEvents` entry (source
+/// [`WAKE_SOURCE`], detail type [`WAKE_DETAIL_TYPE`], detail the namespace)
+/// on [`WAKE_BUS_VAR`]'s bus, where a rule invokes the matcher function
+/// asynchronously. Same client settings as [`EventBridgeSink`].
+#[derive(Clone, Debug)]
+pub struct EventBridgeWaker {
+    sink: EventBridgeSink,
+    detail: String,
+}
+
+impl EventBridgeWaker {
+    /// The wake-up target: [`WAKE_BUS_VAR`] (`None` when unset) and the
+    /// events endpoint ([`EVENTS_ENDPOINT_VAR`]).
+    pub fn target_from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<EventsTarget>, EventsConfigError> {
+        let Some(bus) = lookup(WAKE_BUS_VAR).filter(|v| !v.trim().is_empty()) else {
+            return Ok(None);
+        };
+        EventsTarget::from_lookup(|k| match k {
+            EVENT_BUS_VAR => Some(bus.clone()),
+            EVENT_SOURCE_VAR => Some(WAKE_SOURCE.to_owned()),
+            other => lookup(other),
+        })
+        .map(Some)
+    }
+
+    /// From the environment and the standard AWS configuration; `None` when
+    /// [`WAKE_BUS_VAR`] is not set.
+    pub async fn from_env(namespace: &str) -> Result<Option<Self>, EventsConfigError> {
+        let Some(target) = Self::target_from_lookup(|k| std::env::var(k).ok())? else {
+            return Ok(None);
+        };
+        let sdk = aws_config::defaults(BehaviorVersion::latest()).load().await;
+        if sdk.region().is_none() {
+            return Err(EventsConfigError::MissingRegion);
+        }
+        Ok(Some(Self::new(
+            EventBridgeSink::from_builder(Builder::from(&sdk), target),
+            namespace,
+        )))
+    }
+
+    /// Aimed at `target` with dummy credentials, for the local stack.
+    pub fn with_static_credentials(target: EventsTarget, region: &str, namespace: &str) -> Self {
+        Self::new(
+            EventBridgeSink::with_static_credentials(target, region),
+            namespace,
+        )
+    }
+
+    fn new(sink: EventBridgeSink, namespace: &str) -> Self {
+        Self {
+            sink,
+            detail: serde_json::json!({ "namespace": namespace }).to_string(),
+        }
+    }
+
+    pub fn bus(&self) -> &str {
+        self.sink.bus()
+    }
+}
+
+impl shared::Waker for EventBridgeWaker {
+    fn wake(
+        &self,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), shared::WakeError>> + Send + '_>,
+    > {
+        Box::pin(async move {
+            let entry = PutEventsRequestEntry::builder()
+                .event_bus_name(self.sink.bus())
+                .source(self.sink.source())
+                .detail_type(WAKE_DETAIL_TYPE)
+                .detail(&self.detail)
+                .build();
+            match self.sink.put(vec![entry]).await.pop() {
+                Some(Ok(())) => Ok(()),
+                Some(Err(e)) => Err(shared::WakeError(e.0)),
+                None => Err(shared::WakeError("PutEvents answered nothing".into())),
+            }
+        })
+    }
+}
+
 /// The sink a matcher runs with: EventBridge when match events are on
 /// (`MM_MATCH_EVENTS`), nothing otherwise.
 #[derive(Clone, Debug)]

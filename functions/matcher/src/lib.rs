@@ -46,6 +46,10 @@ pub enum StopReason {
     /// The invocation's deadline was not plausible (`"fallbackReason"` says
     /// why), so the invocation ran the fallback: one tick.
     FallbackDeadline,
+    /// Nothing was left to do: the matcher went to sleep and the invocation
+    /// ended early (`MM_MATCHER_SLEEP`; the first operation that makes work
+    /// wakes it, the schedule at the latest).
+    Asleep,
 }
 
 impl StopReason {
@@ -54,6 +58,7 @@ impl StopReason {
         match self {
             Self::Deadline => "deadline",
             Self::FallbackDeadline => "fallback-deadline",
+            Self::Asleep => "asleep",
         }
     }
 }
@@ -118,8 +123,8 @@ impl MatcherResult {
 }
 
 /// Writes one EMF line per world to stdout, where Lambda's log capture
-/// turns them into CloudWatch metrics. Best effort: a closed stdout must not
-/// take the matcher down.
+/// turns them into CloudWatch metrics ([`write_metrics`]). Best effort: a
+/// closed stdout must not take the matcher down.
 pub fn print_metrics(report: &TickReport) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -128,12 +133,18 @@ pub fn print_metrics(report: &TickReport) {
     let _ = write_metrics(&mut out, report, now_ms).and_then(|()| out.flush());
 }
 
-/// Writes one EMF line per world of `report`, stamped `now_ms`.
+/// Writes one EMF line per world of `report`, stamped `now_ms`; nothing for
+/// an idle tick (nothing waited, formed, removed or delivered: an idle
+/// deployment then pays for no custom-metric hours, and a missing data point
+/// reads as nothing waiting).
 pub fn write_metrics(
     out: &mut impl Write,
     report: &TickReport,
     now_ms: u64,
 ) -> std::io::Result<()> {
+    if report.is_idle() {
+        return Ok(());
+    }
     for world in &report.worlds {
         writeln!(out, "{}", emf_line(&WorldTickMetrics::from(world), now_ms))?;
     }
@@ -165,7 +176,7 @@ pub async fn run_one_tick<P: Pusher, E: EventSink>(
 ) -> RunSummary {
     let mut matcher = MatcherLoop::new(store, pusher).with_events(events);
     let cut_off = match tokio::time::timeout(limit, matcher.round()).await {
-        Ok(Round::Ticked(report)) => {
+        Ok(Round::Ticked(report) | Round::Slept(report)) => {
             on_tick(&report);
             false
         }
@@ -206,18 +217,25 @@ pub async fn run_invocation<P: Pusher, E: EventSink>(
     invocation_deadline_ms: u64,
 ) -> MatcherResult {
     match plan_loop(invocation_deadline_ms, unix_now_ms(), DEADLINE_MARGIN) {
-        LoopPlan::UntilDeadline(run_for) => MatcherResult {
-            summary: run_until(
+        LoopPlan::UntilDeadline(run_for) => {
+            let summary = run_until(
                 MatcherLoop::new(store, pusher).with_events(events),
                 Instant::now() + run_for,
                 TICK_PERIOD,
                 print_metrics,
             )
-            .await,
-            stop: StopReason::Deadline,
-            invocation_deadline_ms,
-            fallback_reason: None,
-        },
+            .await;
+            MatcherResult {
+                stop: if summary.slept {
+                    StopReason::Asleep
+                } else {
+                    StopReason::Deadline
+                },
+                summary,
+                invocation_deadline_ms,
+                fallback_reason: None,
+            }
+        }
         LoopPlan::Fallback(reason) => {
             tracing::warn!(
                 invocation_deadline_ms,

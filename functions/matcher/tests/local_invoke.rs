@@ -123,6 +123,51 @@ async fn every_event_routed_to_matcher_is_answered_by_the_built_binary() {
     );
 }
 
+/// With `MM_MATCHER_SLEEP` (the template's setting), an invocation with
+/// nothing to do ticks once, goes to sleep and returns at once (`"stop":
+/// "asleep"`); once a join made work (and took the sleep mark), the next
+/// invocation stays awake until its deadline. The wake-up itself goes
+/// through EventBridge: tools/local-stack/tests/sleep.rs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_invocation_goes_to_sleep_and_returns_early() {
+    let events = claimed_events("matcher", CLAIMS);
+    let event = &events["matcher-schedule.json"];
+    let env = LocalEnv::start().await;
+    let store = env.store();
+    let mut matcher = env
+        .function_with(BIN, NAME, &[("MM_MATCHER_SLEEP", Some("true"))])
+        .await;
+    let deadline =
+        || Deadline::RawMs(unix_ms(std::time::SystemTime::now() + SHORT_TIMEOUT).to_string());
+    let (result, _) = run(&mut matcher, event, deadline()).await;
+    assert_eq!(
+        (&result["stop"], &result["slept"], &result["ticks"]),
+        (&Value::from("asleep"), &Value::from(true), &Value::from(1)),
+        "{result}"
+    );
+    let asleep: u64 = store
+        .command(redis::cmd("EXISTS").arg(store.keys().matcher_asleep()))
+        .await
+        .unwrap();
+    assert_eq!(asleep, 1);
+
+    // A join makes work (it takes the mark); the matcher stays awake while
+    // the ticket waits, until its deadline.
+    let world1 = store.settings().worlds.get("world1").unwrap().clone();
+    store
+        .join(&world1, &player("player-1"), None, None)
+        .await
+        .unwrap();
+    let (result, _) = run(&mut matcher, event, deadline()).await;
+    assert_eq!(
+        (&result["stop"], &result["slept"]),
+        (&Value::from("deadline"), &Value::from(false)),
+        "{result}"
+    );
+    assert!(result["ticks"].as_u64().is_some_and(|t| t >= 2), "{result}");
+    matcher.stop_without_errors();
+}
+
 /// Without `MM_WS_ENDPOINT` the matcher starts (one warning), ticks, and
 /// keeps what it could not push in the outbox for a later attempt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -571,6 +571,21 @@ async fn each_tick_writes_one_emf_line_per_world() {
     assert_eq!(lines[1]["World"], "world2");
     assert_eq!(lines[1]["ExpiredTickets"], 1);
     assert_eq!(lines[1]["QueueDepth"], 0);
+
+    // Once everything is matched, expired and delivered, a tick is idle and
+    // writes nothing (no metric hours for an idle deployment).
+    let idle = eventually("an idle tick", WAIT, || async {
+        env.store
+            .leave(&env.world("world1"), &PlayerId::parse("d").unwrap())
+            .await
+            .unwrap();
+        let report = tick(&env.store, &env.pusher).await.unwrap();
+        report.is_idle().then_some(report)
+    })
+    .await;
+    let mut out = Vec::new();
+    write_metrics(&mut out, &idle, 1_700_000_000_000).unwrap();
+    assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
 }
 
 #[test]

@@ -3,14 +3,18 @@
 #![recursion_limit = "256"]
 
 use lambda_common::auth::{AuthSettings, JwtVerifier};
-use lambda_common::bootstrap::{pusher_from_env, reported, store_from_env, BootError};
+use lambda_common::bootstrap::{
+    pusher_from_env, reported, store_from_env, waker_from_env, BootError,
+};
 use lambda_common::push::ConnectionsPusher;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use ws_connect::{handle, App};
 
 async fn app() -> Result<App<ConnectionsPusher>, BootError> {
+    let store = store_from_env()?;
+    waker_from_env(&store).await?;
     Ok(App {
-        store: store_from_env()?,
+        store,
         verifier: JwtVerifier::new(AuthSettings::from_env()?)
             .inspect_err(|e| tracing::error!(error = %e, "invalid token verification settings"))?,
         pusher: pusher_from_env().await?,

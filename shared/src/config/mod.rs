@@ -103,6 +103,10 @@ pub struct Settings {
     /// Send one match event per durable match to the studio's allocator
     /// (`MM_MATCH_EVENTS`; the matcher publishes them).
     pub match_events: bool,
+    /// The matcher ends its invocation when nothing is to be done
+    /// (`MM_MATCHER_SLEEP`): only where every function that makes work can
+    /// wake it (docs/websocket-and-matcher.md, "The sleeping matcher").
+    pub matcher_sleep: bool,
     /// How long a WebSocket connection stays registered (and its player
     /// present) after its last heartbeat: missed heartbeats, not a fixed
     /// lifetime, end a registration whose `$disconnect` never came.
@@ -278,6 +282,7 @@ impl Settings {
             backfill_keepalive: secs("MM_BACKFILL_KEEPALIVE_SECS", 15, 1)?,
             server_scope,
             match_events: flag("MM_MATCH_EVENTS", false)?,
+            matcher_sleep: flag("MM_MATCHER_SLEEP", false)?,
             presence_timeout,
             heartbeat_interval,
             party_ttl: secs("MM_PARTY_TTL_SECS", 120, 1)?,

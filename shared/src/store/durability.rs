@@ -55,6 +55,7 @@ pub(super) fn sync_of(file: &str) -> Sync {
         | "conn_unregister.lua"
         | "lease_acquire.lua"
         | "lease_release.lua"
+        | "matcher_sleep.lua"
         | "housekeeping.lua"
         | "sweep_tickets.lua"
         | "outbox_settle.lua"

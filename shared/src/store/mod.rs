@@ -20,6 +20,7 @@ mod leave;
 mod match_assign;
 mod match_record;
 mod match_result;
+mod matcher_sleep;
 mod outbox_claim;
 mod outbox_settle;
 mod party_cancel;
@@ -113,9 +114,9 @@ struct Inner {
     durability: durability::DurabilityState,
     /// Milliseconds since `epoch` of the last successful command.
     last_ok_ms: AtomicU64,
-    /// A reply asked for the sleeping matcher to be woken (see
-    /// [`MatchStore::take_wake`]).
-    wake: AtomicBool,
+    /// What wakes the sleeping matcher when a script found it asleep and
+    /// made work for it (see [`crate::wake`]); none: nobody is woken.
+    waker: std::sync::OnceLock<Arc<dyn crate::wake::Waker>>,
     epoch: Instant,
     /// Operations run as `FCALL`s of the function library until the server
     /// refuses `FUNCTION LOAD`; then as EVALSHA of standalone scripts.
@@ -187,7 +188,7 @@ impl MatchStore {
                 epoch: Instant::now(),
                 functions: AtomicBool::new(settings.redis.functions),
                 function_loads: AtomicU64::new(0),
-                wake: AtomicBool::new(false),
+                waker: std::sync::OnceLock::new(),
                 load_lock: tokio::sync::Mutex::new(()),
                 settings,
             }),
@@ -320,18 +321,17 @@ impl MatchStore {
         let mut value = tokio::time::timeout(timeout, attempt)
             .await
             .map_err(|_| StoreError::Timeout(timeout))??;
-        if inv.wakes() {
-            if let Value::Array(values) = &mut value {
-                if let Some(flag) = values.pop() {
-                    if flag == Value::Int(1) {
-                        self.inner.wake.store(true, Ordering::Relaxed);
-                    }
-                }
-            }
-        }
+        // A waking operation's table reply ends with its wake flag.
+        let wake = match &mut value {
+            Value::Array(values) if inv.wakes() => values.pop() == Some(Value::Int(1)),
+            _ => false,
+        };
         self.inner
             .last_ok_ms
             .store(self.elapsed_ms(), Ordering::Relaxed);
+        if wake {
+            self.wake_matcher().await;
+        }
         Ok(value)
     }
 
@@ -415,11 +415,30 @@ impl MatchStore {
         }
     }
 
-    /// Whether an operation since the last call found the matcher asleep
-    /// and made work for it: the caller then wakes it (and only one
-    /// caller does: the scripts hand the flag to the first). Clears it.
-    pub fn take_wake(&self) -> bool {
-        self.inner.wake.swap(false, Ordering::Relaxed)
+    /// Gives the store what wakes the sleeping matcher (once per store;
+    /// false if it has one already). Every operation whose script found the
+    /// matcher asleep and made work for it wakes it before it returns: the
+    /// scripts hand that to exactly one caller (see [`crate::wake`]).
+    pub fn set_waker(&self, waker: Arc<dyn crate::wake::Waker>) -> bool {
+        self.inner.waker.set(waker).is_ok()
+    }
+
+    /// Wakes the matcher, best effort: a failure is logged and left to its
+    /// schedule (within a minute).
+    async fn wake_matcher(&self) {
+        let Some(waker) = self.inner.waker.get() else {
+            tracing::warn!(
+                "the matcher sleeps and this process has no waker: its schedule wakes it within a minute"
+            );
+            return;
+        };
+        match waker.wake().await {
+            Ok(()) => tracing::info!("woke the sleeping matcher"),
+            Err(e) => tracing::warn!(
+                error = %e,
+                "could not wake the matcher; its schedule will within a minute"
+            ),
+        }
     }
 
     /// Whether operations currently run as functions (tests and tooling).

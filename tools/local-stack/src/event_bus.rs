@@ -15,6 +15,11 @@
 //! the entries are recorded, as EventBridge would have taken them, but the
 //! caller hears nothing until the stall ends, e.g. a publisher killed in
 //! the middle of its call).
+//!
+//! It also plays the deployed stack's wake rule: an accepted entry with
+//! source `matchmaking.wake` and detail type `MatcherWake` (a function
+//! found the matcher asleep, [`shared::wake`]) wakes the stack's matcher
+//! ([`EventBus::matcher_woken`]), as the rule's Lambda target would.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -87,6 +92,8 @@ pub struct EventBus {
     faults: Mutex<Faults>,
     /// How many entries have been recorded.
     count: watch::Sender<usize>,
+    /// Wake-ups for the matcher (the wake rule's target).
+    wake: tokio::sync::Notify,
 }
 
 impl Default for EventBus {
@@ -96,6 +103,7 @@ impl Default for EventBus {
             calls: Mutex::default(),
             faults: Mutex::default(),
             count: watch::channel(0).0,
+            wake: tokio::sync::Notify::new(),
         }
     }
 }
@@ -127,6 +135,12 @@ impl EventBus {
     /// Holds every answer this long (zero: answer at once).
     pub fn stall(&self, hold: Duration) {
         lock(&self.faults).stall = hold;
+    }
+
+    /// Resolves when a wake-up for the matcher arrives (one that came while
+    /// nobody waited is kept for the next call).
+    pub async fn matcher_woken(&self) {
+        self.wake.notified().await;
     }
 
     /// Waits until more than `seen` entries have been recorded (or the
@@ -244,6 +258,11 @@ async fn put_events(State(bus): State<Arc<EventBus>>, headers: HeaderMap, body: 
                 }
                 Ok((source, detail_type, detail)) => {
                     let event_id = format!("{call}-{i}");
+                    if source == lambda_common::events::WAKE_SOURCE
+                        && detail_type == lambda_common::events::WAKE_DETAIL_TYPE
+                    {
+                        bus.wake.notify_one();
+                    }
                     received.push(ReceivedEvent {
                         event_id: event_id.clone(),
                         event_bus_name: entry["EventBusName"].as_str().map(str::to_owned),

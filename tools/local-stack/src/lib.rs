@@ -15,11 +15,14 @@ pub mod http_gateway;
 pub mod websocket_gateway;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
-use lambda_common::events::{EventBridgeSink, EventsTarget, EVENT_BUS_VAR, EVENT_SOURCE_VAR};
+use lambda_common::events::{
+    EventBridgeSink, EventBridgeWaker, EventsTarget, EVENT_BUS_VAR, EVENT_SOURCE_VAR, WAKE_SOURCE,
+};
 use lambda_common::http::{Function, Route};
 use lambda_common::push::ApiGatewayPusher;
 use lambda_runtime::{Context, LambdaEvent};
@@ -79,12 +82,13 @@ pub struct StackConfig {
 impl StackConfig {
     /// Reads the core settings from `lookup` (the environment in `main`):
     /// everything the Lambda functions read, plus `MM_HTTP_ADDR` and
-    /// `MM_WS_ADDR` for the listen addresses. Unlike the functions, the
-    /// stack publishes match events unless told not to (`MM_MATCH_EVENTS`
-    /// defaults to true).
+    /// `MM_WS_ADDR` for the listen addresses. Unlike the functions, and
+    /// like the deployed template, the stack publishes match events and
+    /// lets its matcher sleep unless told not to (`MM_MATCH_EVENTS` and
+    /// `MM_MATCHER_SLEEP` default to true).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let lookup = |k: &str| match (k, lookup(k)) {
-            ("MM_MATCH_EVENTS", None) => Some("true".to_owned()),
+            ("MM_MATCH_EVENTS" | "MM_MATCHER_SLEEP", None) => Some("true".to_owned()),
             (_, value) => value,
         };
         let external_redis = lookup("REDIS_URL").is_some_and(|v| !v.trim().is_empty());
@@ -263,17 +267,29 @@ struct MatcherTask {
     events: EventBridgeSink,
     period: Duration,
     /// Ticks completed, over every task this stack ran.
-    ticks: Arc<std::sync::atomic::AtomicU64>,
+    ticks: Arc<AtomicU64>,
+    /// Whether the matcher sleeps now (it went to sleep and was not woken).
+    asleep: Arc<AtomicBool>,
+    /// Where its wake-ups come from (the stand-in's wake rule).
+    bus: Arc<EventBus>,
+    /// The lease token of this stack's matcher, kept across restarts (one
+    /// deployment: a restarted matcher need not wait for its own lease).
+    lease_token: String,
 }
 
 impl MatcherTask {
     fn spawn(&mut self, shutdown: watch::Receiver<bool>) {
         self.running = Some(tokio::spawn(matcher_loop(
-            self.store.clone(),
-            self.pusher.clone(),
-            self.events.clone(),
-            self.period,
-            self.ticks.clone(),
+            MatcherRun {
+                store: self.store.clone(),
+                pusher: self.pusher.clone(),
+                events: self.events.clone(),
+                period: self.period,
+                ticks: self.ticks.clone(),
+                asleep: self.asleep.clone(),
+                bus: self.bus.clone(),
+                lease_token: self.lease_token.clone(),
+            },
             shutdown,
         )));
     }
@@ -326,7 +342,17 @@ impl LocalStack {
         // The deployed matcher's sink, pointed at the stand-in.
         let mut target = config.events.clone();
         target.endpoint = Some(eventbridge_url.clone());
-        let sink = EventBridgeSink::with_static_credentials(target, "us-east-1");
+        let sink = EventBridgeSink::with_static_credentials(target.clone(), "us-east-1");
+        // The functions' waker, as deployed: a MatcherWake entry on the bus,
+        // which the stand-in hands to this stack's matcher (the wake rule).
+        store.set_waker(Arc::new(EventBridgeWaker::with_static_credentials(
+            EventsTarget {
+                source: WAKE_SOURCE.to_owned(),
+                ..target
+            },
+            "us-east-1",
+            &store.settings().namespace,
+        )));
         let verifier = lambda_common::auth::JwtVerifier::new(lambda_common::auth::AuthSettings {
             jwks_url: format!("{http_url}/.well-known/jwks.json"),
             issuer: http_url.clone(),
@@ -381,6 +407,9 @@ impl LocalStack {
             events: sink,
             period: config.tick,
             ticks: Arc::default(),
+            asleep: Arc::default(),
+            bus: events.clone(),
+            lease_token: format!("local-stack-{:016x}", rand::random::<u64>()),
         };
         matcher.spawn(shutdown.subscribe());
 
@@ -472,9 +501,12 @@ impl LocalStack {
 
     /// Matcher ticks completed so far.
     pub fn matcher_ticks(&self) -> u64 {
-        self.lock_matcher()
-            .ticks
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.lock_matcher().ticks.load(Ordering::Relaxed)
+    }
+
+    /// Whether the matcher sleeps now (nothing to do; `MM_MATCHER_SLEEP`).
+    pub fn matcher_asleep(&self) -> bool {
+        self.lock_matcher().asleep.load(Ordering::Relaxed)
     }
 
     /// Waits until the matcher has completed `n` more ticks (a tick begun
@@ -539,26 +571,53 @@ async fn bind(addr: SocketAddr) -> Result<(TcpListener, String), StackError> {
     Ok((listener, format!("http://{bound}")))
 }
 
-/// The matcher, ticking every `period` through the matcher function's own
-/// code, publishing match events through the deployed matcher's sink.
-async fn matcher_loop(
+/// How often the deployed schedule starts a matcher invocation: the local
+/// matcher, asleep, looks again this often even if nobody wakes it.
+pub const SCHEDULE: Duration = Duration::from_secs(60);
+
+/// What the matcher task runs with.
+struct MatcherRun {
     store: MatchStore,
     pusher: ApiGatewayPusher,
     events: EventBridgeSink,
     period: Duration,
-    ticks: Arc<std::sync::atomic::AtomicU64>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut interval = tokio::time::interval(period);
+    ticks: Arc<AtomicU64>,
+    asleep: Arc<AtomicBool>,
+    bus: Arc<EventBus>,
+    lease_token: String,
+}
+
+/// The matcher, ticking every `period` through the matcher function's own
+/// loop (lease, tick, sleep), publishing match events through the deployed
+/// matcher's sink. Asleep, it waits for a wake-up from the stand-in's wake
+/// rule, or [`SCHEDULE`], as a sleeping deployment waits for an invocation.
+async fn matcher_loop(run: MatcherRun, mut shutdown: watch::Receiver<bool>) {
+    let mut matcher = shared::matcher::MatcherLoop::new(&run.store, &run.pusher)
+        .with_events(&run.events)
+        .with_lease_token(run.lease_token.clone());
+    let mut interval = tokio::time::interval(run.period);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = interval.tick() => {
-                match shared::matcher::tick_with_events(&store, &pusher, &events).await {
-                    Ok(_) => {
-                        ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                match matcher.round().await {
+                    shared::matcher::Round::Ticked(_) => {
+                        run.ticks.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(e) => tracing::warn!(error = %e, "matcher tick failed; retrying next tick"),
+                    shared::matcher::Round::Slept(_) => {
+                        run.ticks.fetch_add(1, Ordering::Relaxed);
+                        run.asleep.store(true, Ordering::Relaxed);
+                        tokio::select! {
+                            _ = run.bus.matcher_woken() => {}
+                            _ = tokio::time::sleep(SCHEDULE) => {}
+                            _ = shutdown.changed() => return,
+                        }
+                        run.asleep.store(false, Ordering::Relaxed);
+                        // A new invocation ticks at once.
+                        interval.reset_immediately();
+                    }
+                    // Logged by the loop; the next tick carries on.
+                    shared::matcher::Round::NotLeader | shared::matcher::Round::Failed(_) => {}
                 }
             }
             _ = shutdown.changed() => return,

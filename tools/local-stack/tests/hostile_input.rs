@@ -4204,14 +4204,24 @@ async fn connect_events_without_a_context_are_bad_requests() {
 /// World sizes large enough that nothing matches, so the matcher loop does
 /// not write while requests are compared before/after.
 const E2E_WORLDS: &str = "world1:50,world2:50";
+/// The stacks of these tests keep their matcher awake: a matcher that falls
+/// asleep drops the worlds' stale deadline entries (lua/matcher_sleep.lua),
+/// a write of its own in the middle of a before/after comparison.
+const E2E_SETTINGS: &[(&str, &str)] = &[("MM_MATCHER_SLEEP", "false")];
 
 /// Redis state without what the matcher loop changes on its own: its lease
-/// (refreshed every tick) and the outbox it drains (the party routes leave
-/// notes there for it to deliver, a second or so later).
+/// (refreshed every tick) and sleep mark, and the outbox it drains (the
+/// party routes leave notes there for it to deliver, a second or so later).
 async fn stack_state(stack: &local_stack::LocalStack) -> BTreeMap<String, KeyContents> {
     let mut state = redis_state(&stack.store).await;
     let k = stack.store.keys();
-    for key in [k.matcher_lease(), k.outbox(), k.outbox_meta(), k.notes()] {
+    for key in [
+        k.matcher_lease(),
+        k.matcher_asleep(),
+        k.outbox(),
+        k.outbox_meta(),
+        k.notes(),
+    ] {
         state.remove(&key);
     }
     state
@@ -4272,7 +4282,7 @@ async fn send_through_stack(
 /// function's documented envelope; refusals change nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_requests_end_to_end_through_the_local_stack() {
-    let stack = support::start_stack(E2E_WORLDS, &[]).await;
+    let stack = support::start_stack(E2E_WORLDS, E2E_SETTINGS).await;
     let client = support::http();
     let mut cases: Vec<HttpCase> = corpus("http", "seed-");
     let sample = (proptest_cases(120) / 3).max(1);
@@ -4349,7 +4359,7 @@ async fn generated_requests_end_to_end_through_the_local_stack() {
 /// refused with 401 and register nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_websocket_upgrades_end_to_end_through_the_local_stack() {
-    let stack = support::start_stack(E2E_WORLDS, &[]).await;
+    let stack = support::start_stack(E2E_WORLDS, E2E_SETTINGS).await;
     let issuer = TestIssuer::new(&stack.issuer.issuer, &stack.issuer.audience);
     let sample = (proptest_cases(60) / 3).max(1);
     let mut runner = runner(sample);
@@ -4533,7 +4543,7 @@ async fn deeply_nested_ticket_data_is_refused_before_it_reaches_a_match() {
 /// those headers itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_forwarding_headers_cannot_break_the_local_stack() {
-    let stack = support::start_stack(E2E_WORLDS, &[]).await;
+    let stack = support::start_stack(E2E_WORLDS, E2E_SETTINGS).await;
     let token = support::token(&stack, "alice").await;
     for (header, value) in [
         ("x-forwarded-proto", "a b"),

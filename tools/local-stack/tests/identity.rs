@@ -412,10 +412,11 @@ async fn identity_comes_only_from_the_verified_claims() {
 // Through the local stack
 // ---------------------------------------------------------------------------
 
-/// Redis state without the matcher loop's lease.
+/// Redis state without the matcher loop's own: its lease and sleep mark.
 async fn stack_state(stack: &LocalStack) -> State {
     let mut state = snapshot(&stack.store).await;
     state.remove(&stack.store.keys().matcher_lease());
+    state.remove(&stack.store.keys().matcher_asleep());
     state
 }
 
