@@ -13,8 +13,15 @@
 //!
 //! The game server is a real HTTP listener on that port: `GET /` says what
 //! it is, `GET /join?match=<id>&token=<token>` admits the player whose
-//! token it is (200 `{"matchId", "playerId"}`; 403 otherwise), with
-//! `Access-Control-Allow-Origin: *` so the demo page can call it.
+//! token it is (200 `{"matchId", "playerId"}`; 403 otherwise), and
+//! `GET /leave?match=<id>&token=<token>` lets that player drop out of the
+//! running game: the server then asks for a backfill of the seat (the real
+//! backfill route, with the players it still has) and renews it every
+//! [`RENEW_EVERY`] until it is filled. A player a backfill seated has no
+//! per-player token (the assignment was made before they came): the server
+//! admits them by `player=<id>`, having heard of them from the
+//! `BackfillFilled` event. Every answer has `Access-Control-Allow-Origin: *`
+//! so the demo page can call it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -37,11 +44,65 @@ pub const ALLOCATOR_SUBJECT: &str = "local-demo-allocator";
 pub const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Lifetime of the allocator's token (minted again before it runs out).
 const TOKEN_TTL: Duration = Duration::from_secs(3600);
+/// How often the game server renews its backfill (the keep-alive is
+/// `MM_BACKFILL_KEEPALIVE_SECS`, 15 s by default).
+pub const RENEW_EVERY: Duration = Duration::from_secs(5);
 
-/// The seats the demo game server knows: match -> player -> token.
+/// The seats the demo game server knows: match -> player -> token (empty
+/// for a player a backfill seated), and who left.
 #[derive(Default)]
 pub struct GameServer {
     seats: Mutex<HashMap<String, BTreeMap<String, String>>>,
+    left: Mutex<HashMap<String, HashSet<String>>>,
+    /// The server side's credentials, once the allocator runs.
+    api: std::sync::OnceLock<Api>,
+}
+
+/// How the game server calls the API: the stack's URL and a token with the
+/// server scope.
+#[derive(Clone)]
+struct Api {
+    url: String,
+    issuer: Arc<DevIssuer>,
+    scope: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    fn token(&self) -> Option<String> {
+        self.issuer
+            .mint_with(
+                ALLOCATOR_SUBJECT,
+                TOKEN_TTL,
+                &serde_json::Map::from_iter([("scp".to_owned(), json!([self.scope]))]),
+            )
+            .inspect_err(|e| tracing::warn!(error = %e, "demo game server: cannot mint its token"))
+            .ok()
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Option<Value> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(self.token()?);
+        if let Some(body) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        let res = req.send().await.ok()?;
+        let status = res.status();
+        let body: Value = res.json().await.ok()?;
+        if !status.is_success() {
+            tracing::warn!(path, status = status.as_u16(), answer = %body, "demo game server: refused");
+        }
+        Some(body)
+    }
 }
 
 impl GameServer {
@@ -49,6 +110,15 @@ impl GameServer {
         lock(&self.seats)
             .entry(match_id.to_owned())
             .or_insert(tokens);
+    }
+
+    /// Seats players a backfill added (no per-player token).
+    fn seat_added(&self, match_id: &str, players: impl IntoIterator<Item = String>) {
+        let mut seats = lock(&self.seats);
+        let seats = seats.entry(match_id.to_owned()).or_default();
+        for p in players {
+            seats.entry(p).or_default();
+        }
     }
 
     /// The tokens of a match's players, once it was assigned here.
@@ -61,11 +131,127 @@ impl GameServer {
             .route(
                 "/",
                 get(|| async {
-                    "local demo game server: GET /join?match=<matchId>&token=<your token>\n"
+                    "local demo game server: GET /join?match=<matchId>&token=<your token>, \
+                     GET /leave?match=<matchId>&token=<your token> (or player=<id> without a token)\n"
                 }),
             )
             .route("/join", get(join))
+            .route("/leave", get(leave))
             .with_state(self.clone())
+    }
+
+    /// The player `query` names (their token, or `player` for one a
+    /// backfill seated, who has none), if seated in `match_id`.
+    fn player_of(&self, match_id: &str, query: &HashMap<String, String>) -> Option<String> {
+        let seats = lock(&self.seats);
+        let seats = seats.get(match_id)?;
+        match (
+            query.get("token").filter(|t| !t.is_empty()),
+            query.get("player"),
+        ) {
+            (Some(token), _) => seats
+                .iter()
+                .find(|(_, t)| *t == token)
+                .map(|(p, _)| p.clone()),
+            (None, Some(player)) => seats
+                .get(player)
+                .filter(|t| t.is_empty())
+                .map(|_| player.clone()),
+            (None, None) => None,
+        }
+    }
+
+    /// A player `query` names by id whom a backfill seated but whose
+    /// `BackfillFilled` event has not reached the allocator yet: the match
+    /// as the API has it now decides (then they are seated here).
+    async fn seated_by_backfill(
+        &self,
+        match_id: &str,
+        query: &HashMap<String, String>,
+    ) -> Option<String> {
+        if query.get("token").is_some_and(|t| !t.is_empty()) {
+            return None;
+        }
+        let player = query.get("player")?.clone();
+        let api = self.api.get()?;
+        let view = api
+            .call(
+                reqwest::Method::GET,
+                &format!("/v1/matching/matches/{match_id}"),
+                None,
+            )
+            .await?;
+        let known = lock(&self.seats)
+            .get(match_id)
+            .is_some_and(|seats| seats.contains_key(&player));
+        let listed = view["data"]["match"]["participants"]
+            .as_array()
+            .is_some_and(|ps| ps.iter().any(|p| p.as_str() == Some(player.as_str())));
+        // A player the allocator seated with a token must use it.
+        if known || !listed || view["data"]["state"] != "ASSIGNED" {
+            return None;
+        }
+        self.seat_added(match_id, [player.clone()]);
+        Some(player)
+    }
+
+    /// After a player left: asks for a backfill with the players the match
+    /// still has, and renews it until it is filled or the game ends.
+    async fn refill(self: Arc<Self>, match_id: String) {
+        let Some(api) = self.api.get().cloned() else {
+            return;
+        };
+        let path = format!("/v1/matching/matches/{match_id}");
+        let Some(view) = api.call(reqwest::Method::GET, &path, None).await else {
+            return;
+        };
+        let record = &view["data"]["match"];
+        let gone = lock(&self.left).get(&match_id).cloned().unwrap_or_default();
+        let teams: Vec<Vec<String>> = match record["teams"].as_array() {
+            Some(teams) => teams
+                .iter()
+                .map(|t| {
+                    t.as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|p| p.as_str().map(str::to_owned))
+                        .filter(|p| !gone.contains(p))
+                        .collect()
+                })
+                .collect(),
+            None => vec![record["participants"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.as_str().map(str::to_owned))
+                .filter(|p| !gone.contains(p))
+                .collect()],
+        };
+        let backfill = format!("{path}/backfill");
+        let opened = api
+            .call(
+                reqwest::Method::POST,
+                &backfill,
+                Some(json!({ "teams": teams })),
+            )
+            .await;
+        if opened.is_none_or(|b| b["data"]["backfill"].is_null()) {
+            return;
+        }
+        tracing::info!(match_id, "demo game server: asked for a backfill");
+        loop {
+            tokio::time::sleep(RENEW_EVERY).await;
+            let renewed = api
+                .call(
+                    reqwest::Method::POST,
+                    &format!("{backfill}/keepalive"),
+                    None,
+                )
+                .await;
+            if renewed.is_none_or(|b| b["data"]["backfill"].is_null()) {
+                return; // filled (or the game is over)
+            }
+        }
     }
 }
 
@@ -78,7 +264,7 @@ async fn join(
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let cors = [("access-control-allow-origin", "*")];
-    let (Some(match_id), Some(token)) = (query.get("match"), query.get("token")) else {
+    let Some(match_id) = query.get("match") else {
         return (
             StatusCode::BAD_REQUEST,
             cors,
@@ -86,12 +272,10 @@ async fn join(
         )
             .into_response();
     };
-    let player = lock(&server.seats).get(match_id).and_then(|seats| {
-        seats
-            .iter()
-            .find(|(_, t)| *t == token)
-            .map(|(p, _)| p.clone())
-    });
+    let player = match server.player_of(match_id, &query) {
+        Some(player) => Some(player),
+        None => server.seated_by_backfill(match_id, &query).await,
+    };
     match player {
         Some(player) => (
             cors,
@@ -105,6 +289,40 @@ async fn join(
         )
             .into_response(),
     }
+}
+
+async fn leave(
+    State(server): State<Arc<GameServer>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let cors = [("access-control-allow-origin", "*")];
+    let Some(match_id) = query.get("match").cloned() else {
+        return (
+            StatusCode::BAD_REQUEST,
+            cors,
+            Json(json!({"message": "GET /leave?match=<matchId>&token=<token>"})),
+        )
+            .into_response();
+    };
+    let Some(player) = server.player_of(&match_id, &query) else {
+        return (
+            StatusCode::FORBIDDEN,
+            cors,
+            Json(json!({"message": "no seat in that match for this token"})),
+        )
+            .into_response();
+    };
+    lock(&server.left)
+        .entry(match_id.clone())
+        .or_default()
+        .insert(player.clone());
+    tokio::spawn(server.clone().refill(match_id.clone()));
+    (
+        cors,
+        Json(json!({"matchId": match_id, "playerId": player,
+                    "message": format!("{player} left the game of match {match_id}; the server asks for a backfill")})),
+    )
+        .into_response()
 }
 
 /// What the allocator needs.
@@ -130,6 +348,13 @@ impl Allocator {
     /// Follows the bus until `shutdown`: every match event's match is
     /// assigned once.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        // The game server asks for backfills with the same credentials.
+        let _ = self.game.api.set(Api {
+            url: self.api_url.clone(),
+            issuer: self.issuer.clone(),
+            scope: self.scope.clone(),
+            http: self.http.clone(),
+        });
         let mut seen = 0usize;
         let mut done: HashSet<String> = HashSet::new();
         let mut pending: Vec<Value> = Vec::new();
@@ -139,6 +364,18 @@ impl Allocator {
                 seen += 1;
                 if event.detail_type == shared::MatchEvent::DETAIL_TYPE {
                     pending.push(event.detail);
+                } else if event.detail_type
+                    == shared::domain::MatchEventKind::BackfillFilled.detail_type()
+                {
+                    // Seats for the newcomers, admitted by their player id.
+                    if let Some(id) = event.match_id() {
+                        let added = event.detail["added"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|a| a["playerId"].as_str().map(str::to_owned));
+                        self.game.seat_added(id, added.collect::<Vec<_>>());
+                    }
                 }
             }
             let mut retry = Vec::new();

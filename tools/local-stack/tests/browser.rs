@@ -348,6 +348,105 @@ async fn the_sdk_page_shows_the_assigned_server_and_joins_it() {
     stack.stop().await;
 }
 
+/// A backfill on the demo page: two tabs are matched and assigned; one
+/// leaves the game (the demo game server asks for a backfill of the seat,
+/// through the real route); a third tab joins the world and is seated in
+/// the running match at once (shown as a backfill), with the match's
+/// server, which admits it by its player id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_player_who_leaves_the_game_is_replaced_by_a_backfill() {
+    let rules = r#"{"servers": {"scope": "matchmaking/server"},
+        "worlds": [{"name": "duo", "teamSize": 2}]}"#;
+    let stack = support::start_stack_vars(&[("MM_RULES", rules)]).await;
+    let mut browser = Browser::launch().await;
+    let mut pages = Vec::new();
+    for name in ["ada", "ben"] {
+        let url = format!("{}/?player={name}&world=duo", stack.http_url);
+        let page = open_connected(&mut browser, &url, "join").await;
+        browser
+            .eval(&page, "document.getElementById('join').click()")
+            .await;
+        pages.push(page);
+    }
+    for page in &pages {
+        browser
+            .wait_for(
+                page,
+                "the assigned server on the page",
+                "!!document.querySelector('#matches .match .leave-game')",
+                Duration::from_secs(20),
+            )
+            .await;
+    }
+    let match_id = browser
+        .eval(
+            &pages[0],
+            "document.querySelector('#matches .match').dataset.matchId",
+        )
+        .await;
+    browser
+        .eval(
+            &pages[0],
+            "document.querySelector('#matches .leave-game').click()",
+        )
+        .await;
+    browser
+        .wait_for(
+            &pages[0],
+            "the game server to let ada go",
+            "(document.querySelector('#matches .match .assignment') || {}).dataset?.left === 'yes'",
+            Duration::from_secs(15),
+        )
+        .await;
+    // The game server's backfill is open: the next joiner takes the seat.
+    integration_tests::eventually("the backfill to open", Duration::from_secs(15), || async {
+        let status = stack
+            .store
+            .queue_status(stack.store.settings().worlds.get("duo").unwrap())
+            .await
+            .unwrap();
+        (status.open_backfills == 1).then_some(())
+    })
+    .await;
+    let url = format!("{}/?player=cyd&world=duo", stack.http_url);
+    let cyd = open_connected(&mut browser, &url, "join").await;
+    browser
+        .eval(&cyd, "document.getElementById('join').click()")
+        .await;
+    let seated = browser
+        .wait_for(
+            &cyd,
+            "the running match, marked a backfill",
+            "(document.querySelector('#matches .match[data-backfill=\"yes\"]') || {}).dataset?.matchId",
+            Duration::from_secs(20),
+        )
+        .await;
+    assert_eq!(seated, match_id);
+    browser
+        .wait_for(
+            &cyd,
+            "the match's server on cyd's page",
+            "!!document.querySelector('#matches .match .join-server')",
+            Duration::from_secs(20),
+        )
+        .await;
+    browser
+        .eval(
+            &cyd,
+            "document.querySelector('#matches .join-server').click()",
+        )
+        .await;
+    browser
+        .wait_for(
+            &cyd,
+            "the game server to admit cyd",
+            "(document.querySelector('#matches .match .assignment') || {}).dataset?.joined === 'yes'",
+            Duration::from_secs(15),
+        )
+        .await;
+    stack.stop().await;
+}
+
 /// Opens the demo page at `url`, waits for its worlds, connects, and waits
 /// until the button `enabled_id` is enabled (the socket is open).
 async fn open_connected(browser: &mut Browser, url: &str, enabled_id: &str) -> Page {
