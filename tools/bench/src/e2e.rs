@@ -25,18 +25,18 @@ const HEARTBEAT: Duration = Duration::from_secs(60);
 use crate::report::{count, dur, Report, Table, Verdict};
 use crate::stats::{percentile, summarize, Summary};
 
-const POOL: usize = 1_500;
+pub(crate) const POOL: usize = 1_500;
 const RATES: [u64; 2] = [200, 1_000];
 
 /// What one phase (one rate, one repetition) measured.
 #[derive(Default, Clone)]
-struct Phase {
-    latencies_us: Vec<f64>,
-    sent: u64,
+pub(crate) struct Phase {
+    pub(crate) latencies_us: Vec<f64>,
+    pub(crate) sent: u64,
     /// Schedule slots with no idle player (the offered rate could not be met).
     starved: u64,
-    errors: u64,
-    elapsed: Duration,
+    pub(crate) errors: u64,
+    pub(crate) elapsed: Duration,
     /// Join HTTP round trips, µs.
     http_us: Vec<f64>,
     /// Longest gap between two scheduler wake-ups (1 ms apart when on time).
@@ -96,7 +96,7 @@ impl State {
     }
 }
 
-struct Pool {
+pub(crate) struct Pool {
     tokens: Vec<String>,
     state: Arc<Mutex<State>>,
     readers: Vec<JoinHandle<()>>,
@@ -119,7 +119,7 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 }
 
 impl Pool {
-    async fn connect(stack: &LocalStack, size: usize, tag: &str) -> Res<Self> {
+    pub(crate) async fn connect(stack: &LocalStack, size: usize, tag: &str) -> Res<Self> {
         let mut tokens = Vec::with_capacity(size);
         let mut index = HashMap::new();
         for i in 0..size {
@@ -197,7 +197,7 @@ impl Pool {
 
     /// Offers joins at `rate` per second for `secs`, then waits `drain` for
     /// the last pushes.
-    async fn phase(
+    pub(crate) async fn phase(
         &self,
         http: &reqwest::Client,
         join_url: &str,
@@ -284,11 +284,11 @@ impl Pool {
         st.phases[phase_no].clone()
     }
 
-    fn first_error(&self) -> Option<String> {
+    pub(crate) fn first_error(&self) -> Option<String> {
         lock(&self.state).first_error.clone()
     }
 
-    fn close(self) {
+    pub(crate) fn close(self) {
         for r in self.readers {
             r.abort();
         }

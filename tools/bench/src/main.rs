@@ -6,6 +6,7 @@
 
 mod backfill;
 mod common;
+mod durability;
 mod e2e;
 mod floor;
 mod footprint;
@@ -68,7 +69,7 @@ async fn run(cfg: Config) -> Res<bool> {
         ..Default::default()
     };
     type Row = (u8, &'static str);
-    let rows: [Row; 8] = [
+    let rows: [Row; 9] = [
         (1, "scaling"),
         (2, "throughput"),
         (3, "matcher"),
@@ -77,6 +78,7 @@ async fn run(cfg: Config) -> Res<bool> {
         (6, "rated"),
         (7, "regions"),
         (8, "backfill"),
+        (9, "durability"),
     ];
     for (n, name) in rows {
         if !cfg.runs(n) {
@@ -92,7 +94,8 @@ async fn run(cfg: Config) -> Res<bool> {
             5 => footprint::run(&cfg, &mut report).await,
             6 => rated::run(&cfg, &mut report).await,
             7 => regions::run(&cfg, &mut report).await,
-            _ => backfill::run(&cfg, &mut report).await,
+            8 => backfill::run(&cfg, &mut report).await,
+            _ => durability::run(&cfg, &mut report).await,
         };
         match result {
             Ok(()) => eprintln!("[{n}] {name} done in {:.1} s", t.elapsed().as_secs_f64()),

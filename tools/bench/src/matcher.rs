@@ -19,8 +19,8 @@ use crate::common::{
 use crate::report::{count, dur_range, Report, Table, Verdict};
 use crate::stats::summarize;
 
-const PLAYERS: usize = 30_000;
-const TEAM: usize = 3;
+pub(crate) const PLAYERS: usize = 30_000;
+pub(crate) const TEAM: usize = 3;
 
 /// The least a one-call matcher must do to record 10 000 matches of 3
 /// durably, with no checks and no ticket data in the records: read the
@@ -69,7 +69,7 @@ return groups
 
 /// An empty server but for `world1`'s queue of `PLAYERS` tickets, as a join
 /// writes them (ours and the floor start from the same state).
-async fn fresh_queue(conn: &mut MultiplexedConnection, keys: &KeyLayout) -> Res<()> {
+pub(crate) async fn fresh_queue(conn: &mut MultiplexedConnection, keys: &KeyLayout) -> Res<()> {
     redis::cmd("FLUSHALL")
         .query_async::<()>(conn)
         .await

@@ -97,7 +97,7 @@ impl Api {
         }
         let res = req.send().await.ok()?;
         let status = res.status();
-        let body: Value = res.json().await.ok()?;
+        let body: Value = serde_json::from_str(&res.text().await.ok()?).ok()?;
         if !status.is_success() {
             tracing::warn!(path, status = status.as_u16(), answer = %body, "demo game server: refused");
         }
