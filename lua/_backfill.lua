@@ -189,12 +189,34 @@ local function backfill_joiner(ctx, it)
   return nil
 end
 
+-- The rating a newcomer of backfill `b` is best sought around (rated
+-- worlds; `w` the window around its reference, nil once relaxed). With
+-- balance: the rating that brings the team with the most open seats to the
+-- other teams' average once those seats are filled, kept within the window
+-- (backfill_team still checks both); else the reference.
+local function backfill_target(cfg, b, w)
+  if not (cfg.rules.balance and b.sums) then return b.ref end
+  local team, most = nil, 0
+  for t, seats in ipairs(b.open) do
+    if seats > most then team, most = t, seats end
+  end
+  local sum, n = 0, 0
+  for u, s in ipairs(b.sums) do
+    if u ~= team then sum, n = sum + s, n + b.counts[u] end
+  end
+  if not team or n == 0 then return b.ref end
+  local r = ((sum / n) * (b.counts[team] + most) - b.sums[team]) / most
+  if w then r = math.max(b.ref - w, math.min(b.ref + w, r)) end
+  return r
+end
+
 -- Candidates for backfill `b` among the waiting tickets, best first: in
--- its region (worlds with regions), the nearest to its reference (rated)
--- or the oldest; `fetch` of them.
+-- its region (worlds with regions), the nearest to its target rating
+-- (rated: backfill_target) or the oldest; `fetch` of them.
 local function backfill_candidates(ctx, b, fetch)
   local k, cfg = ctx.k, ctx.cfg
   local w = cfg.rules and b.ref and rated_window(cfg.rules, ctx.now - b.created)
+  local target = cfg.rules and b.ref and backfill_target(cfg, b, w)
   local out = {}
   if b.region then
     local index = nil
@@ -202,10 +224,10 @@ local function backfill_candidates(ctx, b, fetch)
       if name == b.region then index = i end
     end
     if not index then return out end
-    local found = region_candidates(ctx, index, cfg.rules and b.ref and { rating = b.ref, window = w }, fetch, 0)
+    local found = region_candidates(ctx, index, target and { rating = target, window = w }, fetch, 0)
     for _, c in ipairs(found) do out[#out + 1] = { ticket = c.ticket, rating = c.rating } end
-  elseif cfg.rules and b.ref then
-    for _, c in ipairs(nearest(k.ratings, b.ref, w, fetch)) do
+  elseif target then
+    for _, c in ipairs(nearest(k.ratings, target, w, fetch)) do
       out[#out + 1] = { ticket = member_ticket(c[1]), rating = c[2] }
     end
   else

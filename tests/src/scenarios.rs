@@ -97,6 +97,7 @@ macro_rules! for_each_scenario {
             backfill_events_reach_the_allocator,
             a_later_backfill_numbers_its_fills_on,
             a_fill_the_server_has_not_heard_of_keeps_its_seat,
+            a_rated_backfill_seats_the_player_who_balances_the_teams_best,
             the_matcher_sleeps_only_when_idle_and_work_wakes_it,
         );
     };

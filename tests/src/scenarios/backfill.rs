@@ -868,3 +868,71 @@ pub async fn a_fill_the_server_has_not_heard_of_keeps_its_seat(env: &Env) {
     ));
     assert_eq!(snapshot(&store).await, now, "a refusal writes nothing");
 }
+
+/// In a rated world with balance, the matcher seats the waiting ticket that
+/// balances the teams best, not merely the one nearest the match's average:
+/// with one team at 1400 and 1700 and the other at 1500 with a seat open, a
+/// 1600 player evens the averages (1550 and 1550) where a 1530 one, nearer
+/// the reference (1533.3), would leave them 35 apart.
+pub async fn a_rated_backfill_seats_the_player_who_balances_the_teams_best(env: &Env) {
+    let rules = r#"{"ratings": {"min": 0, "max": 5000},
+        "worlds": [{"name": "squad", "teamSize": 2, "teams": 2, "mode": "rating",
+          "rating": {"baseWindow": 400, "widenPerSecond": 0, "maxWindow": 400,
+                     "relaxAfterSeconds": 600},
+          "balance": {"baseWindow": 100, "widenPerSecond": 0, "maxWindow": 100}}]}"#;
+    let store = env.store_with(
+        "backfill-balance",
+        "",
+        &[("MM_RULES", rules), ("MM_INSTANT_MATCH", "false")],
+    );
+    let sq = world(&store, "squad");
+    for (p, r) in [("a", 1400.0), ("b", 1700.0), ("c", 1500.0), ("d", 1500.0)] {
+        store
+            .join(sq, &player(p), None, Some(rating(r)))
+            .await
+            .unwrap();
+    }
+    let record = eventually("the four to match", Duration::from_secs(5), || async {
+        store
+            .form_matches(sq, 0)
+            .await
+            .unwrap()
+            .matches
+            .into_iter()
+            .next()
+    })
+    .await;
+    assign(&store, &record.match_id).await;
+    let t = record.teams.clone().unwrap();
+    // The team with a and b stays whole; one of c and d left.
+    let (full, short) = if t[0].contains(&player("a")) {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    let mut now = vec![Vec::new(), Vec::new()];
+    now[full] = t[full].iter().map(|p| p.as_str()).collect::<Vec<_>>();
+    now[short] = vec![t[short][0].as_str()];
+    let b = open_backfill(
+        store
+            .request_backfill(&record.match_id, &teams(&[&now[0], &now[1]]), None)
+            .await
+            .unwrap(),
+    );
+    let reference = b.r#ref.expect("a reference rating");
+    assert!((reference - 4600.0 / 3.0).abs() < 1e-6, "{reference}");
+    // Nearer the reference but off balance, then the one who evens it.
+    for (p, r) in [("near", 1530.0), ("even", 1600.0)] {
+        store
+            .join(sq, &player(p), None, Some(rating(r)))
+            .await
+            .unwrap();
+    }
+    let batch = store.form_matches(sq, 0).await.unwrap();
+    assert_eq!(batch.backfilled, 1);
+    assert!(
+        matched_in(&store, "even").await.is_some(),
+        "the balancing one"
+    );
+    assert!(matched_in(&store, "near").await.is_none());
+}
