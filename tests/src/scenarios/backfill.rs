@@ -910,7 +910,7 @@ pub async fn a_rated_backfill_seats_the_player_who_balances_the_teams_best(env: 
     } else {
         (1, 0)
     };
-    let mut now = vec![Vec::new(), Vec::new()];
+    let mut now = [Vec::new(), Vec::new()];
     now[full] = t[full].iter().map(|p| p.as_str()).collect::<Vec<_>>();
     now[short] = vec![t[short][0].as_str()];
     let b = open_backfill(

@@ -87,15 +87,18 @@ async fn join_rated(store: &MatchStore, w: &World, p: &PlayerId, r: f64) -> Res<
 /// `n` running matches of `w`, each assigned and with a backfill of one
 /// seat (the second player of its first team left). Rated players are
 /// spread in bands 1 000 apart per match, so a match's backfill is within
-/// reach of ratings near its own band only.
+/// reach of ratings near its own band only. Every match is formed before
+/// any backfill opens (an open backfill takes the joins that fit it).
 async fn open_backfills(store: &MatchStore, w: &World, n: usize) -> Res<()> {
     let assignment: Assignment =
         serde_json::from_value(serde_json::json!({"connection": "127.0.0.1:1"}))
             .ctx("assignment")?;
+    let mut running = Vec::with_capacity(n);
     for m in 0..n {
         let mut record: Option<MatchRecord> = None;
+        let mut outcomes = Vec::new();
         for j in 0..4 {
-            let p = player(&format!("m{m}-{j}"))?;
+            let p = player(&format!("{}-m{m}-{j}", w.name))?;
             let outcome = if w.rating().is_some() {
                 join_rated(store, w, &p, 1000.0 + (m % 90) as f64 * 1000.0).await?
             } else {
@@ -105,11 +108,17 @@ async fn open_backfills(store: &MatchStore, w: &World, n: usize) -> Res<()> {
                     .ctx("join")?
                     .outcome
             };
-            if let JoinOutcome::Matched { record: r, .. } = outcome {
-                record = Some(r);
+            match outcome {
+                JoinOutcome::Matched { record: r, .. } => record = Some(r),
+                other => outcomes.push(other),
             }
         }
-        let record = record.ok_or("four joins formed no match")?;
+        let record = record.ok_or_else(|| {
+            format!(
+                "{}: match {m}'s four joins formed no match: {outcomes:?}",
+                w.name
+            )
+        })?;
         match store
             .assign_match(&record.match_id, &assignment)
             .await
@@ -118,6 +127,9 @@ async fn open_backfills(store: &MatchStore, w: &World, n: usize) -> Res<()> {
             AssignOutcome::Assigned(_) => {}
             other => return Err(format!("assign: {other:?}")),
         }
+        running.push(record);
+    }
+    for record in running {
         let teams = record.teams.clone().ok_or("a match without teams")?;
         let now = vec![vec![teams[0][0].clone()], teams[1].clone()];
         match store
@@ -133,44 +145,52 @@ async fn open_backfills(store: &MatchStore, w: &World, n: usize) -> Res<()> {
 }
 
 /// µs inside Redis per probe join (one batch); the probes leave again.
+/// `queued_at_once` probes wait together at most, so a batch in a world
+/// without backfills never fills a match (4 players form one in 2 x 2).
 async fn probe_joins(
     conn: &mut redis::aio::MultiplexedConnection,
     store: &MatchStore,
     w: &World,
     tag: &str,
     rating: Option<f64>,
+    queued_at_once: usize,
 ) -> Res<(f64, usize)> {
     let names: Vec<PlayerId> = (0..PROBES)
         .map(|k| player(&format!("probe-{tag}-{k}")))
         .collect::<Res<_>>()?;
-    let before = commandstats(conn).await?;
     let mut seated = 0;
-    for id in &names {
-        let outcome = match rating {
-            Some(r) => join_rated(store, w, id, r).await?,
-            None => {
-                store
-                    .join_reply(w, id, &JoinInput::default(), false)
-                    .await
-                    .ctx("probe")?
-                    .outcome
+    let (mut calls, mut us) = (0, 0);
+    for group in names.chunks(queued_at_once.max(1)) {
+        let before = commandstats(conn).await?;
+        for id in group {
+            let outcome = match rating {
+                Some(r) => join_rated(store, w, id, r).await?,
+                None => {
+                    store
+                        .join_reply(w, id, &JoinInput::default(), false)
+                        .await
+                        .ctx("probe")?
+                        .outcome
+                }
+            };
+            match outcome {
+                JoinOutcome::Queued(_) => {}
+                JoinOutcome::Backfilled { .. } => seated += 1,
+                other => return Err(format!("probe join: {other:?}")),
             }
-        };
-        match outcome {
-            JoinOutcome::Queued(_) => {}
-            JoinOutcome::Backfilled { .. } => seated += 1,
-            other => return Err(format!("probe join: {other:?}")),
+        }
+        let after = commandstats(conn).await?;
+        let (c, u) = calls_between(&before, &after, SCRIPT_CALLS);
+        calls += c;
+        us += u;
+        for id in group {
+            match store.leave(w, id).await.ctx("probe leave")? {
+                LeaveOutcome::Left { .. } | LeaveOutcome::NotQueued { .. } => {}
+            }
         }
     }
-    let after = commandstats(conn).await?;
-    let (calls, us) = calls_between(&before, &after, SCRIPT_CALLS);
     if calls != PROBES as u64 {
         return Err(format!("{calls} script calls for {PROBES} probe joins"));
-    }
-    for id in &names {
-        match store.leave(w, id).await.ctx("probe leave")? {
-            LeaveOutcome::Left { .. } | LeaveOutcome::NotQueued { .. } => {}
-        }
     }
     Ok((us as f64 / PROBES as f64, seated))
 }
@@ -196,7 +216,8 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     open_backfills(&with, world(&with, "ranked")?, 1_000).await?;
 
     // 8a, alternating so machine noise hits both alike. Rated probes at
-    // 95 500: 500 from the nearest band, outside every window.
+    // 95 500: 500 from the nearest band, outside every window. Probes
+    // that could match one another wait three at most at a time.
     let (mut fifo_none, mut fifo_with, mut rated_none, mut rated_with) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for rep in 0..reps {
@@ -206,6 +227,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             world(&none, "squad")?,
             &format!("fn{rep}"),
             None,
+            3,
         )
         .await?;
         fifo_none.push(us);
@@ -215,6 +237,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             world(&with, "squad")?,
             &format!("fw{rep}"),
             None,
+            PROBES,
         )
         .await?;
         if seated != PROBES {
@@ -229,6 +252,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             world(&none, "ranked")?,
             &format!("rn{rep}"),
             Some(95_500.0),
+            3,
         )
         .await?;
         rated_none.push(us);
@@ -238,6 +262,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             world(&with, "ranked")?,
             &format!("rw{rep}"),
             Some(95_500.0),
+            3,
         )
         .await?;
         if seated != 0 {

@@ -100,6 +100,24 @@ impl Filled {
             .ctx("restore the rated queue")
     }
 
+    /// Removes `players`' entries from the deadlines (untimed).
+    pub async fn forget_deadlines(
+        &self,
+        conn: &mut MultiplexedConnection,
+        players: &[String],
+    ) -> Res<()> {
+        let wk = self.store.keys().world(&self.world.name);
+        for chunk in players.chunks(1_000) {
+            redis::cmd("ZREM")
+                .arg(&wk.deadlines)
+                .arg(chunk)
+                .query_async::<()>(conn)
+                .await
+                .ctx("ZREM deadlines")?;
+        }
+        Ok(())
+    }
+
     /// Checks the filled state: every structure holds `n` entries, all due,
     /// and sampled players stand where they should with their rating
     /// through the real API.
