@@ -38,6 +38,10 @@ local STRICT = {
   __index = function(_, name)
     error('no key or argument named ' .. tostring(name) .. ' was declared for this script')
   end,
+  -- Key tables are kept across calls (scripts.rs, world_keys): read only.
+  __newindex = function(_, name)
+    error('keys and arguments are read only: ' .. tostring(name))
+  end,
 }
 
 local function strict(t)

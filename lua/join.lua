@@ -136,7 +136,9 @@ redis.call('HSET', k.players, player, encode_ticket(world, seq, now, now + cfg.t
 set_ticket_data(ctx, player, data)
 if rules then redis.call('ZADD', k.ratings, rating, rating_member(seq, player)) end
 if cfg.regions then add_regional(ctx, player, seq, lat, rating) end
-wake_matcher()
+-- The matcher sleeps only with every queue empty, and every script that
+-- files a ticket wakes it: a ticket waiting here means it is awake.
+if size == 0 then wake_matcher() end
 -- An attempt that fails schedules the anchor itself (retry_later).
 if anchored and not attempt then
   redis.call('ZADD', k.due, next_due(cfg, now), player)
@@ -166,6 +168,8 @@ end
 
 -- The new ticket has the highest sequence, so it is last: rank `size`. The
 -- reply is computed rather than read back, to keep the hot path short.
+-- Whether nothing but the join touched the queue (no sweep, no attempt).
+local unchanged = false
 if attempt then
   local records, ids, still_queued = {}, {}, true
   if anchored then
@@ -180,6 +184,7 @@ if attempt then
     end
     if not fits or more_expired then
       retry_later(ctx, player)
+      unchanged = not fits and stats.backfills == 0
     else
       items = anchored_attempt(ctx, player, { seq = seq, rating = rating, joined = now, data = data, lat = lat })
       if items then
@@ -215,7 +220,7 @@ if attempt then
     end
     return reply
   end
-  if #records > 0 or size + 1 ~= redis.call('ZCARD', k.queue) then
+  if not unchanged and (#records > 0 or size + 1 ~= redis.call('ZCARD', k.queue)) then
     -- Others were matched (or removed) ahead of the player: read back.
     local wp, ws = wait_stats(k.stats, now, cfg.window)
     return {

@@ -170,9 +170,20 @@ impl Declaration {
         if worlds {
             let mut all = ns_fields.clone();
             all.extend(world_fields);
+            // A world block's table is built once per namespace and world
+            // and kept (KEY_CACHE, declared around the function, see
+            // KEY_CACHE_DECLARATION): the store derives every key from the namespace and
+            // the world, so a block's first key and the namespace's first
+            // key name all of them. Building it costs ~1.4 us per call.
             out.push_str(&format!(
                 "local function world_keys(i)\n  local b = NS_KEYS + (i - 1) * WORLD_KEYS\n  \
-                 return strict({{ {} }})\nend\n\
+                 local by_ns = KEY_CACHE[KEYS[1]]\n  \
+                 local hit = by_ns and by_ns[KEYS[b + 1]]\n  \
+                 if hit then return hit end\n  \
+                 if KEY_CACHE_N >= KEY_CACHE_MAX then KEY_CACHE, KEY_CACHE_N, by_ns = {{}}, 0, nil end\n  \
+                 if not by_ns then\n    by_ns = {{}}\n    KEY_CACHE[KEYS[1]] = by_ns\n  end\n  \
+                 local t = strict({{ {} }})\n  \
+                 by_ns[KEYS[b + 1]], KEY_CACHE_N = t, KEY_CACHE_N + 1\n  return t\nend\n\
                  local function world_of(name)\n  for i = 1, world_count do\n    \
                  if worlds[i] == name then return world_keys(i) end\n  end\n  return nil\nend\n",
                 all.join(", ")
@@ -397,8 +408,13 @@ fn body(d: &Declaration) -> String {
 
 /// Library + operation, as one self-contained script.
 fn standalone_source(d: &Declaration) -> String {
-    format!("{}{}", *LIBRARY, body(d))
+    format!("{}{KEY_CACHE_DECLARATION}{}", *LIBRARY, body(d))
 }
+
+/// The world blocks' key tables kept across calls of one function (see
+/// `Declaration::prelude`); a standalone script starts empty every call.
+/// At most `KEY_CACHE_MAX` tables: namespaces x worlds in use.
+const KEY_CACHE_DECLARATION: &str = "local KEY_CACHE, KEY_CACHE_N, KEY_CACHE_MAX = {}, 0, 256\n";
 
 pub static FUNCTIONS: LazyLock<FunctionLibrary> = LazyLock::new(|| {
     let mut code = format!("#!lua name={NAME_SLOT}\n{}\n", *LIBRARY);
@@ -412,8 +428,8 @@ pub static FUNCTIONS: LazyLock<FunctionLibrary> = LazyLock::new(|| {
         // The script's body becomes the function's body: KEYS and ARGV are
         // its parameters, its top-level `return` the function's.
         code.push_str(&format!(
-            "redis.register_function{{function_name='{function}', flags={flags}, \
-             callback=function(KEYS, ARGV)\n{}\nend}}\n",
+            "do\n{KEY_CACHE_DECLARATION}redis.register_function{{function_name='{function}', flags={flags}, \
+             callback=function(KEYS, ARGV)\n{}\nend}}\nend\n",
             body(d)
         ));
     }
