@@ -12,11 +12,10 @@
 use std::time::{Duration, Instant};
 
 use integration_tests::{settings_for, RedisServer};
-use local_stack::{LocalStack, StackConfig};
 use shared::MatchStore;
 
 use crate::common::{micros_since, raw_connection, Config, Ctx, Res};
-use crate::e2e::{Pool, POOL};
+use crate::e2e::{start_stack, Pool, POOL};
 use crate::matcher::{fresh_queue, PLAYERS, TEAM};
 use crate::report::{count, dur, Report, Table, Verdict};
 use crate::stats::{percentile, summarize};
@@ -99,15 +98,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             ("MM_REPLICA_ACKS", (*mode).into()),
             ("RUST_LOG", "warn".into()),
         ];
-        let config = StackConfig::from_lookup(|k| {
-            vars.iter()
-                .find(|(key, _)| *key == k)
-                .map(|(_, v)| v.clone())
-        })
-        .ctx("local stack configuration")?;
-        let stack = LocalStack::start(config)
-            .await
-            .ctx("start the local stack")?;
+        let stack = start_stack(&vars).await?;
         eprintln!("  [9] acks {mode}: connecting {POOL} WebSockets");
         let pool = Pool::connect(&stack, POOL, mode).await?;
         let join_url = format!("{}/v1/matching/join", stack.http_url);

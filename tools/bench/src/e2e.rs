@@ -327,15 +327,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             ("MM_INSTANT_MATCH", instant.to_string()),
             ("RUST_LOG", "warn".into()),
         ];
-        let config = StackConfig::from_lookup(|k| {
-            vars.iter()
-                .find(|(key, _)| *key == k)
-                .map(|(_, v)| v.clone())
-        })
-        .ctx("local stack configuration")?;
-        let stack = LocalStack::start(config)
-            .await
-            .ctx("start the local stack")?;
+        let stack = start_stack(&vars).await?;
         let tag = if instant { "inst" } else { "tick" };
         eprintln!(
             "  [4] instant match {instant}: minting {POOL} tokens, connecting {POOL} WebSockets"
@@ -503,4 +495,15 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         }
     }
     Ok(())
+}
+
+/// A local stack configured by exactly `vars` (nothing from the environment).
+pub async fn start_stack(vars: &[(&str, String)]) -> Res<LocalStack> {
+    let config = StackConfig::from_lookup(|k| {
+        vars.iter()
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| v.clone())
+    })
+    .ctx("local stack configuration")?;
+    LocalStack::start(config).await.ctx("start the local stack")
 }
