@@ -102,11 +102,6 @@ impl Declaration {
             .enumerate()
             .map(|(i, key)| format!("{} = KEYS[{}]", key.name(), i + 1))
             .collect();
-        let world_fields: Vec<String> = WorldKey::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, key)| format!("{} = KEYS[b + {}]", key.name(), i + 1))
-            .collect();
         let mut out = String::new();
         let worlds = self.worlds != Worlds::None;
         let asleep = self
@@ -157,37 +152,36 @@ impl Declaration {
                  return fail('expected exactly the declared arguments') end\n",
             );
         }
-        let arg_fields: Vec<String> = self
-            .args
-            .iter()
-            .enumerate()
-            .map(|(i, name)| format!("{name} = ARGV[{}]", i + 1))
-            .collect();
-        out.push_str(&format!(
-            "local args = strict({{ {} }})\n",
-            arg_fields.join(", ")
-        ));
-        if worlds {
-            let mut all = ns_fields.clone();
-            all.extend(world_fields);
-            // A world block's table is built once per namespace and world
-            // and kept (KEY_CACHE, declared around the function, see
-            // KEY_CACHE_DECLARATION): the store derives every key from the namespace and
-            // the world, so a block's first key and the namespace's first
-            // key name all of them. Building it costs ~1.4 us per call.
+        if self.args.is_empty() {
+            out.push_str("local args = strict({})\n");
+        } else {
+            // One table per function, refilled on every call (see
+            // `operation_chunk`); made on the first call, as `setmetatable`
+            // may not be called while the library loads.
+            let empty: Vec<String> = self
+                .args
+                .iter()
+                .map(|name| format!("{name} = ''"))
+                .collect();
+            let names: Vec<String> = self
+                .args
+                .iter()
+                .map(|name| format!("ARGS.{name}"))
+                .collect();
+            let values: Vec<String> = (1..=self.args.len())
+                .map(|i| format!("ARGV[{i}]"))
+                .collect();
             out.push_str(&format!(
-                "local function world_keys(i)\n  local b = NS_KEYS + (i - 1) * WORLD_KEYS\n  \
-                 local by_ns = KEY_CACHE[KEYS[1]]\n  \
-                 local hit = by_ns and by_ns[KEYS[b + 1]]\n  \
-                 if hit then return hit end\n  \
-                 if KEY_CACHE_N >= KEY_CACHE_MAX then KEY_CACHE, KEY_CACHE_N, by_ns = {{}}, 0, nil end\n  \
-                 if not by_ns then\n    by_ns = {{}}\n    KEY_CACHE[KEYS[1]] = by_ns\n  end\n  \
-                 local t = strict({{ {} }})\n  \
-                 by_ns[KEYS[b + 1]], KEY_CACHE_N = t, KEY_CACHE_N + 1\n  return t\nend\n\
-                 local function world_of(name)\n  for i = 1, world_count do\n    \
-                 if worlds[i] == name then return world_keys(i) end\n  end\n  return nil\nend\n",
-                all.join(", ")
+                "if not ARGS then ARGS = strict({{ {} }}) end\n{} = {}\nlocal args = ARGS\n",
+                empty.join(", "),
+                names.join(", "),
+                values.join(", ")
             ));
+        }
+        if worlds {
+            // The world accessors (`Declaration::accessors`, defined once
+            // around the function) read this call's blocks.
+            out.push_str("CUR_KEYS, CUR_WORLDS, CUR_WORLD_COUNT = KEYS, worlds, world_count\n");
         }
         match self.worlds {
             Worlds::One | Worlds::First => out.push_str("local k = world_keys(1)\n"),
@@ -197,6 +191,49 @@ impl Declaration {
             )),
         }
         out
+    }
+    /// What an operation's function is built around, once per function
+    /// rather than on every call: for operations with world blocks,
+    /// `world_keys(i)` and `world_of(name)`, reading the blocks of the
+    /// running call (`CUR_*`, set by the prelude). A world block's key table
+    /// is built once per namespace and world and kept (`KEY_CACHE`, at most
+    /// `KEY_CACHE_MAX` tables): the store derives every key from the
+    /// namespace and the world, so a block's first key and the namespace's
+    /// first key name all of them. Building it costs ~1.4 us per call.
+    fn accessors(&self) -> String {
+        if self.worlds == Worlds::None {
+            return String::new();
+        }
+        let ns = self.keys.len();
+        let width = WorldKey::ALL.len();
+        let mut fields: Vec<String> = self
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| format!("{} = KEYS[{}]", key.name(), i + 1))
+            .collect();
+        fields.extend(
+            WorldKey::ALL
+                .iter()
+                .enumerate()
+                .map(|(i, key)| format!("{} = KEYS[b + {}]", key.name(), i + 1)),
+        );
+        format!(
+            "local KEY_CACHE, KEY_CACHE_N, KEY_CACHE_MAX = {{}}, 0, 256\n\
+             local CUR_KEYS, CUR_WORLDS, CUR_WORLD_COUNT\n\
+             local function world_keys(i)\n  local KEYS = CUR_KEYS\n  \
+             local b = {ns} + (i - 1) * {width}\n  \
+             local by_ns = KEY_CACHE[KEYS[1]]\n  \
+             local hit = by_ns and by_ns[KEYS[b + 1]]\n  \
+             if hit then return hit end\n  \
+             if KEY_CACHE_N >= KEY_CACHE_MAX then KEY_CACHE, KEY_CACHE_N, by_ns = {{}}, 0, nil end\n  \
+             if not by_ns then\n    by_ns = {{}}\n    KEY_CACHE[KEYS[1]] = by_ns\n  end\n  \
+             local t = strict({{ {} }})\n  \
+             by_ns[KEYS[b + 1]], KEY_CACHE_N = t, KEY_CACHE_N + 1\n  return t\nend\n\
+             local function world_of(name)\n  for i = 1, CUR_WORLD_COUNT do\n    \
+             if CUR_WORLDS[i] == name then return world_keys(i) end\n  end\n  return nil\nend\n",
+            fields.join(", ")
+        )
     }
 }
 
@@ -386,35 +423,39 @@ fn function_name(file: &str) -> String {
     format!("{}_{}", FUNCTIONS.name, file.trim_end_matches(".lua"))
 }
 
-/// An operation's own code: its declaration's accessors, then its file.
-/// An operation that may wake the sleeping matcher (it declares
-/// `matcher_asleep`) runs inside a function whose table reply gets one more
-/// value, 1 when the caller must wake the matcher (see `_lib.lua`
-/// wake_matcher); the store takes it off before the reply is read.
-fn body(d: &Declaration) -> String {
-    if d.wakes() {
-        format!(
-            "{}local reply = (function()\n{}\nend)()\n\
-             if type(reply) == 'table' and reply.err == nil then \
-             reply[#reply + 1] = CALL.wake and 1 or 0 end\n\
-             return reply\n",
-            d.prelude(),
-            own_source(d.file)
-        )
+/// An operation as a chunk of Lua that defines `entry(KEYS, ARGV)`, the
+/// function the server calls: the declaration's accessors, then `run`
+/// (the prelude and the operation's file). What can be is defined once,
+/// when the chunk loads: a closure made on every call is garbage the Lua
+/// collector must then reclaim, which every call pays for. An operation
+/// that may wake the sleeping matcher (it declares `matcher_asleep`) has
+/// `entry` add one more value to its table reply, 1 when the caller must
+/// wake the matcher (see `_lib.lua` wake_matcher); the store takes it off
+/// before the reply is read.
+fn operation_chunk(d: &Declaration) -> String {
+    let entry = if d.wakes() {
+        "local function entry(KEYS, ARGV)\n  local reply = run(KEYS, ARGV)\n  \
+         if type(reply) == 'table' and reply.err == nil then \
+         reply[#reply + 1] = CALL.wake and 1 or 0 end\n  return reply\nend\n"
     } else {
-        format!("{}{}", d.prelude(), own_source(d.file))
-    }
+        "local entry = run\n"
+    };
+    format!(
+        "{}local ARGS\nlocal function run(KEYS, ARGV)\n{}{}\nend\n{entry}",
+        d.accessors(),
+        d.prelude(),
+        own_source(d.file)
+    )
 }
 
 /// Library + operation, as one self-contained script.
 fn standalone_source(d: &Declaration) -> String {
-    format!("{}{KEY_CACHE_DECLARATION}{}", *LIBRARY, body(d))
+    format!(
+        "{}{}return entry(KEYS, ARGV)\n",
+        *LIBRARY,
+        operation_chunk(d)
+    )
 }
-
-/// The world blocks' key tables kept across calls of one function (see
-/// `Declaration::prelude`); a standalone script starts empty every call.
-/// At most `KEY_CACHE_MAX` tables: namespaces x worlds in use.
-const KEY_CACHE_DECLARATION: &str = "local KEY_CACHE, KEY_CACHE_N, KEY_CACHE_MAX = {}, 0, 256\n";
 
 pub static FUNCTIONS: LazyLock<FunctionLibrary> = LazyLock::new(|| {
     let mut code = format!("#!lua name={NAME_SLOT}\n{}\n", *LIBRARY);
@@ -425,12 +466,12 @@ pub static FUNCTIONS: LazyLock<FunctionLibrary> = LazyLock::new(|| {
             "{}"
         };
         let function = format!("{NAME_SLOT}_{}", d.file.trim_end_matches(".lua"));
-        // The script's body becomes the function's body: KEYS and ARGV are
-        // its parameters, its top-level `return` the function's.
+        // The script's body becomes `run`'s: KEYS and ARGV are its
+        // parameters, its top-level `return` the function's.
         code.push_str(&format!(
-            "do\n{KEY_CACHE_DECLARATION}redis.register_function{{function_name='{function}', flags={flags}, \
-             callback=function(KEYS, ARGV)\n{}\nend}}\nend\n",
-            body(d)
+            "do\n{}redis.register_function{{function_name='{function}', flags={flags}, \
+             callback=entry}}\nend\n",
+            operation_chunk(d)
         ));
     }
     let hash = Script::new(&code).get_hash().to_owned();
