@@ -1,7 +1,7 @@
 -- _lib.lua: basic helpers shared by the operation scripts.
 --
 -- The library files are not scripts of their own: the Rust crate loads them
--- (in the order of LIBRARY_FILES in shared/src/scripts.rs) once as a Redis
+-- (in the order of LIBRARY_FILES in shared/src/scripts/mod.rs) once as a Redis
 -- function library with one function per operation script, and, for servers
 -- without functions, prepends them to every operation script. Each
 -- operation stays a single FCALL (or EVALSHA) with no cross-script calls.
@@ -9,7 +9,7 @@
 -- Conventions every script follows:
 --   * Keys and arguments are reached by name: `k.players`, `k.queue`,
 --     `args.player`. The accessors are generated in front of each script
---     from its declaration in shared/src/scripts.rs (the key names come from
+--     from its declaration in shared/src/scripts/mod.rs (the key names come from
 --     shared/src/keys.rs); no script indexes its keys or arguments by number, and a
 --     name that was not declared is an error, not a nil.
 --   * All keys are declared to Redis and share the namespace hash tag, so a script runs
@@ -38,7 +38,7 @@ local STRICT = {
   __index = function(_, name)
     error('no key or argument named ' .. tostring(name) .. ' was declared for this script')
   end,
-  -- Key tables are kept across calls (scripts.rs, world_keys): read only.
+  -- Key tables are kept across calls (shared/src/scripts/declaration.rs, accessors): read only.
   __newindex = function(_, name)
     error('keys and arguments are read only: ' .. tostring(name))
   end,
@@ -156,7 +156,7 @@ end
 -- script that makes work for it (a waiting ticket, an outbox entry, an
 -- open party or backfill) calls wake_matcher(), and the first to find it
 -- asleep takes the flag and has its caller wake it (the trailing value of
--- its reply: see shared/src/scripts.rs). CALL is reset by every script's
+-- its reply: see shared/src/scripts/mod.rs). CALL is reset by every script's
 -- prelude: `asleep` is its matcher_asleep key when it declares one.
 local CALL = { wake = false, asleep = nil }
 

@@ -926,7 +926,7 @@ pub async fn wait_estimate_forgets_old_history(env: &Env) {
 pub async fn scripts_validate_before_writing(env: &Env) {
     let store = env.store_with("validate", "world1:3", &[("MM_INSTANT_MATCH", "false")]);
     join(&store, "world1", "seed-player").await;
-    // KEYS as each script declares them (shared/src/scripts.rs), with a
+    // KEYS as each script declares them (shared/src/scripts/mod.rs), with a
     // world block for each of `worlds`.
     let keys = |file: &str, worlds: &[&str]| -> Vec<String> {
         let d = shared::scripts::declaration(file).expect(file);
