@@ -15,6 +15,14 @@ use super::{
 use crate::domain::{RatingSystem, RatingUpdates, WorldName};
 use crate::error::ConfigError;
 
+mod regions;
+mod updates;
+
+use regions::RegionsSection;
+pub use regions::{MAX_LATENCY_MS, MAX_REGIONS};
+use updates::{default_updates, UpdatesSection};
+pub use updates::{DEFAULT_ELO_K, DEFAULT_GLICKO2_TAU, DEFAULT_UNCERTAINTY};
+
 /// Most players in one match. A `MATCH_FOUND` must fit in one API Gateway
 /// WebSocket message (128 KB) for any player ids (up to 128 characters, up to
 /// 4 bytes each): 100 players leave room for the record around them.
@@ -61,131 +69,6 @@ struct RatingsSection {
     writer_scope: Option<String>,
 }
 
-/// How results move ratings, as written in the document.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct UpdatesSection {
-    system: UpdateSystem,
-    #[serde(default)]
-    uncertainty: Option<f64>,
-    #[serde(default)]
-    beta: Option<f64>,
-    #[serde(default)]
-    k: Option<f64>,
-    #[serde(default)]
-    tau: Option<f64>,
-    #[serde(default)]
-    conservative_k: Option<f64>,
-}
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-enum UpdateSystem {
-    WengLin,
-    Elo,
-    Glicko2,
-    None,
-}
-
-/// Weng-Lin's and Glicko-2's starting uncertainty, on Glicko's scale.
-pub const DEFAULT_UNCERTAINTY: f64 = 350.0;
-pub const DEFAULT_ELO_K: f64 = 32.0;
-pub const DEFAULT_GLICKO2_TAU: f64 = 0.5;
-
-impl UpdatesSection {
-    fn validate(&self, ratings: &RatingSettings) -> Result<Option<RatingUpdates>, String> {
-        let positive = |field: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(v)
-            } else {
-                Err(format!(
-                    "rating.updates.{field}: must be a number > 0, got {v}"
-                ))
-            }
-        };
-        let only = |field: &str, set: bool, systems: &str| {
-            if set {
-                Err(format!("rating.updates.{field}: only for {systems}"))
-            } else {
-                Ok(())
-            }
-        };
-        let uncertainty = positive(
-            "uncertainty",
-            self.uncertainty.unwrap_or(DEFAULT_UNCERTAINTY),
-        )?;
-        let system = match self.system {
-            UpdateSystem::None => {
-                let any = self.uncertainty.is_some()
-                    || self.beta.is_some()
-                    || self.k.is_some()
-                    || self.tau.is_some()
-                    || self.conservative_k.is_some();
-                only("*", any, "a system other than none")?;
-                return Ok(None);
-            }
-            UpdateSystem::WengLin => {
-                only("k", self.k.is_some(), "elo")?;
-                only("tau", self.tau.is_some(), "glicko2")?;
-                RatingSystem::WengLin {
-                    beta: positive("beta", self.beta.unwrap_or(uncertainty / 2.0))?,
-                }
-            }
-            UpdateSystem::Elo => {
-                only("beta", self.beta.is_some(), "weng-lin")?;
-                only("tau", self.tau.is_some(), "glicko2")?;
-                only(
-                    "uncertainty",
-                    self.uncertainty.is_some(),
-                    "weng-lin and glicko2",
-                )?;
-                only(
-                    "conservativeK",
-                    self.conservative_k.is_some(),
-                    "weng-lin and glicko2",
-                )?;
-                RatingSystem::Elo {
-                    k: positive("k", self.k.unwrap_or(DEFAULT_ELO_K))?,
-                }
-            }
-            UpdateSystem::Glicko2 => {
-                only("beta", self.beta.is_some(), "weng-lin")?;
-                only("k", self.k.is_some(), "elo")?;
-                RatingSystem::Glicko2 {
-                    tau: positive("tau", self.tau.unwrap_or(DEFAULT_GLICKO2_TAU))?,
-                }
-            }
-        };
-        let conservative_k = self.conservative_k.unwrap_or(0.0);
-        if !(0.0..=10.0).contains(&conservative_k) {
-            return Err(format!(
-                "rating.updates.conservativeK: must be 0..=10, got {conservative_k}"
-            ));
-        }
-        Ok(Some(RatingUpdates {
-            system,
-            initial_uncertainty: uncertainty,
-            conservative_k,
-            min: ratings.min,
-            max: ratings.max,
-        }))
-    }
-}
-
-/// The updates of a rated world that names none: Weng-Lin with the
-/// default uncertainty.
-fn default_updates(ratings: &RatingSettings) -> RatingUpdates {
-    RatingUpdates {
-        system: RatingSystem::WengLin {
-            beta: DEFAULT_UNCERTAINTY / 2.0,
-        },
-        initial_uncertainty: DEFAULT_UNCERTAINTY,
-        conservative_k: 0.0,
-        min: ratings.min,
-        max: ratings.max,
-    }
-}
-
 /// A rated world's window, as written in the document.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -214,87 +97,6 @@ struct ReadyCheckSection {
     accept_seconds: u64,
     #[serde(default)]
     decline_cooldown_seconds: u64,
-}
-
-/// A world's regions, as written in the document.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RegionsSection {
-    names: Vec<String>,
-    max_latency_ms: f64,
-    #[serde(default)]
-    widen_per_second: f64,
-    #[serde(default)]
-    max_latency_cap_ms: Option<f64>,
-    #[serde(default)]
-    max_spread_ms: Option<f64>,
-    #[serde(default)]
-    default_region: Option<String>,
-}
-
-/// Most regions a world names.
-pub const MAX_REGIONS: usize = 16;
-/// The highest latency a player may report, in ms (and so the highest cap).
-pub const MAX_LATENCY_MS: u32 = 10_000;
-
-impl RegionsSection {
-    fn validate(self) -> Result<RegionRules, String> {
-        if self.names.is_empty() || self.names.len() > MAX_REGIONS {
-            return Err(format!(
-                "regions.names: 1..={MAX_REGIONS} regions, got {}",
-                self.names.len()
-            ));
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        for name in &self.names {
-            let valid = !name.is_empty()
-                && name.len() <= 32
-                && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-            if !valid {
-                return Err(format!(
-                    "regions.names: {name:?} is not [a-z0-9][a-z0-9-]{{0,31}}"
-                ));
-            }
-            if !seen.insert(name.as_str()) {
-                return Err(format!("regions.names: {name:?} is listed twice"));
-            }
-        }
-        let max = f64::from(MAX_LATENCY_MS);
-        let base = finite_at_least("regions.maxLatencyMs", self.max_latency_ms, 1.0)?;
-        if base > max {
-            return Err(format!("regions.maxLatencyMs: at most {max}, got {base}"));
-        }
-        let widen = finite_at_least("regions.widenPerSecond", self.widen_per_second, 0.0)?;
-        let cap = match self.max_latency_cap_ms {
-            None => base,
-            Some(c) => finite_at_least("regions.maxLatencyCapMs", c, base)?,
-        };
-        if cap > max {
-            return Err(format!("regions.maxLatencyCapMs: at most {max}, got {cap}"));
-        }
-        let spread = self
-            .max_spread_ms
-            .map(|s| finite_at_least("regions.maxSpreadMs", s, 0.0))
-            .transpose()?;
-        if let Some(d) = &self.default_region {
-            if !self.names.contains(d) {
-                return Err(format!(
-                    "regions.defaultRegion: {d:?} is not one of regions.names"
-                ));
-            }
-        }
-        Ok(RegionRules {
-            names: self.names,
-            max_latency_ms: base,
-            widen_per_second: widen,
-            latency_cap_ms: cap,
-            max_spread_ms: spread,
-            default_region: self.default_region,
-        })
-    }
 }
 
 /// Longest acceptance time (FlexMatch allows 1-600 s too).
