@@ -14,6 +14,13 @@ pub mod event_bus;
 pub mod http_gateway;
 pub mod websocket_gateway;
 
+mod config;
+mod matcher;
+
+pub use config::StackConfig;
+use matcher::MatcherTask;
+pub use matcher::SCHEDULE;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -48,127 +55,6 @@ pub const DEMO_CLIENT: &str = include_str!("../static/mm-client.js");
 
 /// Audience of development tokens (what `AUTH_AUDIENCE` would be in AWS).
 pub const DEV_AUDIENCE: &str = "matchmaking-local";
-
-/// How to run the stack.
-pub struct StackConfig {
-    pub http_addr: SocketAddr,
-    pub websocket_addr: SocketAddr,
-    /// Core settings; `None` for its `REDIS_URL` starts the embedded Redis.
-    pub settings: Settings,
-    /// Whether `settings.redis` came from `REDIS_URL` (else: embedded Redis).
-    pub external_redis: bool,
-    /// Matcher period.
-    pub tick: Duration,
-    /// API Gateway's WebSocket timing: the idle timeout
-    /// (`MM_WS_IDLE_TIMEOUT_SECS`, default 10 minutes) and how long a
-    /// connection takes to be established after `$connect` answers
-    /// (`MM_WS_CONNECT_LATENCY_MS`, default 0; pushes meanwhile get 410).
-    pub websocket: GatewayTiming,
-    /// The EventBridge stand-in's address (`MM_EVENTBRIDGE_ADDR`, default
-    /// a free loopback port).
-    pub eventbridge_addr: SocketAddr,
-    /// Where match events go (`MM_EVENT_BUS`, default
-    /// [`event_bus::LOCAL_BUS`]; `MM_EVENT_SOURCE`), aimed at the stand-in.
-    pub events: EventsTarget,
-    /// Run the demo allocator (`MM_DEMO_ALLOCATOR`, default true). It
-    /// assigns only while match events are on and the rule set names a
-    /// server scope (`servers.scope`).
-    pub demo_allocator: bool,
-    /// The demo game server's address (`MM_GAME_SERVER_ADDR`, default a
-    /// free loopback port): the assignments' `connection`.
-    pub game_server_addr: SocketAddr,
-}
-
-impl StackConfig {
-    /// Reads the core settings from `lookup` (the environment in `main`):
-    /// everything the Lambda functions read, plus `MM_HTTP_ADDR` and
-    /// `MM_WS_ADDR` for the listen addresses. Unlike the functions, and
-    /// like the deployed template, the stack publishes match events and
-    /// lets its matcher sleep unless told not to (`MM_MATCH_EVENTS` and
-    /// `MM_MATCHER_SLEEP` default to true).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let lookup = |k: &str| match (k, lookup(k)) {
-            ("MM_MATCH_EVENTS" | "MM_MATCHER_SLEEP", None) => Some("true".to_owned()),
-            (_, value) => value,
-        };
-        let external_redis = lookup("REDIS_URL").is_some_and(|v| !v.trim().is_empty());
-        let addr = |var: &'static str, default: &str| -> Result<SocketAddr, ConfigError> {
-            let value = lookup(var).unwrap_or_else(|| default.to_owned());
-            value.parse().map_err(|_| ConfigError {
-                var,
-                reason: format!("expected host:port, got {value:?}"),
-            })
-        };
-        let flag = |var: &'static str, default: bool| -> Result<bool, ConfigError> {
-            match lookup(var)
-                .map(|v| v.trim().to_ascii_lowercase())
-                .as_deref()
-            {
-                None | Some("") => Ok(default),
-                Some("1" | "true" | "yes" | "on") => Ok(true),
-                Some("0" | "false" | "no" | "off") => Ok(false),
-                Some(v) => Err(ConfigError {
-                    var,
-                    reason: format!("expected true or false, got {v:?}"),
-                }),
-            }
-        };
-        let text = |var: &str, default: &str| {
-            lookup(var)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| default.to_owned())
-        };
-        let eventbridge_addr = addr("MM_EVENTBRIDGE_ADDR", "127.0.0.1:0")?;
-        let events = EventsTarget::from_lookup(|k| match k {
-            EVENT_BUS_VAR => Some(text(EVENT_BUS_VAR, event_bus::LOCAL_BUS)),
-            EVENT_SOURCE_VAR => lookup(EVENT_SOURCE_VAR),
-            _ => None,
-        })
-        .map_err(|e| ConfigError {
-            var: "MM_EVENT_BUS",
-            reason: e.to_string(),
-        })?;
-        Ok(Self {
-            eventbridge_addr,
-            events,
-            demo_allocator: flag("MM_DEMO_ALLOCATOR", true)?,
-            game_server_addr: addr("MM_GAME_SERVER_ADDR", "127.0.0.1:0")?,
-            http_addr: addr("MM_HTTP_ADDR", "127.0.0.1:3000")?,
-            websocket_addr: addr("MM_WS_ADDR", "127.0.0.1:3001")?,
-            settings: Settings::from_lookup(lookup)?,
-            external_redis,
-            tick: Duration::from_secs(1),
-            websocket: GatewayTiming {
-                idle_timeout: match lookup("MM_WS_IDLE_TIMEOUT_SECS") {
-                    None => websocket_gateway::API_GATEWAY_IDLE_TIMEOUT,
-                    Some(v) => v
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                        .filter(|s| *s > 0)
-                        .map(Duration::from_secs)
-                        .ok_or_else(|| ConfigError {
-                            var: "MM_WS_IDLE_TIMEOUT_SECS",
-                            reason: format!("expected seconds > 0, got {v:?}"),
-                        })?,
-                },
-                connect_latency: match lookup("MM_WS_CONNECT_LATENCY_MS") {
-                    None => Duration::ZERO,
-                    Some(v) => {
-                        v.trim()
-                            .parse::<u64>()
-                            .map(Duration::from_millis)
-                            .map_err(|_| ConfigError {
-                                var: "MM_WS_CONNECT_LATENCY_MS",
-                                reason: format!("expected milliseconds, got {v:?}"),
-                            })?
-                    }
-                },
-            },
-        })
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StackError {
@@ -257,42 +143,6 @@ pub struct LocalStack {
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     redis: Option<EmbeddedRedis>,
-}
-
-/// The matcher's task and what it takes to start another.
-struct MatcherTask {
-    running: Option<JoinHandle<()>>,
-    store: MatchStore,
-    pusher: ApiGatewayPusher,
-    events: EventBridgeSink,
-    period: Duration,
-    /// Ticks completed, over every task this stack ran.
-    ticks: Arc<AtomicU64>,
-    /// Whether the matcher sleeps now (it went to sleep and was not woken).
-    asleep: Arc<AtomicBool>,
-    /// Where its wake-ups come from (the stand-in's wake rule).
-    bus: Arc<EventBus>,
-    /// The lease token of this stack's matcher, kept across restarts (one
-    /// deployment: a restarted matcher need not wait for its own lease).
-    lease_token: String,
-}
-
-impl MatcherTask {
-    fn spawn(&mut self, shutdown: watch::Receiver<bool>) {
-        self.running = Some(tokio::spawn(matcher_loop(
-            MatcherRun {
-                store: self.store.clone(),
-                pusher: self.pusher.clone(),
-                events: self.events.clone(),
-                period: self.period,
-                ticks: self.ticks.clone(),
-                asleep: self.asleep.clone(),
-                bus: self.bus.clone(),
-                lease_token: self.lease_token.clone(),
-            },
-            shutdown,
-        )));
-    }
 }
 
 impl LocalStack {
@@ -569,58 +419,4 @@ async fn bind(addr: SocketAddr) -> Result<(TcpListener, String), StackError> {
         .local_addr()
         .map_err(|e| StackError::Setup(e.to_string()))?;
     Ok((listener, format!("http://{bound}")))
-}
-
-/// How often the deployed schedule starts a matcher invocation: the local
-/// matcher, asleep, looks again this often even if nobody wakes it.
-pub const SCHEDULE: Duration = Duration::from_secs(60);
-
-/// What the matcher task runs with.
-struct MatcherRun {
-    store: MatchStore,
-    pusher: ApiGatewayPusher,
-    events: EventBridgeSink,
-    period: Duration,
-    ticks: Arc<AtomicU64>,
-    asleep: Arc<AtomicBool>,
-    bus: Arc<EventBus>,
-    lease_token: String,
-}
-
-/// The matcher, ticking every `period` through the matcher function's own
-/// loop (lease, tick, sleep), publishing match events through the deployed
-/// matcher's sink. Asleep, it waits for a wake-up from the stand-in's wake
-/// rule, or [`SCHEDULE`], as a sleeping deployment waits for an invocation.
-async fn matcher_loop(run: MatcherRun, mut shutdown: watch::Receiver<bool>) {
-    let mut matcher = shared::matcher::MatcherLoop::new(&run.store, &run.pusher)
-        .with_events(&run.events)
-        .with_lease_token(run.lease_token.clone());
-    let mut interval = tokio::time::interval(run.period);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = interval.tick() => {
-                match matcher.round().await {
-                    shared::matcher::Round::Ticked(_) => {
-                        run.ticks.fetch_add(1, Ordering::Relaxed);
-                    }
-                    shared::matcher::Round::Slept(_) => {
-                        run.ticks.fetch_add(1, Ordering::Relaxed);
-                        run.asleep.store(true, Ordering::Relaxed);
-                        tokio::select! {
-                            _ = run.bus.matcher_woken() => {}
-                            _ = tokio::time::sleep(SCHEDULE) => {}
-                            _ = shutdown.changed() => return,
-                        }
-                        run.asleep.store(false, Ordering::Relaxed);
-                        // A new invocation ticks at once.
-                        interval.reset_immediately();
-                    }
-                    // Logged by the loop; the next tick carries on.
-                    shared::matcher::Round::NotLeader | shared::matcher::Round::Failed(_) => {}
-                }
-            }
-            _ = shutdown.changed() => return,
-        }
-    }
 }
