@@ -9,6 +9,10 @@ use crate::rules::RuleSet;
 use crate::scenario::{Generator, LatencyModel, Scenario};
 use crate::{cli, plot, regional, report, rules, simulate, Config};
 
+mod studies;
+
+use studies::{finish_regions, run_backfill, run_ratings};
+
 /// UTC time as `YYYYMMDD-HHMMSS`.
 pub fn utc_stamp(unix_secs: u64) -> String {
     let days = (unix_secs / 86_400) as i64;
@@ -286,51 +290,6 @@ fn exit_status(
     }
 }
 
-/// The regions scenario's report: the done criteria, the tables and the
-/// charts per rule set.
-fn finish_regions(
-    opts: &cli::Options,
-    args: &[String],
-    config: &Config,
-    outcome: &crate::Outcome,
-    out: &Path,
-    stamp: &str,
-    started: Instant,
-) -> Result<i32, String> {
-    let checks = regional::criteria(&config.scenario, &outcome.runs);
-    let charts = regional::plot::charts(out, &config.scenario, &outcome.runs)?;
-    let ctx = report::Context {
-        title: format!("Regions simulation {stamp} UTC"),
-        scenario: config.scenario.describe(),
-        acceptance_note: None,
-        team_size: config.team_size,
-        oracle_shape: outcome.oracle_shape,
-        drain: config.drain,
-        speed: config.speed,
-        measured_speed: outcome.measured_speed,
-        clock_error: outcome.clock_error,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        instant_match: config.instant_match,
-        rule_sets: outcome.rule_sets.clone(),
-        command: command_line(args),
-        core: core_version(),
-    };
-    let markdown = regional::report::render(&ctx, &config.scenario, &outcome.runs, &checks, true);
-    let path = out.join("report.md");
-    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    print!(
-        "{}",
-        regional::report::render(&ctx, &config.scenario, &outcome.runs, &checks, false)
-    );
-    let charts: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
-    println!(
-        "\nreport: {}\ncharts: {}",
-        path.display(),
-        charts.join(", ")
-    );
-    Ok(exit_status(opts, config, outcome, &checks))
-}
-
 /// The rule sets of `--rules`, or those of `rules/<dir>/`.
 fn rule_sets_or(opts: &cli::Options, dir: &str) -> Result<Vec<RuleSet>, String> {
     let paths = if opts.rules.is_empty() {
@@ -354,175 +313,6 @@ fn out_dir(opts: &cli::Options) -> (std::path::PathBuf, String) {
         .clone()
         .unwrap_or_else(|| Path::new("sim-results").join(&stamp));
     (out, stamp)
-}
-
-/// The ratings scenario (`--ratings`): simulate, write the report and the
-/// charts, print.
-async fn run_ratings(
-    opts: &cli::Options,
-    args: &[String],
-    started: Instant,
-) -> Result<i32, String> {
-    let rule_sets = rule_sets_or(opts, "ratings")?;
-    let (out, stamp) = out_dir(opts);
-    let config = crate::ratings::Config {
-        rule_sets,
-        players: opts.players,
-        games: opts.games,
-        mean: opts.mean,
-        sd: opts.sd,
-        seed: opts.seed,
-        initial: opts.initial_rating,
-        noise: opts.noise,
-        game_seconds: opts.game_seconds.unwrap_or((20.0, 40.0)),
-        rest: opts.rest,
-        ramp: 10.0,
-        speed: opts.speed,
-        in_flight: opts.in_flight,
-        redis_server: opts.redis_server.clone(),
-        work_dir: out.clone(),
-    };
-    eprintln!(
-        "simulating {} players to {} games each on average through {} rule set(s), each three ways, at x{}...",
-        config.players,
-        crate::oracle::trim_float(config.games),
-        config.rule_sets.len(),
-        opts.speed
-    );
-    let outcome = crate::ratings::simulate(&config).await?;
-    let checks = crate::ratings::report::criteria(&outcome.lanes, config.games);
-    let charts = crate::ratings::plot::charts(&out, &outcome, config.games)?;
-    let ctx = crate::ratings::report::Context {
-        title: format!("Ratings simulation {stamp} UTC"),
-        games: config.games,
-        mean: config.mean,
-        sd: config.sd,
-        seed: config.seed,
-        initial: config.initial,
-        noise: config.noise,
-        game_seconds: config.game_seconds,
-        rest: config.rest,
-        ramp: config.ramp,
-        speed: config.speed,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        command: command_line(args),
-        core: core_version(),
-    };
-    let markdown = crate::ratings::report::render(&ctx, &outcome, &checks, true);
-    let path = out.join("report.md");
-    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    print!(
-        "{}",
-        crate::ratings::report::render(&ctx, &outcome, &checks, false)
-    );
-    let charts: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
-    println!(
-        "\nreport: {}\ncharts: {}",
-        path.display(),
-        charts.join(", ")
-    );
-    for l in &outcome.lanes {
-        if let Some(why) = &l.lagging {
-            eprintln!(
-                "mm-sim: WARNING: {} did not keep up with x{}: {why}; rerun with a lower --speed",
-                l.label, opts.speed
-            );
-        }
-    }
-    Ok(scenario_status(
-        opts,
-        outcome.lanes.iter().map(|l| (l.label.as_str(), l.failures)),
-        &checks,
-    ))
-}
-
-/// The backfill scenario (`--backfill`): simulate, write the report and
-/// the charts, print.
-async fn run_backfill(
-    opts: &cli::Options,
-    args: &[String],
-    started: Instant,
-) -> Result<i32, String> {
-    let rule_sets = rule_sets_or(opts, "backfill")?;
-    let (out, stamp) = out_dir(opts);
-    let scenario = match &opts.trace {
-        Some(path) => Scenario::from_csv_file(path),
-        None => Scenario::generate(Generator {
-            rate: opts.rate,
-            seconds: opts.minutes * 60.0,
-            mean: opts.mean,
-            sd: opts.sd,
-            seed: opts.seed,
-            parties: opts.parties.clone(),
-            party_sd: opts.party_sd.min(opts.sd),
-        }),
-    }
-    .map_err(|e| e.to_string())?;
-    let game_seconds = opts.game_seconds.unwrap_or((120.0, 240.0));
-    let issue = opts.trace.is_none() && opts.rate == 20.0 && opts.leave_probability == 0.1;
-    let config = crate::backfill::Config {
-        scenario,
-        rule_sets,
-        leave_probability: opts.leave_probability,
-        game_seconds,
-        renew: opts.renew,
-        noise: opts.noise,
-        seed: opts.seed,
-        speed: opts.speed,
-        in_flight: opts.in_flight,
-        redis_server: opts.redis_server.clone(),
-        work_dir: out.clone(),
-    };
-    eprintln!(
-        "simulating {} through {} rule set(s), each with and without backfill, at x{} (about {:.0} s)...",
-        config.scenario.describe(),
-        config.rule_sets.len(),
-        opts.speed,
-        (config.scenario.last_arrival() + game_seconds.1) / opts.speed + 1.5
-    );
-    let outcome = crate::backfill::simulate(&config).await?;
-    let checks = crate::backfill::report::criteria(&outcome.lanes, outcome.last_arrival);
-    let charts = crate::backfill::plot::charts(&out, &outcome)?;
-    let ctx = crate::backfill::report::Context {
-        title: format!("Backfill simulation {stamp} UTC"),
-        scenario: config.scenario.describe(),
-        leave_probability: config.leave_probability,
-        game_seconds,
-        renew: config.renew,
-        speed: config.speed,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        command: command_line(args),
-        core: core_version(),
-        note: (!issue).then(|| {
-            "The done criteria are the issue's for 20 arrivals/s with 10 % of players leaving each match; this run differs, they are computed all the same".to_owned()
-        }),
-    };
-    let markdown = crate::backfill::report::render(&ctx, &outcome, &checks, true);
-    let path = out.join("report.md");
-    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    print!(
-        "{}",
-        crate::backfill::report::render(&ctx, &outcome, &checks, false)
-    );
-    let charts: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
-    println!(
-        "\nreport: {}\ncharts: {}",
-        path.display(),
-        charts.join(", ")
-    );
-    for l in &outcome.lanes {
-        if let Some(why) = &l.lagging {
-            eprintln!(
-                "mm-sim: WARNING: {} did not keep up with x{}: {why}; rerun with a lower --speed",
-                l.label, opts.speed
-            );
-        }
-    }
-    Ok(scenario_status(
-        opts,
-        outcome.lanes.iter().map(|l| (l.label.as_str(), l.failures)),
-        &checks,
-    ))
 }
 
 /// The exit status of a played-out scenario: 2 when calls failed, 3 with
