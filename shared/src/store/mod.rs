@@ -382,6 +382,13 @@ impl MatchStore {
             .ok_or_else(|| StoreError::Rejected(format!("world {} is not configured", world.name)))
     }
 
+    /// `world`'s configuration as the scripts receive it (their `config`
+    /// argument), for tools that drive the scripts' keys and arguments
+    /// without the store (the benchmark's floors).
+    pub fn world_config_arg(&self, world: &crate::config::World) -> Result<String, StoreError> {
+        self.world_config(world).map(std::borrow::Cow::into_owned)
+    }
+
     /// The rate statistics window, in ms.
     fn window_ms(&self) -> u64 {
         millis(self.inner.settings.wait_window)

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 use redis::Script;
-use shared::KeyLayout;
+use shared::scripts::SCRIPTS;
+use shared::{KeyLayout, MatchStore, World};
 
 use crate::common::{Ctx, Res};
 
@@ -45,6 +46,9 @@ pub struct Floor {
     ttl_ms: u64,
     /// Rated: (the rating of each join, the anchor retry in ms).
     rated: Option<(RatingFn, u64)>,
+    /// The join's own calls ([`Floor::join_calls`]): the join's arguments
+    /// after the player, in place of the world and the lifetime.
+    join_args: Option<Vec<String>>,
 }
 
 impl Floor {
@@ -57,6 +61,66 @@ impl Floor {
             world: world.to_owned(),
             ttl_ms,
             rated: None,
+            join_args: None,
+        })
+    }
+
+    /// A queued FIFO join's own Redis calls, in its order (TIME, HGET the
+    /// player's state, HMGET the world's statistics as `lua/_lib.lua`
+    /// world_stats reads them, ZCARD the queue, INCR, ZADD queue, ZADD
+    /// deadlines, HSET the ticket, HGET the player's connections), with the
+    /// join's own KEYS and ARGV (`SCRIPTS.join`'s invocation: every key a join
+    /// declares) and a reply of its QUEUED shape, and none of its logic: what
+    /// the Lua around the calls is measured against.
+    pub fn join_calls(store: &MatchStore, world: &World) -> Res<Self> {
+        let keys = store.keys();
+        let wk = keys.world(&world.name);
+        let mut inv = SCRIPTS.join.invocation(keys, &[&world.name]);
+        let config = store.world_config_arg(world).ctx("world configuration")?;
+        let tail = ["", "", "", config.as_str(), "0"];
+        inv.arg("p");
+        for a in tail {
+            inv.arg(a);
+        }
+        let declared = inv.keys();
+        let at = |key: &str| {
+            declared
+                .iter()
+                .position(|k| k == key)
+                .map(|i| i + 1)
+                .ok_or_else(|| format!("the join does not declare {key}"))
+        };
+        let (players, seq, conns) = (
+            at(&keys.players())?,
+            at(&keys.ticket_seq())?,
+            at(&keys.player_conns())?,
+        );
+        let (queue, deadlines, stats) = (at(&wk.queue)?, at(&wk.deadlines)?, at(&wk.stats)?);
+        let ttl = u64::try_from(world.ticket_ttl.as_millis()).unwrap_or(u64::MAX);
+        let script = format!(
+            "local t = redis.call('TIME')\n\
+             local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n\
+             local player, world = ARGV[1], ARGV[#ARGV]\n\
+             redis.call('HGET', KEYS[{players}], player)\n\
+             redis.call('HMGET', KEYS[{stats}], 'start', 'cur', 'prev', 'first', 'parties', 'backfills')\n\
+             local size = redis.call('ZCARD', KEYS[{queue}])\n\
+             local seq = redis.call('INCR', KEYS[{seq}])\n\
+             local deadline = now + {ttl}\n\
+             redis.call('ZADD', KEYS[{queue}], seq, player)\n\
+             redis.call('ZADD', KEYS[{deadlines}], deadline, player)\n\
+             redis.call('HSET', KEYS[{players}], player, world .. ' ' .. seq .. ' ' .. now .. ' ' .. deadline)\n\
+             local conns = redis.call('HGET', KEYS[{conns}], player) or ''\n\
+             return {{ 'QUEUED', world, size + 1, size + 1, 0, 0, '', conns, 0 }}\n"
+        );
+        let mut args: Vec<String> = inv.argv();
+        args.remove(0);
+        Ok(Self {
+            script: Script::new(&script),
+            keys: declared,
+            world: world.name.to_string(),
+            ttl_ms: ttl,
+            rated: None,
+            join_args: Some(args),
         })
     }
 
@@ -87,7 +151,15 @@ impl Floor {
         for k in &self.keys {
             inv.key(k);
         }
-        inv.arg(player).arg(&self.world).arg(self.ttl_ms);
+        inv.arg(player);
+        if let Some(args) = &self.join_args {
+            for a in args {
+                inv.arg(a);
+            }
+            let _: redis::Value = inv.invoke_async(conn).await.ctx("EVALSHA join calls")?;
+            return Ok(0);
+        }
+        inv.arg(&self.world).arg(self.ttl_ms);
         if let Some((rating, retry_ms)) = self.rated {
             inv.arg(rating(t, i).to_string()).arg(retry_ms);
         }

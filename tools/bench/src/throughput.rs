@@ -21,9 +21,12 @@ use crate::report::{count, dur, Report, Table, Verdict};
 use crate::stats::summarize;
 
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
-const MODES: [Mode; 4] = [
+/// Where the queued join is held to its floors (Redis at its core's limit).
+const QUEUED_TARGET_C: usize = 64;
+const MODES: [Mode; 5] = [
     Mode::Raw,
     Mode::WriteFloor,
+    Mode::JoinCalls,
     Mode::JoinInstant,
     Mode::JoinQueued,
 ];
@@ -34,6 +37,9 @@ enum Mode {
     Raw,
     /// A script writing only what a queued FIFO join writes (`floor.rs`).
     WriteFloor,
+    /// A queued FIFO join's own Redis calls with its KEYS and ARGV, no
+    /// logic (`Floor::join_calls`).
+    JoinCalls,
     /// `MatchStore::join`, instant match on (N = 3: every third join forms a match).
     JoinInstant,
     /// `MatchStore::join`, instant match off (the queue only grows).
@@ -47,6 +53,7 @@ impl Mode {
             Mode::WriteFloor => {
                 "write floor: INCR, ZADD queue, ZADD deadlines, HSET ticket (one EVALSHA)"
             }
+            Mode::JoinCalls => "join calls: a queued join's 10 Redis calls, its KEYS and ARGV, no logic (one EVALSHA)",
             Mode::JoinInstant => "join, instant match on (N=3, forms matches)",
             Mode::JoinQueued => "join, instant match off (queue grows)",
         }
@@ -97,6 +104,14 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let mut admin = raw_connection(&url).await?;
     let floor = Script::new("return 1");
     let writes = Floor::fifo(instant.keys(), "world1", 600_000)?;
+    let queued_world = queued
+        .settings()
+        .worlds
+        .get("world1")
+        .cloned()
+        .ok_or("world1 is not configured")?;
+    let calls = Floor::join_calls(&queued, &queued_world)?;
+    let queue_key = queued.keys().world(&queued_world.name).queue;
     let redis_pid = redis_pid(&mut admin).await?;
     let own_pid = std::process::id();
 
@@ -110,6 +125,8 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let mut ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     // Per (mode, C): each repetition's ops/s ÷ the write floor's.
     let mut write_ratios: BTreeMap<(Mode, usize), Vec<f64>> = BTreeMap::new();
+    // Per C: each repetition's queued joins/s ÷ those of the join's own calls.
+    let mut calls_ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     let mut breakdowns = Vec::new();
     // Warm-up: load the scripts, open the connections.
     let warm = Duration::from_millis(100);
@@ -117,11 +134,12 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     run_joins(&queued, &world, "warm-b", 4, warm, None).await?;
     run_raw(&raw, &floor, 4, warm).await?;
     run_floor(&raw, &writes, "warm-c", 4, warm).await?;
+    run_floor(&raw, &calls, "warm-d", 4, warm).await?;
 
     for rep in 0..reps {
         eprintln!("  [2] repetition {}/{reps}", rep + 1);
         for &c in &CONCURRENCY {
-            let (mut raw_rate, mut write_rate) = (f64::NAN, f64::NAN);
+            let (mut raw_rate, mut write_rate, mut calls_rate) = (f64::NAN, f64::NAN, f64::NAN);
             for mode in MODES {
                 redis::cmd("FLUSHALL")
                     .query_async::<()>(&mut admin)
@@ -133,6 +151,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 let (ops, elapsed) = match mode {
                     Mode::Raw => run_raw(&raw, &floor, c, window).await?,
                     Mode::WriteFloor => run_floor(&raw, &writes, &prefix, c, window).await?,
+                    Mode::JoinCalls => run_floor(&raw, &calls, &prefix, c, window).await?,
                     Mode::JoinInstant => {
                         run_joins(&instant, &world, &prefix, c, window, None).await?
                     }
@@ -141,6 +160,20 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                     }
                 };
                 let (srv1, cli1) = (cpu_micros(redis_pid)?, cpu_micros(own_pid)?);
+                if matches!(mode, Mode::JoinCalls | Mode::JoinQueued) {
+                    // The floor files what the join files: a ticket per call.
+                    let waiting: u64 = redis::cmd("ZCARD")
+                        .arg(&queue_key)
+                        .query_async(&mut admin)
+                        .await
+                        .ctx("ZCARD queue")?;
+                    if waiting != ops {
+                        return Err(format!(
+                            "{}: {ops} calls left {waiting} tickets",
+                            mode.label()
+                        ));
+                    }
+                }
                 let after = commandstats(&mut admin).await?;
                 let (calls, usec) = calls_between(&before, &after, SCRIPT_CALLS);
                 if rep == 0 && c == 16 && matches!(mode, Mode::JoinInstant | Mode::JoinQueued) {
@@ -160,10 +193,11 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 match mode {
                     Mode::Raw => raw_rate = rate,
                     Mode::WriteFloor => write_rate = rate,
+                    Mode::JoinCalls => calls_rate = rate,
                     Mode::JoinInstant => ratios.entry(c).or_default().push(rate / raw_rate),
-                    Mode::JoinQueued => {}
+                    Mode::JoinQueued => calls_ratios.entry(c).or_default().push(rate / calls_rate),
                 }
-                if matches!(mode, Mode::JoinInstant | Mode::JoinQueued) {
+                if matches!(mode, Mode::JoinCalls | Mode::JoinInstant | Mode::JoinQueued) {
                     write_ratios
                         .entry((mode, c))
                         .or_default()
@@ -178,9 +212,12 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         &format!(
             "Median (min–max) over {reps} repetitions of a {:.1} s run each; C tokio tasks share one client \
              (`MatchStore`, or one redis `ConnectionManager` for the floors), every join a distinct player; the \
-             four modes alternate within each repetition. \"÷ write floor\" (info): joins/s ÷ a script that \
+             five modes alternate within each repetition. \"÷ write floor\": joins/s ÷ a script that \
              writes only the entries a queued join writes (INCR ticket-seq, ZADD queue, ZADD deadlines, HSET \
-             ticket, with TIME), median of the per-repetition ratios. \"script µs/call\": time inside the script call (FCALL for joins, EVALSHA for the floors) \
+             ticket, with TIME), median of the per-repetition ratios. \"÷ join calls\": queued joins/s ÷ a \
+             script making exactly a queued join's Redis calls with its KEYS, ARGV and reply shape and none \
+             of its logic (what the Lua around the calls costs; issue 20's target as measured, see \
+             docs/benchmark.md). \"script µs/call\": time inside the script call (FCALL for joins, EVALSHA for the floors) \
              (`INFO commandstats`); \"redis CPU\": the redis-server process's CPU (user + system, \
              /proc) per operation and as a share of one core, its single-thread limit; \"client CPU\": \
              this process's CPU per operation (the machine has 2 cores for both).",
@@ -192,6 +229,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             "ops/s",
             "÷ raw floor",
             "÷ write floor",
+            "÷ join calls",
             "script µs/call",
             "redis CPU µs/op",
             "redis CPU",
@@ -244,11 +282,52 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                         v.label().into(),
                     )
                 }
+                Mode::JoinCalls => (
+                    format!("{:.2}", rate.median / raw_median),
+                    "".into(),
+                    "".into(),
+                ),
+                Mode::JoinQueued if c == QUEUED_TARGET_C => {
+                    let w = summarize(&write_ratios[&(mode, c)]);
+                    let r = summarize(&calls_ratios[&c]);
+                    let calls_median = summarize(&results[&(Mode::JoinCalls, c)].rate).median;
+                    report.check(
+                        &format!("2. queued FIFO joins/s at C={c} ÷ the write floor (issue 20; its own calls reach less, see docs/benchmark.md)"),
+                        format!("{:.2}x", w.median),
+                        ">= 0.7x",
+                        Verdict::of(w.median >= 0.7),
+                    );
+                    let v = Verdict::of(r.median >= 0.7);
+                    report.check(
+                        &format!("2. queued FIFO joins/s at C={c} ÷ the join's own Redis calls without its logic"),
+                        format!(
+                            "{:.2}x ({}/s vs {}/s)",
+                            r.median,
+                            count(rate.median),
+                            count(calls_median)
+                        ),
+                        ">= 0.7x",
+                        v,
+                    );
+                    (
+                        format!("{:.2}", rate.median / raw_median),
+                        ">= 0.7x ÷ join calls".into(),
+                        v.label().into(),
+                    )
+                }
                 Mode::JoinQueued => (
                     format!("{:.2}", rate.median / raw_median),
                     "".into(),
                     "info".into(),
                 ),
+            };
+            let calls_cell = match mode {
+                Mode::JoinCalls => "1.00".to_owned(),
+                Mode::JoinQueued => {
+                    let r = summarize(&calls_ratios[&c]);
+                    format!("{:.2} ({:.2}–{:.2})", r.median, r.min, r.max)
+                }
+                _ => String::new(),
             };
             table.row(vec![
                 mode.label().into(),
@@ -261,6 +340,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
                 ),
                 ratio_cell,
                 write_cell,
+                calls_cell,
                 dur(us.median),
                 dur(cpu.median),
                 format!("{:.0}%", share.median * 100.0),
