@@ -41,7 +41,7 @@ test("every route is the spec's operation, with its method, path and scope", asy
 });
 
 test("every server message type is shared's ServerMessage and the AsyncAPI document's", async (t) => {
-  const source = await read("shared/src/domain/notification.rs");
+  const source = await read("shared/src/domain/notification/message.rs");
   const body = /pub enum ServerMessage \{([\s\S]*?)\n\}/.exec(source)?.[1];
   assert.ok(body, "ServerMessage found");
   const variants = [...body.matchAll(/^ {4}(\w+)\b/gm)]
