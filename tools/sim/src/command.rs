@@ -88,19 +88,7 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     if opts.backfill {
         return run_backfill(&opts, args, started).await;
     }
-    let scenario = match &opts.trace {
-        Some(path) => Scenario::from_csv_file(path),
-        None => Scenario::generate(Generator {
-            rate: opts.rate,
-            seconds: opts.minutes * 60.0,
-            mean: opts.mean,
-            sd: opts.sd,
-            seed: opts.seed,
-            parties: opts.parties.clone(),
-            party_sd: opts.party_sd.min(opts.sd),
-        }),
-    }
-    .map_err(|e| e.to_string())?;
+    let scenario = scenario_of(&opts)?;
     let scenario = if opts.regions && opts.trace.is_none() {
         scenario
             .with_latencies(&LatencyModel::standard(), opts.seed)
@@ -227,13 +215,6 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         core: core_version(),
     };
     ctx.wall_seconds = started.elapsed().as_secs_f64();
-    let markdown = report::render(&ctx, &config.scenario, &outcome.runs, &checks, true);
-    let path = out.join("report.md");
-    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    print!(
-        "{}",
-        report::render(&ctx, &config.scenario, &outcome.runs, &checks, false)
-    );
     let charts: Vec<String> = [
         "frontier.svg",
         "waits-by-decile.svg",
@@ -245,12 +226,44 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     .filter(|p| p.exists())
     .map(|p| p.display().to_string())
     .collect();
+    publish(
+        &out,
+        |full| report::render(&ctx, &config.scenario, &outcome.runs, &checks, full),
+        &charts,
+    )?;
+    Ok(exit_status(&opts, &config, &outcome, &checks))
+}
+
+/// The trace of `--trace`, or one generated from the flags.
+fn scenario_of(opts: &cli::Options) -> Result<Scenario, String> {
+    match &opts.trace {
+        Some(path) => Scenario::from_csv_file(path),
+        None => Scenario::generate(Generator {
+            rate: opts.rate,
+            seconds: opts.minutes * 60.0,
+            mean: opts.mean,
+            sd: opts.sd,
+            seed: opts.seed,
+            parties: opts.parties.clone(),
+            party_sd: opts.party_sd.min(opts.sd),
+        }),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// Writes `render(true)` as `<out>/report.md`, prints `render(false)`, then
+/// where the report and the charts are.
+fn publish(out: &Path, render: impl Fn(bool) -> String, charts: &[String]) -> Result<(), String> {
+    let path = out.join("report.md");
+    std::fs::write(&path, render(true))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    print!("{}", render(false));
     println!(
         "\nreport: {}\ncharts: {}",
         path.display(),
         charts.join(", ")
     );
-    Ok(exit_status(&opts, &config, &outcome, &checks))
+    Ok(())
 }
 
 /// Warns about runs that did not keep up; the exit status: 2 when joins or

@@ -31,19 +31,12 @@ pub(super) fn finish_regions(
         command: command_line(args),
         core: core_version(),
     };
-    let markdown = regional::report::render(&ctx, &config.scenario, &outcome.runs, &checks, true);
-    let path = out.join("report.md");
-    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    print!(
-        "{}",
-        regional::report::render(&ctx, &config.scenario, &outcome.runs, &checks, false)
-    );
     let charts: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
-    println!(
-        "\nreport: {}\ncharts: {}",
-        path.display(),
-        charts.join(", ")
-    );
+    publish(
+        out,
+        |full| regional::report::render(&ctx, &config.scenario, &outcome.runs, &checks, full),
+        &charts,
+    )?;
     Ok(exit_status(opts, config, outcome, &checks))
 }
 
@@ -99,19 +92,12 @@ pub(super) async fn run_ratings(
         command: command_line(args),
         core: core_version(),
     };
-    let markdown = crate::ratings::report::render(&ctx, &outcome, &checks, true);
-    let path = out.join("report.md");
-    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    print!(
-        "{}",
-        crate::ratings::report::render(&ctx, &outcome, &checks, false)
-    );
     let charts: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
-    println!(
-        "\nreport: {}\ncharts: {}",
-        path.display(),
-        charts.join(", ")
-    );
+    publish(
+        &out,
+        |full| crate::ratings::report::render(&ctx, &outcome, &checks, full),
+        &charts,
+    )?;
     for l in &outcome.lanes {
         if let Some(why) = &l.lagging {
             eprintln!(
@@ -136,19 +122,7 @@ pub(super) async fn run_backfill(
 ) -> Result<i32, String> {
     let rule_sets = rule_sets_or(opts, "backfill")?;
     let (out, stamp) = out_dir(opts);
-    let scenario = match &opts.trace {
-        Some(path) => Scenario::from_csv_file(path),
-        None => Scenario::generate(Generator {
-            rate: opts.rate,
-            seconds: opts.minutes * 60.0,
-            mean: opts.mean,
-            sd: opts.sd,
-            seed: opts.seed,
-            parties: opts.parties.clone(),
-            party_sd: opts.party_sd.min(opts.sd),
-        }),
-    }
-    .map_err(|e| e.to_string())?;
+    let scenario = scenario_of(opts)?;
     let game_seconds = opts.game_seconds.unwrap_or((120.0, 240.0));
     let issue = opts.trace.is_none() && opts.rate == 20.0 && opts.leave_probability == 0.1;
     let config = crate::backfill::Config {
@@ -188,19 +162,12 @@ pub(super) async fn run_backfill(
             "The done criteria are the issue's for 20 arrivals/s with 10 % of players leaving each match; this run differs, they are computed all the same".to_owned()
         }),
     };
-    let markdown = crate::backfill::report::render(&ctx, &outcome, &checks, true);
-    let path = out.join("report.md");
-    std::fs::write(&path, markdown).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    print!(
-        "{}",
-        crate::backfill::report::render(&ctx, &outcome, &checks, false)
-    );
     let charts: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
-    println!(
-        "\nreport: {}\ncharts: {}",
-        path.display(),
-        charts.join(", ")
-    );
+    publish(
+        &out,
+        |full| crate::backfill::report::render(&ctx, &outcome, &checks, full),
+        &charts,
+    )?;
     for l in &outcome.lanes {
         if let Some(why) = &l.lagging {
             eprintln!(
