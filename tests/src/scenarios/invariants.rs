@@ -39,6 +39,9 @@ struct PlayerLedger {
     /// party of theirs that entered the queue).
     tickets: u64,
     left: u64,
+    /// What the player's client did and heard, in order: printed when the
+    /// player's tickets do not add up.
+    history: Vec<String>,
 }
 
 /// The worlds of the concurrency invariant: three FIFO worlds, a rated one
@@ -296,11 +299,14 @@ pub async fn concurrency_invariants(
         let exp = expired.get(p).copied().unwrap_or(0);
         let out = removed.get(p).copied().unwrap_or(0);
         let still = u64::from(queued.contains_key(p));
-        assert_eq!(
-            tickets,
-            matched + left + exp + out + still,
-            "{p}: {tickets} tickets but {matched} matched + {left} left + {exp} expired + {out} removed from proposals + {still} queued"
-        );
+        if tickets != matched + left + exp + out + still {
+            let history = l.map(|l| l.history.join("\n  ")).unwrap_or_default();
+            let trail = trail_of(&store, &formed, p).await;
+            panic!(
+                "{p}: {tickets} tickets but {matched} matched + {left} left + {exp} expired + {out} removed from proposals + {still} queued\n\
+                 what its client did and heard:\n  {history}\n{trail}"
+            );
+        }
         joins += tickets;
     }
     // A world of solo tickets never holds a full match (the last join, or
@@ -356,6 +362,23 @@ impl Client<'_> {
         }
     }
 
+    /// Adds `event` (an operation and its outcome, shortened) to the
+    /// history of `players`.
+    fn log(&self, players: &[String], event: impl std::fmt::Debug) {
+        let mut text = format!("{event:?}");
+        if let Some((cut, _)) = text.char_indices().nth(240) {
+            text.truncate(cut);
+        }
+        let mut ledger = self.ledger.lock().unwrap();
+        for p in players {
+            ledger
+                .entry(p.clone())
+                .or_default()
+                .history
+                .push(text.clone());
+        }
+    }
+
     fn world(&self, name: &str) -> &shared::World {
         self.store.settings().worlds.get(name).expect("world")
     }
@@ -375,13 +398,14 @@ impl Client<'_> {
             latencies: latencies.as_ref(),
             ..Default::default()
         };
-        match self
+        let outcome = self
             .store
             .join_reply(world, &id, &input, false)
             .await
             .expect("join")
-            .outcome
-        {
+            .outcome;
+        self.log(&[p.to_owned()], ("join", w, &outcome));
+        match outcome {
             JoinOutcome::Queued(q) => {
                 assert!(q.position >= 1 && q.position <= q.queue_size, "{q:?}");
                 self.count(&[p.to_owned()], 1, 0);
@@ -437,12 +461,16 @@ impl Client<'_> {
             latencies: latencies.as_ref(),
             ..Default::default()
         };
-        match self
+        let outcome = self
             .store
             .create_party_with(world, &player(leader), &[player(other)], &input)
             .await
-            .expect("create party")
-        {
+            .expect("create party");
+        self.log(
+            &[leader.to_owned(), other.to_owned()],
+            ("create party", w, &outcome),
+        );
+        match outcome {
             PartyCreateOutcome::Created(view) => {
                 assert_eq!(view.state, PartyState::Assembling);
                 self.book.lock().unwrap().insert(
@@ -474,12 +502,13 @@ impl Client<'_> {
             latencies: latencies.as_ref(),
             ..Default::default()
         };
-        match self
+        let outcome = self
             .store
             .join_party_claiming(&w, &party.id, &player(p), &input, false)
             .await
-            .expect("join party")
-        {
+            .expect("join party");
+        self.log(&party.members, ("join party", p, &outcome));
+        match outcome {
             PartyJoinOutcome::Joined(view) | PartyJoinOutcome::AlreadyJoined(view) => {
                 assert_eq!(view.party_id, party.id);
                 self.parties[k].joined[m] = true;
@@ -522,12 +551,16 @@ impl Client<'_> {
 
     async fn cancel_party(&mut self, k: usize, m: usize) {
         let party = self.parties.remove(k);
-        match self
+        let outcome = self
             .store
             .cancel_party(&party.id, &player(&party.members[m]))
             .await
-            .expect("cancel party")
-        {
+            .expect("cancel party");
+        self.log(
+            &party.members,
+            ("cancel party", &party.members[m], &outcome),
+        );
+        match outcome {
             PartyCancelOutcome::Cancelled(view) => {
                 if view.state == PartyState::Queued {
                     self.count(&party.members, 0, 1);
@@ -543,6 +576,7 @@ impl Client<'_> {
             .leave(self.world(w), &player(p))
             .await
             .expect("leave");
+        self.log(&[p.to_owned()], ("leave", w, &outcome));
         let in_party = self.party_of(p).filter(|&k| {
             let party = &self.parties[k];
             let i = party.members.iter().position(|m| m == p).unwrap_or(0);
@@ -598,12 +632,16 @@ impl Client<'_> {
             return;
         };
         assert!(view.participants.contains(&id), "{view:?}");
-        match self
+        let outcome = self
             .store
             .answer_proposal(&view.match_id, &id, accept)
             .await
-            .expect("answer")
-        {
+            .expect("answer");
+        self.log(
+            &[p.to_owned()],
+            ("answer", &view.match_id, accept, &outcome),
+        );
+        match outcome {
             // The last accept reports the match once, like a join.
             AnswerOutcome::Matched { record, .. } => {
                 assert_eq!(record.match_id, view.match_id);
@@ -1016,10 +1054,6 @@ pub fn invariant_operations() -> u64 {
         .unwrap_or(50_000)
 }
 
-/// Players whose ticket a cancelled proposal removed (declined, left, timed
-/// out, or in a party with such a player), by how many times: every
-/// MATCH_CANCELLED note that did not requeue them. Nobody delivers the
-/// outbox in this run, so every note is still there.
 /// The game servers of the run: each formed match is assigned; about half
 /// of them lose one solo player and ask for a backfill of that seat (its
 /// keep-alive lapses, it is filled, or it ends with the match); a match is
@@ -1135,6 +1169,47 @@ async fn check_additions(
     seated
 }
 
+/// Where player `p` ended up: the matches it is in (formed with it, or
+/// joined by a backfill) and the notes that name it.
+async fn trail_of(store: &MatchStore, formed: &[MatchRecord], p: &str) -> String {
+    let id = player(p);
+    let mut trail = String::from("matches:\n");
+    for m in formed {
+        let joined = store.match_record(&m.match_id).await.ok().flatten();
+        let added = joined
+            .iter()
+            .flat_map(|j| &j.lifecycle.additions)
+            .any(|a| a.players.contains(&id));
+        if m.includes(&id) || added {
+            let how = if added {
+                "backfilled into"
+            } else {
+                "formed with"
+            };
+            trail += &format!("  {how} {} ({})\n", m.match_id, m.world_type);
+        }
+    }
+    trail += "notes:\n";
+    let notes: HashMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(store.keys().notes()))
+        .await
+        .unwrap_or_default();
+    let mut named: Vec<(u64, &String)> = notes
+        .iter()
+        .filter(|(_, note)| note.split('\n').skip(1).any(|q| q == p))
+        .map(|(n, note)| (n.parse().unwrap_or(0), note))
+        .collect();
+    named.sort();
+    for (n, note) in named {
+        trail += &format!("  {n}: {}\n", note.replace('\n', " | "));
+    }
+    trail
+}
+
+/// Players whose ticket a cancelled proposal removed (declined, left, timed
+/// out, or in a party with such a player), by how many times: every
+/// MATCH_CANCELLED note that did not requeue them. Nobody delivers the
+/// outbox in this run, so every note is still there.
 async fn removed_from_proposals(store: &MatchStore) -> HashMap<String, u64> {
     let k = store.keys();
     assert_eq!(
