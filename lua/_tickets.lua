@@ -8,10 +8,13 @@
 
 -- Removes `tickets` (ids) from a rated world's ratings and due ZSETs. The
 -- ratings member needs each ticket's sequence, read from the queue, so this
--- runs before the tickets leave the queue.
+-- runs before the tickets leave the queue. Unrated worlds have neither
+-- key; either may exist without the other (a join files its ticket in
+-- ratings and, when its own attempt fails, in due: one seated by a backfill
+-- in between has only the ratings entry), so both are asked about.
 local function drop_rated(ctx, tickets)
   local k = ctx.k
-  if #tickets == 0 or redis.call('EXISTS', k.due) == 0 then return end
+  if #tickets == 0 or redis.call('EXISTS', k.due, k.ratings) == 0 then return end
   local members = {}
   for _, t in ipairs(tickets) do
     local seq = tonumber(redis.call('ZSCORE', k.queue, t))

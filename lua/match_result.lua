@@ -6,9 +6,16 @@
 -- ratings from what it read; this script applies them only if nothing it
 -- read has changed meanwhile (another result updating the same players, a
 -- backfill changing the match), else answers RETRY and writes nothing.
+-- A finished match takes no more players: its backfill ends, and the
+-- proposals holding its seats in a ready-check world are cancelled, their
+-- players requeued at their places (MATCH_CANCELLED, reason BACKFILL_ENDED),
+-- rather than asked to accept seats in a game that is over.
 --
--- KEYS   matches match_expiry match_lifecycle outbox player_ratings matcher_asleep
--- KEYS   backfills backfill_expiry
+-- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
+-- KEYS   proposals proposal_expiry player_ratings matcher_asleep backfills
+-- KEYS   backfill_expiry
+-- WORLDS the match's world, when it is still configured (none otherwise:
+--        its backfill's proposals then requeue nobody, as in housekeeping)
 -- ARGV   match_id    the match id
 -- ARGV   result      the result as reported, canonical JSON (ranks)
 -- ARGV   changes     the rating changes it makes, JSON ("" for none)
@@ -60,9 +67,10 @@ for field, change in pairs(ratings) do
   redis.call('HSET', k.player_ratings, field, change[2])
 end
 life.state, life.since, life.result, life.changes = 'FINISHED', now, result, args.changes
--- A finished match takes no more players.
 local backfill = load_backfill(k, id)
-if backfill then drop_backfill(k, nil, backfill.world, id) end
+if backfill then
+  end_backfill({ k = world_of(backfill.world), world = backfill.world, now = now }, k, backfill)
+end
 save_lifecycle(k, id, life)
 outbox_add(k.outbox, { 'R|' .. id }, 1, now)
 return { 'FINISHED', record, encode_lifecycle(life) }

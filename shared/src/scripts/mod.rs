@@ -269,9 +269,10 @@ operations! {
         args: [match_id, assignment, game_ttl],
     }
     match_result {
-        keys: [Matches, MatchExpiry, MatchLifecycle, Outbox, PlayerRatings, MatcherAsleep,
-               Backfills, BackfillExpiry],
-        worlds: None,
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
+               Proposals, ProposalExpiry, PlayerRatings, MatcherAsleep, Backfills,
+               BackfillExpiry],
+        worlds: Many,
         args: [match_id, result, changes, record_sha, ratings],
     }
     backfill_request {

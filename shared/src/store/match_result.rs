@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::reply::Reply;
 use super::MatchStore;
 use crate::domain::{
-    MatchId, MatchLifecycle, MatchReport, MatchWithLifecycle, PlayerId, RatingChange,
+    MatchId, MatchLifecycle, MatchReport, MatchWithLifecycle, PlayerId, RatingChange, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -40,10 +40,13 @@ pub enum ResultOutcome {
 impl MatchStore {
     /// Stores `report` for match `id` with the `changes` it makes, writing
     /// `writes` to the ratings store, unless the record (by its SHA-1) or
-    /// any field written changed since it was read.
+    /// any field written changed since it was read. `world`: the match's,
+    /// when it is still configured (its backfill's proposals, if any, are
+    /// cancelled and their players requeued there).
     pub async fn finish_match(
         &self,
         id: &MatchId,
+        world: Option<&WorldName>,
         report: &MatchReport,
         changes: Option<&BTreeMap<PlayerId, RatingChange>>,
         record_sha: &str,
@@ -61,7 +64,8 @@ impl MatchStore {
         let changes = changes.map_or_else(String::new, |c| {
             serde_json::to_string(c).unwrap_or_default()
         });
-        let mut inv = SCRIPTS.match_result.invocation(self.keys(), &[]);
+        let worlds: Vec<&WorldName> = world.into_iter().collect();
+        let mut inv = SCRIPTS.match_result.invocation(self.keys(), &worlds);
         inv.arg(id.as_str())
             .arg(report.canonical_json())
             .arg(changes)

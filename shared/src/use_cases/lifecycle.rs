@@ -124,8 +124,13 @@ pub async fn report_result(
         hashed.push(b'\n');
         hashed.extend_from_slice(additions.as_bytes());
         let sha = sha1_smol::Sha1::from(&hashed).digest().to_string();
+        let world = store
+            .settings()
+            .worlds
+            .get(record.world_type.as_str())
+            .map(|w| &w.name);
         match store
-            .finish_match(id, report, changes.as_ref(), &sha, &writes)
+            .finish_match(id, world, report, changes.as_ref(), &sha, &writes)
             .await?
         {
             ResultOutcome::Finished(m) => return Ok(ResultReport::Finished(m)),

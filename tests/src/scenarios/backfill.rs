@@ -128,14 +128,7 @@ pub async fn a_backfilled_seat_is_taken_before_a_new_match_forms(env: &Env) {
     drain_outbox(&store, &pusher, &shared::NoEvents)
         .await
         .unwrap();
-    let to_e: Vec<serde_json::Value> = pusher
-        .pushed
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(c, _)| c == "conn-e")
-        .map(|(_, m)| m.clone())
-        .collect();
+    let to_e = pushed_to(&pusher, "conn-e");
     let kinds: Vec<&str> = to_e.iter().map(|m| m["type"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["MATCH_FOUND", "MATCH_ASSIGNED"], "{to_e:?}");
     assert_eq!(to_e[0]["backfill"], true);
@@ -556,28 +549,62 @@ async fn running_checked_match(store: &MatchStore) -> MatchRecord {
     record
 }
 
+/// A 2 x 2 ready-check world (instant matching off, `extra` settings) with
+/// a running match of a, b, c, d whose first team lost a player: its
+/// backfill is open for that seat. Returns the store, the match and the
+/// teams the backfill was asked with.
+async fn ready_match_with_an_open_seat(
+    env: &Env,
+    ns: &str,
+    extra: &[(&str, &str)],
+) -> (MatchStore, MatchRecord, Vec<Vec<PlayerId>>) {
+    let rules = squad_rules(r#""readyCheck": {"acceptSeconds": 30},"#);
+    let mut settings = vec![("MM_RULES", rules.as_str()), ("MM_INSTANT_MATCH", "false")];
+    settings.extend_from_slice(extra);
+    let store = env.store_with(ns, "", &settings);
+    let record = running_checked_match(&store).await;
+    let current = open_a_first_team_seat(&store, &record).await;
+    (store, record, current)
+}
+
+/// Asks for a backfill of running 2 x 2 match `record` whose first team
+/// lost its first player; returns the teams it was asked with.
+async fn open_a_first_team_seat(store: &MatchStore, record: &MatchRecord) -> Vec<Vec<PlayerId>> {
+    let t = record.teams.clone().unwrap();
+    let current = teams(&[&[t[0][1].as_str()], &[t[1][0].as_str(), t[1][1].as_str()]]);
+    open_backfill(
+        store
+            .request_backfill(&record.match_id, &current, None)
+            .await
+            .unwrap(),
+    );
+    current
+}
+
+/// The messages `pusher` sent to connection `conn`, in order.
+fn pushed_to(pusher: &RecordingPusher, conn: &str) -> Vec<serde_json::Value> {
+    pusher
+        .pushed
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(c, _)| c == conn)
+        .map(|(_, m)| m.clone())
+        .collect()
+}
+
 /// In a ready-check world only the new players are asked: a seat is held
 /// for them by a proposal (MATCH_PROPOSED naming the running match); when
 /// they accept they join it. A backfill that lapses while a proposal holds
 /// its seats returns the proposed players to their original places.
 pub async fn backfill_proposals_ask_only_new_players_and_lapse_back_to_the_queue(env: &Env) {
-    let store = env.store_with(
+    let (store, record, current) = ready_match_with_an_open_seat(
+        env,
         "backfill-ready",
-        "",
-        &[
-            (
-                "MM_RULES",
-                &squad_rules(r#""readyCheck": {"acceptSeconds": 30},"#),
-            ),
-            ("MM_INSTANT_MATCH", "false"),
-            ("MM_BACKFILL_KEEPALIVE_SECS", "2"),
-        ],
-    );
-    let record = running_checked_match(&store).await;
+        &[("MM_BACKFILL_KEEPALIVE_SECS", "2")],
+    )
+    .await;
     let id = &record.match_id;
-    let t = record.teams.clone().unwrap();
-    let current = teams(&[&[t[0][0].as_str()], &[t[1][0].as_str(), t[1][1].as_str()]]);
-    open_backfill(store.request_backfill(id, &current, None).await.unwrap());
     for p in ["e", "f", "g"] {
         join(&store, "squad", p).await;
     }
@@ -935,4 +962,118 @@ pub async fn a_rated_backfill_seats_the_player_who_balances_the_teams_best(env: 
         "the balancing one"
     );
     assert!(matched_in(&store, "near").await.is_none());
+}
+
+/// A joiner an open backfill seats at once leaves nothing of its ticket in
+/// the world's structures: in a rated world with teams a join files its
+/// ticket in `ratings` before trying the backfills (and in `due` only
+/// after), so removing it must not depend on `due` holding anything. A
+/// ratings entry left behind was taken for a waiting ticket by a later
+/// anchor, and the player, with one ticket, was in two matches (found by
+/// the concurrency invariant as one ticket counted twice).
+pub async fn a_backfilled_joiner_leaves_nothing_of_its_ticket_behind(env: &Env) {
+    let rules = r#"{"worlds": [{"name": "squad", "teamSize": 2, "teams": 2, "mode": "rating",
+          "rating": {"baseWindow": 100, "widenPerSecond": 50, "maxWindow": 400,
+                     "relaxAfterSeconds": 2}}]}"#;
+    let store = env.store_with("backfill-stale-rating", "", &[("MM_RULES", rules)]);
+    let squad = world(&store, "squad");
+    let wk = store.keys().world(&squad.name);
+    let join_at_1500 = |p: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .join(squad, &player(p), None, Some(rating(1500.0)))
+                .await
+                .unwrap()
+        }
+    };
+    let mut first = None;
+    for p in ["a", "b", "c", "d"] {
+        if let JoinOutcome::Matched { record, .. } = join_at_1500(p).await {
+            first = Some(record);
+        }
+    }
+    let first = first.expect("the fourth join matches all four");
+    // Nothing waits: the world's due set (and its key) is gone.
+    assert_eq!(zcard(&store, &wk.due).await, 0);
+    assign(&store, &first.match_id).await;
+    open_a_first_team_seat(&store, &first).await;
+    let x = join_at_1500("x").await;
+    assert!(matches!(x, JoinOutcome::Backfilled { .. }), "{x:?}");
+    for key in [&wk.queue, &wk.ratings, &wk.due] {
+        assert_eq!(zcard(&store, key).await, 0, "{key} still holds x's ticket");
+    }
+    // Three more at the same rating: not a match without x.
+    for p in ["e", "f", "g"] {
+        let out = join_at_1500(p).await;
+        assert!(matches!(out, JoinOutcome::Queued(_)), "{p}: {out:?}");
+    }
+    assert_eq!(zcard(&store, &wk.ratings).await, 3);
+    let batch = store.form_matches(squad, 10).await.unwrap();
+    assert!(batch.matches.is_empty(), "{batch:?}");
+    assert_eq!(
+        matched_in(&store, "x").await.map(|m| m.match_id.clone()),
+        Some(first.match_id.clone())
+    );
+}
+
+/// A match that finishes while a ready check holds one of its backfill's
+/// seats cancels that proposal: the new player is not asked to accept a
+/// seat in a game that is over (nor removed and cooled down for missing
+/// it), but goes back to the queue at their place and is told
+/// MATCH_CANCELLED (reason BACKFILL_ENDED, requeued).
+pub async fn a_finished_match_cancels_the_proposals_of_its_backfill(env: &Env) {
+    let (store, record, _) = ready_match_with_an_open_seat(env, "backfill-finished", &[]).await;
+    let id = &record.match_id;
+    store
+        .register_connection(
+            &shared::ConnectionId::parse("conn-e").unwrap(),
+            &player("e"),
+        )
+        .await
+        .unwrap();
+    for p in ["e", "f"] {
+        join(&store, "squad", p).await;
+    }
+    let batch = store.form_matches(world(&store, "squad"), 0).await.unwrap();
+    assert_eq!(batch.proposed, 1, "{batch:?}");
+    assert!(matches!(
+        store.player_status(&player("e")).await.unwrap(),
+        PlayerStatus::Proposed(_)
+    ));
+
+    let done = use_cases::report_result(
+        &store,
+        id,
+        &serde_json::from_value(serde_json::json!({"cancelled": true})).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(done, ResultReport::Finished(_)), "{done:?}");
+    match store.player_status(&player("e")).await.unwrap() {
+        PlayerStatus::Queued(q) => assert_eq!(q.position, 1, "e is back before f: {q:?}"),
+        other => panic!("e is queued again, not {other:?}"),
+    }
+    let k = store.keys();
+    assert_eq!(hlen(&store, &k.proposals()).await, 0);
+    assert_eq!(zcard(&store, &k.proposal_expiry()).await, 0);
+    assert_eq!(hlen(&store, &k.backfills()).await, 0);
+    let w = k.world(&world_name("squad"));
+    assert_eq!(
+        zcard(&store, &w.backfill_queue).await,
+        0,
+        "unindexed at once"
+    );
+
+    let pusher = RecordingPusher::default();
+    drain_outbox(&store, &pusher, &shared::NoEvents)
+        .await
+        .unwrap();
+    let to_e = pushed_to(&pusher, "conn-e");
+    let cancelled = to_e
+        .iter()
+        .find(|m| m["type"] == "MATCH_CANCELLED")
+        .unwrap_or_else(|| panic!("e hears the cancellation: {to_e:?}"));
+    assert_eq!(cancelled["reason"], "BACKFILL_ENDED", "{cancelled}");
+    assert_eq!(cancelled["requeued"], true, "{cancelled}");
 }
