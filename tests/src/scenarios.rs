@@ -145,6 +145,17 @@ fn world<'a>(store: &'a MatchStore, name: &str) -> &'a shared::World {
     store.settings().worlds.get(name).expect("configured world")
 }
 
+/// Registers connection "conn-<p>" for player `p`.
+async fn connect(store: &MatchStore, p: &str) {
+    store
+        .register_connection(
+            &shared::ConnectionId::parse(&format!("conn-{p}")).unwrap(),
+            &player(p),
+        )
+        .await
+        .unwrap();
+}
+
 async fn join(store: &MatchStore, w: &str, p: &str) -> JoinOutcome {
     store
         .join(world(store, w), &player(p), None, None)

@@ -94,13 +94,7 @@ pub async fn a_backfilled_seat_is_taken_before_a_new_match_forms(env: &Env) {
     assert_eq!(b.open, [1, 0]);
     let status = store.queue_status(world(&store, "squad")).await.unwrap();
     assert_eq!((status.open_backfills, status.waiting), (1, 0));
-    store
-        .register_connection(
-            &shared::ConnectionId::parse("conn-e").unwrap(),
-            &player("e"),
-        )
-        .await
-        .unwrap();
+    connect(&store, "e").await;
     for p in ["e", "f", "g", "h", "i"] {
         assert!(matches!(
             join(&store, "squad", p).await,
@@ -768,14 +762,8 @@ pub async fn a_later_backfill_numbers_its_fills_on(env: &Env) {
         t[1][0].as_str(),
         t[1][1].as_str(),
     );
-    for (newcomer, conn) in [("e", "conn-e"), ("f", "conn-f")] {
-        store
-            .register_connection(
-                &shared::ConnectionId::parse(conn).unwrap(),
-                &player(newcomer),
-            )
-            .await
-            .unwrap();
+    for newcomer in ["e", "f"] {
+        connect(&store, newcomer).await;
     }
     // a1 left: e takes the seat, and the backfill is done.
     open_backfill(
@@ -1025,13 +1013,7 @@ pub async fn a_backfilled_joiner_leaves_nothing_of_its_ticket_behind(env: &Env) 
 pub async fn a_finished_match_cancels_the_proposals_of_its_backfill(env: &Env) {
     let (store, record, _) = ready_match_with_an_open_seat(env, "backfill-finished", &[]).await;
     let id = &record.match_id;
-    store
-        .register_connection(
-            &shared::ConnectionId::parse("conn-e").unwrap(),
-            &player("e"),
-        )
-        .await
-        .unwrap();
+    connect(&store, "e").await;
     for p in ["e", "f"] {
         join(&store, "squad", p).await;
     }

@@ -72,13 +72,7 @@ pub async fn the_matcher_sleeps_only_when_idle_and_work_wakes_it(env: &Env) {
 
     // Reads, and sockets opening, wake nobody.
     for p in ["a", "b", "c", "d", "e", "f"] {
-        store
-            .register_connection(
-                &shared::ConnectionId::parse(&format!("conn-{p}")).unwrap(),
-                &player(p),
-            )
-            .await
-            .unwrap();
+        connect(&store, p).await;
     }
     store.player_status(&player("a")).await.unwrap();
     store.queue_status(world(&store, "duo")).await.unwrap();
