@@ -39,10 +39,14 @@ struct PlayerLedger {
     /// party of theirs that entered the queue).
     tickets: u64,
     left: u64,
-    /// What the player's client did and heard, in order: printed when the
-    /// player's tickets do not add up.
-    history: Vec<String>,
+    /// What the player's client last did and heard (at most
+    /// `HISTORY_KEPT` events, oldest first): printed when the player's
+    /// tickets do not add up. Bounded, so a long soak does not grow it.
+    history: std::collections::VecDeque<String>,
 }
+
+/// Events of each player's history kept for a failure's report.
+const HISTORY_KEPT: usize = 200;
 
 /// The worlds of the concurrency invariant: three FIFO worlds, a rated one
 /// (window from 100, widening 50/s, no limit after 2 s, so its groups keep
@@ -300,11 +304,13 @@ pub async fn concurrency_invariants(
         let out = removed.get(p).copied().unwrap_or(0);
         let still = u64::from(queued.contains_key(p));
         if tickets != matched + left + exp + out + still {
-            let history = l.map(|l| l.history.join("\n  ")).unwrap_or_default();
+            let history = l
+                .map(|l| Vec::from(l.history.clone()).join("\n  "))
+                .unwrap_or_default();
             let trail = trail_of(&store, &formed, p).await;
             panic!(
                 "{p}: {tickets} tickets but {matched} matched + {left} left + {exp} expired + {out} removed from proposals + {still} queued\n\
-                 what its client did and heard:\n  {history}\n{trail}"
+                 what its client last did and heard:\n  {history}\n{trail}"
             );
         }
         joins += tickets;
@@ -371,11 +377,11 @@ impl Client<'_> {
         }
         let mut ledger = self.ledger.lock().unwrap();
         for p in players {
-            ledger
-                .entry(p.clone())
-                .or_default()
-                .history
-                .push(text.clone());
+            let history = &mut ledger.entry(p.clone()).or_default().history;
+            if history.len() == HISTORY_KEPT {
+                history.pop_front();
+            }
+            history.push_back(text.clone());
         }
     }
 
