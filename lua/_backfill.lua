@@ -7,10 +7,11 @@
 -- ticket's rating within the world's window around the match's reference
 -- (the average of its current players), the window widening with the
 -- backfill's own wait, and the team averages afterwards within the balance
--- window; worlds with regions: every new player's latency in the match's
--- region within the cap of the backfill's wait. A backfill lives while the
--- server renews it (keep-alive) and until its seats are filled, the match
--- finishes or its record expires.
+-- window of that wait (the world's backfill_balance when it sets one, else
+-- its balance); worlds with regions: every new player's latency in the
+-- match's region within the cap of the backfill's wait. A backfill lives
+-- while the server renews it (keep-alive) and until its seats are filled,
+-- the match finishes or its record expires.
 --
 -- Filled players are the match's "additions" (_lifecycle.lua): their
 -- states point at the match, and one "B|<match>|<fill>" outbox entry tells
@@ -58,12 +59,13 @@ local function backfill_team(ctx, b, it)
     local w = rated_window(rules, wait)
     if w and math.abs(it.rating - b.ref) > w then return nil end
   end
-  local bw = rules and rules.balance and b.sums and rated_window(rules.balance, wait)
+  local balance = rules and (rules.backfill_balance or rules.balance)
+  local bw = balance and b.sums and rated_window(balance, wait)
   local best, best_key = nil, nil
   for t, seats in ipairs(b.open) do
     if seats >= it.size then
       local key = -seats
-      if rules and rules.balance and b.sums then
+      if balance and b.sums then
         local lo, hi = math.huge, -math.huge
         for u, sum in ipairs(b.sums) do
           local n = b.counts[u] + (u == t and it.size or 0)

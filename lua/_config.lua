@@ -12,7 +12,9 @@
 --   claim = { lease_ms (> 0), young_ms }: how a call that formed matches
 --           claims their outbox entries for delivery at once (_outbox.lua),
 --   rating? = { base, per_sec, max, relax_ms, retry_ms (> 0),
---               balance? = { base, per_sec, max } }   (rated worlds)
+--               balance? = { base, per_sec, max },
+--               backfill_balance? = { base, per_sec, max, relax_ms? (absent:
+--                 never lifted) } }   (rated worlds; balance: with teams)
 --   ready_check? = { accept_ms (> 0), cooldown_ms }    (ready checks)
 --   regions? = { names = [name...] (1..16, distinct), max_latency, widen_per_second,
 --                latency_cap (ms, >= max_latency), max_spread? (ms), retry_ms (> 0),
@@ -40,7 +42,9 @@ local function window_rules(w)
 end
 
 -- A rated world's rules: { base, per_sec, max, relax_ms, retry_ms,
--- balance = { base, per_sec, max, relax_ms } or nil }, or nil when malformed.
+-- balance = { base, per_sec, max, relax_ms } or nil, backfill_balance = the
+-- same or nil (a backfill's fills keep it instead of balance) }, or nil when
+-- malformed.
 local function rated_rules(r)
   local rules = window_rules(r)
   if not rules or not is_int(r.relax_ms, 0) or not is_int(r.retry_ms, 1) then return nil end
@@ -49,6 +53,12 @@ local function rated_rules(r)
     rules.balance = window_rules(r.balance)
     if not rules.balance then return nil end
     rules.balance.relax_ms = r.relax_ms
+  end
+  if r.backfill_balance ~= nil then
+    local b = r.backfill_balance
+    rules.backfill_balance = window_rules(b)
+    if not rules.backfill_balance or (b.relax_ms ~= nil and not is_int(b.relax_ms, 1)) then return nil end
+    rules.backfill_balance.relax_ms = b.relax_ms or math.huge
   end
   return rules
 end

@@ -98,6 +98,7 @@ macro_rules! for_each_scenario {
             a_later_backfill_numbers_its_fills_on,
             a_fill_the_server_has_not_heard_of_keeps_its_seat,
             a_rated_backfill_seats_the_player_who_balances_the_teams_best,
+            a_backfill_keeps_its_own_balance_window,
             a_backfilled_joiner_leaves_nothing_of_its_ticket_behind,
             a_finished_match_cancels_the_proposals_of_its_backfill,
             the_matcher_sleeps_only_when_idle_and_work_wakes_it,

@@ -7,8 +7,8 @@ pub mod rules;
 mod world;
 
 pub use world::{
-    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck, RegionRules,
-    World, WorldCatalog,
+    BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
+    RegionRules, World, WorldCatalog,
 };
 
 use std::time::Duration;

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck, RegionRules,
-    World, WorldCatalog,
+    BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
+    RegionRules, World, WorldCatalog,
 };
 use crate::domain::{RatingSystem, RatingUpdates, WorldName};
 use crate::error::ConfigError;
@@ -90,6 +90,25 @@ struct BalanceSection {
     max_window: f64,
 }
 
+/// A world's backfill rules, as written in the document.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BackfillSection {
+    #[serde(default)]
+    balance: Option<BackfillBalanceSection>,
+}
+
+/// A backfill's own balance window, as written in the document.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BackfillBalanceSection {
+    base_window: f64,
+    widen_per_second: f64,
+    max_window: f64,
+    #[serde(default)]
+    relax_after_seconds: Option<f64>,
+}
+
 /// A world's ready check, as written in the document.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -124,6 +143,8 @@ struct WorldRules {
     party_rating: Option<PartyRatingSection>,
     #[serde(default)]
     balance: Option<BalanceSection>,
+    #[serde(default)]
+    backfill: Option<BackfillSection>,
     #[serde(default)]
     ready_check: Option<ReadyCheckSection>,
     #[serde(default)]
@@ -168,6 +189,37 @@ impl BalanceSection {
     }
 }
 
+impl BackfillBalanceSection {
+    fn validate(&self) -> Result<BackfillBalance, String> {
+        let base_window = finite_at_least("backfill.balance.baseWindow", self.base_window, 0.0)?;
+        let widen_per_second = finite_at_least(
+            "backfill.balance.widenPerSecond",
+            self.widen_per_second,
+            0.0,
+        )?;
+        let max_window =
+            finite_at_least("backfill.balance.maxWindow", self.max_window, base_window)?;
+        let relax_after = match self.relax_after_seconds {
+            None => None,
+            Some(secs) => {
+                let secs = finite_at_least("backfill.balance.relaxAfterSeconds", secs, 0.0)?;
+                if secs == 0.0 {
+                    return Err("backfill.balance.relaxAfterSeconds: must be > 0".into());
+                }
+                Some(Duration::from_secs_f64(secs))
+            }
+        };
+        Ok(BackfillBalance {
+            window: BalanceRules {
+                base_window,
+                widen_per_second,
+                max_window,
+            },
+            relax_after,
+        })
+    }
+}
+
 impl RatingSection {
     fn validate(&self, ratings: &RatingSettings) -> Result<RatingRules, String> {
         let base_window = finite_at_least("rating.baseWindow", self.base_window, 0.0)?;
@@ -186,6 +238,7 @@ impl RatingSection {
             retry: ANCHOR_RETRY,
             anchors_per_call: ANCHORS_PER_CALL,
             balance: None,
+            backfill_balance: None,
             updates: match &self.updates {
                 None => Some(default_updates(ratings)),
                 Some(section) => section.validate(ratings)?,
@@ -303,12 +356,22 @@ pub fn parse(
                             max_window: rated.max_window,
                         },
                     });
+                    if let Some(b) = rules.backfill.as_ref().and_then(|b| b.balance.as_ref()) {
+                        rated.backfill_balance = Some(b.validate().map_err(at)?);
+                    }
                 }
                 MatchMode::Rating(rated)
             }
         };
         if rules.balance.is_some() && !(teams > 1 && matches!(mode, MatchMode::Rating(_))) {
             return Err(at("balance: only for rated worlds with teams > 1".into()));
+        }
+        if rules.backfill.as_ref().is_some_and(|b| b.balance.is_some())
+            && !(teams > 1 && matches!(mode, MatchMode::Rating(_)))
+        {
+            return Err(at(
+                "backfill.balance: only for rated worlds with teams > 1".into()
+            ));
         }
         if rules.party_rating.is_some() && !matches!(mode, MatchMode::Rating(_)) {
             return Err(at("partyRating: only for \"mode\": \"rating\"".into()));

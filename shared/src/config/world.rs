@@ -144,6 +144,10 @@ pub struct RatingRules {
     /// With teams: how far the team averages may differ, widening with the
     /// anchor's wait like the window (and lifted at `relax_after` too).
     pub balance: Option<BalanceRules>,
+    /// With teams: the balance a backfill's fills must keep, when the world
+    /// sets one apart from its fresh matches' (`backfill.balance`); else a
+    /// backfill keeps `balance`.
+    pub backfill_balance: Option<BackfillBalance>,
     /// How reported results move the players' ratings; `None`: they do not
     /// (the studio maintains the ratings store itself).
     pub updates: Option<crate::domain::RatingUpdates>,
@@ -155,6 +159,17 @@ pub struct BalanceRules {
     pub base_window: f64,
     pub widen_per_second: f64,
     pub max_window: f64,
+}
+
+/// The balance window of a rated team world's backfills, counted from the
+/// backfill's own wait: one newcomer cannot be packed like a fresh match's
+/// ten players, so a studio may ask more of it than of fresh matches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackfillBalance {
+    pub window: BalanceRules,
+    /// When the window is lifted; `None`: never (a seat stays open rather
+    /// than be filled out of balance).
+    pub relax_after: Option<Duration>,
 }
 
 impl RatingRules {
@@ -173,6 +188,27 @@ impl RatingRules {
             return None;
         }
         Some((self.base_window + self.widen_per_second * wait.as_secs_f64()).min(self.max_window))
+    }
+
+    /// How far the team averages of a match may differ after a fill of a
+    /// backfill that has waited `wait` (as `_backfill.lua` backfill_team
+    /// computes it); `None` = no limit (no balance, or lifted).
+    pub fn backfill_balance_after(&self, wait: Duration) -> Option<f64> {
+        let (window, relax_after) = match &self.backfill_balance {
+            Some(b) => (&b.window, b.relax_after),
+            None => (self.balance.as_ref()?, Some(self.relax_after)),
+        };
+        if relax_after.is_some_and(|r| wait >= r) {
+            return None;
+        }
+        Some(window.after(wait))
+    }
+}
+
+impl BalanceRules {
+    /// The window after `wait`: `min(base + per_second * wait, max)`.
+    pub fn after(&self, wait: Duration) -> f64 {
+        (self.base_window + self.widen_per_second * wait.as_secs_f64()).min(self.max_window)
     }
 }
 

@@ -5,11 +5,12 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::time::Duration;
 
 use serde::Serialize;
 
 use super::millis;
-use crate::config::{Settings, World};
+use crate::config::{BalanceRules, Settings, World};
 use crate::domain::WorldName;
 
 /// Every configured world's configuration string, by name.
@@ -104,6 +105,8 @@ struct Rated {
     retry_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     balance: Option<Window>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backfill_balance: Option<Window>,
 }
 
 #[derive(Serialize)]
@@ -111,6 +114,20 @@ struct Window {
     base: f64,
     per_sec: f64,
     max: f64,
+    /// backfill_balance only: when it is lifted (absent: never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    relax_ms: Option<u64>,
+}
+
+impl Window {
+    fn of(b: &BalanceRules, relax_after: Option<Duration>) -> Self {
+        Window {
+            base: b.base_window,
+            per_sec: b.widen_per_second,
+            max: b.max_window,
+            relax_ms: relax_after.map(|r| millis(r).max(1)),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -148,11 +165,11 @@ fn encode(settings: &Settings, world: &World) -> String {
             max: r.max_window,
             relax_ms: millis(r.relax_after),
             retry_ms: millis(r.retry).max(1),
-            balance: r.balance.as_ref().map(|b| Window {
-                base: b.base_window,
-                per_sec: b.widen_per_second,
-                max: b.max_window,
-            }),
+            balance: r.balance.as_ref().map(|b| Window::of(b, None)),
+            backfill_balance: r
+                .backfill_balance
+                .as_ref()
+                .map(|b| Window::of(&b.window, b.relax_after)),
         }),
         ready_check: world.ready_check.map(|r| ReadyCheck {
             accept_ms: millis(r.accept_within).max(1),
@@ -176,7 +193,6 @@ fn encode(settings: &Settings, world: &World) -> String {
 mod tests {
     use super::*;
     use crate::config::{MatchMode, RatingRules};
-    use std::time::Duration;
 
     fn settings(worlds: &str) -> Settings {
         Settings::from_lookup(|var| match var {
@@ -214,6 +230,7 @@ mod tests {
             retry: Duration::from_secs(1),
             anchors_per_call: 50,
             balance: None,
+            backfill_balance: None,
             updates: None,
         });
         let encoded = configs.get(&s, &w).unwrap();
@@ -222,5 +239,27 @@ mod tests {
             v["rating"],
             serde_json::json!({"base": 50.0, "per_sec": 2.5, "max": 400.0, "relax_ms": 60000, "retry_ms": 1000})
         );
+        let balance = crate::config::BalanceRules {
+            base_window: 2.0,
+            widen_per_second: 0.5,
+            max_window: 10.0,
+        };
+        let MatchMode::Rating(rules) = &mut w.mode else {
+            unreachable!("set above")
+        };
+        rules.balance = Some(balance.clone());
+        rules.backfill_balance = Some(crate::config::BackfillBalance {
+            window: balance,
+            relax_after: Some(Duration::from_secs(90)),
+        });
+        let v: serde_json::Value = serde_json::from_str(&configs.get(&s, &w).unwrap()).unwrap();
+        let window = serde_json::json!({"base": 2.0, "per_sec": 0.5, "max": 10.0});
+        assert_eq!(
+            v["rating"]["balance"], window,
+            "inherits the rating relaxation"
+        );
+        let mut own = window;
+        own["relax_ms"] = 90_000.into();
+        assert_eq!(v["rating"]["backfill_balance"], own);
     }
 }

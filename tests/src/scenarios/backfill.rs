@@ -952,6 +952,112 @@ pub async fn a_rated_backfill_seats_the_player_who_balances_the_teams_best(env: 
     assert!(matched_in(&store, "near").await.is_none());
 }
 
+/// A world's `backfill.balance` holds a backfill's fills to their own
+/// balance window, apart from the fresh matches': with one team at 1400 and
+/// 1700 and the other at 1500 with a seat open, a 1530 joiner leaves the
+/// averages 35 apart. The world's balance window (100) would seat it at
+/// once, and does where no backfill window is set ("plain"); a backfill
+/// window of 5 leaves it waiting and seats a 1598 joiner (1 apart) instead
+/// ("kept", never lifted), and one lifted after 2 s of the backfill's wait
+/// seats the 1530 player once that has passed ("lifted").
+pub async fn a_backfill_keeps_its_own_balance_window(env: &Env) {
+    let world_rules = |name: &str, backfill: &str| {
+        format!(
+            r#"{{"name": "{name}", "teamSize": 2, "teams": 2, "mode": "rating",
+              "rating": {{"baseWindow": 400, "widenPerSecond": 0, "maxWindow": 400,
+                         "relaxAfterSeconds": 600}},
+              "balance": {{"baseWindow": 100, "widenPerSecond": 0, "maxWindow": 100}}{backfill}}}"#
+        )
+    };
+    let rules = format!(
+        r#"{{"ratings": {{"min": 0, "max": 5000}}, "worlds": [{}, {}, {}]}}"#,
+        world_rules("plain", ""),
+        world_rules(
+            "kept",
+            r#", "backfill": {"balance": {"baseWindow": 5, "widenPerSecond": 0, "maxWindow": 5}}"#
+        ),
+        world_rules(
+            "lifted",
+            r#", "backfill": {"balance": {"baseWindow": 5, "widenPerSecond": 0, "maxWindow": 5, "relaxAfterSeconds": 2}}"#
+        ),
+    );
+    let store = env.store_with("backfill-own-balance", "", &[("MM_RULES", &rules)]);
+    for name in ["plain", "kept", "lifted"] {
+        let w = world(&store, name);
+        let p = |s: &str| player(&format!("{name}-{s}"));
+        let mut record = None;
+        for (s, r) in [("a", 1400.0), ("b", 1700.0), ("c", 1500.0), ("d", 1500.0)] {
+            if let JoinOutcome::Matched { record: m, .. } =
+                store.join(w, &p(s), None, Some(rating(r))).await.unwrap()
+            {
+                record = Some(m);
+            }
+        }
+        let record = record.expect("the fourth join matches all four");
+        assign(&store, &record.match_id).await;
+        let t = record.teams.clone().unwrap();
+        let (full, short) = if t[0].contains(&p("a")) {
+            (0, 1)
+        } else {
+            (1, 0)
+        };
+        assert!(t[full].contains(&p("b")), "{name}: a and b together: {t:?}");
+        let mut now = [Vec::new(), Vec::new()];
+        now[full] = t[full].iter().map(|p| p.as_str()).collect::<Vec<_>>();
+        now[short] = vec![t[short][0].as_str()];
+        let requested = std::time::Instant::now();
+        open_backfill(
+            store
+                .request_backfill(&record.match_id, &teams(&[&now[0], &now[1]]), None)
+                .await
+                .unwrap(),
+        );
+        let near = store
+            .join(w, &p("near"), None, Some(rating(1530.0)))
+            .await
+            .unwrap();
+        let seated_at_once = matches!(near, JoinOutcome::Backfilled { .. });
+        match name {
+            "plain" => {
+                assert!(
+                    seated_at_once,
+                    "plain: the world's balance window seats it: {near:?}"
+                );
+                continue;
+            }
+            _ if requested.elapsed() < Duration::from_secs(2) => {
+                assert!(!seated_at_once, "{name}: 35 apart is outside 5: {near:?}")
+            }
+            _ => {}
+        }
+        if name == "kept" {
+            let even = store
+                .join(w, &p("even"), None, Some(rating(1598.0)))
+                .await
+                .unwrap();
+            assert!(
+                matches!(even, JoinOutcome::Backfilled { .. }),
+                "kept: 1 apart fits: {even:?}"
+            );
+            assert!(matched_in(&store, &format!("{name}-near")).await.is_none());
+        } else {
+            eventually(
+                "the lifted window to seat near",
+                Duration::from_secs(10),
+                || async {
+                    store.form_matches(w, 0).await.unwrap();
+                    matched_in(&store, &format!("{name}-near")).await
+                },
+            )
+            .await;
+            assert!(
+                requested.elapsed() >= Duration::from_secs(2),
+                "lifted: seated before its window was lifted"
+            );
+        }
+    }
+}
+
 /// A joiner an open backfill seats at once leaves nothing of its ticket in
 /// the world's structures: in a rated world with teams a join files its
 /// ticket in `ratings` before trying the backfills (and in `due` only

@@ -244,7 +244,7 @@ pub fn describe(world: &World) -> String {
     match &world.mode {
         MatchMode::Fifo => format!("FIFO, {shape}{parties}, ticket TTL {ttl}{ready}"),
         MatchMode::Rating(r) => format!(
-            "rating: window {} + {}/s up to {}, relax after {}{}; {shape}{parties}, ticket TTL {ttl}{ready}",
+            "rating: window {} + {}/s up to {}, relax after {}{}{}; {shape}{parties}, ticket TTL {ttl}{ready}",
             r.base_window,
             r.widen_per_second,
             r.max_window,
@@ -252,6 +252,16 @@ pub fn describe(world: &World) -> String {
             r.balance.as_ref().filter(|_| world.teams > 1).map_or_else(String::new, |b| format!(
                 "; team averages within {} + {}/s up to {}",
                 b.base_window, b.widen_per_second, b.max_window
+            )),
+            r.backfill_balance.as_ref().map_or_else(String::new, |b| format!(
+                "; after a backfill's fills within {} + {}/s up to {}, {}",
+                b.window.base_window,
+                b.window.widen_per_second,
+                b.window.max_window,
+                b.relax_after.map_or_else(
+                    || "never lifted".to_string(),
+                    |d| format!("lifted after {}", humanize(d))
+                )
             )),
         ),
     }

@@ -99,6 +99,60 @@ fn team_worlds_take_parties_and_a_balance_window() {
 }
 
 #[test]
+fn a_backfill_balance_is_read_apart_from_the_fresh_matches_balance() {
+    let (catalog, _, _) = parse(
+        "MM_RULES",
+        r#"{"worlds": [
+            {"name": "kept", "teamSize": 5, "teams": 2, "mode": "rating",
+             "rating": {"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400, "relaxAfterSeconds": 60},
+             "balance": {"baseWindow": 20, "widenPerSecond": 2, "maxWindow": 100},
+             "backfill": {"balance": {"baseWindow": 2, "widenPerSecond": 0.5, "maxWindow": 10}}},
+            {"name": "lifted", "teamSize": 5, "teams": 2, "mode": "rating",
+             "rating": {"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400, "relaxAfterSeconds": 60},
+             "backfill": {"balance": {"baseWindow": 1, "widenPerSecond": 0, "maxWindow": 1, "relaxAfterSeconds": 90}}},
+            {"name": "plain", "teamSize": 5, "teams": 2, "mode": "rating",
+             "rating": {"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400, "relaxAfterSeconds": 60},
+             "balance": {"baseWindow": 20, "widenPerSecond": 2, "maxWindow": 100}}
+        ]}"#,
+        TTL,
+    )
+    .unwrap();
+    let secs = Duration::from_secs;
+    let kept = catalog.get("kept").unwrap().rating().unwrap().clone();
+    assert_eq!(
+        kept.balance.as_ref().unwrap().after(secs(4)),
+        28.0,
+        "fresh matches keep theirs"
+    );
+    assert_eq!(kept.backfill_balance_after(secs(0)), Some(2.0));
+    assert_eq!(kept.backfill_balance_after(secs(4)), Some(4.0));
+    assert_eq!(
+        kept.backfill_balance_after(secs(3600)),
+        Some(10.0),
+        "never lifted"
+    );
+    let lifted = catalog.get("lifted").unwrap().rating().unwrap().clone();
+    assert_eq!(lifted.backfill_balance_after(secs(89)), Some(1.0));
+    assert_eq!(
+        lifted.backfill_balance_after(secs(90)),
+        None,
+        "lifted at its own time"
+    );
+    let plain = catalog.get("plain").unwrap().rating().unwrap().clone();
+    assert_eq!(plain.backfill_balance, None);
+    assert_eq!(
+        plain.backfill_balance_after(secs(4)),
+        Some(28.0),
+        "the world's balance"
+    );
+    assert_eq!(
+        plain.backfill_balance_after(secs(60)),
+        None,
+        "lifted with the rating window"
+    );
+}
+
+#[test]
 fn a_ready_check_is_read() {
     let (catalog, _, _) = parse(
         "MM_RULES",
@@ -169,6 +223,26 @@ fn bad_rule_sets_name_the_world_and_the_field() {
         (
             r#"{"worlds": [{"name": "a", "teamSize": 5, "teams": 2, "balance": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 5}}]}"#,
             "world \"a\": balance: only for rated",
+        ),
+        (
+            r#"{"worlds": [{"name": "a", "teamSize": 5, "teams": 2, "backfill": {"balance": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 5}}}]}"#,
+            "world \"a\": backfill.balance: only for rated",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 5, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 5}, "backfill": {"balance": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 5}}}]}"#,
+            "world \"r\": backfill.balance: only for rated worlds with teams > 1",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 5, "teams": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 5}, "backfill": {"balance": {"baseWindow": 10, "widenPerSecond": 1, "maxWindow": 5}}}]}"#,
+            "world \"r\": backfill.balance.maxWindow",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 5, "teams": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 5}, "backfill": {"balance": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 5, "relaxAfterSeconds": 0}}}]}"#,
+            "world \"r\": backfill.balance.relaxAfterSeconds: must be > 0",
+        ),
+        (
+            r#"{"worlds": [{"name": "r", "teamSize": 5, "teams": 2, "mode": "rating", "rating": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 50, "relaxAfterSeconds": 5}, "backfill": {"priority": 1}}]}"#,
+            "world \"r\": unknown field `priority`",
         ),
         (
             r#"{"worlds": [{"name": "a", "teamSize": 5, "partyRating": "max"}]}"#,

@@ -25,6 +25,7 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rand::Rng;
 use shared::store::{BackfillOutcome, JoinInput};
@@ -205,15 +206,13 @@ pub fn window_at(world: &World, wait: f64) -> Option<(f64, bool)> {
     Some((w, wait >= r.relax_after.as_secs_f64()))
 }
 
-/// The balance window of `world` at a backfill's `wait` (`None`: the
-/// world has none, or it is lifted at relaxAfterSeconds).
+/// The balance window a fill of a backfill that has waited `wait` keeps in
+/// `world` (`None`: the world has none, or it is lifted).
 pub fn balance_at(world: &World, wait: f64) -> Option<f64> {
     let MatchMode::Rating(r) = &world.mode else {
         return None;
     };
-    let b = r.balance.as_ref()?;
-    (wait < r.relax_after.as_secs_f64())
-        .then(|| (b.base_window + b.widen_per_second * wait).min(b.max_window))
+    r.backfill_balance_after(Duration::from_secs_f64(wait.max(0.0)))
 }
 
 /// Runs every rule set twice ([`Variant`]) on the trace.

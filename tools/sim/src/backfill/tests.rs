@@ -174,8 +174,36 @@ fn windows_follow_the_world() {
     assert_eq!(window_at(&world, 0.0), Some((100.0, false)));
     assert_eq!(window_at(&world, 5.0), Some((200.0, false)));
     assert_eq!(window_at(&world, 30.0), Some((400.0, true)));
-    assert_eq!(balance_at(&world, 5.0), Some(30.0));
-    assert_eq!(balance_at(&world, 25.0), None, "lifted at the relax time");
+    // Fresh matches keep the world's balance (20 + 2/s, lifted at the relax
+    // time); its backfills their own (2 + 0.02/s, never lifted).
+    let MatchMode::Rating(r) = &world.mode else {
+        panic!("a rated world")
+    };
+    assert_eq!(
+        r.balance.as_ref().map(|b| b.after(Duration::from_secs(5))),
+        Some(30.0)
+    );
+    assert!(balance_at(&world, 5.0).is_some_and(|b| (b - 2.1).abs() < 1e-9));
+    assert!(balance_at(&world, 25.0).is_some_and(|b| (b - 2.5).abs() < 1e-9));
+    let (_, without) = crate::rules::RuleSet::from_file(
+        &crate::rules::default_dir()
+            .join("backfill")
+            .join("sweep")
+            .join("rated-5v5-b20.json"),
+        None,
+    )
+    .unwrap()
+    .settings(
+        &crate::rules::Environment {
+            redis_url: "redis://127.0.0.1:1".into(),
+            ticket_ttl_secs: 900,
+            instant_match: true,
+        },
+        "t",
+    )
+    .unwrap();
+    assert_eq!(balance_at(&without, 5.0), Some(30.0), "the world's balance");
+    assert_eq!(balance_at(&without, 25.0), None, "lifted at the relax time");
     for dir in [
         crate::rules::default_dir().join("backfill"),
         crate::rules::default_dir().join("backfill").join("sweep"),
