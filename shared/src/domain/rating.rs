@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 use skillratings::elo::{elo_rating_period, EloConfig, EloRating};
 use skillratings::glicko2::{glicko2_rating_period, Glicko2Config, Glicko2Rating};
+use skillratings::trueskill::{trueskill_multi_team, TrueSkillConfig, TrueSkillRating};
 use skillratings::weng_lin::{weng_lin_multi_team, WengLinConfig, WengLinRating};
 use skillratings::{MultiTeamOutcome, Outcomes};
 
@@ -27,6 +28,10 @@ pub enum RatingSystem {
     /// average rating, root-mean-square deviation), `tau` the volatility
     /// constraint.
     Glicko2 { tau: f64 },
+    /// TrueSkill (Herbrich, Minka, Graepel 2006; the places as one factor
+    /// graph), any number of teams: `beta` a player's performance noise in
+    /// rating points, `draw_probability` how often two sides draw.
+    TrueSkill { beta: f64, draw_probability: f64 },
 }
 
 /// How a rated world's results move ratings.
@@ -146,6 +151,10 @@ impl RatingUpdates {
             RatingSystem::WengLin { beta } => self.weng_lin(sides, beta),
             RatingSystem::Elo { k } => elo(sides, k),
             RatingSystem::Glicko2 { tau } => self.glicko2(sides, tau),
+            RatingSystem::TrueSkill {
+                beta,
+                draw_probability,
+            } => self.trueskill(sides, beta, draw_probability),
         };
         sides
             .iter()
@@ -198,6 +207,43 @@ impl RatingUpdates {
             ..WengLinConfig::new()
         };
         weng_lin_multi_team(&ranked, &config)
+            .into_iter()
+            .map(|team| {
+                team.into_iter()
+                    .map(|r| (r.rating, Some(r.uncertainty), None))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn trueskill(&self, sides: &Sides, beta: f64, draw_probability: f64) -> Vec<Vec<Updated>> {
+        let teams: Vec<Vec<TrueSkillRating>> = sides
+            .iter()
+            .map(|(players, _)| {
+                players
+                    .iter()
+                    .map(|r| TrueSkillRating {
+                        rating: r.mean,
+                        uncertainty: self.uncertainty_of(r),
+                    })
+                    .collect()
+            })
+            .collect();
+        let ranked: Vec<(&[TrueSkillRating], MultiTeamOutcome)> = teams
+            .iter()
+            .zip(sides)
+            .map(|(team, (_, rank))| (&team[..], MultiTeamOutcome::new(*rank as usize)))
+            .collect();
+        let config = TrueSkillConfig {
+            draw_probability,
+            beta,
+            // TrueSkill's own proportion: its default dynamics (25/300) is a
+            // hundredth of its default uncertainty (25/3).
+            dynamics_factor: self.initial_uncertainty / 100.0,
+        };
+        // Without weights the crate cannot fail; should it, nobody moves.
+        trueskill_multi_team(&ranked, &config, None)
+            .unwrap_or_else(|_| teams.clone())
             .into_iter()
             .map(|team| {
                 team.into_iter()
@@ -348,6 +394,10 @@ mod tests {
             RatingSystem::WengLin { beta: 175.0 },
             RatingSystem::Elo { k: 32.0 },
             RatingSystem::Glicko2 { tau: 0.5 },
+            RatingSystem::TrueSkill {
+                beta: 175.0,
+                draw_probability: 0.1,
+            },
         ] {
             let u = updates(system);
             let sides = vec![
@@ -392,6 +442,43 @@ mod tests {
         let winner = new[0][0];
         assert!(winner.uncertainty.unwrap() < 350.0);
         assert!((winner.value - (winner.mean - winner.uncertainty.unwrap())).abs() < 0.01);
+    }
+
+    /// TrueSkill orders a ranked free-for-all: every place above another
+    /// ends higher than it did, the first gains most, the last loses most,
+    /// and every player is surer than before.
+    #[test]
+    fn trueskill_ranks_a_free_for_all_by_its_places() {
+        let u = updates(RatingSystem::TrueSkill {
+            beta: 150.0,
+            draw_probability: 0.01,
+        });
+        let sides: Vec<(Vec<StoredRating>, u32)> = (1..=4)
+            .map(|place| (vec![StoredRating::plain(1500.0)], place))
+            .collect();
+        let new = u.apply(&sides);
+        let means: Vec<f64> = new.iter().map(|side| side[0].mean).collect();
+        assert!(means.windows(2).all(|w| w[0] > w[1]), "{means:?}");
+        assert!(means[0] > 1500.0 && means[3] < 1500.0, "{means:?}");
+        assert!(
+            new.iter()
+                .flatten()
+                .all(|r| r.uncertainty.is_some_and(|s| s < 350.0)),
+            "{new:?}"
+        );
+        // Matching the skillratings figures for two players (docs/http-api.md).
+        let two = updates(RatingSystem::TrueSkill {
+            beta: 175.0,
+            draw_probability: 0.1,
+        })
+        .apply(&[
+            (vec![StoredRating::plain(1500.0)], 1),
+            (vec![StoredRating::plain(1500.0)], 2),
+        ]);
+        assert_eq!(
+            (two[0][0].mean, two[1][0].mean, two[0][0].uncertainty),
+            (1684.625, 1315.375, Some(301.202))
+        );
     }
 
     #[test]

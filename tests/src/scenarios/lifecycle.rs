@@ -371,6 +371,9 @@ fn team_rules() -> String {
           {"name": "elo", "teamSize": 1, "teams": 2, "mode": "rating",
            "rating": {"baseWindow": 1000, "widenPerSecond": 0, "maxWindow": 1000,
                       "relaxAfterSeconds": 60, "updates": {"system": "elo", "k": 32}}},
+          {"name": "trueskill", "teamSize": 1, "teams": 2, "mode": "rating",
+           "rating": {"baseWindow": 1000, "widenPerSecond": 0, "maxWindow": 1000,
+                      "relaxAfterSeconds": 60, "updates": {"system": "trueskill"}}},
           {"name": "manual", "teamSize": 1, "teams": 2, "mode": "rating",
            "rating": {"baseWindow": 1000, "widenPerSecond": 0, "maxWindow": 1000,
                       "relaxAfterSeconds": 60, "updates": {"system": "none"}}}
@@ -588,6 +591,24 @@ pub async fn a_result_updates_every_rating_once(env: &Env) {
     let c = m.lifecycle.rating_changes.unwrap()[&first];
     assert_eq!(c.after, 1516.0, "Elo k=32 between equals: +16");
     assert_eq!(c.uncertainty, None);
+    // TrueSkill (uncertainty 350, beta 175, draws 10 %) between equals,
+    // stored as the system computed it (docs/http-api.md's figures).
+    let ts = rated_match(&store, "trueskill", &[("t1", 1500.0), ("t2", 1500.0)]).await;
+    let winner = ts.teams.as_ref().unwrap()[0][0].clone();
+    let done = use_cases::report_result(
+        &store,
+        &ts.match_id,
+        &report(serde_json::json!({"teamRanks": [1, 2]})),
+    )
+    .await
+    .unwrap();
+    let ResultReport::Finished(m) = done else {
+        panic!("{done:?}")
+    };
+    let c = m.lifecycle.rating_changes.unwrap()[&winner];
+    assert_eq!((c.after, c.uncertainty), (1684.625, Some(301.202)));
+    let stored = stored_rating(&store, "trueskill", winner.as_str()).await;
+    assert_eq!(stored.as_deref(), Some("1684.625 1684.625 301.202 1"));
     let manual_world = rated_match(&store, "manual", &[("m1", 1500.0), ("m2", 1500.0)]).await;
     let done = use_cases::report_result(
         &store,

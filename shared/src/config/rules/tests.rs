@@ -153,6 +153,86 @@ fn a_backfill_balance_is_read_apart_from_the_fresh_matches_balance() {
 }
 
 #[test]
+fn trueskill_updates_are_read_and_their_fields_checked() {
+    let doc = |updates: &str| {
+        format!(
+            r#"{{"worlds": [{{"name": "ffa", "teamSize": 8, "mode": "rating",
+                "rating": {{"baseWindow": 50, "widenPerSecond": 10, "maxWindow": 400,
+                           "relaxAfterSeconds": 60, "updates": {updates}}}}}]}}"#
+        )
+    };
+    let read = |updates: &str| parse("MM_RULES", &doc(updates), TTL);
+    let (catalog, _, _) = read(
+        r#"{"system": "trueskill", "uncertainty": 300, "beta": 150, "drawProbability": 0.01}"#,
+    )
+    .unwrap();
+    let u = catalog
+        .get("ffa")
+        .unwrap()
+        .rating()
+        .unwrap()
+        .updates
+        .unwrap();
+    assert_eq!(
+        u.system,
+        RatingSystem::TrueSkill {
+            beta: 150.0,
+            draw_probability: 0.01
+        }
+    );
+    assert_eq!(u.initial_uncertainty, 300.0);
+    let (catalog, _, _) = read(r#"{"system": "trueskill"}"#).unwrap();
+    let u = catalog
+        .get("ffa")
+        .unwrap()
+        .rating()
+        .unwrap()
+        .updates
+        .unwrap();
+    assert_eq!(
+        u.system,
+        RatingSystem::TrueSkill {
+            beta: DEFAULT_UNCERTAINTY / 2.0,
+            draw_probability: 0.1
+        },
+        "the defaults"
+    );
+    for (updates, says) in [
+        (
+            r#"{"system": "weng-lin", "drawProbability": 0.1}"#,
+            "rating.updates.drawProbability: only for trueskill",
+        ),
+        (
+            r#"{"system": "none", "drawProbability": 0.1}"#,
+            "only for a system other than none",
+        ),
+        (
+            r#"{"system": "trueskill", "drawProbability": 0}"#,
+            "rating.updates.drawProbability: must be between 0 and 1",
+        ),
+        (
+            r#"{"system": "trueskill", "drawProbability": 1}"#,
+            "rating.updates.drawProbability: must be between 0 and 1",
+        ),
+        (
+            r#"{"system": "trueskill", "k": 32}"#,
+            "rating.updates.k: only for elo",
+        ),
+        (
+            r#"{"system": "trueskill", "beta": -1}"#,
+            "rating.updates.beta: must be a number > 0",
+        ),
+        (
+            r#"{"system": "elo", "beta": 100}"#,
+            "rating.updates.beta: only for weng-lin and trueskill",
+        ),
+    ] {
+        let err = read(updates).expect_err(updates);
+        assert!(err.reason.contains(says), "{updates}: {err}");
+    }
+}
+
+#[test]
 fn a_ready_check_is_read() {
     let (catalog, _, _) = parse(
         "MM_RULES",

@@ -18,6 +18,8 @@ pub(super) struct UpdatesSection {
     tau: Option<f64>,
     #[serde(default)]
     conservative_k: Option<f64>,
+    #[serde(default)]
+    draw_probability: Option<f64>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +28,8 @@ enum UpdateSystem {
     WengLin,
     Elo,
     Glicko2,
+    #[serde(rename = "trueskill")]
+    TrueSkill,
     None,
 }
 
@@ -33,6 +37,8 @@ enum UpdateSystem {
 pub const DEFAULT_UNCERTAINTY: f64 = 350.0;
 pub const DEFAULT_ELO_K: f64 = 32.0;
 pub const DEFAULT_GLICKO2_TAU: f64 = 0.5;
+/// TrueSkill's draw probability unless told (Microsoft's and the crate's).
+pub const DEFAULT_DRAW_PROBABILITY: f64 = 0.1;
 
 impl UpdatesSection {
     pub(super) fn validate(
@@ -59,15 +65,37 @@ impl UpdatesSection {
             "uncertainty",
             self.uncertainty.unwrap_or(DEFAULT_UNCERTAINTY),
         )?;
+        if !matches!(self.system, UpdateSystem::TrueSkill | UpdateSystem::None) {
+            only(
+                "drawProbability",
+                self.draw_probability.is_some(),
+                "trueskill",
+            )?;
+        }
         let system = match self.system {
             UpdateSystem::None => {
                 let any = self.uncertainty.is_some()
                     || self.beta.is_some()
                     || self.k.is_some()
                     || self.tau.is_some()
-                    || self.conservative_k.is_some();
+                    || self.conservative_k.is_some()
+                    || self.draw_probability.is_some();
                 only("*", any, "a system other than none")?;
                 return Ok(None);
+            }
+            UpdateSystem::TrueSkill => {
+                only("k", self.k.is_some(), "elo")?;
+                only("tau", self.tau.is_some(), "glicko2")?;
+                let draw_probability = self.draw_probability.unwrap_or(DEFAULT_DRAW_PROBABILITY);
+                if !(draw_probability > 0.0 && draw_probability < 1.0) {
+                    return Err(format!(
+                        "rating.updates.drawProbability: must be between 0 and 1 (exclusive), got {draw_probability}"
+                    ));
+                }
+                RatingSystem::TrueSkill {
+                    beta: positive("beta", self.beta.unwrap_or(uncertainty / 2.0))?,
+                    draw_probability,
+                }
             }
             UpdateSystem::WengLin => {
                 only("k", self.k.is_some(), "elo")?;
@@ -77,24 +105,24 @@ impl UpdatesSection {
                 }
             }
             UpdateSystem::Elo => {
-                only("beta", self.beta.is_some(), "weng-lin")?;
+                only("beta", self.beta.is_some(), "weng-lin and trueskill")?;
                 only("tau", self.tau.is_some(), "glicko2")?;
                 only(
                     "uncertainty",
                     self.uncertainty.is_some(),
-                    "weng-lin and glicko2",
+                    "weng-lin, glicko2 and trueskill",
                 )?;
                 only(
                     "conservativeK",
                     self.conservative_k.is_some(),
-                    "weng-lin and glicko2",
+                    "weng-lin, glicko2 and trueskill",
                 )?;
                 RatingSystem::Elo {
                     k: positive("k", self.k.unwrap_or(DEFAULT_ELO_K))?,
                 }
             }
             UpdateSystem::Glicko2 => {
-                only("beta", self.beta.is_some(), "weng-lin")?;
+                only("beta", self.beta.is_some(), "weng-lin and trueskill")?;
                 only("k", self.k.is_some(), "elo")?;
                 RatingSystem::Glicko2 {
                     tau: positive("tau", self.tau.unwrap_or(DEFAULT_GLICKO2_TAU))?,

@@ -285,6 +285,15 @@ pub fn rated_world(rs: &RuleSet) -> Result<(World, String, (f64, f64)), String> 
             crate::oracle::trim_float(tau),
             crate::oracle::trim_float(u.initial_uncertainty)
         ),
+        shared::RatingSystem::TrueSkill {
+            beta,
+            draw_probability,
+        } => format!(
+            "TrueSkill, beta {}, initial uncertainty {}, draw probability {}",
+            crate::oracle::trim_float(beta),
+            crate::oracle::trim_float(u.initial_uncertainty),
+            crate::oracle::trim_float(draw_probability)
+        ),
     };
     let system = if u.conservative_k > 0.0 {
         format!(
