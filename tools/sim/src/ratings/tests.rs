@@ -186,6 +186,14 @@ fn variants_switch_the_updates_off_and_the_shipped_rule_sets_qualify() {
         let rs = RuleSet::from_file(&f, None).unwrap();
         let (world, system, _) = rated_world(&rs).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(world.seats(), 10, "{}", f.display());
-        assert!(system.starts_with("Weng-Lin"), "{system}");
+        assert!(system.starts_with("TrueSkill"), "{system}");
+    }
+    // The sweep behind docs/sim/ratings/analysis.md: every file a rated
+    // world with updates.
+    let sweep = crate::rules::expand(&[dir.join("sweep")]).unwrap();
+    assert!(sweep.len() >= 7);
+    for f in sweep {
+        let rs = RuleSet::from_file(&f, None).unwrap();
+        rated_world(&rs).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
     }
 }
