@@ -105,8 +105,10 @@ impl Seat {
 pub struct Fill {
     pub rating: f64,
     /// The match's reference when it was filled: the average rating of
-    /// the players it had (what the core widens its window around).
-    pub reference: f64,
+    /// the players it had (what the core widens its window around); `None`
+    /// when it had nobody left, and the core holds the newcomer to no
+    /// window (the first fill sets the reference).
+    pub reference: Option<f64>,
     /// Simulated seconds since the backfill (its latest request) opened.
     pub wait: f64,
     /// The world's rating window at that wait (`None`: FIFO).
@@ -122,8 +124,18 @@ pub struct Fill {
 }
 
 impl Fill {
-    pub fn distance(&self) -> f64 {
-        (self.rating - self.reference).abs()
+    /// How far the newcomer's rating was from the reference (`None`: none).
+    pub fn distance(&self) -> Option<f64> {
+        self.reference.map(|r| (self.rating - r).abs())
+    }
+
+    /// Seated farther from the reference than the window (not lifted) allowed.
+    pub fn over_window(&self) -> bool {
+        !self.relaxed
+            && self
+                .window
+                .zip(self.distance())
+                .is_some_and(|(w, d)| d > w + 1e-6)
     }
 }
 
@@ -993,7 +1005,7 @@ async fn poll_fills(
         };
         let since = request.map_or(latest_since, |r| r.since);
         let all: Vec<f64> = decided.ratings(sc).into_iter().flatten().collect();
-        let reference = crate::stats::mean(&all).unwrap_or(0.0);
+        let reference = crate::stats::mean(&all);
         let mut s = lock(&ctx.state);
         let mut seated = Vec::new();
         for a in &batch {
@@ -1057,9 +1069,10 @@ async fn poll_fills(
             } else {
                 read_at.max(when)
             };
+            // No reference (the match had nobody left): no window either.
             let (window, relaxed) = match window_at(&ctx.world, latest - since) {
-                Some((w, r)) => (Some(w), r),
-                None => (None, false),
+                Some((w, r)) if reference.is_some() => (Some(w), r),
+                _ => (None, false),
             };
             let balance_window = balance_at(&ctx.world, latest - since);
             if balance_window.is_some_and(|b| decided_difference > b + 1e-6) {

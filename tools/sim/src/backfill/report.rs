@@ -83,20 +83,17 @@ pub struct Distances {
 }
 
 pub fn distances(fills: &[Fill]) -> Distances {
-    let d: Vec<f64> = fills.iter().map(Fill::distance).collect();
+    let d: Vec<f64> = fills.iter().filter_map(Fill::distance).collect();
     let w: Vec<f64> = fills.iter().filter_map(|f| f.window).collect();
     Distances {
         fills: fills.len(),
         distance: Dist::of(&d),
-        over_window: fills
-            .iter()
-            .filter(|f| !f.relaxed && f.window.is_some_and(|w| f.distance() > w + 1e-6))
-            .count(),
+        over_window: fills.iter().filter(|f| f.over_window()).count(),
         relaxed: fills.iter().filter(|f| f.relaxed).count(),
         relaxed_max: fills
             .iter()
             .filter(|f| f.relaxed)
-            .map(Fill::distance)
+            .filter_map(Fill::distance)
             .max_by(f64::total_cmp),
         window: Dist::of(&w),
     }

@@ -12,7 +12,7 @@ fn seat(left_at: f64, wait: Option<f64>) -> Seat {
 fn fill(distance: f64, window: f64, relaxed: bool, difference: f64) -> Fill {
     Fill {
         rating: 1500.0 + distance,
-        reference: 1500.0,
+        reference: Some(1500.0),
         wait: 1.0,
         window: Some(window),
         relaxed,
@@ -223,4 +223,18 @@ fn cumulative_shares_step_up_to_the_total() {
     assert!(c.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
     let c = plot::cumulative(&[1.0, 20.0], 2, 10.0);
     assert_eq!(c.last(), Some(&(10.0, 0.5)));
+}
+
+/// A fill into a match that had nobody left has no reference, and the core
+/// holds it to no window: never over the window, out of the distances.
+#[test]
+fn a_fill_without_a_reference_is_held_to_no_window() {
+    let mut first = fill(600.0, 100.0, false, 0.0);
+    assert!(first.over_window());
+    first.reference = None;
+    first.window = None;
+    assert!(!first.over_window());
+    let d = distances(&[first, fill(50.0, 100.0, false, 0.0)]);
+    assert_eq!((d.fills, d.over_window), (2, 0));
+    assert_eq!(d.distance.map(|x| x.mean), Some(50.0));
 }
