@@ -330,9 +330,23 @@ struct State {
     join_lag: Vec<f64>,
     /// Players a fresh match or a backfill took.
     placed: HashSet<usize>,
+    /// Where each placed player went ("match <id>", "fill <n> of <id>"):
+    /// a player placed twice is an anomaly naming both.
+    placements: HashMap<usize, Vec<String>>,
 }
 
 impl State {
+    /// Files player `i` (`p`) as placed `where_`; a second placement is an
+    /// anomaly (one ticket, two seats).
+    fn place(&mut self, i: usize, p: &str, where_: String) {
+        let list = self.placements.entry(i).or_default();
+        list.push(where_);
+        if list.len() > 1 {
+            let list = list.join(", ");
+            self.anomalies.note(format!("{p} placed twice: {list}"));
+        }
+    }
+
     fn fail(&mut self, what: String) {
         self.failures += 1;
         self.first_error.get_or_insert(what);
@@ -670,6 +684,7 @@ async fn game(
         for p in &record.participants {
             if let Some(i) = index_of(p) {
                 s.placed.insert(i);
+                s.place(i, p.as_str(), format!("match {id}"));
                 if let Some(sent) = s.joined_ms.get(&i).copied() {
                     let wait = (record.matched_at as f64 - sent) / 1000.0;
                     s.fresh_waits.push(wait);
@@ -727,7 +742,9 @@ async fn game(
         let empty_now = seats.saturating_sub(roster.players());
         empty_seconds += empty_now as f64 * (now.min(end) - last_change).max(0.0);
         last_change = now.min(end);
-        if now >= end {
+        // A leave due before the end is played even when this task woke
+        // late (a lane behind its clock): the seat emptied in the game.
+        if now >= end && next_leave >= end {
             break;
         }
         if poll {
@@ -1023,6 +1040,7 @@ async fn poll_fills(
                     None => s.by_matcher += 1,
                 }
                 s.placed.insert(i);
+                s.place(i, p.as_str(), format!("fill {fill_no} of {id}"));
                 if let Some(sent) = s.joined_ms.get(&i).copied() {
                     let wait = when - ctx.clock.sim_of_fake_ms(sent);
                     s.backfill_waits.push(wait);
