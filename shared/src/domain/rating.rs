@@ -184,56 +184,60 @@ impl RatingUpdates {
             .unwrap_or(self.initial_uncertainty)
     }
 
-    fn weng_lin(&self, sides: &Sides, beta: f64) -> Vec<Vec<Updated>> {
-        let teams: Vec<Vec<WengLinRating>> = sides
+    /// Runs a multi-team system whose rating is a mean and an uncertainty
+    /// (Weng-Lin, TrueSkill): `make` builds its rating, `read` takes one
+    /// apart, `update` rates the sides in their places.
+    fn mean_and_uncertainty<R>(
+        &self,
+        sides: &Sides,
+        make: impl Fn(f64, f64) -> R,
+        read: impl Fn(&R) -> (f64, f64),
+        update: impl FnOnce(&[(&[R], MultiTeamOutcome)]) -> Vec<Vec<R>>,
+    ) -> Vec<Vec<Updated>> {
+        let teams: Vec<Vec<R>> = sides
             .iter()
             .map(|(players, _)| {
                 players
                     .iter()
-                    .map(|r| WengLinRating {
-                        rating: r.mean,
-                        uncertainty: self.uncertainty_of(r),
-                    })
+                    .map(|r| make(r.mean, self.uncertainty_of(r)))
                     .collect()
             })
             .collect();
-        let ranked: Vec<(&[WengLinRating], MultiTeamOutcome)> = teams
+        let ranked: Vec<(&[R], MultiTeamOutcome)> = teams
             .iter()
             .zip(sides)
             .map(|(team, (_, rank))| (&team[..], MultiTeamOutcome::new(*rank as usize)))
             .collect();
-        let config = WengLinConfig {
-            beta,
-            ..WengLinConfig::new()
-        };
-        weng_lin_multi_team(&ranked, &config)
-            .into_iter()
+        update(&ranked)
+            .iter()
             .map(|team| {
-                team.into_iter()
-                    .map(|r| (r.rating, Some(r.uncertainty), None))
+                team.iter()
+                    .map(|r| {
+                        let (mean, uncertainty) = read(r);
+                        (mean, Some(uncertainty), None)
+                    })
                     .collect()
             })
             .collect()
     }
 
+    fn weng_lin(&self, sides: &Sides, beta: f64) -> Vec<Vec<Updated>> {
+        let config = WengLinConfig {
+            beta,
+            ..WengLinConfig::new()
+        };
+        self.mean_and_uncertainty(
+            sides,
+            |rating, uncertainty| WengLinRating {
+                rating,
+                uncertainty,
+            },
+            |r| (r.rating, r.uncertainty),
+            |ranked| weng_lin_multi_team(ranked, &config),
+        )
+    }
+
     fn trueskill(&self, sides: &Sides, beta: f64, draw_probability: f64) -> Vec<Vec<Updated>> {
-        let teams: Vec<Vec<TrueSkillRating>> = sides
-            .iter()
-            .map(|(players, _)| {
-                players
-                    .iter()
-                    .map(|r| TrueSkillRating {
-                        rating: r.mean,
-                        uncertainty: self.uncertainty_of(r),
-                    })
-                    .collect()
-            })
-            .collect();
-        let ranked: Vec<(&[TrueSkillRating], MultiTeamOutcome)> = teams
-            .iter()
-            .zip(sides)
-            .map(|(team, (_, rank))| (&team[..], MultiTeamOutcome::new(*rank as usize)))
-            .collect();
         let config = TrueSkillConfig {
             draw_probability,
             beta,
@@ -241,16 +245,19 @@ impl RatingUpdates {
             // hundredth of its default uncertainty (25/3).
             dynamics_factor: self.initial_uncertainty / 100.0,
         };
-        // Without weights the crate cannot fail; should it, nobody moves.
-        trueskill_multi_team(&ranked, &config, None)
-            .unwrap_or_else(|_| teams.clone())
-            .into_iter()
-            .map(|team| {
-                team.into_iter()
-                    .map(|r| (r.rating, Some(r.uncertainty), None))
-                    .collect()
-            })
-            .collect()
+        self.mean_and_uncertainty(
+            sides,
+            |rating, uncertainty| TrueSkillRating {
+                rating,
+                uncertainty,
+            },
+            |r| (r.rating, r.uncertainty),
+            // Without weights the crate cannot fail; should it, nobody moves.
+            |ranked| {
+                trueskill_multi_team(ranked, &config, None)
+                    .unwrap_or_else(|_| ranked.iter().map(|(team, _)| team.to_vec()).collect())
+            },
+        )
     }
 
     fn glicko2(&self, sides: &Sides, tau: f64) -> Vec<Vec<Updated>> {
