@@ -162,17 +162,19 @@ fn trueskill_updates_are_read_and_their_fields_checked() {
         )
     };
     let read = |updates: &str| parse("MM_RULES", &doc(updates), TTL);
-    let (catalog, _, _) = read(
+    let updates_of = |updates: &str| {
+        let (catalog, _, _) = read(updates).unwrap();
+        catalog
+            .get("ffa")
+            .unwrap()
+            .rating()
+            .unwrap()
+            .updates
+            .unwrap()
+    };
+    let u = updates_of(
         r#"{"system": "trueskill", "uncertainty": 300, "beta": 150, "drawProbability": 0.01}"#,
-    )
-    .unwrap();
-    let u = catalog
-        .get("ffa")
-        .unwrap()
-        .rating()
-        .unwrap()
-        .updates
-        .unwrap();
+    );
     assert_eq!(
         u.system,
         RatingSystem::TrueSkill {
@@ -181,14 +183,7 @@ fn trueskill_updates_are_read_and_their_fields_checked() {
         }
     );
     assert_eq!(u.initial_uncertainty, 300.0);
-    let (catalog, _, _) = read(r#"{"system": "trueskill"}"#).unwrap();
-    let u = catalog
-        .get("ffa")
-        .unwrap()
-        .rating()
-        .unwrap()
-        .updates
-        .unwrap();
+    let u = updates_of(r#"{"system": "trueskill"}"#);
     assert_eq!(
         u.system,
         RatingSystem::TrueSkill {

@@ -151,12 +151,10 @@ fn seats_never_filled_count_as_waiting_for_ever() {
     assert!(criteria(&empty, 100.0).iter().all(|c| !c.pass));
 }
 
-#[test]
-fn windows_follow_the_world() {
+/// The world of the backfill rule file at `path` (under `rules/backfill/`).
+fn backfill_world(path: &str) -> World {
     let rs = crate::rules::RuleSet::from_file(
-        &crate::rules::default_dir()
-            .join("backfill")
-            .join("rated-5v5.json"),
+        &crate::rules::default_dir().join("backfill").join(path),
         None,
     )
     .unwrap();
@@ -170,6 +168,12 @@ fn windows_follow_the_world() {
             "t",
         )
         .unwrap();
+    world
+}
+
+#[test]
+fn windows_follow_the_world() {
+    let world = backfill_world("rated-5v5.json");
     assert_eq!(world.teams, 2);
     assert_eq!(window_at(&world, 0.0), Some((100.0, false)));
     assert_eq!(window_at(&world, 5.0), Some((200.0, false)));
@@ -185,23 +189,7 @@ fn windows_follow_the_world() {
     );
     assert!(balance_at(&world, 5.0).is_some_and(|b| (b - 2.1).abs() < 1e-9));
     assert!(balance_at(&world, 25.0).is_some_and(|b| (b - 2.5).abs() < 1e-9));
-    let (_, without) = crate::rules::RuleSet::from_file(
-        &crate::rules::default_dir()
-            .join("backfill")
-            .join("sweep")
-            .join("rated-5v5-b20.json"),
-        None,
-    )
-    .unwrap()
-    .settings(
-        &crate::rules::Environment {
-            redis_url: "redis://127.0.0.1:1".into(),
-            ticket_ttl_secs: 900,
-            instant_match: true,
-        },
-        "t",
-    )
-    .unwrap();
+    let without = backfill_world("sweep/rated-5v5-b20.json");
     assert_eq!(balance_at(&without, 5.0), Some(30.0), "the world's balance");
     assert_eq!(balance_at(&without, 25.0), None, "lifted at the relax time");
     for dir in [
