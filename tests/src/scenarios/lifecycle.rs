@@ -578,16 +578,7 @@ pub async fn a_result_updates_every_rating_once(env: &Env) {
     // Elo and "none".
     let elo = rated_match(&store, "elo", &[("e1", 1500.0), ("e2", 1500.0)]).await;
     let first = elo.teams.as_ref().unwrap()[0][0].clone();
-    let done = use_cases::report_result(
-        &store,
-        &elo.match_id,
-        &report(serde_json::json!({"teamRanks": [1, 2]})),
-    )
-    .await
-    .unwrap();
-    let ResultReport::Finished(m) = done else {
-        panic!("{done:?}")
-    };
+    let m = first_team_wins(&store, &elo).await;
     let c = m.lifecycle.rating_changes.unwrap()[&first];
     assert_eq!(c.after, 1516.0, "Elo k=32 between equals: +16");
     assert_eq!(c.uncertainty, None);
@@ -595,31 +586,13 @@ pub async fn a_result_updates_every_rating_once(env: &Env) {
     // stored as the system computed it (docs/http-api.md's figures).
     let ts = rated_match(&store, "trueskill", &[("t1", 1500.0), ("t2", 1500.0)]).await;
     let winner = ts.teams.as_ref().unwrap()[0][0].clone();
-    let done = use_cases::report_result(
-        &store,
-        &ts.match_id,
-        &report(serde_json::json!({"teamRanks": [1, 2]})),
-    )
-    .await
-    .unwrap();
-    let ResultReport::Finished(m) = done else {
-        panic!("{done:?}")
-    };
+    let m = first_team_wins(&store, &ts).await;
     let c = m.lifecycle.rating_changes.unwrap()[&winner];
     assert_eq!((c.after, c.uncertainty), (1684.625, Some(301.202)));
     let stored = stored_rating(&store, "trueskill", winner.as_str()).await;
     assert_eq!(stored.as_deref(), Some("1684.625 1684.625 301.202 1"));
     let manual_world = rated_match(&store, "manual", &[("m1", 1500.0), ("m2", 1500.0)]).await;
-    let done = use_cases::report_result(
-        &store,
-        &manual_world.match_id,
-        &report(serde_json::json!({"teamRanks": [1, 2]})),
-    )
-    .await
-    .unwrap();
-    let ResultReport::Finished(m) = done else {
-        panic!("{done:?}")
-    };
+    let m = first_team_wins(&store, &manual_world).await;
     assert_eq!(m.lifecycle.rating_changes, None);
     assert_eq!(stored_rating(&store, "manual", "m1").await, None);
     // A cancelled game finishes without moving ratings.
@@ -633,6 +606,21 @@ pub async fn a_result_updates_every_rating_once(env: &Env) {
     .unwrap();
     assert!(matches!(done, ResultReport::Finished(_)));
     assert_eq!(stored_rating(&store, "elo", "e3").await, None);
+}
+
+/// Reports that the first team of `record` won; the match as finished.
+async fn first_team_wins(store: &MatchStore, record: &MatchRecord) -> shared::MatchWithLifecycle {
+    let done = use_cases::report_result(
+        store,
+        &record.match_id,
+        &report(serde_json::json!({"teamRanks": [1, 2]})),
+    )
+    .await
+    .unwrap();
+    let ResultReport::Finished(m) = done else {
+        panic!("{done:?}")
+    };
+    m
 }
 
 fn rules_updates(store: &MatchStore, w: &str) -> shared::RatingUpdates {
