@@ -22,7 +22,7 @@ pub mod report;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -329,7 +329,6 @@ struct State {
     mismatches: u64,
     join_lag: Vec<f64>,
     /// Players a fresh match or a backfill took.
-    placed: HashSet<usize>,
     /// Where each placed player went ("match <id>", "fill <n> of <id>"):
     /// a player placed twice is an anomaly naming both.
     placements: HashMap<usize, Vec<String>>,
@@ -421,7 +420,7 @@ async fn drive(
     let ticks = ticker.await.unwrap_or_default();
 
     let mut s = lock(&ctx.state);
-    let waiting = scenario.arrivals.len() - s.placed.len();
+    let waiting = scenario.arrivals.len() - s.placements.len();
     let lag = crate::stats::Dist::of(&s.join_lag);
     let lagging = match (ticks.lagging(), lag) {
         (Some(why), _) => Some(why),
@@ -683,7 +682,6 @@ async fn game(
         }
         for p in &record.participants {
             if let Some(i) = index_of(p) {
-                s.placed.insert(i);
                 s.place(i, p.as_str(), format!("match {id}"));
                 if let Some(sent) = s.joined_ms.get(&i).copied() {
                     let wait = (record.matched_at as f64 - sent) / 1000.0;
@@ -1039,7 +1037,6 @@ async fn poll_fills(
                     Some(_) => s.by_join += 1,
                     None => s.by_matcher += 1,
                 }
-                s.placed.insert(i);
                 s.place(i, p.as_str(), format!("fill {fill_no} of {id}"));
                 if let Some(sent) = s.joined_ms.get(&i).copied() {
                     let wait = when - ctx.clock.sim_of_fake_ms(sent);
