@@ -187,7 +187,12 @@ impl RatingRules {
         if wait >= self.relax_after {
             return None;
         }
-        Some((self.base_window + self.widen_per_second * wait.as_secs_f64()).min(self.max_window))
+        Some(widened(
+            self.base_window,
+            self.widen_per_second,
+            self.max_window,
+            wait,
+        ))
     }
 
     /// How far the team averages of a match may differ after a fill of a
@@ -208,8 +213,19 @@ impl RatingRules {
 impl BalanceRules {
     /// The window after `wait`: `min(base + per_second * wait, max)`.
     pub fn after(&self, wait: Duration) -> f64 {
-        (self.base_window + self.widen_per_second * wait.as_secs_f64()).min(self.max_window)
+        widened(
+            self.base_window,
+            self.widen_per_second,
+            self.max_window,
+            wait,
+        )
     }
+}
+
+/// A window that widens with `wait`: `min(base + per_second * wait, max)`
+/// (the scripts' rated_window, lua/_rated.lua).
+fn widened(base: f64, per_second: f64, max: f64, wait: Duration) -> f64 {
+    (base + per_second * wait.as_secs_f64()).min(max)
 }
 
 /// Where players' ratings come from (the rule set's `ratings` section).
