@@ -175,66 +175,78 @@ fn finite_at_least(field: &str, value: f64, min: f64) -> Result<f64, String> {
     }
 }
 
+/// A widening window `<field>.baseWindow`, `.widenPerSecond`, `.maxWindow`.
+fn widening_window(
+    field: &str,
+    base_window: f64,
+    widen_per_second: f64,
+    max_window: f64,
+) -> Result<BalanceRules, String> {
+    let base_window = finite_at_least(&format!("{field}.baseWindow"), base_window, 0.0)?;
+    let widen_per_second =
+        finite_at_least(&format!("{field}.widenPerSecond"), widen_per_second, 0.0)?;
+    let max_window = finite_at_least(&format!("{field}.maxWindow"), max_window, base_window)?;
+    Ok(BalanceRules {
+        base_window,
+        widen_per_second,
+        max_window,
+    })
+}
+
+/// A `relaxAfterSeconds` (`field`): a number of seconds > 0.
+fn relax_after(field: &str, secs: f64) -> Result<Duration, String> {
+    let secs = finite_at_least(field, secs, 0.0)?;
+    if secs == 0.0 {
+        return Err(format!("{field}: must be > 0"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 impl BalanceSection {
     fn validate(&self) -> Result<BalanceRules, String> {
-        let base_window = finite_at_least("balance.baseWindow", self.base_window, 0.0)?;
-        let widen_per_second =
-            finite_at_least("balance.widenPerSecond", self.widen_per_second, 0.0)?;
-        let max_window = finite_at_least("balance.maxWindow", self.max_window, base_window)?;
-        Ok(BalanceRules {
-            base_window,
-            widen_per_second,
-            max_window,
-        })
+        widening_window(
+            "balance",
+            self.base_window,
+            self.widen_per_second,
+            self.max_window,
+        )
     }
 }
 
 impl BackfillBalanceSection {
     fn validate(&self) -> Result<BackfillBalance, String> {
-        let base_window = finite_at_least("backfill.balance.baseWindow", self.base_window, 0.0)?;
-        let widen_per_second = finite_at_least(
-            "backfill.balance.widenPerSecond",
-            self.widen_per_second,
-            0.0,
-        )?;
-        let max_window =
-            finite_at_least("backfill.balance.maxWindow", self.max_window, base_window)?;
-        let relax_after = match self.relax_after_seconds {
-            None => None,
-            Some(secs) => {
-                let secs = finite_at_least("backfill.balance.relaxAfterSeconds", secs, 0.0)?;
-                if secs == 0.0 {
-                    return Err("backfill.balance.relaxAfterSeconds: must be > 0".into());
-                }
-                Some(Duration::from_secs_f64(secs))
-            }
-        };
         Ok(BackfillBalance {
-            window: BalanceRules {
-                base_window,
-                widen_per_second,
-                max_window,
-            },
-            relax_after,
+            window: widening_window(
+                "backfill.balance",
+                self.base_window,
+                self.widen_per_second,
+                self.max_window,
+            )?,
+            relax_after: self
+                .relax_after_seconds
+                .map(|secs| relax_after("backfill.balance.relaxAfterSeconds", secs))
+                .transpose()?,
         })
     }
 }
 
 impl RatingSection {
     fn validate(&self, ratings: &RatingSettings) -> Result<RatingRules, String> {
-        let base_window = finite_at_least("rating.baseWindow", self.base_window, 0.0)?;
-        let widen_per_second =
-            finite_at_least("rating.widenPerSecond", self.widen_per_second, 0.0)?;
-        let max_window = finite_at_least("rating.maxWindow", self.max_window, base_window)?;
-        let relax = finite_at_least("rating.relaxAfterSeconds", self.relax_after_seconds, 0.0)?;
-        if relax == 0.0 {
-            return Err("rating.relaxAfterSeconds: must be > 0".into());
-        }
+        let BalanceRules {
+            base_window,
+            widen_per_second,
+            max_window,
+        } = widening_window(
+            "rating",
+            self.base_window,
+            self.widen_per_second,
+            self.max_window,
+        )?;
         Ok(RatingRules {
             base_window,
             widen_per_second,
             max_window,
-            relax_after: Duration::from_secs_f64(relax),
+            relax_after: relax_after("rating.relaxAfterSeconds", self.relax_after_seconds)?,
             retry: ANCHOR_RETRY,
             anchors_per_call: ANCHORS_PER_CALL,
             balance: None,
