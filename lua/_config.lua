@@ -93,6 +93,7 @@ local function parse_world_config(s)
     instant = c.instant, capacity = c.capacity, window = c.window, presence = c.presence,
     max_party = c.max_party, party_ttl = c.party_ttl, party_rating = c.party_rating,
     min_rating = r.min, max_rating = r.max, default_rating = r.default,
+    default_rating_text = r.default and num(r.default),
     claim = { lease = claim.lease_ms, young = claim.young_ms },
   }
   if c.rating ~= nil then

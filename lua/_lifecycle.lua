@@ -75,3 +75,35 @@ local function rating_value(stored)
   if not stored then return nil end
   return tonumber(string.match(stored, '^%S+'))
 end
+
+-- A rating and the text its source wrote it in: a join passes the text on
+-- (to ZADD, to its reply) instead of formatting the number again, as float
+-- formatting is one of a join's largest costs. Every source writes a plain
+-- decimal that Redis, Lua and Rust parse to the same number: the ratings
+-- store (rating_set.lua's num, match_result.lua's values from Rust), the
+-- claim (Rust's f64 Display, checked by the script) and the default (num).
+-- A claimed rating (the caller's token claim, as Rust writes an f64) is
+-- checked to be such a plain decimal: tonumber alone would also take hex,
+-- exponents, spaces, "nan" and "inf", which Redis and Rust read otherwise.
+local function bad_claim(claimed)
+  if claimed ~= '' and not string.find(claimed, '^%-?%d+%.?%d*$') then
+    return 'claimed rating is not a plain decimal number'
+  end
+  return nil
+end
+
+local function rating_of_text(text)
+  local v = tonumber(text)
+  if v then return v, text end
+  return nil
+end
+
+local function joining_rating(stored, claimed, cfg)
+  local v, text = rating_of_text(stored[1] and string.match(stored[1], '^%S+'))
+  if v then return v, text end
+  v, text = rating_of_text(stored[2] and string.match(stored[2], '^%S+'))
+  if v then return v, text end
+  v, text = rating_of_text(claimed)
+  if v then return v, text end
+  return cfg.default_rating, cfg.default_rating_text
+end

@@ -24,8 +24,22 @@ local function is_party_ticket(t)
   return string.byte(t, 1) == 1
 end
 
-local function encode_ticket(world, seq, joined, deadline)
+-- Integers become text by string.format's %d: concatenating a number
+-- formats it as a float ("%.14g"), and Redis formats a number argument with
+-- "%.17g", each costing about twice a %d (docs/benchmark.md, "Where a join's
+-- instructions go"). A hot path formats an integer once and passes the
+-- text on (to ZADD, HSET and the ticket).
+local function int_text(n)
+  return string.format('%d', n)
+end
+
+-- The ticket from its fields as texts (int_text).
+local function ticket_of_texts(world, seq, joined, deadline)
   return world .. ' ' .. seq .. ' ' .. joined .. ' ' .. deadline
+end
+
+local function encode_ticket(world, seq, joined, deadline)
+  return string.format('%s %d %d %d', world, seq, joined, deadline)
 end
 
 -- A player's state: kind ('ticket', 'match', 'party', 'proposal',

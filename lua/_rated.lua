@@ -69,7 +69,9 @@ end
 local function rated_may_match(ctx, r, wait_ms, seats_needed, ticket_seats)
   local w = rated_window(ctx.cfg.rules, wait_ms)
   if not w then return true end
-  local others = redis.call('ZCOUNT', ctx.k.ratings, num(r - w), num(r + w)) - 1
+  -- Numbers, not num(): Redis formats a number argument with %.17g itself,
+  -- exactly and for less than num's string.format.
+  local others = redis.call('ZCOUNT', ctx.k.ratings, r - w, r + w) - 1
   return others * ticket_seats >= seats_needed
 end
 

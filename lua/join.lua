@@ -10,7 +10,8 @@
 --        another (the store learns it from a STALE answer)
 -- ARGV   player   the player id
 -- ARGV   data     ticket data JSON, "" for none (already validated and size-capped)
--- ARGV   claimed  the rating from the caller's verified token claim, "" for none
+-- ARGV   claimed  the rating from the caller's verified token claim, a plain
+--                 decimal ("" for none)
 -- ARGV   latencies the player's latency to each region, "name=ms,..."
 --                  (worlds with regions; "" for none)
 -- ARGV   config   the joined world's configuration (see _config.lua)
@@ -61,7 +62,7 @@ local player, data, claimed = args.player, args.data, args.claimed
 local cfg, bad_config = world_config(args.config)
 if player == '' then return fail('player id is empty') end
 if not cfg then return fail(bad_config) end
-if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
+if bad_claim(claimed) then return fail(bad_claim(claimed)) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
 local lat, bad_latencies = joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
@@ -107,16 +108,15 @@ end
 if cfg.regions and not lat then return { 'LATENCY_REQUIRED', world } end
 local rules = cfg.rules
 local anchored = rules or cfg.regions
-local rating = nil
+local rating, shown_rating = nil, ''
 if rules then
   local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. player, '*|' .. player)
-  rating = rating_value(stored[1]) or rating_value(stored[2]) or tonumber(claimed) or cfg.default_rating
+  rating, shown_rating = joining_rating(stored, claimed, cfg)
   if not rating then return { 'NO_RATING', world } end
   if rating < cfg.min_rating or rating > cfg.max_rating then
     return { 'BAD_RATING', world, num(rating) }
   end
 end
-local shown_rating = rating and num(rating) or ''
 
 -- All checks passed: from here on the script only writes.
 if expired_in then
@@ -130,11 +130,12 @@ local seats, teams = cfg.seats, cfg.teams
 local general = teams > 1 or cfg.accept ~= nil or stats.parties > 0
 local attempt = cfg.instant and (general or size + 1 >= seats)
 local seq = redis.call('INCR', k.ticket_seq)
-redis.call('ZADD', k.queue, seq, player)
-redis.call('ZADD', k.deadlines, now + cfg.ticket_ttl, player)
-redis.call('HSET', k.players, player, encode_ticket(world, seq, now, now + cfg.ticket_ttl))
+local seq_text, deadline_text = int_text(seq), int_text(now + cfg.ticket_ttl)
+redis.call('ZADD', k.queue, seq_text, player)
+redis.call('ZADD', k.deadlines, deadline_text, player)
+redis.call('HSET', k.players, player, ticket_of_texts(world, seq_text, int_text(now), deadline_text))
 set_ticket_data(ctx, player, data)
-if rules then redis.call('ZADD', k.ratings, rating, rating_member(seq, player)) end
+if rules then redis.call('ZADD', k.ratings, shown_rating, rating_member(seq, player)) end
 if cfg.regions then add_regional(ctx, player, seq, lat, rating) end
 -- The matcher sleeps only with every queue empty, and every script that
 -- files a ticket wakes it: a ticket waiting here means it is awake.

@@ -10,7 +10,8 @@
 -- WORLDS the party's world
 -- ARGV   leader   the leader's player id
 -- ARGV   data     the leader's ticket data JSON, "" for none
--- ARGV   claimed  the rating from the leader's verified token claim, "" for none
+-- ARGV   claimed  the rating from the leader's verified token claim, a plain
+--                 decimal ("" for none)
 -- ARGV   latencies the leader's latency to each region, "name=ms,..." ("" for none)
 -- ARGV   config   the world's configuration (see _config.lua)
 -- REST   invited  the invited players (distinct, not the leader, at least one)
@@ -33,7 +34,7 @@ local cfg, bad_config = world_config(args.config)
 local world = worlds[1]
 if leader == '' then return fail('leader is empty') end
 if not cfg then return fail(bad_config) end
-if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
+if bad_claim(claimed) then return fail(bad_claim(claimed)) end
 local lat, bad_latencies = joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
 local seen = { [leader] = true }

@@ -13,7 +13,8 @@
 -- ARGV   player   the player id
 -- ARGV   party    the party id
 -- ARGV   data     the player's ticket data JSON, "" for none
--- ARGV   claimed  the rating from the player's verified token claim, "" for none
+-- ARGV   claimed  the rating from the player's verified token claim, a plain
+--                 decimal ("" for none)
 -- ARGV   latencies the player's latency to each region, "name=ms,..." ("" for none)
 -- ARGV   config   the world's configuration (see _config.lua)
 -- ARGV   claim    "1": claim the outbox entries of matches formed, for the
@@ -50,7 +51,7 @@ local world = worlds[1]
 if player == '' then return fail('player id is empty') end
 if party_id == '' then return fail('party id is empty') end
 if not cfg then return fail(bad_config) end
-if claimed ~= '' and not tonumber(claimed) then return fail('claimed rating is not a number') end
+if bad_claim(claimed) then return fail(bad_claim(claimed)) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
 local lat, bad_latencies = joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh redis
+scripts/install-deps.sh redis valgrind
 
 echo "building (release)..." >&2
 cargo build --release --quiet \

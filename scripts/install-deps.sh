@@ -5,6 +5,8 @@
 #
 #   scripts/install-deps.sh redis      redis-server + redis-cli
 #   scripts/install-deps.sh chromium   headless Chromium (browser tests)
+#   scripts/install-deps.sh valgrind   valgrind (the benchmark's instruction
+#                                      counts, row 10)
 #   scripts/install-deps.sh sim        libfaketime, and tcmalloc (Debian's
 #                                      jemalloc-linked redis-server deadlocks
 #                                      under libfaketime) for the simulator
@@ -61,6 +63,12 @@ for what in "$@"; do
         apt_install redis-server redis-tools
         # The package starts a system service on 6379; the project never uses it.
         $SUDO service redis-server stop >/dev/null 2>&1 || true
+      fi
+      ;;
+    valgrind)
+      if ! command -v valgrind >/dev/null 2>&1 || ! command -v callgrind_control >/dev/null 2>&1; then
+        echo "installing valgrind (apt-get)..." >&2
+        apt_install valgrind
       fi
       ;;
     chromium)

@@ -1020,6 +1020,13 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     for (i, bad) in [
         (0, ""),
         (2, "high"),
+        // The claim's text goes to ZADD and the reply as it is: only the
+        // plain decimals Rust writes (Lua's tonumber would take these).
+        (2, "1e3"),
+        (2, "0x10"),
+        (2, " 1500"),
+        (2, "nan"),
+        (2, "inf"),
         (3, "eu=5"),
         (4, ""),
         (4, "{"),
@@ -1244,7 +1251,15 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     let party_join_args =
         |config: String| s(&["friend", "world1.1-1", "", "", "", &config, "0", "world1"]);
     let good_party_join = party_join_args(config(&fifo_config, &[]));
-    for (i, bad) in [(0, ""), (1, ""), (3, "x"), (4, "eu=1"), (6, "2"), (7, "")] {
+    for (i, bad) in [
+        (0, ""),
+        (1, ""),
+        (3, "x"),
+        (3, "1e3"),
+        (4, "eu=1"),
+        (6, "2"),
+        (7, ""),
+    ] {
         cases.push((
             "party_join.lua",
             party_join_keys.clone(),

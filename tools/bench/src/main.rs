@@ -10,6 +10,7 @@ mod durability;
 mod e2e;
 mod floor;
 mod footprint;
+mod instructions;
 mod matcher;
 mod rated;
 mod regions;
@@ -69,7 +70,7 @@ async fn run(cfg: Config) -> Res<bool> {
         ..Default::default()
     };
     type Row = (u8, &'static str);
-    let rows: [Row; 9] = [
+    let rows: [Row; 10] = [
         (1, "scaling"),
         (2, "throughput"),
         (3, "matcher"),
@@ -79,6 +80,7 @@ async fn run(cfg: Config) -> Res<bool> {
         (7, "regions"),
         (8, "backfill"),
         (9, "durability"),
+        (10, "instructions"),
     ];
     for (n, name) in rows {
         if !cfg.runs(n) {
@@ -95,7 +97,8 @@ async fn run(cfg: Config) -> Res<bool> {
             6 => rated::run(&cfg, &mut report).await,
             7 => regions::run(&cfg, &mut report).await,
             8 => backfill::run(&cfg, &mut report).await,
-            _ => durability::run(&cfg, &mut report).await,
+            9 => durability::run(&cfg, &mut report).await,
+            _ => instructions::run(&cfg, &mut report).await,
         };
         match result {
             Ok(()) => eprintln!("[{n}] {name} done in {:.1} s", t.elapsed().as_secs_f64()),

@@ -29,7 +29,7 @@ const WORLD: &str = "ranked";
 /// Players per match.
 const TEAM: u32 = 10;
 /// Tickets outlive the benchmark (nothing expires while measuring).
-const TTL_SECS: u64 = 86_400;
+pub(crate) const TTL_SECS: u64 = 86_400;
 /// The population's tickets joined this long before the fill, so every one
 /// of them is due as an anchor (due = joined + the anchor retry).
 const JOINED_AGO_MS: u64 = 2_000;
@@ -59,7 +59,7 @@ fn uniform(seed: u64) -> f64 {
 }
 
 /// A standard normal number from `seed` (Box-Muller).
-fn normal(seed: u64) -> f64 {
+pub(crate) fn normal(seed: u64) -> f64 {
     let (u1, u2) = (uniform(seed), uniform(seed ^ 0x5555_5555_5555_5555));
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
@@ -73,7 +73,7 @@ fn rating_of(i: usize) -> f64 {
 
 /// A rated world's rule set (`MM_RULES`): one world, ratings accepted up to
 /// 1 000 000 (the 6a probe is rated 100 000).
-fn rules(base: f64, max: f64, relax_secs: u64, ttl_secs: u64) -> String {
+pub(crate) fn rules(base: f64, max: f64, relax_secs: u64, ttl_secs: u64) -> String {
     serde_json::json!({
         "ratings": { "min": 0, "max": 1_000_000 },
         "worlds": [{
@@ -93,7 +93,7 @@ fn rules(base: f64, max: f64, relax_secs: u64, ttl_secs: u64) -> String {
 }
 
 /// A store of namespace `ns` whose only world is the rated one of `rules`.
-fn store(url: &str, ns: &str, rules: &str, instant: bool) -> Res<(MatchStore, World)> {
+pub(crate) fn store(url: &str, ns: &str, rules: &str, instant: bool) -> Res<(MatchStore, World)> {
     let store = MatchStore::new(settings_for(
         url,
         false,
