@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's one reproducible benchmark. Installs redis-server and
-# valgrind (row 10) when they are missing, builds everything it measures in release mode, then runs the bench
-# binary, which starts its own private redis-server processes on free loopback
+# valgrind (row 10) when they are missing, builds everything it measures in
+# release mode, then runs the bench binary, which starts its own private redis-server processes on free loopback
 # ports (never 6379) and the local stack on free ports. Prints the results and
 # writes them as Markdown to bench-results/latest.md (see docs/benchmark.md).
 #
