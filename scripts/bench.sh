@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The project's one reproducible benchmark. Installs redis-server and
 # valgrind (row 10) when they are missing, builds everything it measures in
-# release mode, then runs the bench binary, which starts its own private redis-server processes on free loopback
-# ports (never 6379) and the local stack on free ports. Prints the results and
-# writes them as Markdown to bench-results/latest.md (see docs/benchmark.md).
+# release mode, then runs the bench binary, which starts its own private
+# redis-server processes on free loopback ports (never 6379) and the local
+# stack on free ports. Prints the results and writes them as Markdown to
+# bench-results/latest.md (see docs/benchmark.md).
 #
 #   scripts/bench.sh                 full run (several minutes)
 #   BENCH_QUICK=1 scripts/bench.sh   smoke run: smaller sizes, shorter runs (< 1 min after the build)
