@@ -151,6 +151,8 @@ pub struct RedisServer {
     pub port: u16,
     child: Child,
     dir: PathBuf,
+    /// The program the server runs under (`start_under`), empty for none.
+    launcher: Vec<String>,
 }
 
 impl RedisServer {
@@ -164,21 +166,45 @@ impl RedisServer {
         Self::start_with(&["--appendonly", "yes", "--appendfsync", "always"])
     }
 
-    fn start_with(extra: &[&str]) -> Self {
+    /// Starts a standalone server with no persistence run by a launcher:
+    /// `launcher`'s words come before the server binary (the benchmark's
+    /// `valgrind --tool=callgrind`), `extra` after its arguments. The
+    /// server's working directory, where such a tool writes, is `dir()`.
+    pub fn start_under(launcher: &[&str], extra: &[&str]) -> Self {
         require_server();
+        let launcher: Vec<String> = launcher.iter().map(|w| (*w).to_owned()).collect();
         let dir = scratch_dir("redis");
         let port = free_port(extra.contains(&"--cluster-enabled"));
-        let child = spawn_server(port, &dir, extra);
-        let server = Self { port, child, dir };
+        let child = spawn_server(port, &dir, &launcher, extra);
+        let server = Self {
+            port,
+            child,
+            dir,
+            launcher,
+        };
         server.wait_ready();
         server
+    }
+
+    fn start_with(extra: &[&str]) -> Self {
+        Self::start_under(&[], extra)
     }
 
     /// Restarts the server on the same port and directory (keeps AOF data).
     pub fn restart(&mut self, extra: &[&str]) {
         self.stop_process();
-        self.child = spawn_server(self.port, &self.dir, extra);
+        self.child = spawn_server(self.port, &self.dir, &self.launcher, extra);
         self.wait_ready();
+    }
+
+    /// The server's process id (the launcher's, when it has one).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server's working directory, removed when it is dropped.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Kills the process (SIGKILL): an abrupt outage.
@@ -229,7 +255,7 @@ impl RedisServer {
     }
 }
 
-fn spawn_server(port: u16, dir: &Path, extra: &[&str]) -> Child {
+fn spawn_server(port: u16, dir: &Path, launcher: &[String], extra: &[&str]) -> Child {
     let port_s = port.to_string();
     let mut args: Vec<&str> = vec![
         "--port",
@@ -249,7 +275,15 @@ fn spawn_server(port: u16, dir: &Path, extra: &[&str]) -> Child {
     ];
     args.extend_from_slice(extra);
     let binary = server_binary();
-    Command::new(&binary)
+    let mut command = match launcher.split_first() {
+        Some((program, words)) => {
+            let mut c = Command::new(program);
+            c.args(words).arg(&binary);
+            c
+        }
+        None => Command::new(&binary),
+    };
+    command
         .args(&args)
         .current_dir(dir)
         .stdout(Stdio::null())
@@ -473,12 +507,12 @@ impl RedisServer {
     /// Freezes the server (SIGSTOP): connections stay open and nothing
     /// answers, like a Redis stuck behind a long command or a network stall.
     pub fn pause(&self) {
-        signal_process(self.child.id(), "-STOP");
+        signal_process(self.pid(), "-STOP");
     }
 
     /// Thaws a server frozen by [`RedisServer::pause`] (SIGCONT).
     pub fn resume(&self) {
-        signal_process(self.child.id(), "-CONT");
+        signal_process(self.pid(), "-CONT");
     }
 }
 

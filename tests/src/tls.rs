@@ -55,6 +55,7 @@ impl TlsRedis {
         let child = spawn_server(
             port,
             &dir,
+            &[],
             &[
                 "--port",
                 "0",
@@ -70,7 +71,12 @@ impl TlsRedis {
                 "no",
             ],
         );
-        let server = RedisServer { port, child, dir };
+        let server = RedisServer {
+            port,
+            child,
+            dir,
+            launcher: Vec::new(),
+        };
         wait_for_tls(port);
         Self { server, ca_file }
     }

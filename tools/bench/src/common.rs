@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::fmt::Display;
 use std::path::PathBuf;
 
+use integration_tests::settings_for;
 use redis::aio::MultiplexedConnection;
-use shared::KeyLayout;
+use shared::{KeyLayout, MatchStore, World};
 
 pub type Res<T> = Result<T, String>;
 
@@ -393,4 +394,32 @@ pub fn script_breakdown(
         inner_us as f64 / per,
         lua,
     )
+}
+
+/// The world `name` of `store`'s configuration.
+pub fn configured_world(store: &MatchStore, name: &str) -> Res<World> {
+    store
+        .settings()
+        .worlds
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("{name} is not configured"))
+}
+
+/// A store of namespace `ns` with one FIFO world, `world1` (1 x 3), no
+/// queue capacity, instant matching on or off; and that world.
+pub fn fifo_store(url: &str, ns: &str, instant: bool) -> Res<(MatchStore, World)> {
+    let store = MatchStore::new(settings_for(
+        url,
+        false,
+        ns,
+        "world1:3",
+        &[
+            ("MM_INSTANT_MATCH", if instant { "true" } else { "false" }),
+            ("MM_QUEUE_CAPACITY", "0"),
+        ],
+    ))
+    .ctx("build the FIFO store")?;
+    let world = configured_world(&store, "world1")?;
+    Ok((store, world))
 }

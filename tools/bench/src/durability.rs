@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use integration_tests::{settings_for, RedisServer};
 use shared::MatchStore;
 
-use crate::common::{micros_since, raw_connection, Config, Ctx, Res};
+use crate::common::{configured_world, micros_since, raw_connection, Config, Ctx, Res};
 use crate::e2e::{start_stack, Pool, POOL};
 use crate::matcher::{fresh_queue, PLAYERS, TEAM};
 use crate::report::{count, dur, Report, Table, Verdict};
@@ -47,12 +47,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             .ctx("build the store")
         })
         .collect::<Res<_>>()?;
-    let world = stores[0]
-        .settings()
-        .worlds
-        .get("world1")
-        .cloned()
-        .ok_or("world1 is not configured")?;
+    let world = configured_world(&stores[0], "world1")?;
     let mut conn = raw_connection(&url).await?;
     let keys = stores[0].keys().clone();
     for store in &stores {

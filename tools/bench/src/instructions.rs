@@ -21,104 +21,46 @@
 //!   finds none and stays queued.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use integration_tests::{server_binary, settings_for};
+use integration_tests::{server_binary, RedisServer};
 use shared::{JoinOutcome, MatchStore, PlayerId, Rating, World};
 
-use crate::common::{Config, Ctx, Res};
+use crate::common::{fifo_store, Config, Ctx, Res};
 use crate::report::{count, Report, Table};
 use crate::stats::summarize;
 
 const WARM: u64 = 600;
 
-/// A redis-server under callgrind, killed on drop.
+/// A redis-server under callgrind (the test fixture's server, run by
+/// valgrind), with callgrind_control to zero and dump its counters.
 struct Counted {
-    child: Child,
-    dir: PathBuf,
-    /// `BENCH_CALLGRIND_DIR` set: the dumps stay, for callgrind_annotate.
-    keep: bool,
-    port: u16,
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
+    server: RedisServer,
 }
 
 impl Counted {
-    fn start(rep: usize) -> Res<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .ctx("pick a free port")?
-            .port();
-        let kept = std::env::var_os("BENCH_CALLGRIND_DIR").map(PathBuf::from);
-        let keep = kept.is_some();
-        let dir = kept
-            .unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("mm-bench-callgrind-{}", std::process::id()))
-            })
-            .join(format!("rep{rep}"));
-        std::fs::create_dir_all(&dir).ctx("create the callgrind directory")?;
-        let child = Command::new("valgrind")
-            .arg("--tool=callgrind")
-            .arg(format!(
-                "--callgrind-out-file={}",
-                dir.join("cg.out").display()
-            ))
-            .arg(server_binary())
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--hz", "1"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ctx("start redis-server under valgrind (scripts/install-deps.sh valgrind)")?;
-        let server = Self {
-            child,
-            dir,
-            keep,
-            port,
-        };
-        server.wait_ready()?;
-        Ok(server)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    fn wait_ready(&self) -> Res<()> {
-        // Valgrind translates the binary first: seconds, not milliseconds.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let ready = redis::Client::open(self.url())
-                .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(500)))
-                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
-                .is_ok();
-            if ready {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err("redis-server under callgrind did not answer PING in 60 s".into());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    fn start() -> Self {
+        // Valgrind's own messages stay quiet (-q); its dumps go to the
+        // server's directory (`cg.out.<n>`).
+        let server = RedisServer::start_under(
+            &[
+                "valgrind",
+                "-q",
+                "--tool=callgrind",
+                "--callgrind-out-file=cg.out",
+            ],
+            &["--hz", "1"],
+        );
+        Self { server }
     }
 
     fn control(&self, args: &[&str]) -> Res<()> {
         let out = Command::new("callgrind_control")
             .args(args)
-            .arg(self.child.id().to_string())
+            .arg(self.server.pid().to_string())
             .output()
-            .ctx("run callgrind_control")?;
+            .ctx("run callgrind_control (scripts/install-deps.sh valgrind)")?;
         if !out.status.success() {
             return Err(format!(
                 "callgrind_control {args:?} failed: {}",
@@ -130,11 +72,12 @@ impl Counted {
 
     /// Instructions executed between `zero` and this dump, every thread.
     fn dump(&self, label: &str) -> Res<u64> {
-        let before = dumps(&self.dir)?;
+        let dir = self.server.dir();
+        let before = dumps(dir)?;
         self.control(&["-d", label])?;
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let new: Vec<PathBuf> = dumps(&self.dir)?
+            let new: Vec<PathBuf> = dumps(dir)?
                 .into_iter()
                 .filter(|p| !before.contains(p))
                 .collect();
@@ -149,6 +92,22 @@ impl Counted {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// With `BENCH_CALLGRIND_DIR`, copies the dumps there (`rep<n>/`), for
+    /// callgrind_annotate: the server's directory goes with the server.
+    fn keep_dumps(&self, rep: usize) -> Res<()> {
+        let Some(to) = std::env::var_os("BENCH_CALLGRIND_DIR") else {
+            return Ok(());
+        };
+        let to = PathBuf::from(to).join(format!("rep{rep}"));
+        std::fs::create_dir_all(&to).ctx("create BENCH_CALLGRIND_DIR")?;
+        for dump in dumps(self.server.dir())? {
+            if let Some(name) = dump.file_name() {
+                std::fs::copy(&dump, to.join(name)).ctx("copy a callgrind dump")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -215,34 +174,8 @@ impl Probe {
 }
 
 fn probes(url: &str) -> Res<Vec<Probe>> {
-    let fifo = MatchStore::new(settings_for(
-        url,
-        false,
-        "ir-fifo",
-        "world1:3",
-        &[("MM_INSTANT_MATCH", "false"), ("MM_QUEUE_CAPACITY", "0")],
-    ))
-    .ctx("build the FIFO store")?;
-    let fifo_world = fifo
-        .settings()
-        .worlds
-        .get("world1")
-        .cloned()
-        .ok_or("world1 is not configured")?;
-    let instant = MatchStore::new(settings_for(
-        url,
-        false,
-        "ir-instant",
-        "world1:3",
-        &[("MM_INSTANT_MATCH", "true"), ("MM_QUEUE_CAPACITY", "0")],
-    ))
-    .ctx("build the instant FIFO store")?;
-    let instant_world = instant
-        .settings()
-        .worlds
-        .get("world1")
-        .cloned()
-        .ok_or("world1 is not configured")?;
+    let (fifo, fifo_world) = fifo_store(url, "ir-fifo", false)?;
+    let (instant, instant_world) = fifo_store(url, "ir-instant", true)?;
     let rules = crate::rated::rules(0.0, 0.0, crate::rated::TTL_SECS, 600);
     let (rated, rated_world) = crate::rated::store(url, "ir-rated", &rules, true)?;
     Ok(vec![
@@ -276,8 +209,8 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     // A fresh server per repetition: what still varies between them (the
     // allocator's time-based purging, timer work) is the spread shown.
     for rep in 0..cfg.reps {
-        let server = Counted::start(rep)?;
-        for (n, probe) in probes(&server.url())?.into_iter().enumerate() {
+        let server = Counted::start();
+        for (n, probe) in probes(&server.server.url())?.into_iter().enumerate() {
             let base = 1_000_000 * (n as u64 + 1);
             for i in 0..WARM {
                 probe.join(base + i).await?;
@@ -292,6 +225,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
             }
             per_join[n].1.push(total as f64 / joins as f64);
         }
+        server.keep_dumps(rep)?;
     }
     let mut table = Table::new(
         "10. Instructions per join (callgrind)",

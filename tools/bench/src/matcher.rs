@@ -7,14 +7,14 @@
 
 use std::time::Instant;
 
-use integration_tests::{settings_for, RedisServer};
+use integration_tests::RedisServer;
 use redis::aio::MultiplexedConnection;
 use redis::Script;
-use shared::{KeyLayout, MatchStore};
+use shared::KeyLayout;
 
 use crate::common::{
-    calls_between, commandstats, fill_queue, micros_since, raw_connection, Config, Ctx, Res,
-    CLIENT_COMMANDS, SCRIPT_CALLS,
+    calls_between, commandstats, fifo_store, fill_queue, micros_since, raw_connection, Config, Ctx,
+    Res, CLIENT_COMMANDS, SCRIPT_CALLS,
 };
 use crate::report::{count, dur_range, Report, Table, Verdict};
 use crate::stats::summarize;
@@ -87,20 +87,7 @@ pub(crate) async fn fresh_queue(conn: &mut MultiplexedConnection, keys: &KeyLayo
 
 pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let server = RedisServer::start();
-    let store = MatchStore::new(settings_for(
-        &server.url(),
-        false,
-        "bench",
-        "world1:3",
-        &[("MM_INSTANT_MATCH", "false"), ("MM_QUEUE_CAPACITY", "0")],
-    ))
-    .ctx("build the store")?;
-    let world = store
-        .settings()
-        .worlds
-        .get("world1")
-        .cloned()
-        .ok_or("world1 is not configured")?;
+    let (store, world) = fifo_store(&server.url(), "bench", false)?;
     let mut conn = raw_connection(&server.url()).await?;
     let extract = Script::new(include_str!("../../../bench/baseline/extractUsers.lua"));
     let floor = Script::new(MATCHER_FLOOR);

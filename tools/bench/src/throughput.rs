@@ -13,8 +13,8 @@ use redis::Script;
 use shared::{JoinOutcome, MatchStore, PlayerId, Rating, World};
 
 use crate::common::{
-    calls_between, commandstats, cpu_micros, raw_connection, redis_pid, script_breakdown, Config,
-    Ctx, Res, SCRIPT_CALLS,
+    calls_between, commandstats, configured_world, cpu_micros, raw_connection, redis_pid,
+    script_breakdown, Config, Ctx, Res, SCRIPT_CALLS,
 };
 use crate::floor::{run_floor, Floor, RatingFn};
 use crate::report::{count, dur, Report, Table, Verdict};
@@ -90,12 +90,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     };
     let instant = store_with("true")?;
     let queued = store_with("false")?;
-    let world = instant
-        .settings()
-        .worlds
-        .get("world1")
-        .cloned()
-        .ok_or("world1 is not configured")?;
+    let world = configured_world(&instant, "world1")?;
     let raw = redis::Client::open(url.as_str())
         .ctx("Redis URL")?
         .get_connection_manager()
@@ -104,12 +99,7 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let mut admin = raw_connection(&url).await?;
     let floor = Script::new("return 1");
     let writes = Floor::fifo(instant.keys(), "world1", 600_000)?;
-    let queued_world = queued
-        .settings()
-        .worlds
-        .get("world1")
-        .cloned()
-        .ok_or("world1 is not configured")?;
+    let queued_world = configured_world(&queued, "world1")?;
     let calls = Floor::join_calls(&queued, &queued_world)?;
     let queue_key = queued.keys().world(&queued_world.name).queue;
     let redis_pid = redis_pid(&mut admin).await?;

@@ -20,7 +20,7 @@ use integration_tests::{settings_for, RedisServer};
 use shared::config::rules::ANCHOR_RETRY;
 use shared::{MatchStore, World};
 
-use crate::common::{Config, Ctx, Res};
+use crate::common::{configured_world, Config, Ctx, Res};
 use crate::report::Report;
 use fill::Filled;
 
@@ -107,12 +107,7 @@ pub(crate) fn store(url: &str, ns: &str, rules: &str, instant: bool) -> Res<(Mat
         ],
     ))
     .ctx("build the rated store")?;
-    let world = store
-        .settings()
-        .worlds
-        .get(WORLD)
-        .cloned()
-        .ok_or("the rated world is not configured")?;
+    let world = configured_world(&store, WORLD)?;
     if world.rating().is_none() {
         return Err("the rated world is not in rating mode".into());
     }
