@@ -68,23 +68,10 @@ local function game_in_progress(k, id, now)
   return raw
 end
 
--- The value matching uses from a ratings-store entry: a number, or
--- "<value> <mean> <uncertainty> <games>[ <volatility>]" once results have
--- updated it (see match_result.lua). nil for none.
-local function rating_value(stored)
-  if not stored then return nil end
-  return tonumber(string.match(stored, '^%S+'))
-end
-
--- A rating and the text its source wrote it in: a join passes the text on
--- (to ZADD, to its reply) instead of formatting the number again, as float
--- formatting is one of a join's largest costs. Every source writes a plain
--- decimal that Redis, Lua and Rust parse to the same number: the ratings
--- store (rating_set.lua's num, match_result.lua's values from Rust), the
--- claim (Rust's f64 Display, checked by the script) and the default (num).
--- A claimed rating (the caller's token claim, as Rust writes an f64) is
--- checked to be such a plain decimal: tonumber alone would also take hex,
--- exponents, spaces, "nan" and "inf", which Redis and Rust read otherwise.
+-- A claimed rating (the caller's token claim, as Rust writes an f64) must
+-- be a plain decimal: tonumber alone would also take hex, exponents,
+-- spaces, "nan" and "inf", which Redis and Rust read otherwise. The
+-- message, or nil when the claim is fine or absent ("").
 local function bad_claim(claimed)
   if claimed ~= '' and not string.find(claimed, '^%-?%d+%.?%d*$') then
     return 'claimed rating is not a plain decimal number'
@@ -92,18 +79,31 @@ local function bad_claim(claimed)
   return nil
 end
 
-local function rating_of_text(text)
-  local v = tonumber(text)
-  if v then return v, text end
-  return nil
+-- The rating text of a ratings-store entry: a number, or "<value> <mean>
+-- <uncertainty> <games>[ <volatility>]" once results have updated it (see
+-- match_result.lua), whose value matching uses. nil for none.
+local function stored_rating_text(stored)
+  return stored and string.match(stored, '^%S+')
 end
 
-local function joining_rating(stored, claimed, cfg)
-  local v, text = rating_of_text(stored[1] and string.match(stored[1], '^%S+'))
+-- A joining player's rating in `world`, from the first source that has
+-- one: the ratings store's entry for this world, its entry for every world
+-- ("*"), the claim (checked by bad_claim), the configured default. Returns
+-- the number and the text its source wrote it in, which a join passes on
+-- (to ZADD, to its reply) instead of formatting the number again: float
+-- formatting is one of a join's largest costs. Every source writes a plain
+-- decimal that Redis, Lua and Rust read as the same number (rating_set.lua
+-- and the default: num; match_result.lua and the claim: Rust's f64). nil
+-- when no source has one.
+local function joining_rating(k, world, player, claimed, cfg)
+  local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. player, '*|' .. player)
+  local text = stored_rating_text(stored[1])
+  local v = tonumber(text)
   if v then return v, text end
-  v, text = rating_of_text(stored[2] and string.match(stored[2], '^%S+'))
+  text = stored_rating_text(stored[2])
+  v = tonumber(text)
   if v then return v, text end
-  v, text = rating_of_text(claimed)
-  if v then return v, text end
+  v = tonumber(claimed)
+  if v then return v, claimed end
   return cfg.default_rating, cfg.default_rating_text
 end

@@ -33,13 +33,14 @@ local function int_text(n)
   return string.format('%d', n)
 end
 
--- The ticket from its fields as texts (int_text).
-local function ticket_of_texts(world, seq, joined, deadline)
-  return world .. ' ' .. seq .. ' ' .. joined .. ' ' .. deadline
-end
-
+-- A ticket, "<world> <seq> <joined_ms> <deadline_ms>" (decode_ticket reads
+-- it), from its fields as numbers or, on a hot path, as texts (int_text).
 local function encode_ticket(world, seq, joined, deadline)
   return string.format('%s %d %d %d', world, seq, joined, deadline)
+end
+
+local function ticket_of_texts(world, seq, joined, deadline)
+  return world .. ' ' .. seq .. ' ' .. joined .. ' ' .. deadline
 end
 
 -- A player's state: kind ('ticket', 'match', 'party', 'proposal',

@@ -62,7 +62,8 @@ local player, data, claimed = args.player, args.data, args.claimed
 local cfg, bad_config = world_config(args.config)
 if player == '' then return fail('player id is empty') end
 if not cfg then return fail(bad_config) end
-if bad_claim(claimed) then return fail(bad_claim(claimed)) end
+local bad_claimed = bad_claim(claimed)
+if bad_claimed then return fail(bad_claimed) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
 local lat, bad_latencies = joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
@@ -110,8 +111,7 @@ local rules = cfg.rules
 local anchored = rules or cfg.regions
 local rating, shown_rating = nil, ''
 if rules then
-  local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. player, '*|' .. player)
-  rating, shown_rating = joining_rating(stored, claimed, cfg)
+  rating, shown_rating = joining_rating(k, world, player, claimed, cfg)
   if not rating then return { 'NO_RATING', world } end
   if rating < cfg.min_rating or rating > cfg.max_rating then
     return { 'BAD_RATING', world, num(rating) }

@@ -34,7 +34,8 @@ local cfg, bad_config = world_config(args.config)
 local world = worlds[1]
 if leader == '' then return fail('leader is empty') end
 if not cfg then return fail(bad_config) end
-if bad_claim(claimed) then return fail(bad_claim(claimed)) end
+local bad_claimed = bad_claim(claimed)
+if bad_claimed then return fail(bad_claimed) end
 local lat, bad_latencies = joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
 local seen = { [leader] = true }
@@ -84,8 +85,7 @@ end
 if cfg.regions and not lat then return { 'LATENCY_REQUIRED' } end
 local rating = ''
 if cfg.rules then
-  local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. leader, '*|' .. leader)
-  local r = rating_value(stored[1]) or rating_value(stored[2]) or tonumber(claimed) or cfg.default_rating
+  local r = joining_rating(k, world, leader, claimed, cfg)
   if not r then return { 'NO_RATING' } end
   if r < cfg.min_rating or r > cfg.max_rating then return { 'BAD_RATING', num(r) } end
   rating = num(r)

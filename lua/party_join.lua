@@ -51,7 +51,8 @@ local world = worlds[1]
 if player == '' then return fail('player id is empty') end
 if party_id == '' then return fail('party id is empty') end
 if not cfg then return fail(bad_config) end
-if bad_claim(claimed) then return fail(bad_claim(claimed)) end
+local bad_claimed = bad_claim(claimed)
+if bad_claimed then return fail(bad_claimed) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
 local lat, bad_latencies = joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
@@ -89,8 +90,7 @@ if cfg.presence and not is_present(k.presence, player, now) then
 end
 if cfg.regions and not lat then return { 'LATENCY_REQUIRED' } end
 if rules then
-  local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. player, '*|' .. player)
-  local r = rating_value(stored[1]) or rating_value(stored[2]) or tonumber(claimed) or cfg.default_rating
+  local r = joining_rating(k, world, player, claimed, cfg)
   if not r then return { 'NO_RATING' } end
   if r < cfg.min_rating or r > cfg.max_rating then return { 'BAD_RATING', num(r) } end
   me.r = num(r)

@@ -2,7 +2,7 @@
 -- (PUT /v1/ratings/{playerId}, for privileged callers only). A ticket
 -- already waiting keeps the rating it joined with. An entry that results
 -- have updated ("<value> <mean> <uncertainty> <games>[ <volatility>]", see
--- _lifecycle.lua rating_value) keeps its uncertainty, games and volatility:
+-- _lifecycle.lua stored_rating_text) keeps its uncertainty, games and volatility:
 -- the new rating becomes both its value and its mean.
 --
 -- KEYS   player_ratings
