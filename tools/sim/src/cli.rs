@@ -38,6 +38,9 @@ Regions (players in geographic clusters, docs/simulator.md#regions):
                         in its lowest-latency region's) and without the
                         rule; rate 20/s and tools/sim/rules/regions/
                         unless given; no FIFO baseline, no oracle
+  --geography FILE.json draw the latencies from this model instead
+                        (regions, shares, backboneMs, accessMs,
+                        jitterMs; tools/sim/geography/)
   --write-trace FILE    also write the trace as CSV (with home and
                         latency:<region> columns when it has latencies)
 
@@ -128,6 +131,8 @@ pub struct Options {
     pub answer_delay: (f64, f64),
     /// The regions scenario.
     pub regions: bool,
+    /// `None`: `tools/sim/geography/world.json` (built in).
+    pub geography: Option<PathBuf>,
     pub write_trace: Option<PathBuf>,
     /// The ratings scenario.
     pub ratings: bool,
@@ -172,6 +177,7 @@ impl Default for Options {
             refusal: Refusal::Decline,
             answer_delay: (1.0, 5.0),
             regions: false,
+            geography: None,
             write_trace: None,
             ratings: false,
             players: 1000,
@@ -272,6 +278,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--renew" => o.renew = positive(flag, &value()?)?,
             "--write-trace" => o.write_trace = Some(PathBuf::from(value()?)),
+            "--geography" => o.geography = Some(PathBuf::from(value()?)),
             "--rate" => {
                 o.rate = positive(flag, &value()?)?;
                 generator_flags.push(flag);
@@ -409,6 +416,12 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
     if o.backfill && !generator_flags.contains(&"--minutes") {
         o.minutes = 5.0;
     }
+    if o.geography.is_some() && !o.regions {
+        return Err("--geography shapes the regions scenario: add --regions".into());
+    }
+    if o.geography.is_some() && o.trace.is_some() {
+        return Err("--geography draws latencies; a --trace brings its own".into());
+    }
     if o.ratings && o.trace.is_some() {
         return Err("--ratings draws its own population; --trace does not apply".into());
     }
@@ -480,6 +493,11 @@ mod tests {
             ("--answer-delay 5,1", "LO <= HI"),
             ("--instant-match maybe", "true or false"),
             ("--ratings --regions", "separate scenarios"),
+            ("--geography g.json", "add --regions"),
+            (
+                "--regions --trace t.csv --geography g.json",
+                "brings its own",
+            ),
             ("--players 1", ">= 2"),
             ("--game-seconds 5,2", "LO <= HI"),
             ("--game-seconds 0", "> 0 s"),
@@ -541,6 +559,9 @@ mod tests {
         assert!(o.regions);
         assert_eq!(o.rate, 20.0);
         assert_eq!(o.write_trace, Some(PathBuf::from("t.csv")));
+        assert_eq!(o.geography, None);
+        let o = parse(&args("--regions --geography g.json")).unwrap();
+        assert_eq!(o.geography, Some(PathBuf::from("g.json")));
         let o = parse(&args("--rate 5 --regions")).unwrap();
         assert_eq!(o.rate, 5.0);
         let o = parse(&args("--regions --trace t.csv")).unwrap();

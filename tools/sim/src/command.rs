@@ -60,10 +60,21 @@ fn core_version() -> Option<String> {
     })
 }
 
-/// The command line as it would be typed again.
+/// The command line as it would be typed again, without `--out` (where a
+/// report is written does not change it, and a scratch path would only
+/// mislead the reader).
 fn command_line(args: &[String]) -> String {
     let mut parts = vec!["scripts/sim.sh".to_owned()];
-    parts.extend(args.iter().map(|a| {
+    let mut kept = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--out" {
+            it.next();
+        } else if !a.starts_with("--out=") {
+            kept.push(a);
+        }
+    }
+    parts.extend(kept.into_iter().map(|a| {
         if a.is_empty() || a.contains(char::is_whitespace) {
             format!("'{a}'")
         } else {
@@ -90,8 +101,15 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     }
     let scenario = scenario_of(&opts)?;
     let scenario = if opts.regions && opts.trace.is_none() {
+        let model = match &opts.geography {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| LatencyModel::from_json(&text))
+                .map_err(|e| format!("--geography {}: {e}", path.display()))?,
+            None => LatencyModel::standard(),
+        };
         scenario
-            .with_latencies(&LatencyModel::standard(), opts.seed)
+            .with_latencies(&model, opts.seed)
             .map_err(|e| e.to_string())?
     } else {
         scenario
@@ -385,6 +403,11 @@ mod tests {
             command_line(&["--rules".into(), "my rules.json".into()]),
             "scripts/sim.sh --rules 'my rules.json'"
         );
+        let args: Vec<String> = "--regions --out /tmp/x --speed 10 --out=/tmp/y"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        assert_eq!(command_line(&args), "scripts/sim.sh --regions --speed 10");
     }
 
     #[test]

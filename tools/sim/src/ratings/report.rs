@@ -24,6 +24,12 @@ pub fn mae_at(curve: &[(f64, f64)], games: f64) -> Option<f64> {
         .map(|(_, m)| *m)
 }
 
+/// A number of games per player as the report prints it: one decimal at
+/// most (a sixth of 100 games is 16.7, not 16.666666666666668).
+fn games_label(v: f64) -> String {
+    trim_float((v * 10.0).round() / 10.0)
+}
+
 /// The games-per-player range whose matches count as "at the end".
 pub fn end_window(games: f64) -> (f64, f64) {
     (games * END_FROM, games)
@@ -149,8 +155,8 @@ pub fn criteria(lanes: &[LaneResult], games: f64) -> Vec<Check> {
                         ours.mean,
                         exact.mean,
                         ratio,
-                        trim_float(window.0),
-                        trim_float(window.1),
+                        games_label(window.0),
+                        games_label(window.1),
                         ours.n,
                         exact.n,
                         spread_of(none)
@@ -293,8 +299,8 @@ pub fn render(ctx: &Context, outcome: &Outcome, checks: &[Check], images: bool) 
     let _ = writeln!(
         out,
         "Spreads and team differences are of **true skills** (what players feel); *rating spread* is the record's (what the matcher saw). *End*: matches formed at {}–{} games per player on average.\n",
-        trim_float(window.0),
-        trim_float(window.1)
+        games_label(window.0),
+        games_label(window.1)
     );
     out.push_str("| variant | matches | games per player mean (min–max) | wait mean | wait p95 | MAE start | MAE at target | spread mean (all) | spread mean (end) | spread p95 (end) | team diff mean (end) | rating spread mean (end) |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -367,7 +373,7 @@ pub fn render(ctx: &Context, outcome: &Outcome, checks: &[Check], images: bool) 
             .collect();
         for (k, (lo, _)) in bins.first().map_or(&Vec::new(), |b| b).iter().enumerate() {
             let hi = (lo + width).min(ctx.games);
-            let mut row = format!("| {}–{} |", trim_float(*lo), trim_float(hi));
+            let mut row = format!("| {}–{} |", games_label(*lo), games_label(hi));
             for b in &bins {
                 let q = b.get(k).map(|(_, q)| *q);
                 let cell = match q {

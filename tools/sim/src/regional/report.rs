@@ -162,7 +162,7 @@ pub fn render(
     }
 
     out.push_str("## Done criteria\n\n");
-    out.push_str("Each rule set's world against its best-region-only variant on the same trace: (R1) mean worst-member latency per match, (R2) the p95 wait of each of the two smallest home clusters (and no more of them unmatched), (R3) no match of the regions world with a member over `maxLatencyCapMs` (from the trace's latencies, and the core's records agreeing). The issue's criteria are the FIFO world's; a rated world's are shown for comparison.\n\n");
+    out.push_str("Each rule set's world against its best-region-only variant on the same trace: (R1) mean worst-member latency per match, (R2) the p95 wait of each of the two smallest home clusters (its unmatched players counted as the longest waits), (R3) no match of the regions world with a member over `maxLatencyCapMs` (from the trace's latencies, and the core's records agreeing). The issue's criteria are the FIFO world's; a rated world's are shown for comparison.\n\n");
     if checks.is_empty() {
         out.push_str("Nothing to check: no regions world was simulated.\n\n");
     } else {

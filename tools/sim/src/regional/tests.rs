@@ -169,3 +169,17 @@ fn clusters_and_criteria_come_from_the_matches() {
         checks[3]
     );
 }
+
+#[test]
+fn unmatched_players_count_as_the_longest_waits_of_the_p95() {
+    let waits: Vec<f64> = (1..=100).map(f64::from).collect();
+    assert_eq!(p95_counting_unmatched(&waits, 0), Some(95.0));
+    // Two leftovers of 102 move the p95 by one rank, not to a miss.
+    assert_eq!(p95_counting_unmatched(&waits, 2), Some(97.0));
+    // Five of 105 still leave a matched player at the p95 rank …
+    assert_eq!(p95_counting_unmatched(&waits, 5), Some(100.0));
+    // … six of 106 do not: the p95 is unbounded.
+    assert_eq!(p95_counting_unmatched(&waits, 6), Some(f64::INFINITY));
+    assert_eq!(p95_counting_unmatched(&[], 0), None);
+    assert_eq!(p95_counting_unmatched(&[], 1), Some(f64::INFINITY));
+}

@@ -9,6 +9,10 @@ use rand::{Rng, SeedableRng};
 
 use super::{Scenario, TraceError};
 
+/// The default geography, declared once as data (`--geography` reads the
+/// same format).
+const STANDARD_JSON: &str = include_str!("../../geography/world.json");
+
 /// Most milliseconds a client may report (the core's `MAX_LATENCY_MS`).
 pub const MAX_LATENCY_MS: u32 = shared::config::rules::MAX_LATENCY_MS;
 
@@ -36,25 +40,41 @@ pub struct LatencyModel {
 }
 
 impl LatencyModel {
-    /// The regions scenario's model: na-east (North Virginia), na-west
-    /// (Oregon / North California), eu (Frankfurt / Ireland), asia (Tokyo)
-    /// and oceania (Sydney), with home shares 40/25/20/10/5 % and
-    /// round trips rounded from public inter-region measurements.
+    /// The regions scenario's model, `tools/sim/geography/world.json`:
+    /// na-east (North Virginia), na-west (Oregon / North California), eu
+    /// (Frankfurt / Ireland), asia (Tokyo) and oceania (Sydney), with home
+    /// shares 40/25/20/10/5 % and round trips rounded from public
+    /// inter-region measurements.
     pub fn standard() -> Self {
-        let regions = ["na-east", "na-west", "eu", "asia", "oceania"];
-        Self {
-            regions: regions.iter().map(|r| (*r).to_owned()).collect(),
-            shares: vec![0.40, 0.25, 0.20, 0.10, 0.05],
-            backbone: vec![
-                vec![0.0, 65.0, 80.0, 160.0, 200.0],
-                vec![65.0, 0.0, 140.0, 110.0, 150.0],
-                vec![80.0, 140.0, 0.0, 220.0, 260.0],
-                vec![160.0, 110.0, 220.0, 0.0, 110.0],
-                vec![200.0, 150.0, 260.0, 110.0, 0.0],
-            ],
-            access: (15.0, 45.0),
-            jitter: 10.0,
+        Self::from_json(STANDARD_JSON).unwrap_or_else(|e| panic!("geography/world.json: {e}"))
+    }
+
+    /// A model from a geography file (`--geography`, docs/simulator.md):
+    /// `{"regions", "shares", "backboneMs", "accessMs": [lo, hi],
+    /// "jitterMs"}`, plus an optional `"about"` text; validated.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct File {
+            #[serde(default)]
+            #[allow(dead_code)]
+            about: Option<String>,
+            regions: Vec<String>,
+            shares: Vec<f64>,
+            backbone_ms: Vec<Vec<f64>>,
+            access_ms: (f64, f64),
+            jitter_ms: f64,
         }
+        let f: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let model = Self {
+            regions: f.regions,
+            shares: f.shares,
+            backbone: f.backbone_ms,
+            access: f.access_ms,
+            jitter: f.jitter_ms,
+        };
+        model.validate()?;
+        Ok(model)
     }
 
     /// The model's problems, if any.
@@ -62,6 +82,13 @@ impl LatencyModel {
         let n = self.regions.len();
         if n == 0 || self.shares.len() != n || self.backbone.len() != n {
             return Err("a latency model needs one share and one backbone row per region".into());
+        }
+        for (i, r) in self.regions.iter().enumerate() {
+            if r.is_empty() || self.regions[..i].contains(r) {
+                return Err(format!(
+                    "region names must be distinct and non-empty, got {r:?}"
+                ));
+            }
         }
         let sum: f64 = self.shares.iter().sum();
         if self.shares.iter().any(|s| !(s.is_finite() && *s >= 0.0)) || (sum - 1.0).abs() > 1e-6 {

@@ -447,10 +447,92 @@ fn csv_latency_errors_name_the_line() {
         let err = Scenario::from_csv(text).expect_err(text);
         assert!(err.0.contains(says), "{text:?}: {err}");
     }
+    for (text, says) in [
+        ("{}", "missing field"),
+        (
+            r#"{"regions":["a"],"shares":[1],"backboneMs":[[0]],"accessMs":[15,45],"jitterMs":10,"x":1}"#,
+            "unknown field",
+        ),
+        (
+            r#"{"regions":["a","a"],"shares":[0.5,0.5],"backboneMs":[[0,1],[1,0]],"accessMs":[15,45],"jitterMs":10}"#,
+            "distinct",
+        ),
+        (
+            r#"{"regions":["a"],"shares":[0.9],"backboneMs":[[0]],"accessMs":[15,45],"jitterMs":10}"#,
+            "sum to 1",
+        ),
+        (
+            r#"{"regions":["a"],"shares":[1],"backboneMs":[[0]],"accessMs":[45,15],"jitterMs":10}"#,
+            "access",
+        ),
+    ] {
+        let err = LatencyModel::from_json(text).expect_err(text);
+        assert!(err.contains(says), "{text}: {err}");
+    }
     let mut bad = LatencyModel::standard();
     bad.shares[0] = 0.5;
     assert!(bad.validate().unwrap_err().contains("sum to 1"));
     let mut bad = LatencyModel::standard();
     bad.backbone[0][1] = 1.0;
     assert!(bad.validate().unwrap_err().contains("symmetric"));
+}
+
+#[test]
+fn every_geography_file_is_a_valid_model_and_the_default_is_world_json() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("geography");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let model = LatencyModel::from_json(&text).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        assert_eq!(model.regions, LatencyModel::standard().regions, "{path:?}");
+        if path.ends_with("world.json") {
+            assert_eq!(model, LatencyModel::standard());
+        }
+        seen += 1;
+    }
+    assert!(seen >= 2, "{dir:?} holds the default and the sweep");
+    // The table docs/simulator.md shows: Tokyo is 110 ms from Oregon and Sydney.
+    let world = LatencyModel::standard();
+    assert_eq!((world.backbone[1][3], world.backbone[3][4]), (110.0, 110.0));
+    assert_eq!(world.shares, vec![0.40, 0.25, 0.20, 0.10, 0.05]);
+}
+
+#[test]
+fn the_neighbours_maps_are_the_issues_model_and_the_world_map_is_not() {
+    // Issue 21's model: home fastest, neighbours tens of ms slower, far
+    // regions over 150 ms for every player.
+    let literal = |m: &LatencyModel| {
+        m.backbone.iter().enumerate().all(|(h, row)| {
+            row.iter()
+                .enumerate()
+                .all(|(r, b)| r == h || (*b >= 10.0 && *b < 100.0) || m.access.0 + b > 150.0)
+        })
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("geography");
+    for d in [30, 50, 70, 90] {
+        let text = std::fs::read_to_string(dir.join(format!("neighbours-{d}.json"))).unwrap();
+        let m = LatencyModel::from_json(&text).unwrap();
+        assert!(literal(&m), "neighbours-{d}.json");
+        // Only the two in-between links differ from the world map.
+        let world = LatencyModel::standard();
+        let mut changed = Vec::new();
+        for h in 0..5 {
+            for r in h + 1..5 {
+                if m.backbone[h][r] != world.backbone[h][r] {
+                    changed.push((
+                        m.regions[h].as_str(),
+                        m.regions[r].as_str(),
+                        m.backbone[h][r],
+                    ));
+                }
+            }
+        }
+        let d = f64::from(d);
+        assert_eq!(changed, [("na-west", "asia", d), ("asia", "oceania", d)]);
+    }
+    assert!(
+        !literal(&LatencyModel::standard()),
+        "Tokyo is 110 ms from Oregon"
+    );
 }
