@@ -18,7 +18,7 @@ pub(crate) use lanes::lanes_of;
 use crate::outcome::{Fate, Kind, Run, Variant};
 use crate::report::Check;
 use crate::scenario::Scenario;
-use crate::stats::Dist;
+use crate::stats::{percentile_sorted, Dist};
 
 /// Criterion (R1): the regions world's mean worst-member latency against
 /// best region only's.
@@ -171,19 +171,10 @@ pub fn cluster_rows(scenario: &Scenario, run: &Run) -> Vec<ClusterRow> {
 /// unmatched player can only raise it, and leftovers at the end of a run
 /// (too few to fill a match) do not decide the criterion by count alone.
 pub fn p95_counting_unmatched(waits: &[f64], unmatched: usize) -> Option<f64> {
-    let n = waits.len() + unmatched;
-    if n == 0 {
-        return None;
-    }
-    let rank = (0.95 * n as f64).ceil() as usize;
-    let mut sorted = waits.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    Some(
-        sorted
-            .get(rank.clamp(1, n) - 1)
-            .copied()
-            .unwrap_or(f64::INFINITY),
-    )
+    let mut all = waits.to_vec();
+    all.extend(std::iter::repeat_n(f64::INFINITY, unmatched));
+    all.sort_by(f64::total_cmp);
+    (!all.is_empty()).then(|| percentile_sorted(&all, 95.0))
 }
 
 /// The two smallest home clusters of the trace (fewest players; ties: the
