@@ -97,13 +97,12 @@ end
 -- when no source has one.
 local function joining_rating(k, world, player, claimed, cfg)
   local stored = redis.call('HMGET', k.player_ratings, world .. '|' .. player, '*|' .. player)
-  local text = stored_rating_text(stored[1])
-  local v = tonumber(text)
-  if v then return v, text end
-  text = stored_rating_text(stored[2])
-  v = tonumber(text)
-  if v then return v, text end
-  v = tonumber(claimed)
+  for i = 1, 2 do
+    local text = stored_rating_text(stored[i])
+    local v = tonumber(text)
+    if v then return v, text end
+  end
+  local v = tonumber(claimed)
   if v then return v, claimed end
   return cfg.default_rating, cfg.default_rating_text
 end
