@@ -7,7 +7,9 @@
 -- it. Fields (ms are milliseconds):
 --   seats (>= 2), teams (>= 1, divides seats), ticket_ttl, match_ttl (> 0),
 --   instant (bool), capacity (0 = unbounded), window (statistics, >= 0),
---   presence (bool), max_party (>= 1), party_ttl (> 0),
+--   presence (bool), formed_holds? (bool, default false: game servers are configured, so a
+--   formed match holds its players until its result, see _lifecycle.lua),
+--   max_party (>= 1), party_ttl (> 0),
 --   ratings = { min, max, default? }, party_rating ("average" or "max"),
 --   claim = { lease_ms (> 0), young_ms }: how a call that formed matches
 --           claims their outbox entries for delivery at once (_outbox.lua),
@@ -74,6 +76,9 @@ local function parse_world_config(s)
   if not is_int(c.capacity, 0) then return nil, 'capacity must be an integer >= 0' end
   if not is_int(c.window, 0) then return nil, 'window must be an integer >= 0' end
   if type(c.presence) ~= 'boolean' then return nil, 'presence must be true or false' end
+  if c.formed_holds ~= nil and type(c.formed_holds) ~= 'boolean' then
+    return nil, 'formed_holds must be true or false'
+  end
   if not is_int(c.max_party, 1) then return nil, 'max_party must be an integer >= 1' end
   if not is_int(c.party_ttl, 1) then return nil, 'party lifetime must be > 0' end
   local r = c.ratings
@@ -91,6 +96,7 @@ local function parse_world_config(s)
   local parsed = {
     seats = c.seats, teams = c.teams, ticket_ttl = c.ticket_ttl, match_ttl = c.match_ttl,
     instant = c.instant, capacity = c.capacity, window = c.window, presence = c.presence,
+    formed_holds = c.formed_holds == true,
     max_party = c.max_party, party_ttl = c.party_ttl, party_rating = c.party_rating,
     min_rating = r.min, max_rating = r.max, default_rating = r.default,
     default_rating_text = r.default and num(r.default),

@@ -58,14 +58,20 @@ local function live_record(k, id, now)
   return redis.call('HGET', k.matches, id)
 end
 
--- The lifecycle of the match `id` a player's state points at when that
--- match is being played (ASSIGNED, its record alive): the player is in a
--- game and may not queue again until it finishes. Else nil.
-local function game_in_progress(k, id, now)
+-- The lifecycle of the match `id` a player's state points at while that
+-- match is unfinished, else nil. Unfinished: ASSIGNED (the game is on) and,
+-- where game servers are configured (`formed_holds`), FORMED too (its
+-- server is yet to be named), until its result or its record's end. A
+-- player holds a seat in at most one unfinished match: admission
+-- (_admission.lua) refuses a new place meanwhile, so a match formed before
+-- another is assigned can never share a player with it.
+local function unfinished_match(k, id, now, formed_holds)
   local raw = redis.call('HGET', k.match_lifecycle, id)
-  if not raw or string.sub(raw, 1, 9) ~= 'ASSIGNED ' then return nil end
-  if not live_record(k, id, now) then return nil end
-  return raw
+  local state = raw and string.match(raw, '^(%u+) ') or 'FORMED'
+  if state ~= 'ASSIGNED' and not (state == 'FORMED' and formed_holds) then return nil end
+  local expires = tonumber(redis.call('ZSCORE', k.match_expiry, id))
+  if not expires or expires <= now then return nil end
+  return raw or encode_lifecycle(load_lifecycle(k, id))
 end
 
 -- A claimed rating (the caller's token claim, as Rust writes an f64) must

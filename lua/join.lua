@@ -25,8 +25,6 @@
 --   QUEUED, world, position, queue_size, window_players, window_span_ms,
 --           rating ("" in FIFO worlds), connections (the player's
 --           space-separated connection ids, for the QUEUED push)
---   ALREADY, world, position, queue_size, window_players, window_span_ms:
---           the player already waits there; nothing was written
 --   MATCHED, world, queue_size, rating, match_count, match_json...,
 --           claimed_entry...: the join formed matches (one holds the
 --           player); with `claim`, their outbox entries follow, claimed for
@@ -36,23 +34,13 @@
 --           `claim`, its outbox entry follows, claimed for delivery at once
 --   PROPOSED, proposal_json: the join made a match proposal (a ready check)
 --           holding the player (see _proposals.lua proposal_view)
---   PENDING, proposal_json: the player is in a pending proposal already
 --   STALE, world: the player holds a ticket of `world`, whose keys were not
 --           given; nothing was written (the caller joins again with that
 --           world's keys too, or, when the world is no longer configured,
 --           drops that ticket with drop_stale_ticket.lua first)
---   IN_PARTY, world: the player belongs to a party ("" when it is gone)
---   COOLING_DOWN, world, retry_after_ms: the player declined or missed a
---           ready check
---   IN_MATCH, match_id, lifecycle: the player's latest match is being
---           played (assigned a server, no result yet; see _lifecycle.lua)
---   FULL, world, queue_size: the queue is at capacity
---   ABSENT, world: the world requires presence and the player has no live
---           connection
---   NO_RATING, world: a rated world and no rating from any source
---   LATENCY_REQUIRED, world: a world with regions, no latencies and no
---           default region
---   BAD_RATING, world, rating: the rating found is outside [min, max]
+--   or a refusal of admit (_admission.lua: ALREADY_QUEUED, PROPOSAL_PENDING,
+--   IN_PARTY, COOLING_DOWN, IN_MATCH, QUEUE_FULL, NOT_CONNECTED,
+--   LATENCY_REQUIRED, RATING_REQUIRED, INVALID_RATING)
 -- Every status but QUEUED, MATCHED and BACKFILLED writes nothing. window_* are the
 -- world's wait statistics (see _lib.lua wait_estimate). A ticket past its
 -- deadline counts as gone: it is swept (TICKET_EXPIRED) and the join goes
@@ -69,61 +57,21 @@ local lat, bad_latencies = joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
 local world = worlds[1]
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg }
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
 
--- One state per player: a ticket, a party, a proposal, a cool-down or a
--- past match (which a new ticket replaces, unless it is being played).
-local kind, value = player_state(redis.call('HGET', k.players, player))
-local expired_in = nil
-if kind == 'ticket' then
-  local other, _, _, deadline = decode_ticket(value)
-  local wk = world_of(other)
-  if not wk then return { 'STALE', other or '' } end
-  if deadline > now then
-    local rank = redis.call('ZRANK', wk.queue, player)
-    local wp, ws = wait_stats(wk.stats, now, cfg.window)
-    return { 'ALREADY', other, (rank or -1) + 1, redis.call('ZCARD', wk.queue), wp, ws }
-  end
-  expired_in = wk
-elseif kind == 'party' or kind == 'proposal' then
-  local p = proposal_of(k, kind, value)
-  if p then return { 'PENDING', proposal_view(p) } end
-  if kind == 'party' then
-    local party = load_party(k, value)
-    return { 'IN_PARTY', party and party.world or '' }
-  end
-elseif kind == 'cooldown' and value > now then
-  return { 'COOLING_DOWN', world, value - now }
-elseif kind == 'match' then
-  local game = game_in_progress(k, value, now)
-  if game then return { 'IN_MATCH', value, game } end
-end
 local stats = world_stats(k.stats)
 local size = redis.call('ZCARD', k.queue)
-if cfg.capacity > 0 and size >= cfg.capacity then
-  return { 'FULL', world, size }
-end
-if cfg.presence and not is_present(k.presence, player, now) then
-  return { 'ABSENT', world }
-end
-if cfg.regions and not lat then return { 'LATENCY_REQUIRED', world } end
+local refusal, rating, shown_rating, expired = admit(ctx, player, { lat = lat, claimed = claimed, queue_size = size })
+if refusal then return refusal end
+shown_rating = shown_rating or ''
 local rules = cfg.rules
 local anchored = rules or cfg.regions
-local rating, shown_rating = nil, ''
-if rules then
-  rating, shown_rating = joining_rating(k, world, player, claimed, cfg)
-  if not rating then return { 'NO_RATING', world } end
-  if rating < cfg.min_rating or rating > cfg.max_rating then
-    return { 'BAD_RATING', world, num(rating) }
-  end
-end
 
 -- All checks passed: from here on the script only writes.
-if expired_in then
+if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
-  local other = decode_ticket(value)
-  remove_tickets({ k = expired_in, world = other, now = now }, { player }, 'X')
-  if other == world then size = size - 1 end
+  remove_tickets({ k = expired.k, world = expired.world, now = now }, { player }, 'X')
+  if expired.world == world then size = size - 1 end
 end
 -- Parties (tickets of several seats) and teams need the general matching.
 local seats, teams = cfg.seats, cfg.teams

@@ -7,7 +7,8 @@
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
 -- KEYS   party_expiry proposals player_ratings presence matcher_asleep backfills
 -- KEYS   backfill_expiry
--- WORLDS the party's world
+-- WORLDS the party's world, then the world of the leader's ticket when it is
+--        another (the store learns it from a STALE answer)
 -- ARGV   leader   the leader's player id
 -- ARGV   data     the leader's ticket data JSON, "" for none
 -- ARGV   claimed  the rating from the leader's verified token claim, a plain
@@ -18,16 +19,12 @@
 --
 -- Reply: a status, then exactly that status's fields:
 --   CREATED, party_json (see _parties.lua party_view)
---   QUEUED, world         the leader holds a live ticket or is in a proposal
---   COOLING_DOWN, ms      the leader may not join for this many more ms
---   IN_PARTY, party_id    the leader already belongs to a party
---   IN_MATCH, match_id    the leader's match is being played (_lifecycle.lua)
 --   BUSY, player          an invited player holds a live ticket, belongs to
 --                         a party, is in a proposal, cools down or plays
---   ABSENT                presence required and the leader has no live connection
---   NO_RATING             a rated world and no rating for the leader
---   BAD_RATING, rating    the leader's rating is outside [min, max]
---   LATENCY_REQUIRED      a world with regions, no latencies and no default region
+--   STALE, world          the leader holds a ticket of `world`, whose keys
+--                         were not given (see join.lua); nothing was written
+--   or a refusal of the leader's admission (_admission.lua admit; no
+--   QUEUE_FULL: a party enters the queue when complete)
 
 local leader, data, claimed = args.leader, args.data, args.claimed
 local cfg, bad_config = world_config(args.config)
@@ -47,51 +44,20 @@ if #rest == 0 then return fail('a party needs at least one invited player') end
 if #rest + 1 > cfg.max_party then return fail('party larger than the world accepts') end
 
 local now = now_ms()
--- What keeps a player from joining a party: the world of a live ticket or
--- proposal, a party, a cool-down (each as its reply), or nil.
-local function busy(state)
-  local kind, value = player_state(state)
-  if kind == 'ticket' then
-    local w, _, _, deadline = decode_ticket(value)
-    if deadline > now then return { 'QUEUED', w } end
-  elseif kind == 'party' then
-    return { 'IN_PARTY', value }
-  elseif kind == 'proposal' then
-    local p = load_proposal(k, value)
-    if p then return { 'QUEUED', p.world } end
-  elseif cooling_until(kind, value, now) then
-    return { 'COOLING_DOWN', tostring(value - now) }
-  elseif kind == 'match' and game_in_progress(k, value, now) then
-    return { 'IN_MATCH', value }
-  end
-  return nil
-end
-
-local states = redis.call('HMGET', k.players, leader, unpack(rest))
-local reason = busy(states[1] or nil)
-if reason then
-  if reason[1] == 'IN_PARTY' then
-    local p = proposal_of(k, 'party', reason[2])
-    if p then return { 'QUEUED', p.world } end
-  end
-  return reason
-end
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
+local refusal, r, _, expired = admit(ctx, leader, { lat = lat, claimed = claimed })
+if refusal then return refusal end
+local states = redis.call('HMGET', k.players, unpack(rest))
 for i, p in ipairs(rest) do
-  if busy(states[i + 1] or nil) then return { 'BUSY', p } end
+  if member_busy(ctx, states[i] or nil) then return { 'BUSY', p } end
 end
-if cfg.presence and not is_present(k.presence, leader, now) then
-  return { 'ABSENT' }
-end
-if cfg.regions and not lat then return { 'LATENCY_REQUIRED' } end
-local rating = ''
-if cfg.rules then
-  local r = joining_rating(k, world, leader, claimed, cfg)
-  if not r then return { 'NO_RATING' } end
-  if r < cfg.min_rating or r > cfg.max_rating then return { 'BAD_RATING', num(r) } end
-  rating = num(r)
-end
+local rating = r and num(r) or ''
 
 -- All checks passed: from here on the script only writes.
+if expired then
+  -- Past its deadline but not swept yet: it expires now, as the sweep would.
+  remove_tickets({ k = expired.k, world = expired.world, now = now }, { leader }, 'X')
+end
 local seq = redis.call('HINCRBY', k.counters, 'party', 1)
 local id = string.format('%s.%x-%x', world, now, seq)
 local members = { { p = leader, j = 1, r = rating, d = data, l = lat and encode_latencies(lat) or nil } }

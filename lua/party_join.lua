@@ -9,7 +9,8 @@
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
 -- KEYS   player_ratings conns player_conns presence matcher_asleep backfills
 -- KEYS   backfill_expiry
--- WORLDS the party's world (the world part of the party id)
+-- WORLDS the party's world (the world part of the party id), then the world
+--        of the player's ticket when it is another (see STALE)
 -- ARGV   player   the player id
 -- ARGV   party    the party id
 -- ARGV   data     the player's ticket data JSON, "" for none
@@ -34,16 +35,10 @@
 --   PROPOSED, proposal_json   the party's match is a proposal (a ready
 --                          check; see _proposals.lua proposal_view)
 --   NOT_FOUND              no such party, or the player is not invited
---   BUSY, world            the player holds a live ticket or is in a proposal
---   COOLING_DOWN, ms       the player may not join for this many more ms
---   IN_PARTY, party_id     the player belongs to another party
---   IN_MATCH, match_id     the player's match is being played (_lifecycle.lua)
---   ABSENT                 presence required and the player has no live connection
---   NO_RATING              a rated world and no rating for the player
---   BAD_RATING, rating     the player's rating is outside [min, max]
---   LATENCY_REQUIRED       a world with regions, no latencies and no default region
---   FULL, queue_size       the party was complete but the queue is at
---                          capacity; the player has not joined
+--   STALE, world           the player holds a ticket of `world`, whose keys
+--                          were not given (see join.lua); nothing was written
+--   or a refusal of the player's admission (_admission.lua admit;
+--   QUEUE_FULL only when the player completes the party)
 
 local player, party_id, data, claimed = args.player, args.party, args.data, args.claimed
 local cfg, bad_config = world_config(args.config)
@@ -58,7 +53,7 @@ local lat, bad_latencies = joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
 local rules = cfg.rules
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg }
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
 local party = load_party(k, party_id)
 if not party or party.world ~= world then return { 'NOT_FOUND' } end
 local me, joined = nil, 0
@@ -71,37 +66,20 @@ if me.j == 1 then
   local rank = redis.call('ZRANK', k.queue, PARTY_MARK .. party_id)
   return { 'ALREADY', cjson.encode(party_view(party)), rank and rank + 1 or 0, redis.call('ZCARD', k.queue) }
 end
-local kind, value = player_state(redis.call('HGET', k.players, player))
-if kind == 'ticket' then
-  local w, _, _, deadline = decode_ticket(value)
-  if deadline > now then return { 'BUSY', w } end
-elseif kind == 'party' then
-  return { 'IN_PARTY', value }
-elseif kind == 'proposal' then
-  local p = load_proposal(k, value)
-  if p then return { 'BUSY', p.world } end
-elseif cooling_until(kind, value, now) then
-  return { 'COOLING_DOWN', tostring(value - now) }
-elseif kind == 'match' and game_in_progress(k, value, now) then
-  return { 'IN_MATCH', value }
-end
-if cfg.presence and not is_present(k.presence, player, now) then
-  return { 'ABSENT' }
-end
-if cfg.regions and not lat then return { 'LATENCY_REQUIRED' } end
-if rules then
-  local r = joining_rating(k, world, player, claimed, cfg)
-  if not r then return { 'NO_RATING' } end
-  if r < cfg.min_rating or r > cfg.max_rating then return { 'BAD_RATING', num(r) } end
-  me.r = num(r)
-end
 local complete = joined + 1 == #party.members
 local size = redis.call('ZCARD', k.queue)
-if complete and cfg.capacity > 0 and size >= cfg.capacity then
-  return { 'FULL', size }
-end
+local refusal, r, _, expired = admit(ctx, player, {
+  lat = lat, claimed = claimed, queue_size = complete and size or nil,
+})
+if refusal then return refusal end
+if rules then me.r = num(r) end
 
 -- All checks passed: from here on the script only writes.
+if expired then
+  -- Past its deadline but not swept yet: it expires now, as the sweep would.
+  remove_tickets({ k = expired.k, world = expired.world, now = now }, { player }, 'X')
+  if expired.world == world then size = size - 1 end
+end
 me.j = 1
 me.d = data
 if lat then me.l = encode_latencies(lat) end

@@ -29,8 +29,8 @@ pub use domain::{
     NotificationId, NotificationKind, OutboxEntry, PartyCancelOutcome, PartyCancelReason,
     PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyMember, PartyState, PartyView, PlayerId,
     PlayerStatus, ProposalCancelReason, ProposalView, QueuePosition, QueueStatus, Rating,
-    RatingChange, RatingSystem, RatingUpdates, SeatAssignment, ServerMessage, StoredRating, Target,
-    TicketData, TicketId, WorldName,
+    RatingChange, RatingSystem, RatingUpdates, Rejection, SeatAssignment, ServerMessage,
+    StoredRating, Target, TicketData, TicketId, WorldName,
 };
 pub use error::{ConfigError, StoreError, ValidationError};
 pub use keys::{KeyLayout, PlayerState};

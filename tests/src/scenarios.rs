@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use shared::store::{Housekeeping, MatchBatch};
 use shared::{
     JoinOutcome, LeaveOutcome, MatchRecord, MatchStore, NotificationKind, PlayerId, PlayerStatus,
-    Settlement, TicketData, WorldName,
+    Rejection, Settlement, TicketData, WorldName,
 };
 
 use crate::keyspace::{walk, Keyspace, Scope};
@@ -86,6 +86,7 @@ macro_rules! for_each_scenario {
             a_ready_check_keeps_regions_through_a_cancelled_proposal,
             an_assignment_reaches_every_participant_with_their_own_token,
             a_player_in_a_game_queues_again_only_after_its_result,
+            a_player_holds_a_seat_in_one_unfinished_match_at_most,
             a_result_updates_every_rating_once,
             match_events_are_published_at_least_once,
             a_backfilled_seat_is_taken_before_a_new_match_forms,
@@ -317,7 +318,7 @@ pub async fn one_ticket_per_player_across_worlds(env: &Env) {
     let before = snapshot(&store).await;
     for w in ["world1", "world2"] {
         match join(&store, w, "alice").await {
-            JoinOutcome::AlreadyQueued(q) => {
+            JoinOutcome::Rejected(Rejection::AlreadyQueued(q)) => {
                 assert_eq!(
                     (q.world_type.as_str(), q.position, q.queue_size),
                     ("world1", 2, 2)
@@ -347,7 +348,7 @@ pub async fn an_expired_ticket_elsewhere_gives_way_to_a_join(env: &Env) {
             let store = store.clone();
             async move {
                 match join(&store, "world2", "alice").await {
-                    JoinOutcome::AlreadyQueued(q) => {
+                    JoinOutcome::Rejected(Rejection::AlreadyQueued(q)) => {
                         assert_eq!(q.world_type.as_str(), "world1");
                         None
                     }
@@ -551,10 +552,10 @@ pub async fn queue_capacity_is_enforced(env: &Env) {
     let before = snapshot(&store).await;
     assert_eq!(
         join(&store, "world1", "c").await,
-        JoinOutcome::QueueFull {
+        JoinOutcome::Rejected(Rejection::QueueFull {
             world_type: world_name("world1"),
             queue_size: 2
-        }
+        })
     );
     assert_eq!(snapshot(&store).await, before);
 }
@@ -1389,9 +1390,9 @@ pub async fn presence_decides_who_waits_and_who_is_matched(env: &Env) {
     let before = snapshot(&store).await;
     assert_eq!(
         join(&store, "live", "a").await,
-        JoinOutcome::NotConnected {
+        JoinOutcome::Rejected(Rejection::NotConnected {
             world_type: world_name("live")
-        }
+        })
     );
     assert_eq!(
         snapshot(&store).await,
@@ -1764,9 +1765,9 @@ pub async fn ratings_come_from_the_store_then_the_claim_then_the_default(env: &E
     let before = snapshot(&store).await;
     assert_eq!(
         store.join(ranked, &player("n"), None, None).await.unwrap(),
-        JoinOutcome::RatingRequired {
+        JoinOutcome::Rejected(Rejection::RatingRequired {
             world_type: world_name("ranked")
-        }
+        })
     );
     assert_eq!(snapshot(&store).await, before);
     // The claim is used when the store has nothing.
@@ -1831,9 +1832,9 @@ pub async fn ratings_come_from_the_store_then_the_claim_then_the_default(env: &E
             .join(world(&narrow, "ranked"), &player("c2"), None, None)
             .await
             .unwrap(),
-        JoinOutcome::RatingRequired {
+        JoinOutcome::Rejected(Rejection::RatingRequired {
             world_type: world_name("ranked")
-        }
+        })
     );
     narrow
         .set_rating(&player("d"), None, rating(1999.0))
@@ -1849,10 +1850,10 @@ pub async fn ratings_come_from_the_store_then_the_claim_then_the_default(env: &E
             .join(world(&narrow, "ranked"), &player("d"), None, None)
             .await
             .unwrap(),
-        JoinOutcome::InvalidRating {
+        JoinOutcome::Rejected(Rejection::InvalidRating {
             world_type: world_name("ranked"),
             rating: rating(2500.0)
-        }
+        })
     );
     assert_eq!(snapshot(&narrow).await, before_d);
     let _ = before;

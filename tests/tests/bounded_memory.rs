@@ -21,7 +21,7 @@ use integration_tests::{
 use lambda_common::push::ApiGatewayPusher;
 use rand::{Rng, SeedableRng};
 use shared::delivery::drain_outbox;
-use shared::{ConnectionId, JoinOutcome, MatchStore, WorldName};
+use shared::{ConnectionId, JoinOutcome, MatchStore, Rejection, WorldName};
 
 /// Tickets live 1 s in every world; `big` is capped by `MM_QUEUE_CAPACITY`.
 // `big`'s team (the largest a world may have) exceeds its capacity, so it
@@ -121,15 +121,17 @@ async fn burst(store: &MatchStore, server: &ConnectionsServer, round: u64) -> Bu
                     JoinOutcome::Matched { .. } => {
                         matched.fetch_add(1, Ordering::Relaxed);
                     }
-                    JoinOutcome::QueueFull {
+                    JoinOutcome::Rejected(Rejection::QueueFull {
                         world_type,
                         queue_size,
-                    } => {
+                    }) => {
                         assert_eq!((world_type.as_str(), queue_size), ("big", CAPACITY));
                         full.fetch_add(1, Ordering::Relaxed);
                     }
                     JoinOutcome::Queued(q) => assert!(q.queue_size <= CAPACITY, "{q:?}"),
-                    JoinOutcome::AlreadyQueued(q) => panic!("fresh player already queued: {q:?}"),
+                    JoinOutcome::Rejected(Rejection::AlreadyQueued(q)) => {
+                        panic!("fresh player already queued: {q:?}")
+                    }
                     other => panic!("unexpected join outcome: {other:?}"),
                 }
                 if roll % 10 == 0

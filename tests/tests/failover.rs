@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use integration_tests::failover::{Promotion, ReplicatedCluster};
 use integration_tests::scenarios::player;
 use integration_tests::settings_for;
-use shared::{JoinOutcome, MatchStore, PlayerStatus, StoreError};
+use shared::{JoinOutcome, MatchStore, PlayerStatus, Rejection, StoreError};
 
 const WORLDS: &str = "world1:3,world2:2";
 
@@ -604,7 +604,10 @@ async fn without_acknowledgements_writes_are_answered_unavailable_and_never_cont
 
     let _replica = tokio::task::block_in_place(|| RedisServer::start_replica_of(&primary));
     let again = store.join(&w, &player("a"), None, None).await.unwrap();
-    assert!(matches!(again, JoinOutcome::AlreadyQueued(_)), "{again:?}");
+    assert!(
+        matches!(again, JoinOutcome::Rejected(Rejection::AlreadyQueued(_))),
+        "{again:?}"
+    );
     let b = store.join(&w, &player("b"), None, None).await.unwrap();
     assert!(matches!(b, JoinOutcome::Queued(_)), "{b:?}");
     let d = store.durability();

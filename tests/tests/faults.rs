@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use integration_tests::scenarios::{player, Env};
 use integration_tests::{assert_consistent, Heartbeat, RedisServer, Stalls, PERSISTENT_ARGS};
 use rand::{Rng, SeedableRng};
-use shared::{JoinOutcome, LeaveOutcome, MatchRecord, MatchStore, PlayerStatus, StoreError};
+use shared::{
+    JoinOutcome, LeaveOutcome, MatchRecord, MatchStore, PlayerStatus, Rejection, StoreError,
+};
 
 const WORLDS: &str = "world1:3,world2:2,world3:5";
 /// `REDIS_TIMEOUT_MS` of these tests.
@@ -149,7 +151,7 @@ async fn redis_killed_and_restarted_with_aof_while_64_clients_churn() {
                                 }
                             }
                         }
-                        if let Ok(JoinOutcome::QueueFull { .. }) = &r {
+                        if let Ok(JoinOutcome::Rejected(Rejection::QueueFull { .. })) = &r {
                             panic!("no capacity is configured");
                         }
                         ("join", outcome(&r))

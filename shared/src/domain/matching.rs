@@ -3,9 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{MatchId, PlayerId, Rating, WorldName};
-use super::notification::OutboxEntry;
 use super::party::PartyView;
-use super::proposal::ProposalView;
 
 /// A formed match, exactly as it is stored in Redis and sent to players.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,91 +84,6 @@ pub struct RatedTicket {
     pub relaxes_in_seconds: u64,
 }
 
-/// The reply to a join.
-#[derive(Debug, Clone, PartialEq)]
-pub enum JoinOutcome {
-    Queued(QueuePosition),
-    /// The join completed a group at once (instant match). `formed` holds all
-    /// matches the call formed (normally just `record`) and `notifications`
-    /// the outbox entries that announce them, to deliver right away.
-    Matched {
-        record: MatchRecord,
-        formed: Vec<MatchRecord>,
-        /// The matches' outbox entries, claimed by the join itself for
-        /// delivery right away (what is not delivered stays in the outbox).
-        claimed: Vec<OutboxEntry>,
-    },
-    /// The player already waits (in this or another world); nothing changed.
-    AlreadyQueued(QueuePosition),
-    /// The world's queue is at its configured capacity; nothing changed.
-    QueueFull {
-        world_type: WorldName,
-        queue_size: u64,
-    },
-    /// The world requires presence and the player has no live WebSocket
-    /// connection; nothing changed.
-    NotConnected {
-        world_type: WorldName,
-    },
-    /// A rated world, and no source has a rating for the player (no store
-    /// entry, no claim, no default); nothing changed.
-    RatingRequired {
-        world_type: WorldName,
-    },
-    /// A world with regions, no latencies given and no default region;
-    /// nothing changed.
-    LatencyRequired {
-        world_type: WorldName,
-    },
-    /// The player's rating is outside the configured range; nothing changed.
-    InvalidRating {
-        world_type: WorldName,
-        rating: Rating,
-    },
-    /// The player belongs to a party (of `world_type`), which queues for
-    /// them; nothing changed.
-    InParty {
-        world_type: WorldName,
-    },
-    /// The join formed a match that is a proposal awaiting everyone's
-    /// answer (a ready check).
-    Proposed(ProposalView),
-    /// The player is in a pending proposal already; nothing changed.
-    ProposalPending(ProposalView),
-    /// The player declined or missed a ready check and may not join for
-    /// `retry_after_ms` more; nothing changed.
-    CoolingDown {
-        world_type: WorldName,
-        retry_after_ms: u64,
-    },
-    /// The player took a seat a running match's backfill had open: they
-    /// play in that match (its server is assigned). `claimed`: the
-    /// announcement's outbox entry, claimed for delivery right away.
-    Backfilled {
-        joined: Box<super::lifecycle::MatchWithLifecycle>,
-        claimed: Vec<OutboxEntry>,
-    },
-    /// The player's latest match is being played (a server is assigned and
-    /// no result is in); nothing changed.
-    InMatch {
-        match_id: MatchId,
-        /// Where the game is, as this player may see it.
-        assignment: Option<super::lifecycle::SeatAssignment>,
-    },
-}
-
-/// The reply to a leave.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeaveOutcome {
-    Left {
-        previous_position: u64,
-        remaining_queue_size: u64,
-    },
-    /// The player has no ticket in that world. `queued_in` names the world the
-    /// player waits in instead, if any.
-    NotQueued { queued_in: Option<WorldName> },
-}
-
 /// A world's queue as seen by `queue-status`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -212,21 +125,6 @@ pub struct RatingBucket {
     pub from: f64,
     pub to: f64,
     pub count: u64,
-}
-
-/// A player's state as seen by `my-status`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PlayerStatus {
-    Idle,
-    /// Waiting, alone or with a party (`QueuePosition::party`).
-    Queued(QueuePosition),
-    /// In a party that is still assembling.
-    Party(PartyView),
-    /// In a match proposal awaiting answers (a ready check).
-    Proposed(ProposalView),
-    /// The player's latest match (while its record lives) and what
-    /// happened to it since.
-    Matched(Box<super::lifecycle::MatchWithLifecycle>),
 }
 
 /// Recent match throughput of a world, as the scripts report it: how many

@@ -8,6 +8,7 @@ mod latency;
 mod lifecycle;
 mod matching;
 mod notification;
+mod outcome;
 mod party;
 mod proposal;
 mod rating;
@@ -26,17 +27,18 @@ pub use lifecycle::{
     MAX_TOKEN_CHARS,
 };
 pub use matching::{
-    JoinOutcome, LeaveOutcome, MatchRecord, PlayerStatus, QueuePosition, QueueStatus, RatedTicket,
-    RatingBucket, RatingDistribution, WaitStats,
+    MatchRecord, QueuePosition, QueueStatus, RatedTicket, RatingBucket, RatingDistribution,
+    WaitStats,
 };
 pub use notification::{
     MessageTooLarge, NotificationId, NotificationKind, OutboxEntry, RemovalReason, ServerMessage,
     Target, MAX_MESSAGE_BYTES,
 };
-pub use party::{
-    PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome, PartyJoinOutcome, PartyMember,
-    PartyState, PartyView, TicketId,
+pub use outcome::{
+    AnswerOutcome, JoinOutcome, LeaveOutcome, PartyCancelOutcome, PartyCreateOutcome,
+    PartyJoinOutcome, PlayerStatus, Rejection,
 };
-pub use proposal::{AnswerOutcome, ProposalCancelReason, ProposalView};
+pub use party::{PartyCancelReason, PartyMember, PartyState, PartyView, TicketId};
+pub use proposal::{ProposalCancelReason, ProposalView};
 pub use rating::{RatingChange, RatingSystem, RatingUpdates, StoredRating};
 pub use ticket::{TicketData, MAX_TICKET_DATA_BYTES, MAX_TICKET_DATA_DEPTH};

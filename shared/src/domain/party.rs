@@ -2,10 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ids::{PartyId, PlayerId, Rating, WorldName};
-use super::matching::{MatchRecord, QueuePosition};
-use super::notification::OutboxEntry;
-use super::proposal::ProposalView;
+use super::ids::{PartyId, PlayerId, WorldName};
 use crate::error::ValidationError;
 
 /// Where a party stands.
@@ -89,121 +86,6 @@ impl TicketId {
             None => PlayerId::parse(raw).map(TicketId::Solo),
         }
     }
-}
-
-/// The reply to creating a party.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PartyCreateOutcome {
-    Created(PartyView),
-    /// The leader already waits in a queue; nothing changed.
-    LeaderQueued {
-        world_type: WorldName,
-    },
-    /// The leader already belongs to a party; nothing changed.
-    LeaderInParty {
-        party_id: PartyId,
-    },
-    /// The leader's match is being played; nothing changed.
-    LeaderInMatch {
-        match_id: super::ids::MatchId,
-    },
-    /// An invited player waits in a queue or belongs to a party; nothing
-    /// changed.
-    MemberBusy {
-        player: PlayerId,
-    },
-    /// The world requires presence and the leader has no live connection.
-    NotConnected {
-        world_type: WorldName,
-    },
-    RatingRequired {
-        world_type: WorldName,
-    },
-    /// A world with regions, no latencies and no default region; nothing
-    /// changed.
-    LatencyRequired {
-        world_type: WorldName,
-    },
-    InvalidRating {
-        world_type: WorldName,
-        rating: Rating,
-    },
-    /// The leader declined or missed a ready check and may not join yet.
-    CoolingDown {
-        retry_after_ms: u64,
-    },
-}
-
-/// The reply to joining a party.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PartyJoinOutcome {
-    /// Joined; others have still to join.
-    Joined(PartyView),
-    /// The player had already joined; nothing changed.
-    AlreadyJoined(PartyView),
-    /// The player was the last: the party waits in the queue as one ticket
-    /// (the position carries the party).
-    Queued(QueuePosition),
-    /// The player was the last and the party's match is a proposal (a
-    /// ready check) awaiting everyone's answer.
-    Proposed(ProposalView),
-    /// The player declined or missed a ready check and may not join yet.
-    CoolingDown {
-        retry_after_ms: u64,
-    },
-    /// The player was the last and the party was matched at once;
-    /// `notifications` announce the matches formed, to deliver right away.
-    Matched {
-        party: PartyView,
-        record: Box<MatchRecord>,
-        formed: Vec<MatchRecord>,
-        /// The matches' outbox entries, claimed for delivery right away.
-        claimed: Vec<OutboxEntry>,
-    },
-    /// No such party, or the player is not invited to it.
-    NotFound,
-    /// The player waits in a queue; nothing changed.
-    Busy {
-        world_type: WorldName,
-    },
-    /// The player belongs to another party; nothing changed.
-    InParty {
-        party_id: PartyId,
-    },
-    /// The player's match is being played; nothing changed.
-    InMatch {
-        match_id: super::ids::MatchId,
-    },
-    NotConnected {
-        world_type: WorldName,
-    },
-    RatingRequired {
-        world_type: WorldName,
-    },
-    /// A world with regions, no latencies and no default region; nothing
-    /// changed.
-    LatencyRequired {
-        world_type: WorldName,
-    },
-    InvalidRating {
-        world_type: WorldName,
-        rating: Rating,
-    },
-    /// The party was complete but its world's queue is at capacity; the
-    /// player has not joined.
-    QueueFull {
-        world_type: WorldName,
-        queue_size: u64,
-    },
-}
-
-/// The reply to cancelling a party.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PartyCancelOutcome {
-    /// Cancelled; the party as it was.
-    Cancelled(PartyView),
-    /// No such party, or the player is not a member of it.
-    NotFound,
 }
 
 #[cfg(test)]

@@ -3,8 +3,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{MatchId, PlayerId, WorldName};
-use super::matching::MatchRecord;
-use super::notification::NotificationId;
 
 /// A pending match proposal as its players see it (my-status). Made by the
 /// scripts (`_proposals.lua` proposal_view).
@@ -34,39 +32,6 @@ pub enum ProposalCancelReason {
     /// The running match's backfill this proposal was for ended (lapsed,
     /// cancelled, replaced, or the match finished).
     BackfillEnded,
-}
-
-/// The reply to an answer to a proposal.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AnswerOutcome {
-    /// Accepted; others have still to answer.
-    Accepted { accepted: u64, total: u64 },
-    /// The player had accepted already; nothing changed.
-    AlreadyAccepted { accepted: u64, total: u64 },
-    /// The last accept: the match is final; `notification` announces it.
-    Matched {
-        record: Box<MatchRecord>,
-        notification: NotificationId,
-    },
-    /// The last accept of a backfill proposal: its players joined the
-    /// running match; `notification` announces it to them.
-    Backfilled {
-        joined: Box<super::lifecycle::MatchWithLifecycle>,
-        notification: NotificationId,
-    },
-    /// Declined: the proposal is cancelled; `requeued` tickets went back to
-    /// the queue of `world_type`.
-    Cancelled {
-        world_type: WorldName,
-        requeued: u64,
-    },
-    /// Too late: the proposal was cancelled as timed out.
-    Expired {
-        world_type: WorldName,
-        requeued: u64,
-    },
-    /// No such proposal, or the player is not in it.
-    NotFound,
 }
 
 #[cfg(test)]

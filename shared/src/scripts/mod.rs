@@ -54,6 +54,10 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
         include_str!("../../../lua/_departures.lua"),
     ),
     ("_presence.lua", include_str!("../../../lua/_presence.lua")),
+    (
+        "_admission.lua",
+        include_str!("../../../lua/_admission.lua"),
+    ),
     ("_outbox.lua", include_str!("../../../lua/_outbox.lua")),
     ("_teams.lua", include_str!("../../../lua/_teams.lua")),
     ("_matching.lua", include_str!("../../../lua/_matching.lua")),
@@ -358,7 +362,7 @@ operations! {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
                PartyExpiry, Proposals, PlayerRatings, Presence, MatcherAsleep, Backfills,
                BackfillExpiry],
-        worlds: One,
+        worlds: First,
         args: [leader, data, claimed, latencies, config],
         rest: invited,
     }
@@ -367,7 +371,7 @@ operations! {
                OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
                PlayerRatings, Conns, PlayerConns, Presence, MatcherAsleep, Backfills,
                BackfillExpiry],
-        worlds: One,
+        worlds: First,
         args: [player, party, data, claimed, latencies, config, claim],
     }
     party_cancel {

@@ -54,6 +54,10 @@ struct ScriptConfig<'a> {
     capacity: u64,
     window: u64,
     presence: bool,
+    /// Game servers are configured (`servers.scope`): a formed match holds
+    /// its players, as an assigned one does, until its result or its
+    /// record's end (one unfinished match per player).
+    formed_holds: bool,
     max_party: u32,
     party_ttl: u64,
     ratings: Ratings,
@@ -147,6 +151,7 @@ fn encode(settings: &Settings, world: &World) -> String {
         capacity: settings.queue_capacity,
         window: millis(settings.wait_window),
         presence: world.require_presence,
+        formed_holds: settings.server_scope.is_some(),
         max_party: world.max_party_size,
         party_ttl: millis(settings.party_ttl).max(1),
         ratings: Ratings {

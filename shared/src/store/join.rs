@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
+use super::admission::Admitted;
 use super::reply::{FormedMatches, Reply};
 use super::MatchStore;
 use crate::config::World;
 use crate::domain::{
-    ConnectionId, JoinOutcome, Latencies, MatchId, MatchLifecycle, PlayerId, ProposalView,
-    QueuePosition, RatedTicket, Rating, TicketData, WaitStats, WorldName,
+    ConnectionId, JoinOutcome, Latencies, PlayerId, ProposalView, QueuePosition, RatedTicket,
+    Rating, TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -65,17 +66,10 @@ impl MatchStore {
         claim: bool,
     ) -> Result<JoinReply, StoreError> {
         let config = self.world_config(world)?;
-        // The script is given the joined world's keys only (its cost does
-        // not grow with the number of configured worlds); when the player
-        // holds a ticket elsewhere it answers STALE with that world, and the
-        // call is repeated with that world's keys too (or, for a world no
-        // longer configured, after dropping the ticket). Another join of the
-        // same player can move the ticket in between, hence a few rounds.
-        let mut also: Option<&World> = None;
-        for _ in 0..3 {
-            let mut worlds = vec![&world.name];
-            worlds.extend(also.map(|w| &w.name));
-            let mut inv = SCRIPTS.join.invocation(self.keys(), &worlds);
+        let config = config.as_ref();
+        self.admitting(SCRIPT, world, player, |worlds| async move {
+            let names: Vec<&WorldName> = worlds.iter().collect();
+            let mut inv = SCRIPTS.join.invocation(self.keys(), &names);
             inv.arg(player.as_str())
                 .arg(input.data.map_or("", TicketData::as_json))
                 .arg(
@@ -85,41 +79,26 @@ impl MatchStore {
                         .unwrap_or_default(),
                 )
                 .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
-                .arg(config.as_ref())
+                .arg(config)
                 .arg(super::flag(claim));
-            match self.decode_join(player, self.invoke(&inv, false).await?)? {
-                Decoded::Reply(reply) => return Ok(*reply),
-                Decoded::Stale(other) => match self.settings().worlds.get(&other) {
-                    Some(w) if also.is_none_or(|a| a.name != w.name) => also = Some(w),
-                    Some(_) => {
-                        return Err(StoreError::UnexpectedReply(format!(
-                            "{SCRIPT}: STALE ({other}) although its keys were given"
-                        )))
-                    }
-                    // A ticket of a world removed from the configuration:
-                    // nobody matches or sweeps it any more. Drop it, then
-                    // join for real.
-                    None => self.drop_stale_ticket(&other, player).await?,
-                },
-            }
-        }
-        Err(StoreError::UnexpectedReply(format!(
-            "{SCRIPT}: the player's ticket kept moving between worlds"
-        )))
+            self.decode_join(player, self.invoke(&inv, false).await?)
+        })
+        .await
     }
 
-    fn decode_join(&self, player: &PlayerId, value: redis::Value) -> Result<Decoded, StoreError> {
+    fn decode_join(
+        &self,
+        player: &PlayerId,
+        value: redis::Value,
+    ) -> Result<Admitted<JoinReply>, StoreError> {
         let mut reply = Reply::new(SCRIPT, value)?;
         let status = reply.text("status")?;
-        let bad = |what: &str, e: &dyn std::fmt::Display| {
-            StoreError::UnexpectedReply(format!("{SCRIPT}: {what}: {e}"))
-        };
         let mut connections = Vec::new();
         let outcome = match status.as_str() {
             "STALE" => {
                 let world = reply.parsed("world", WorldName::parse)?;
                 reply.finish()?;
-                return Ok(Decoded::Stale(world));
+                return Ok(Admitted::Stale(world));
             }
             "QUEUED" => {
                 let world = reply.parsed("world", WorldName::parse)?;
@@ -135,20 +114,6 @@ impl MatchStore {
                     queue_size,
                     stats,
                     rating,
-                    Duration::ZERO,
-                ))
-            }
-            "ALREADY" => {
-                let world = reply.parsed("world", WorldName::parse)?;
-                let position = reply.uint("position")?;
-                let queue_size = reply.uint("queue size")?;
-                let stats = reply.wait_stats()?;
-                JoinOutcome::AlreadyQueued(self.queue_position(
-                    world,
-                    position,
-                    queue_size,
-                    stats,
-                    None,
                     Duration::ZERO,
                 ))
             }
@@ -179,55 +144,20 @@ impl MatchStore {
                 }
             }
             "PROPOSED" => JoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
-            "PENDING" => JoinOutcome::ProposalPending(reply.json::<ProposalView>("proposal")?),
-            "IN_PARTY" => {
-                // "" when the party is gone: no valid world name.
-                let world = reply.text("world")?;
-                JoinOutcome::InParty {
-                    world_type: WorldName::parse(&world).map_err(|e| bad("world", &e))?,
+            other => match self.rejection(other, &mut reply, player)? {
+                Some(rejection) => JoinOutcome::Rejected(rejection),
+                None => {
+                    return Err(StoreError::UnexpectedReply(format!(
+                        "{SCRIPT}: status {other:?}"
+                    )))
                 }
-            }
-            "IN_MATCH" => {
-                let match_id = reply.parsed("match id", MatchId::parse)?;
-                let raw = reply.text("lifecycle")?;
-                let lifecycle = MatchLifecycle::parse(&raw).map_err(|e| bad("lifecycle", &e))?;
-                JoinOutcome::InMatch {
-                    match_id,
-                    assignment: lifecycle.assignment.map(|a| a.seat_of(player)),
-                }
-            }
-            "COOLING_DOWN" => JoinOutcome::CoolingDown {
-                world_type: reply.parsed("world", WorldName::parse)?,
-                retry_after_ms: reply.uint("retry after")?,
             },
-            "FULL" => JoinOutcome::QueueFull {
-                world_type: reply.parsed("world", WorldName::parse)?,
-                queue_size: reply.uint("queue size")?,
-            },
-            "ABSENT" => JoinOutcome::NotConnected {
-                world_type: reply.parsed("world", WorldName::parse)?,
-            },
-            "NO_RATING" => JoinOutcome::RatingRequired {
-                world_type: reply.parsed("world", WorldName::parse)?,
-            },
-            "LATENCY_REQUIRED" => JoinOutcome::LatencyRequired {
-                world_type: reply.parsed("world", WorldName::parse)?,
-            },
-            "BAD_RATING" => JoinOutcome::InvalidRating {
-                world_type: reply.parsed("world", WorldName::parse)?,
-                rating: reply.parsed("rating", Rating::parse)?,
-            },
-            other => {
-                return Err(StoreError::UnexpectedReply(format!(
-                    "{SCRIPT}: status {other:?}"
-                )))
-            }
         };
         reply.finish()?;
-        Ok(Decoded::Reply(Box::new(JoinReply {
+        Ok(Admitted::Reply(JoinReply {
             outcome,
             connections,
-        })))
+        }))
     }
 
     /// A queue position with its wait estimate from the world's statistics
@@ -264,10 +194,4 @@ impl MatchStore {
             party: None,
         }
     }
-}
-
-enum Decoded {
-    Reply(Box<JoinReply>),
-    /// The player holds a ticket of this world, which is no longer configured.
-    Stale(WorldName),
 }

@@ -1,11 +1,11 @@
 //! `lua/party_create.lua`: a leader creates a party and invites others.
 
+use super::admission::Admitted;
 use super::reply::Reply;
 use super::{JoinInput, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    Latencies, MatchId, PartyCreateOutcome, PartyId, PartyView, PlayerId, Rating, TicketData,
-    WorldName,
+    Latencies, PartyCreateOutcome, PartyView, PlayerId, Rating, TicketData, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -42,60 +42,47 @@ impl MatchStore {
         input: &JoinInput<'_>,
     ) -> Result<PartyCreateOutcome, StoreError> {
         let config = self.world_config(world)?;
-        let mut inv = SCRIPTS.party_create.invocation(self.keys(), &[&world.name]);
-        inv.arg(leader.as_str())
-            .arg(input.data.map_or("", TicketData::as_json))
-            .arg(
-                input
-                    .claimed
-                    .map(|c| c.value().to_string())
-                    .unwrap_or_default(),
-            )
-            .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
-            .arg(config.as_ref());
-        for p in invited {
-            inv.rest(p.as_str());
-        }
-        let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
-        let status = reply.text("status")?;
-        let world_type = world.name.clone();
-        let bad = |e: crate::error::ValidationError| {
-            StoreError::UnexpectedReply(format!("{SCRIPT}: {e}"))
-        };
-        let outcome = match status.as_str() {
-            "CREATED" => PartyCreateOutcome::Created(reply.json::<PartyView>("party")?),
-            "QUEUED" => PartyCreateOutcome::LeaderQueued {
-                world_type: reply.parsed("world", WorldName::parse)?,
-            },
-            "IN_PARTY" => PartyCreateOutcome::LeaderInParty {
-                party_id: reply.parsed("party id", PartyId::parse)?,
-            },
-            "IN_MATCH" => PartyCreateOutcome::LeaderInMatch {
-                match_id: reply.parsed("match id", MatchId::parse)?,
-            },
-            "BUSY" => PartyCreateOutcome::MemberBusy {
-                player: reply.parsed("player", PlayerId::parse)?,
-            },
-            "ABSENT" => PartyCreateOutcome::NotConnected { world_type },
-            "NO_RATING" => PartyCreateOutcome::RatingRequired { world_type },
-            "LATENCY_REQUIRED" => PartyCreateOutcome::LatencyRequired { world_type },
-            "COOLING_DOWN" => PartyCreateOutcome::CoolingDown {
-                retry_after_ms: reply
-                    .text("cool-down")?
-                    .parse()
-                    .map_err(|e| StoreError::UnexpectedReply(format!("{SCRIPT}: {e}")))?,
-            },
-            "BAD_RATING" => PartyCreateOutcome::InvalidRating {
-                world_type,
-                rating: Rating::parse(&reply.text("rating")?).map_err(bad)?,
-            },
-            other => {
-                return Err(StoreError::UnexpectedReply(format!(
-                    "{SCRIPT}: status {other:?}"
-                )))
+        let config = config.as_ref();
+        self.admitting(SCRIPT, world, leader, |worlds| async move {
+            let names: Vec<&WorldName> = worlds.iter().collect();
+            let mut inv = SCRIPTS.party_create.invocation(self.keys(), &names);
+            inv.arg(leader.as_str())
+                .arg(input.data.map_or("", TicketData::as_json))
+                .arg(
+                    input
+                        .claimed
+                        .map(|c| c.value().to_string())
+                        .unwrap_or_default(),
+                )
+                .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
+                .arg(config);
+            for p in invited {
+                inv.rest(p.as_str());
             }
-        };
-        reply.finish()?;
-        Ok(outcome)
+            let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
+            let status = reply.text("status")?;
+            let outcome = match status.as_str() {
+                "STALE" => {
+                    let world = reply.parsed("world", WorldName::parse)?;
+                    reply.finish()?;
+                    return Ok(Admitted::Stale(world));
+                }
+                "CREATED" => PartyCreateOutcome::Created(reply.json::<PartyView>("party")?),
+                "BUSY" => PartyCreateOutcome::MemberBusy {
+                    player: reply.parsed("player", PlayerId::parse)?,
+                },
+                other => match self.rejection(other, &mut reply, leader)? {
+                    Some(rejection) => PartyCreateOutcome::Rejected(rejection),
+                    None => {
+                        return Err(StoreError::UnexpectedReply(format!(
+                            "{SCRIPT}: status {other:?}"
+                        )))
+                    }
+                },
+            };
+            reply.finish()?;
+            Ok(Admitted::Reply(outcome))
+        })
+        .await
     }
 }

@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
+use super::admission::Admitted;
 use super::reply::{FormedMatches, Reply};
 use super::{JoinInput, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    Latencies, MatchId, PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating,
-    TicketData, WaitStats, WorldName,
+    Latencies, PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating, TicketData,
+    WaitStats, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -47,28 +48,43 @@ impl MatchStore {
         claim: bool,
     ) -> Result<PartyJoinOutcome, StoreError> {
         let config = self.world_config(world)?;
-        let mut inv = SCRIPTS.party_join.invocation(self.keys(), &[&world.name]);
-        inv.arg(player.as_str())
-            .arg(party.as_str())
-            .arg(input.data.map_or("", TicketData::as_json))
-            .arg(
-                input
-                    .claimed
-                    .map(|c| c.value().to_string())
-                    .unwrap_or_default(),
-            )
-            .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
-            .arg(config.as_ref())
-            .arg(super::flag(claim));
+        let config = config.as_ref();
+        self.admitting(SCRIPT, world, player, |worlds| async move {
+            let names: Vec<&WorldName> = worlds.iter().collect();
+            let mut inv = SCRIPTS.party_join.invocation(self.keys(), &names);
+            inv.arg(player.as_str())
+                .arg(party.as_str())
+                .arg(input.data.map_or("", TicketData::as_json))
+                .arg(
+                    input
+                        .claimed
+                        .map(|c| c.value().to_string())
+                        .unwrap_or_default(),
+                )
+                .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
+                .arg(config)
+                .arg(super::flag(claim));
+            self.decode_party_join(world, player, self.invoke(&inv, false).await?)
+        })
+        .await
+    }
 
-        let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
+    fn decode_party_join(
+        &self,
+        world: &World,
+        player: &PlayerId,
+        value: redis::Value,
+    ) -> Result<Admitted<PartyJoinOutcome>, StoreError> {
+        let mut reply = Reply::new(SCRIPT, value)?;
         let status = reply.text("status")?;
-        let bad = |what: &str, e: &dyn std::fmt::Display| {
-            StoreError::UnexpectedReply(format!("{SCRIPT}: {what}: {e}"))
-        };
         let view = |reply: &mut Reply| -> Result<PartyView, StoreError> { reply.json("party") };
         let world_type = world.name.clone();
         let outcome = match status.as_str() {
+            "STALE" => {
+                let world = reply.parsed("world", WorldName::parse)?;
+                reply.finish()?;
+                return Ok(Admitted::Stale(world));
+            }
             "JOINED" => PartyJoinOutcome::Joined(view(&mut reply)?),
             "ALREADY" => {
                 let party = view(&mut reply)?;
@@ -110,39 +126,16 @@ impl MatchStore {
             }
             "NOT_FOUND" => PartyJoinOutcome::NotFound,
             "PROPOSED" => PartyJoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
-            "COOLING_DOWN" => PartyJoinOutcome::CoolingDown {
-                retry_after_ms: reply
-                    .text("cool-down")?
-                    .parse()
-                    .map_err(|e| bad("cool-down", &e))?,
+            other => match self.rejection(other, &mut reply, player)? {
+                Some(rejection) => PartyJoinOutcome::Rejected(rejection),
+                None => {
+                    return Err(StoreError::UnexpectedReply(format!(
+                        "{SCRIPT}: status {other:?}"
+                    )))
+                }
             },
-            "BUSY" => PartyJoinOutcome::Busy {
-                world_type: reply.parsed("world", WorldName::parse)?,
-            },
-            "IN_MATCH" => PartyJoinOutcome::InMatch {
-                match_id: reply.parsed("match id", MatchId::parse)?,
-            },
-            "IN_PARTY" => PartyJoinOutcome::InParty {
-                party_id: reply.parsed("party id", PartyId::parse)?,
-            },
-            "ABSENT" => PartyJoinOutcome::NotConnected { world_type },
-            "NO_RATING" => PartyJoinOutcome::RatingRequired { world_type },
-            "LATENCY_REQUIRED" => PartyJoinOutcome::LatencyRequired { world_type },
-            "BAD_RATING" => PartyJoinOutcome::InvalidRating {
-                world_type,
-                rating: reply.parsed("rating", Rating::parse)?,
-            },
-            "FULL" => PartyJoinOutcome::QueueFull {
-                world_type,
-                queue_size: reply.uint("queue size")?,
-            },
-            other => {
-                return Err(StoreError::UnexpectedReply(format!(
-                    "{SCRIPT}: status {other:?}"
-                )))
-            }
         };
         reply.finish()?;
-        Ok(outcome)
+        Ok(Admitted::Reply(outcome))
     }
 }

@@ -53,19 +53,9 @@ pub async fn join_and_notify<P: Pusher>(
         JoinOutcome::Matched { claimed, .. } | JoinOutcome::Backfilled { claimed, .. } => {
             push_match_found(store, pusher, claimed).await
         }
-        JoinOutcome::AlreadyQueued(_)
-        | JoinOutcome::QueueFull { .. }
-        | JoinOutcome::NotConnected { .. }
-        | JoinOutcome::RatingRequired { .. }
-        | JoinOutcome::LatencyRequired { .. }
-        | JoinOutcome::InvalidRating { .. }
-        | JoinOutcome::InParty { .. }
         // MATCH_PROPOSED goes through the outbox (a note); the matcher
         // delivers it within a tick.
-        | JoinOutcome::Proposed(_)
-        | JoinOutcome::ProposalPending(_)
-        | JoinOutcome::CoolingDown { .. }
-        | JoinOutcome::InMatch { .. } => {}
+        JoinOutcome::Proposed(_) | JoinOutcome::Rejected(_) => {}
     }
     Ok(outcome)
 }

@@ -6,7 +6,7 @@
 use shared::delivery::drain_outbox;
 use shared::store::{AssignOutcome, BackfillOutcome};
 use shared::use_cases::{self, ResultReport};
-use shared::{Assignment, MatchState, PartyCreateOutcome, PartyJoinOutcome};
+use shared::{Assignment, MatchState, PartyCreateOutcome, PartyJoinOutcome, Rejection};
 
 use super::lifecycle::{RecordingEvents, RecordingPusher};
 use super::*;
@@ -132,7 +132,7 @@ pub async fn a_backfilled_seat_is_taken_before_a_new_match_forms(env: &Env) {
     // e plays: IN_MATCH until the result, which covers e's team too.
     assert!(matches!(
         join(&store, "squad", "e").await,
-        JoinOutcome::InMatch { .. }
+        JoinOutcome::Rejected(Rejection::InMatch { .. })
     ));
     let done = use_cases::report_result(
         &store,

@@ -12,6 +12,7 @@
 use serde_json::Value;
 use shared::{
     AnswerOutcome, PartyCancelOutcome, PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyState,
+    Rejection,
 };
 
 use super::*;
@@ -434,11 +435,11 @@ impl Client<'_> {
                 self.count(&[p.to_owned()], 1, 0);
                 self.forget_matched_party(p);
             }
-            JoinOutcome::AlreadyQueued(q) => assert!(q.position >= 1, "{q:?}"),
-            JoinOutcome::InParty { .. }
-            | JoinOutcome::ProposalPending(_)
-            | JoinOutcome::CoolingDown { .. }
-            | JoinOutcome::InMatch { .. } => {}
+            JoinOutcome::Rejected(Rejection::AlreadyQueued(q)) => assert!(q.position >= 1, "{q:?}"),
+            JoinOutcome::Rejected(Rejection::InParty { .. })
+            | JoinOutcome::Rejected(Rejection::ProposalPending(_))
+            | JoinOutcome::Rejected(Rejection::CoolingDown { .. })
+            | JoinOutcome::Rejected(Rejection::InMatch { .. }) => {}
             other => panic!("{p} joining {w}: {other:?}"),
         }
     }
@@ -490,10 +491,13 @@ impl Client<'_> {
                     queued: false,
                 });
             }
-            PartyCreateOutcome::LeaderQueued { .. }
-            | PartyCreateOutcome::LeaderInMatch { .. }
+            // A leader in a ready check was answered LeaderQueued before
+            // admission was one; it is PROPOSAL_PENDING now, as on join.
+            PartyCreateOutcome::Rejected(Rejection::AlreadyQueued(_))
+            | PartyCreateOutcome::Rejected(Rejection::ProposalPending(_))
+            | PartyCreateOutcome::Rejected(Rejection::InMatch { .. })
             | PartyCreateOutcome::MemberBusy { .. }
-            | PartyCreateOutcome::CoolingDown { .. } => {}
+            | PartyCreateOutcome::Rejected(Rejection::CoolingDown { .. }) => {}
             refused => panic!("creating a party of {leader} and {other}: {refused:?}"),
         }
     }
@@ -548,9 +552,10 @@ impl Client<'_> {
             PartyJoinOutcome::NotFound => {
                 self.parties.remove(k);
             }
-            PartyJoinOutcome::Busy { .. }
-            | PartyJoinOutcome::CoolingDown { .. }
-            | PartyJoinOutcome::InMatch { .. } => {}
+            PartyJoinOutcome::Rejected(Rejection::AlreadyQueued(_))
+            | PartyJoinOutcome::Rejected(Rejection::ProposalPending(_))
+            | PartyJoinOutcome::Rejected(Rejection::CoolingDown { .. })
+            | PartyJoinOutcome::Rejected(Rejection::InMatch { .. }) => {}
             other => panic!("{p} joining {party:?}: {other:?}"),
         }
     }

@@ -11,8 +11,8 @@ use shared::delivery::{drain_outbox, EventError, EventSink};
 use shared::store::AssignOutcome;
 use shared::use_cases::{self, ResultReport};
 use shared::{
-    Assignment, ConnectionId, MatchEvent, MatchReport, MatchState, PartyCreateOutcome, PushError,
-    Pusher,
+    Assignment, ConnectionId, MatchEvent, MatchReport, MatchState, PartyCreateOutcome,
+    PlayerStatus, PushError, Pusher, Rejection,
 };
 
 use super::*;
@@ -289,10 +289,10 @@ pub async fn a_player_in_a_game_queues_again_only_after_its_result(env: &Env) {
     ));
     let before = snapshot(&store).await;
     match join(&store, "pair", "a").await {
-        JoinOutcome::InMatch {
+        JoinOutcome::Rejected(Rejection::InMatch {
             match_id,
             assignment,
-        } => {
+        }) => {
             assert_eq!(match_id, first.match_id);
             let seat = assignment.expect("where to reconnect");
             assert_eq!(
@@ -303,7 +303,7 @@ pub async fn a_player_in_a_game_queues_again_only_after_its_result(env: &Env) {
         other => panic!("{other:?}"),
     }
     match join(&store, "pair", "b").await {
-        JoinOutcome::InMatch { assignment, .. } => {
+        JoinOutcome::Rejected(Rejection::InMatch { assignment, .. }) => {
             assert_eq!(assignment.unwrap().token, None, "b has no token of its own");
         }
         other => panic!("{other:?}"),
@@ -318,12 +318,17 @@ pub async fn a_player_in_a_game_queues_again_only_after_its_result(env: &Env) {
         )
         .await
         .unwrap();
-    assert_eq!(
-        created,
-        PartyCreateOutcome::LeaderInMatch {
-            match_id: first.match_id.clone()
+    match created {
+        // The same refusal, with the same seat, as a join is answered.
+        PartyCreateOutcome::Rejected(Rejection::InMatch {
+            match_id,
+            assignment,
+        }) => {
+            assert_eq!(match_id, first.match_id);
+            assert_eq!(assignment.and_then(|s| s.token).as_deref(), Some("ta"));
         }
-    );
+        other => panic!("{other:?}"),
+    }
     let invited = store
         .create_party(
             world(&store, "pair"),
@@ -360,6 +365,175 @@ pub async fn a_player_in_a_game_queues_again_only_after_its_result(env: &Env) {
         join(&store, "pair", "b").await,
         JoinOutcome::Matched { .. }
     ));
+}
+
+/// Where game servers are configured (`servers.scope`), a formed match
+/// holds its players as an assigned one does, until its result (a
+/// cancelled one too) or its record's end: a player is never seated in two
+/// unfinished matches. Before, alice, matched in `lc` (FORMED), could queue
+/// in `lcq`, be matched there too, and both matches could be assigned.
+pub async fn a_player_holds_a_seat_in_one_unfinished_match_at_most(env: &Env) {
+    let store = env.store_with(
+        "one-seat",
+        "",
+        &[(
+            "MM_RULES",
+            r#"{"servers": {"scope": "matchmaking/servers"},
+                "worlds": [{"name": "lc", "teamSize": 2}, {"name": "lcq", "teamSize": 2}]}"#,
+        )],
+    );
+    let first = duel(&store, "lc", "alice", "bob").await;
+    let before = snapshot(&store).await;
+    let formed = |outcome: JoinOutcome| match outcome {
+        JoinOutcome::Rejected(Rejection::InMatch {
+            match_id,
+            assignment,
+        }) => (match_id, assignment.is_some()),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        formed(join(&store, "lcq", "alice").await),
+        (first.match_id.clone(), false),
+        "FORMED holds its players: IN_MATCH, no seat yet"
+    );
+    let party = store
+        .create_party(
+            world(&store, "lcq"),
+            &player("alice"),
+            &[player("x")],
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            party,
+            PartyCreateOutcome::Rejected(Rejection::InMatch { .. })
+        ),
+        "{party:?}"
+    );
+    assert_eq!(snapshot(&store).await, before, "IN_MATCH writes nothing");
+    match store.player_status(&player("alice")).await.unwrap() {
+        PlayerStatus::Matched(m) => assert_eq!(m.lifecycle.state, MatchState::Formed),
+        other => panic!("my-status shows the formed match: {other:?}"),
+    }
+
+    let seat = assignment(serde_json::json!({"connection": "h:1"}));
+    assert!(matches!(
+        store.assign_match(&first.match_id, &seat).await.unwrap(),
+        AssignOutcome::Assigned(_)
+    ));
+    assert!(matches!(
+        join(&store, "lcq", "zoe").await,
+        JoinOutcome::Queued(_)
+    ));
+    assert_eq!(
+        formed(join(&store, "lcq", "alice").await),
+        (first.match_id.clone(), true),
+        "ASSIGNED: IN_MATCH with the seat"
+    );
+    let done = use_cases::report_result(
+        &store,
+        &first.match_id,
+        &report(serde_json::json!({"playerRanks": {"alice": 1, "bob": 2}})),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(done, ResultReport::Finished(_)), "{done:?}");
+    assert!(matches!(
+        join(&store, "lcq", "alice").await,
+        JoinOutcome::Matched { .. }
+    ));
+
+    // A match the allocator cannot place is released by a cancelled result.
+    let unplaced = duel(&store, "lc", "carl", "dave").await;
+    assert!(matches!(
+        join(&store, "lcq", "carl").await,
+        JoinOutcome::Rejected(Rejection::InMatch { .. })
+    ));
+    let cancelled = use_cases::report_result(
+        &store,
+        &unplaced.match_id,
+        &report(serde_json::json!({"cancelled": true})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(cancelled, ResultReport::Finished(_)),
+        "{cancelled:?}"
+    );
+    assert!(matches!(
+        join(&store, "lcq", "carl").await,
+        JoinOutcome::Queued(_)
+    ));
+
+    // The racing form: each round forms a match in `lc`, then its
+    // assignment and a join of one of its players into `lcq` (where a
+    // partner waits) run at once. Whatever the order, the player is seated
+    // in one unfinished match at most.
+    for round in 0..20 {
+        let (p, q, r) = (
+            format!("p{round}"),
+            format!("q{round}"),
+            format!("r{round}"),
+        );
+        let m = duel(&store, "lc", &p, &q).await;
+        assert!(matches!(
+            join(&store, "lcq", &r).await,
+            JoinOutcome::Queued(_) | JoinOutcome::Matched { .. }
+        ));
+        let seat = assignment(serde_json::json!({"connection": format!("h:{round}")}));
+        let joiner = player(&p);
+        let (assigned, joined) = tokio::join!(
+            store.assign_match(&m.match_id, &seat),
+            store.join(world(&store, "lcq"), &joiner, None, None),
+        );
+        assert!(matches!(assigned.unwrap(), AssignOutcome::Assigned(_)));
+        assert!(
+            matches!(
+                joined.unwrap(),
+                JoinOutcome::Rejected(Rejection::InMatch { .. })
+            ),
+            "round {round}"
+        );
+        store
+            .leave(world(&store, "lcq"), &player(&r))
+            .await
+            .unwrap();
+    }
+    let unfinished = unfinished_seats(&store).await;
+    assert!(
+        unfinished.values().all(|n| *n == 1),
+        "players seated in two unfinished matches: {unfinished:?}"
+    );
+    assert!(unfinished.len() >= 40, "{unfinished:?}");
+}
+
+/// How many unfinished matches (no result, record alive) seat each player.
+async fn unfinished_seats(store: &MatchStore) -> BTreeMap<String, u32> {
+    let records: BTreeMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(store.keys().matches()))
+        .await
+        .unwrap();
+    let lifecycles: BTreeMap<String, String> = store
+        .command(redis::cmd("HGETALL").arg(store.keys().match_lifecycle()))
+        .await
+        .unwrap();
+    let mut seats = BTreeMap::new();
+    for (id, record) in records {
+        if lifecycles
+            .get(&id)
+            .is_some_and(|l| l.starts_with("FINISHED"))
+        {
+            continue;
+        }
+        let record: MatchRecord = serde_json::from_str(&record).unwrap();
+        for p in record.participants {
+            *seats.entry(p.to_string()).or_insert(0) += 1;
+        }
+    }
+    seats
 }
 
 fn team_rules() -> String {

@@ -3,7 +3,7 @@
 
 use shared::{
     use_cases, PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome, PartyId,
-    PartyJoinOutcome, PartyState, PartyView, ServerMessage,
+    PartyJoinOutcome, PartyState, PartyView, Rejection, ServerMessage,
 };
 
 use super::*;
@@ -124,13 +124,13 @@ pub async fn parties_queue_as_one_ticket_and_are_matched_whole(env: &Env) {
     // A member waits with the party, not alone.
     assert!(matches!(
         join(&store, "squad", "a").await,
-        JoinOutcome::InParty { world_type } if world_type == "squad"
+        JoinOutcome::Rejected(Rejection::InParty { world_type, .. }) if world_type == "squad"
     ));
     // Someone queued alone cannot join until they leave.
     join(&store, "squad", "b").await;
     assert!(matches!(
         join_party(&store, &id, "b").await,
-        PartyJoinOutcome::Busy { world_type } if world_type == "squad"
+        PartyJoinOutcome::Rejected(Rejection::AlreadyQueued(q)) if q.world_type == "squad"
     ));
     store
         .leave(world(&store, "squad"), &player("b"))
@@ -237,11 +237,11 @@ pub async fn party_requests_that_cannot_be_met_write_nothing(env: &Env) {
 
     assert!(matches!(
         create(&store, "squad", "queued", &["x"]).await,
-        PartyCreateOutcome::LeaderQueued { world_type } if world_type == "squad"
+        PartyCreateOutcome::Rejected(Rejection::AlreadyQueued(q)) if q.world_type == "squad"
     ));
     assert!(matches!(
         create(&store, "squad", "a", &["x"]).await,
-        PartyCreateOutcome::LeaderInParty { party_id } if party_id == party
+        PartyCreateOutcome::Rejected(Rejection::InParty { party_id, .. }) if party_id == party
     ));
     for busy in ["queued", "o1"] {
         assert!(matches!(
@@ -277,7 +277,7 @@ pub async fn party_requests_that_cannot_be_met_write_nothing(env: &Env) {
     // b has not joined.
     assert!(matches!(
         join_party(&store, &party, "b").await,
-        PartyJoinOutcome::QueueFull { queue_size: 1, .. }
+        PartyJoinOutcome::Rejected(Rejection::QueueFull { queue_size: 1, .. })
     ));
     // The use case refuses parties the world cannot take.
     for members in [vec!["leader2"], vec!["w", "x", "y"]] {
@@ -295,7 +295,7 @@ pub async fn party_requests_that_cannot_be_met_write_nothing(env: &Env) {
     // A rated world needs every member's rating.
     assert!(matches!(
         create(&store, "ranked", "r1", &["r2"]).await,
-        PartyCreateOutcome::RatingRequired { .. }
+        PartyCreateOutcome::Rejected(Rejection::RatingRequired { .. })
     ));
     assert_eq!(snapshot(&store).await, before, "refusals wrote nothing");
 }

@@ -4,7 +4,7 @@
 
 use shared::{
     AnswerOutcome, MatchId, PartyCreateOutcome, PartyJoinOutcome, PartyState, ProposalCancelReason,
-    ProposalView, ServerMessage,
+    ProposalView, Rejection, ServerMessage,
 };
 
 use super::*;
@@ -99,7 +99,7 @@ pub async fn a_ready_check_makes_the_match_final_when_all_accept(env: &Env) {
     ));
     assert!(matches!(
         join(&store, "duel", "a").await,
-        JoinOutcome::ProposalPending(p) if p.match_id == id
+        JoinOutcome::Rejected(Rejection::ProposalPending(p)) if p.match_id == id
     ));
     assert!(matches!(
         answer(&store, &id, "stranger", true).await,
@@ -217,7 +217,7 @@ pub async fn decliners_are_removed_and_everyone_else_keeps_their_place(env: &Env
     );
     assert!(matches!(
         join(&store, "squad", "p2").await,
-        JoinOutcome::CoolingDown { retry_after_ms, .. } if retry_after_ms > 50_000
+        JoinOutcome::Rejected(Rejection::CoolingDown { retry_after_ms, .. }) if retry_after_ms > 50_000
     ));
     let order: Vec<String> = store
         .command(redis::cmd("ZRANGE").arg(&wk.queue).arg(0).arg(-1))
@@ -370,7 +370,7 @@ pub async fn a_party_in_a_proposal_stays_whole(env: &Env) {
     }
     assert!(matches!(
         join(&store, "arena", "x").await,
-        JoinOutcome::CoolingDown { .. }
+        JoinOutcome::Rejected(Rejection::CoolingDown { .. })
     ));
     assert!(
         matches!(join(&store, "arena", "y").await, JoinOutcome::Queued(_)),

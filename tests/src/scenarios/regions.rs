@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use shared::store::JoinInput;
-use shared::{Latencies, PartyCreateOutcome, PartyJoinOutcome, RegionRules};
+use shared::{Latencies, PartyCreateOutcome, PartyJoinOutcome, RegionRules, Rejection};
 
 use super::*;
 
@@ -217,7 +217,10 @@ pub async fn latencies_are_required_or_defaulted_and_spread_is_bounded(env: &Env
     let store = env.store_with("regions-required", "", &[("MM_RULES", &geo_rules(""))]);
     let refused = join(&store, "geo", "nobody").await;
     assert!(
-        matches!(refused, JoinOutcome::LatencyRequired { .. }),
+        matches!(
+            refused,
+            JoinOutcome::Rejected(Rejection::LatencyRequired { .. })
+        ),
         "{refused:?}"
     );
     assert_eq!(count_states(&store, StateKind::Waiting).await, 0);

@@ -153,9 +153,14 @@ pub enum ErrorDetails {
         match_id: String,
         state: shared::MatchState,
     },
-    /// The party at issue (PARTY_NOT_FOUND, IN_PARTY).
+    /// The party at issue (PARTY_NOT_FOUND).
     Party {
         party_id: String,
+    },
+    /// The party the caller belongs to, and its world (IN_PARTY).
+    InParty {
+        party_id: String,
+        world_type: WorldName,
     },
     /// The member at issue (MEMBER_BUSY).
     Member {

@@ -16,6 +16,7 @@ use tracing::field::Empty;
 use super::errors::{
     envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
 };
+use super::rejection::rejected;
 use super::request::{
     authorize, caller, check_method, claim, configured_world, forbidden, has_scope, invalid_field,
     json_body, latencies_for, scopes,
@@ -154,56 +155,12 @@ async fn join_inner<P: Pusher>(
             let msg = format!("match {} found in {}", record.match_id, record.world_type);
             Ok(ok(&msg, &CallerState::Matched { record: &record }))
         }
-        JoinOutcome::AlreadyQueued(q) => Err(ApiError::new(
-            ErrorCode::AlreadyQueued,
-            format!(
-                "already queued in {} at position {} of {}; leave that queue first",
-                q.world_type, q.position, q.queue_size
-            ),
-        )
-        .with(ErrorDetails::Queued(Box::new(q)))
-        .into()),
-        JoinOutcome::NotConnected { world_type } => Err(ApiError::new(
-            ErrorCode::NotConnected,
-            format!(
-                "{world_type} requires a live WebSocket connection: connect (and keep sending heartbeats), then join"
-            ),
-        )
-        .with(ErrorDetails::World { world_type })
-        .into()),
-        JoinOutcome::LatencyRequired { world_type } => Err(latency_required(&world_type)),
-        JoinOutcome::RatingRequired { world_type } => Err(ApiError::new(
-            ErrorCode::RatingRequired,
-            format!("{world_type} matches by rating and no rating is known for you"),
-        )
-        .with(ErrorDetails::World { world_type })
-        .into()),
-        JoinOutcome::InvalidRating { world_type, rating } => {
-            Err(invalid_rating(store, Some(world_type), &rating.to_string(), "store"))
-        }
-        JoinOutcome::QueueFull {
-            world_type,
-            queue_size,
-        } => Err(queue_full(world_type, queue_size)),
         JoinOutcome::Proposed(proposal) => Ok(ok(
             &proposed_message(&proposal),
             &CallerState::Proposed {
                 proposal: &proposal,
             },
         )),
-        JoinOutcome::ProposalPending(proposal) => Err(ApiError::new(
-            ErrorCode::ProposalPending,
-            format!(
-                "match {} awaits your answer (POST /v1/matching/accept) first",
-                proposal.match_id
-            ),
-        )
-        .with(ErrorDetails::Proposal(Box::new(proposal)))
-        .into()),
-        JoinOutcome::CoolingDown {
-            world_type,
-            retry_after_ms,
-        } => Err(cooling_down(world_type.as_str(), retry_after_ms)),
         JoinOutcome::Backfilled { joined, .. } => {
             let msg = format!(
                 "seated in running match {} in {} (backfill)",
@@ -216,48 +173,8 @@ async fn join_inner<P: Pusher>(
                 },
             ))
         }
-        JoinOutcome::InMatch {
-            match_id,
-            assignment,
-        } => Err(in_match(&match_id, assignment)),
-        JoinOutcome::InParty { world_type } => Err(ApiError::new(
-            ErrorCode::InParty,
-            format!(
-                "you are in a party of {world_type}, which queues for you; leave or cancel the party first"
-            ),
-        )
-        .with(ErrorDetails::World { world_type })
-        .into()),
+        JoinOutcome::Rejected(rejection) => Err(rejected(store, rejection)),
     }
-}
-
-/// 409 IN_MATCH: the caller's match is being played (assigned, no result
-/// yet); the answer says where, so the client can reconnect.
-pub(super) fn in_match(match_id: &MatchId, assignment: Option<shared::SeatAssignment>) -> Failure {
-    ApiError::new(
-        ErrorCode::InMatch,
-        format!("your match {match_id} is being played; you may queue again once its result is in"),
-    )
-    .with(ErrorDetails::InMatch {
-        match_id: match_id.to_string(),
-        assignment: assignment.map(Box::new),
-    })
-    .into()
-}
-
-/// 409 LATENCY_REQUIRED: a world with regions and no default region needs
-/// the client's latencies.
-pub(super) fn latency_required(world_type: &WorldName) -> Failure {
-    ApiError::new(
-        ErrorCode::LatencyRequired,
-        format!(
-            "{world_type} matches by region: send latencies (milliseconds to each region you measured)"
-        ),
-    )
-    .with(ErrorDetails::World {
-        world_type: world_type.clone(),
-    })
-    .into()
 }
 
 pub(super) fn proposed_message(p: &ProposalView) -> String {
@@ -265,33 +182,6 @@ pub(super) fn proposed_message(p: &ProposalView) -> String {
         "match {} proposed in {}: accept by {} (Unix ms)",
         p.match_id, p.world_type, p.accept_by
     )
-}
-
-/// 409 COOLING_DOWN: the caller declined or missed a ready check.
-pub(super) fn cooling_down(world: &str, retry_after_ms: u64) -> Failure {
-    let retry_after_seconds = retry_after_ms.div_ceil(1000);
-    ApiError::new(
-        ErrorCode::CoolingDown,
-        format!(
-            "you declined or missed a ready check in {world}; you may join again in {retry_after_seconds} s"
-        ),
-    )
-    .with(ErrorDetails::CoolingDown {
-        retry_after_seconds,
-    })
-    .into()
-}
-
-pub(super) fn queue_full(world_type: WorldName, queue_size: u64) -> Failure {
-    ApiError::new(
-        ErrorCode::QueueFull,
-        format!("the {world_type} queue is full ({queue_size} waiting); try again later"),
-    )
-    .with(ErrorDetails::QueueFull {
-        world_type,
-        queue_size,
-    })
-    .into()
 }
 
 /// The rating in the caller's verified token claim, checked against the

@@ -14,6 +14,7 @@ mod handlers;
 mod lifecycle;
 mod parties;
 mod proposals;
+mod rejection;
 mod request;
 mod routes;
 

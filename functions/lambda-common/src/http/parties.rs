@@ -17,10 +17,8 @@ use tracing::field::Empty;
 use super::errors::{
     envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
 };
-use super::handlers::{
-    claimed_rating, cooling_down, in_match, invalid_rating, latency_required, ok, proposed_message,
-    queue_full, queued_message, CallerState,
-};
+use super::handlers::{claimed_rating, ok, proposed_message, queued_message, CallerState};
+use super::rejection::rejected;
 use super::request::{
     caller, check_method, claim, configured_world, invalid_field, json_body, latencies_for,
     optional_json_body,
@@ -106,45 +104,6 @@ fn party_world<'a>(store: &'a MatchStore, id: &PartyId) -> Result<&'a World, Fai
         .ok_or_else(|| party_not_found(id))
 }
 
-fn not_connected(world: &World) -> Failure {
-    ApiError::new(
-        ErrorCode::NotConnected,
-        format!(
-            "{} requires a live WebSocket connection: connect (and keep sending heartbeats) first",
-            world.name
-        ),
-    )
-    .with(ErrorDetails::World {
-        world_type: world.name.clone(),
-    })
-    .into()
-}
-
-fn rating_required(world: &World) -> Failure {
-    ApiError::new(
-        ErrorCode::RatingRequired,
-        format!(
-            "{} matches by rating and no rating is known for you",
-            world.name
-        ),
-    )
-    .with(ErrorDetails::World {
-        world_type: world.name.clone(),
-    })
-    .into()
-}
-
-fn in_party(id: &PartyId, who: &str) -> Failure {
-    ApiError::new(
-        ErrorCode::InParty,
-        format!("{who} already in party {id}; leave or cancel it first"),
-    )
-    .with(ErrorDetails::Party {
-        party_id: id.to_string(),
-    })
-    .into()
-}
-
 /// `POST /v1/parties`: the caller creates a party and invites `members`.
 #[tracing::instrument(name = "http_create_party", skip_all, fields(player = Empty, world = Empty))]
 pub async fn create_party(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
@@ -200,32 +159,13 @@ async fn create_party_inner(store: &MatchStore, req: &Request) -> Result<Respons
             ),
             &CallerState::Party { party: &party },
         )),
-        PartyCreateOutcome::LeaderQueued { world_type } => Err(ApiError::new(
-            ErrorCode::AlreadyQueued,
-            format!("you are queued in {world_type}; leave that queue first"),
-        )
-        .with(ErrorDetails::World { world_type })
-        .into()),
-        PartyCreateOutcome::LeaderInParty { party_id } => Err(in_party(&party_id, "you are")),
-        PartyCreateOutcome::LeaderInMatch { match_id } => Err(in_match(&match_id, None)),
         PartyCreateOutcome::MemberBusy { player } => Err(ApiError::new(
             ErrorCode::MemberBusy,
             format!("{player} is queued, in another party or playing a match"),
         )
         .with(ErrorDetails::Member { player_id: player })
         .into()),
-        PartyCreateOutcome::NotConnected { .. } => Err(not_connected(world)),
-        PartyCreateOutcome::RatingRequired { .. } => Err(rating_required(world)),
-        PartyCreateOutcome::LatencyRequired { world_type } => Err(latency_required(&world_type)),
-        PartyCreateOutcome::CoolingDown { retry_after_ms } => {
-            Err(cooling_down(world.name.as_str(), retry_after_ms))
-        }
-        PartyCreateOutcome::InvalidRating { world_type, rating } => Err(invalid_rating(
-            store,
-            Some(world_type),
-            &rating.to_string(),
-            "store",
-        )),
+        PartyCreateOutcome::Rejected(rejection) => Err(rejected(store, rejection)),
     }
 }
 
@@ -283,31 +223,8 @@ async fn join_party_inner<P: Pusher>(
                 proposal: &proposal,
             },
         )),
-        PartyJoinOutcome::CoolingDown { retry_after_ms } => {
-            Err(cooling_down(world.name.as_str(), retry_after_ms))
-        }
         PartyJoinOutcome::NotFound => Err(party_not_found(&id)),
-        PartyJoinOutcome::Busy { world_type } => Err(ApiError::new(
-            ErrorCode::AlreadyQueued,
-            format!("you are queued in {world_type}; leave that queue first"),
-        )
-        .with(ErrorDetails::World { world_type })
-        .into()),
-        PartyJoinOutcome::InParty { party_id } => Err(in_party(&party_id, "you are")),
-        PartyJoinOutcome::InMatch { match_id } => Err(in_match(&match_id, None)),
-        PartyJoinOutcome::NotConnected { .. } => Err(not_connected(world)),
-        PartyJoinOutcome::RatingRequired { .. } => Err(rating_required(world)),
-        PartyJoinOutcome::LatencyRequired { world_type } => Err(latency_required(&world_type)),
-        PartyJoinOutcome::InvalidRating { world_type, rating } => Err(invalid_rating(
-            store,
-            Some(world_type),
-            &rating.to_string(),
-            "store",
-        )),
-        PartyJoinOutcome::QueueFull {
-            world_type,
-            queue_size,
-        } => Err(queue_full(world_type, queue_size)),
+        PartyJoinOutcome::Rejected(rejection) => Err(rejected(store, rejection)),
     }
 }
 

@@ -1,0 +1,99 @@
+-- _admission.lua: who may take a new place in a world (a ticket, or a seat
+-- in a party): the one gate join.lua, party_create.lua and party_join.lua
+-- pass a player through, so an admission rule is written once and every
+-- route refuses alike.
+--
+-- admit(ctx, player, opts): nil when `player` may take a place in ctx's
+-- world, else the refusal reply. ctx: { k, world, now, cfg, world_of } of
+-- the world joined (world_of: the operation's accessor, for the world of a
+-- ticket the player holds elsewhere). opts: { lat = the joining latencies
+-- (nil for none), claimed = the claimed rating text, queue_size = the
+-- world's queue size when a new ticket would enter it now (nil: no capacity
+-- check) }. On admission it also returns:
+--   rating, rating_text   rated worlds: the player's rating and the text its
+--                         source wrote (joining_rating)
+--   expired               the player's ticket past its deadline but not
+--                         swept yet, { k = its world's keys, world = name },
+--                         for the caller to remove before writing
+--
+-- Refusals, a status named like the API's error code, then exactly its
+-- fields (the same on every route; shared/src/domain/outcome.rs Rejection
+-- decodes them):
+--   ALREADY_QUEUED, world, position, queue_size, window_players, window_span_ms
+--                   the player holds a live ticket of `world`
+--   PROPOSAL_PENDING, proposal_json   the player (or their party) is in a
+--                   pending ready check (_proposals.lua proposal_view)
+--   IN_PARTY, party_id, world         the player belongs to a party
+--   COOLING_DOWN, retry_after_ms      the player declined or missed a ready check
+--   IN_MATCH, match_id, lifecycle     the player's match is unfinished
+--                   (unfinished_match, _lifecycle.lua)
+--   QUEUE_FULL, world, queue_size     the queue is at capacity
+--   NOT_CONNECTED, world              presence required, no live connection
+--   LATENCY_REQUIRED, world           regions, no latencies, no default region
+--   RATING_REQUIRED, world            a rated world and no rating from any source
+--   INVALID_RATING, world, rating     the rating found is outside [min, max]
+-- and STALE, world: the player holds a ticket of `world`, whose keys the
+-- call was not given (the store calls again with them; see store/admission.rs).
+-- Nothing is written either way.
+
+-- Where a player stands (`state`: their players-hash value), as a refusal,
+-- or nil (and their expired ticket). Without `player`, only whether the
+-- state keeps its player from a new place matters (an invited member's
+-- check): a live ticket is then { 'ALREADY_QUEUED', world } alone.
+local function admit_state(ctx, state, player)
+  local k, now = ctx.k, ctx.now
+  local kind, value = player_state(state)
+  if kind == 'ticket' then
+    local other, _, _, deadline = decode_ticket(value)
+    if not player then
+      if deadline > now then return { 'ALREADY_QUEUED', other } end
+      return nil
+    end
+    local wk = ctx.world_of(other)
+    if not wk then return { 'STALE', other or '' } end
+    if deadline > now then
+      local rank = redis.call('ZRANK', wk.queue, player)
+      local wp, ws = wait_stats(wk.stats, now, ctx.cfg.window)
+      return { 'ALREADY_QUEUED', other, (rank or -1) + 1, redis.call('ZCARD', wk.queue), wp, ws }
+    end
+    return nil, { k = wk, world = other }
+  elseif kind == 'party' or kind == 'proposal' then
+    local p = proposal_of(k, kind, value)
+    if p then return { 'PROPOSAL_PENDING', proposal_view(p) } end
+    if kind == 'party' then
+      -- A party that is gone holds nobody.
+      local party = load_party(k, value)
+      if party then return { 'IN_PARTY', value, party.world } end
+    end
+  elseif kind == 'cooldown' and value > now then
+    return { 'COOLING_DOWN', value - now }
+  elseif kind == 'match' then
+    local life = unfinished_match(k, value, now, ctx.cfg.formed_holds)
+    if life then return { 'IN_MATCH', value, life } end
+  end
+  return nil
+end
+
+-- Whether an invited member's state (`state`) keeps them from a party.
+local function member_busy(ctx, state)
+  return admit_state(ctx, state) ~= nil
+end
+
+local function admit(ctx, player, opts)
+  local refusal, expired = admit_state(ctx, redis.call('HGET', ctx.k.players, player), player)
+  if refusal then return refusal end
+  local cfg, world = ctx.cfg, ctx.world
+  local size = opts.queue_size
+  if size and cfg.capacity > 0 and size >= cfg.capacity then return { 'QUEUE_FULL', world, size } end
+  if cfg.presence and not is_present(ctx.k.presence, player, ctx.now) then return { 'NOT_CONNECTED', world } end
+  if cfg.regions and not opts.lat then return { 'LATENCY_REQUIRED', world } end
+  local rating, text = nil, nil
+  if cfg.rules then
+    rating, text = joining_rating(ctx.k, world, player, opts.claimed, cfg)
+    if not rating then return { 'RATING_REQUIRED', world } end
+    if rating < cfg.min_rating or rating > cfg.max_rating then
+      return { 'INVALID_RATING', world, num(rating) }
+    end
+  end
+  return nil, rating, text, expired
+end
