@@ -1009,28 +1009,17 @@ export interface components {
             error: "METHOD_NOT_ALLOWED";
             allowed: ("GET" | "POST" | "PUT" | "DELETE")[];
         };
-        /** @description 409, a join while waiting (in this or another world), with the current place */
+        /** @description 409, a join, party create or party join while waiting (in this or another world), with the current place */
         AlreadyQueuedError: {
             /** @constant */
             error: "ALREADY_QUEUED";
         } & components["schemas"]["QueuePosition"];
-        /** @description 409, a party route for a caller who waits in a queue or is in a pending proposal */
-        AlreadyQueuedWorldError: {
-            /** @constant */
-            error: "ALREADY_QUEUED";
-            worldType: components["schemas"]["WorldName"];
-        };
-        /** @description 409, a join by a member of a party (which queues for its members) */
-        InPartyWorldError: {
-            /** @constant */
-            error: "IN_PARTY";
-            worldType: components["schemas"]["WorldName"];
-        };
-        /** @description 409, creating or joining a party while belonging to another */
+        /** @description 409, a join, party create or party join by a member of a party (which queues for its members) */
         InPartyError: {
             /** @constant */
             error: "IN_PARTY";
             partyId: components["schemas"]["PartyId"];
+            worldType: components["schemas"]["WorldName"];
         };
         /** @description 409, the world requires presence and the caller has no live WebSocket connection */
         NotConnectedError: {
@@ -1056,7 +1045,7 @@ export interface components {
             error: "MEMBER_BUSY";
             playerId: components["schemas"]["PlayerId"];
         };
-        /** @description 409, a join while in a pending match proposal; answer it first */
+        /** @description 409, a join, party create or party join while in a pending match proposal; answer it first */
         ProposalPendingError: {
             /** @constant */
             error: "PROPOSAL_PENDING";
@@ -1076,9 +1065,10 @@ export interface components {
         };
         /**
          * @description 409, a join, party create or party join while the caller's match is
-         *     being played (assigned, no result yet): `matchId`, and on a join the
-         *     caller's seat (`assignment`), to reconnect. The result frees them at
-         *     once.
+         *     unfinished (assigned, or formed where game servers are configured;
+         *     no result yet): `matchId`, and once a server is assigned the
+         *     caller's seat (`assignment`), to reconnect. The result (a cancelled
+         *     one too) frees them at once.
          */
         InMatchError: {
             /** @constant */
@@ -1416,7 +1406,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the caller's state does not allow a join now (waiting, in a party or a proposal, cooling down, playing a match) */
+            /** @description the caller's state does not allow a join now (waiting, in a party or a proposal, cooling down, in an unfinished match) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1426,7 +1416,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "409";
                         msg: string;
-                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["InPartyWorldError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
+                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["InPartyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
                     };
                 };
             };
@@ -2169,7 +2159,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "409";
                         msg: string;
-                        data: components["schemas"]["AlreadyQueuedWorldError"] | components["schemas"]["InPartyError"] | components["schemas"]["MemberBusyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
+                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["InPartyError"] | components["schemas"]["MemberBusyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
                     };
                 };
             };
@@ -2250,7 +2240,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "409";
                         msg: string;
-                        data: components["schemas"]["AlreadyQueuedWorldError"] | components["schemas"]["InPartyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
+                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["InPartyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
                     };
                 };
             };
