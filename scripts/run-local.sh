@@ -3,7 +3,7 @@
 # HTTP API on 127.0.0.1:3000 (demo page at /), WebSocket API on
 # 127.0.0.1:3001, the matcher ticking every second, and Redis: REDIS_URL if
 # set, otherwise a private redis-server that stops with the stack.
-# Configuration: the variables in the README (MM_RULES, MM_HTTP_ADDR, ...).
+# Configuration: the variables in docs/deploy.md#configuration (MM_RULES, MM_HTTP_ADDR, ...).
 # Without MM_RULES, MM_RULES_FILE or MM_WORLDS, the worlds come from
 # tools/local-stack/rules.json (three FIFO worlds and a rated one, "ranked").
 set -euo pipefail

@@ -3,7 +3,7 @@
 //! store module builds its scripts' KEYS from it (through the operations'
 //! declarations in [`crate::scripts`]), the scripts reach their keys by
 //! these names (`k.players`, `k.queue`, never `KEYS[n]`), the tests get
-//! their keys from it and the README's key table is checked against it.
+//! their keys from it and the key table of docs/architecture.md is checked against it.
 //!
 //! Every key of a namespace starts with `mm:{<namespace>}:`: the braces are a
 //! Redis Cluster hash tag, so all keys of one namespace live in one hash slot
@@ -264,7 +264,7 @@ impl KeyLayout {
         keys
     }
 
-    /// The layout as a Markdown table (the README's key table is checked
+    /// The layout as a Markdown table (docs/architecture.md's key table is checked
     /// against it).
     pub fn markdown_table() -> String {
         let mut out = String::from("| key (after `mm:{ns}:`) | type | contents |\n|---|---|---|\n");
@@ -355,12 +355,12 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_key_table_is_the_declared_layout() {
-        let readme = include_str!("../../README.md");
+    fn the_architecture_doc_key_table_is_the_declared_layout() {
+        let doc = include_str!("../../docs/architecture.md");
         let table = KeyLayout::markdown_table();
         assert!(
-            readme.contains(&table),
-            "README.md's key table differs from shared/src/keys.rs; it must read:\n{table}"
+            doc.contains(&table),
+            "docs/architecture.md's key table differs from shared/src/keys.rs; it must read:\n{table}"
         );
     }
 }

@@ -205,6 +205,24 @@ fn the_reference_lists_exactly_the_routes_of_the_table() {
         })
         .collect();
     if let Some(message) = differences(&table, &documented, "docs/http-api.md") {
-        panic!("{message}");
+        let expected: Vec<String> = ROUTES
+            .iter()
+            .map(|spec| {
+                let access = match spec.access {
+                    Access::Player => "any player".to_owned(),
+                    Access::Scope(scope) => format!("`{}`", scope.setting()),
+                };
+                format!(
+                    "| {} | `{}` | {} | {access} |",
+                    spec.method.as_str(),
+                    spec.path,
+                    spec.function.binary()
+                )
+            })
+            .collect();
+        panic!(
+            "{message}\nits rows must be (in any order, padded as you like):\n{}",
+            expected.join("\n")
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! `MM_RULES_FILE`, see [`rules`]), or the FIFO shorthand
 //! `MM_WORLDS="world1:3,world2:5:300"` (name:team_size[:ticket_ttl_secs]).
 
+pub mod doc_table;
 pub mod rules;
 mod world;
 

@@ -15,6 +15,8 @@
 //! number; a test holds each script's header to its declaration.
 
 mod declaration;
+#[cfg(test)]
+mod doc_table;
 mod invocation;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! `mm-local`: runs the whole matchmaking system on this machine.
 //! Configuration comes from the same environment variables as the Lambda
-//! functions (README), plus `MM_HTTP_ADDR` / `MM_WS_ADDR`, the EventBridge
+//! functions (docs/deploy.md#configuration), plus `MM_HTTP_ADDR` / `MM_WS_ADDR`, the EventBridge
 //! stand-in's `MM_EVENTBRIDGE_ADDR`, the demo game server's
 //! `MM_GAME_SERVER_ADDR` and `MM_DEMO_ALLOCATOR`.
 
