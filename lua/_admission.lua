@@ -35,6 +35,10 @@
 -- and STALE, world: the player holds a ticket of `world`, whose keys the
 -- call was not given (the store calls again with them; see store/admission.rs).
 -- Nothing is written either way.
+-- @include _lib _lifecycle _parties _players _proposals
+
+local Admission = {}
+do
 
 -- Where a player stands (`state`: their players-hash value), as a refusal,
 -- or nil (and their expired ticket). Without `player`, only whether the
@@ -42,9 +46,9 @@
 -- check): a live ticket is then { 'ALREADY_QUEUED', world } alone.
 local function admit_state(ctx, state, player)
   local k, now = ctx.k, ctx.now
-  local kind, value = player_state(state)
+  local kind, value = Players.player_state(state)
   if kind == 'ticket' then
-    local other, _, _, deadline = decode_ticket(value)
+    local other, _, _, deadline = Players.decode_ticket(value)
     if not player then
       if deadline > now then return { 'ALREADY_QUEUED', other } end
       return nil
@@ -58,17 +62,17 @@ local function admit_state(ctx, state, player)
     end
     return nil, { k = wk, world = other }
   elseif kind == 'party' or kind == 'proposal' then
-    local p = proposal_of(k, kind, value)
-    if p then return { 'PROPOSAL_PENDING', proposal_view(p) } end
+    local p = Proposals.proposal_of(k, kind, value)
+    if p then return { 'PROPOSAL_PENDING', Proposals.proposal_view(p) } end
     if kind == 'party' then
       -- A party that is gone holds nobody.
-      local party = load_party(k, value)
+      local party = Parties.load_party(k, value)
       if party then return { 'IN_PARTY', value, party.world } end
     end
   elseif kind == 'cooldown' and value > now then
     return { 'COOLING_DOWN', value - now }
   elseif kind == 'match' then
-    local life = unfinished_match(k, value, now, ctx.cfg.formed_holds)
+    local life = Lifecycle.unfinished_match(k, value, now, ctx.cfg.formed_holds)
     if life then return { 'IN_MATCH', value, life } end
   end
   return nil
@@ -89,11 +93,17 @@ local function admit(ctx, player, opts)
   if cfg.regions and not opts.lat then return { 'LATENCY_REQUIRED', world } end
   local rating, text = nil, nil
   if cfg.rules then
-    rating, text = joining_rating(ctx.k, world, player, opts.claimed, cfg)
+    rating, text = Lifecycle.joining_rating(ctx.k, world, player, opts.claimed, cfg)
     if not rating then return { 'RATING_REQUIRED', world } end
     if rating < cfg.min_rating or rating > cfg.max_rating then
       return { 'INVALID_RATING', world, num(rating) }
     end
   end
   return nil, rating, text, expired
+end
+
+-- The module's face: what other files reach as Admission.<name>.
+Admission.admit_state = admit_state
+Admission.member_busy = member_busy
+Admission.admit = admit
 end

@@ -28,6 +28,10 @@
 -- members (every player the match has had: none is seated in it again),
 -- open = { seats per team }, counts = { players per team }, sums = {
 -- rating sum per team } (rated), ref (reference rating, rated), region }.
+-- @include _lib _backfill_store _matching _players _proposals _rated _regions _tickets
+
+local Backfill = {}
+do
 
 -- Backfills a joiner is tried against.
 local BACKFILLS_PER_JOIN = 8
@@ -47,7 +51,7 @@ local function backfill_team(ctx, b, it)
     end
   end
   if b.region then
-    local cap = latency_cap(cfg.regions, wait)
+    local cap = Regions.latency_cap(cfg.regions, wait)
     for j in ipairs(it.players) do
       local own = it.member_lats and it.member_lats[j] and it.member_lats[j][b.region]
       local ms = own or (it.lat and it.lat[b.region])
@@ -56,11 +60,11 @@ local function backfill_team(ctx, b, it)
   end
   local rules = cfg.rules
   if rules and b.ref then
-    local w = rated_window(rules, wait)
+    local w = Rated.rated_window(rules, wait)
     if w and math.abs(it.rating - b.ref) > w then return nil end
   end
   local balance = rules and (rules.backfill_balance or rules.balance)
-  local bw = balance and b.sums and rated_window(balance, wait)
+  local bw = balance and b.sums and Rated.rated_window(balance, wait)
   local best, best_key = nil, nil
   for t, seats in ipairs(b.open) do
     if seats >= it.size then
@@ -98,7 +102,7 @@ end
 local function propose_backfill(ctx, b, items, parts)
   local k, now, accept = ctx.k, ctx.now, ctx.cfg.accept
   local id = string.format('%x-%x', now, redis.call('INCR', k.match_seq))
-  local entries = lift_tickets(ctx, id, items)
+  local entries = Proposals.lift_tickets(ctx, id, items)
   local players, seats = {}, {}
   for i, it in ipairs(items) do
     seats[i] = { team = it.team, size = it.size, sum = it.sum }
@@ -118,7 +122,7 @@ local function propose_backfill(ctx, b, items, parts)
   local pending = b.pending or {}
   pending[#pending + 1] = id
   b.pending = pending
-  save_backfill(k, k, b)
+  BackfillStore.save_backfill(k, k, b)
   ctx.proposed = (ctx.proposed or 0) + 1
 end
 
@@ -128,10 +132,10 @@ end
 -- (nil when the world is gone: nothing to requeue into).
 local function end_backfill(ctx, k, b)
   for _, id in ipairs(b.pending or {}) do
-    local p = load_proposal(k, id)
-    if p then cancel_proposal(ctx, k, p, 'BACKFILL_ENDED', {}) end
+    local p = Proposals.load_proposal(k, id)
+    if p then Proposals.cancel_proposal(ctx, k, p, 'BACKFILL_ENDED', {}) end
   end
-  drop_backfill(k, ctx.k, b.world, b.match)
+  BackfillStore.drop_backfill(k, ctx.k, b.world, b.match)
 end
 
 -- Puts the tickets `items` (infos seated by take_seats) into backfill
@@ -142,24 +146,24 @@ local function fill_backfill(ctx, b, items)
   local tickets, parts = {}, {}
   for i, it in ipairs(items) do
     tickets[i] = it.ticket
-    if not it.data then it.data = { ticket_data(ctx, it.ticket) } end
-    if ctx.cfg.regions and not it.lat then it.lat = latencies_of(ctx, { it.ticket })[1] end
-    parts[i] = addition_body(it, b)
+    if not it.data then it.data = { Players.ticket_data(ctx, it.ticket) } end
+    if ctx.cfg.regions and not it.lat then it.lat = Regions.latencies_of(ctx, { it.ticket })[1] end
+    parts[i] = BackfillStore.addition_body(it, b)
   end
   if ctx.cfg.accept then
     propose_backfill(ctx, b, items, parts)
     return ''
   end
-  remove_tickets(ctx, tickets, nil, true)
-  return add_fill(ctx, b, items, parts)
+  Tickets.remove_tickets(ctx, tickets, nil, true)
+  return BackfillStore.add_fill(ctx, b, items, parts)
 end
 
 -- A waiting ticket's info for backfilling (ticket_info, with its latencies
 -- in worlds with regions), or nil when its party is gone.
 local function backfill_info(ctx, ticket, rating)
-  local it = ticket_info(ctx, ticket, rating)
-  if it and ctx.cfg.regions and not is_party_ticket(ticket) then
-    it.lat = latencies_of(ctx, { ticket })[1]
+  local it = Matching.ticket_info(ctx, ticket, rating)
+  if it and ctx.cfg.regions and not Players.is_party_ticket(ticket) then
+    it.lat = Regions.latencies_of(ctx, { ticket })[1]
   end
   return it
 end
@@ -179,7 +183,7 @@ local function backfill_joiner(ctx, it)
     ids = redis.call('ZRANGE', k.backfill_queue, 0, BACKFILLS_PER_JOIN - 1)
   end
   for _, id in ipairs(ids) do
-    local b = load_backfill(k, id)
+    local b = BackfillStore.load_backfill(k, id)
     if b and b.expires > ctx.now then
       local t = backfill_team(ctx, b, it)
       if t then
@@ -217,7 +221,7 @@ end
 -- (rated: backfill_target) or the oldest; `fetch` of them.
 local function backfill_candidates(ctx, b, fetch)
   local k, cfg = ctx.k, ctx.cfg
-  local w = cfg.rules and b.ref and rated_window(cfg.rules, ctx.now - b.created)
+  local w = cfg.rules and b.ref and Rated.rated_window(cfg.rules, ctx.now - b.created)
   local target = cfg.rules and b.ref and backfill_target(cfg, b, w)
   local out = {}
   if b.region then
@@ -226,11 +230,11 @@ local function backfill_candidates(ctx, b, fetch)
       if name == b.region then index = i end
     end
     if not index then return out end
-    local found = region_candidates(ctx, index, target and { rating = target, window = w }, fetch, 0)
+    local found = Regions.region_candidates(ctx, index, target and { rating = target, window = w }, fetch, 0)
     for _, c in ipairs(found) do out[#out + 1] = { ticket = c.ticket, rating = c.rating } end
   elseif target then
-    for _, c in ipairs(nearest(k.ratings, target, w, fetch)) do
-      out[#out + 1] = { ticket = member_ticket(c[1]), rating = c[2] }
+    for _, c in ipairs(Rated.nearest(k.ratings, target, w, fetch)) do
+      out[#out + 1] = { ticket = Players.member_ticket(c[1]), rating = c[2] }
     end
   else
     for _, t in ipairs(redis.call('ZRANGE', k.queue, 0, fetch - 1)) do out[#out + 1] = { ticket = t } end
@@ -253,13 +257,13 @@ local function serve_backfills(ctx, limit)
     local b = stored[i] and cjson.decode(stored[i])
     if not b then
       -- Dropped by a result, which has no world keys: its index entries.
-      unindex_backfill(k, id)
+      BackfillStore.unindex_backfill(k, id)
     elseif b.expires > ctx.now then
       local gone, items = {}, {}
-      for _, c in ipairs(backfill_candidates(ctx, b, open_seats(b) + 8)) do
-        if open_seats(b) == 0 then break end
+      for _, c in ipairs(backfill_candidates(ctx, b, BackfillStore.open_seats(b) + 8)) do
+        if BackfillStore.open_seats(b) == 0 then break end
         local it = backfill_info(ctx, c.ticket, c.rating)
-        if it and ctx.cfg.presence and not all_present(k.presence, it.players, ctx.now) then
+        if it and ctx.cfg.presence and not Matching.all_present(k.presence, it.players, ctx.now) then
           gone[#gone + 1] = c.ticket
         elseif it then
           local t = backfill_team(ctx, b, it)
@@ -270,7 +274,7 @@ local function serve_backfills(ctx, limit)
         end
       end
       if #gone > 0 then
-        remove_tickets(ctx, gone, 'G')
+        Tickets.remove_tickets(ctx, gone, 'G')
         ctx.removed = (ctx.removed or 0) + #gone
       end
       if #items > 0 then
@@ -280,4 +284,19 @@ local function serve_backfills(ctx, limit)
     end
   end
   return out
+end
+
+-- The module's face: what other files reach as Backfill.<name>.
+Backfill.backfill_team = backfill_team
+Backfill.take_seats = take_seats
+Backfill.propose_backfill = propose_backfill
+Backfill.end_backfill = end_backfill
+Backfill.fill_backfill = fill_backfill
+Backfill.backfill_info = backfill_info
+Backfill.backfill_joiner = backfill_joiner
+Backfill.backfill_target = backfill_target
+Backfill.backfill_candidates = backfill_candidates
+Backfill.serve_backfills = serve_backfills
+Backfill.BACKFILLS_PER_JOIN = BACKFILLS_PER_JOIN
+Backfill.BACKFILLS_PER_CALL = BACKFILLS_PER_CALL
 end

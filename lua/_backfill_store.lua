@@ -9,6 +9,10 @@
 -- `seats` ({ team, size, sum } per ticket); its id is an id of its own. The
 -- seats it holds stay taken in the backfill (`pending` lists the
 -- proposals); when it is cancelled they open again.
+-- @include _lib _lifecycle _parties _players
+
+local BackfillStore = {}
+do
 
 local function load_backfill(k, id)
   local raw = redis.call('HGET', k.backfills, id)
@@ -103,11 +107,11 @@ local function add_fill(ctx, b, tickets, parts)
     end
   end
   chunked('HSET', k.players, states, 2)
-  local life = load_lifecycle(k, b.match)
+  local life = Lifecycle.load_lifecycle(k, b.match)
   local joined = table.concat(objects, ',')
   life.additions = life.additions == '' and ('[' .. joined .. ']')
     or (string.sub(life.additions, 1, -2) .. ',' .. joined .. ']')
-  save_lifecycle(k, b.match, life)
+  Lifecycle.save_lifecycle(k, b.match, life)
   if open_seats(b) == 0 and #(b.pending or {}) == 0 then
     drop_backfill(k, k, b.world, b.match)
   else
@@ -153,8 +157,21 @@ local function finalize_backfill(ctx, p)
   local tickets = {}
   for i, e in ipairs(p.tickets) do
     tickets[i] = { players = e.p }
-    if is_party_ticket(e.t) then dissolve_party(k, string.sub(e.t, 2), k) end
+    if Players.is_party_ticket(e.t) then Parties.dissolve_party(k, string.sub(e.t, 2), k) end
   end
   return add_fill(ctx, b, tickets, p.parts)
 end
 
+-- The module's face: what other files reach as BackfillStore.<name>.
+BackfillStore.load_backfill = load_backfill
+BackfillStore.open_seats = open_seats
+BackfillStore.backfill_ref = backfill_ref
+BackfillStore.save_backfill = save_backfill
+BackfillStore.unindex_backfill = unindex_backfill
+BackfillStore.drop_backfill = drop_backfill
+BackfillStore.addition_body = addition_body
+BackfillStore.add_fill = add_fill
+BackfillStore.unpend = unpend
+BackfillStore.release_backfill_seats = release_backfill_seats
+BackfillStore.finalize_backfill = finalize_backfill
+end

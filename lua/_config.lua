@@ -23,6 +23,10 @@
 --                default_region? (a join without latencies plays there) }
 -- A world is matched around anchors (_rated.lua) when it is rated or has
 -- regions: cfg.retry_ms is then how long a failed anchor waits.
+-- @include _lib
+
+local Config = {}
+do
 
 -- A deployment has a handful of worlds; the cap only bounds memory should
 -- configurations ever change often (each deployment's strings differ).
@@ -159,4 +163,15 @@ local function world_config(s)
   config_cache[s] = c
   config_cached = config_cached + 1
   return c
+end
+
+-- The module's face: what other files reach as Config.<name>.
+Config.is_int = is_int
+Config.window_rules = window_rules
+Config.rated_rules = rated_rules
+Config.parse_world_config = parse_world_config
+Config.world_config = world_config
+Config.CONFIG_CACHE_MAX = CONFIG_CACHE_MAX
+Config.config_cache = config_cache
+Config.config_cached = config_cached
 end

@@ -5,6 +5,10 @@
 -- party_expiry, counters, notes, outbox, proposals, proposal_expiry), now,
 -- world_of = function(name) giving a configured world's keys, nil for
 -- others }.
+-- @include _lib _parties _players _proposals _tickets
+
+local Departures = {}
+do
 
 -- Cancels a party, assembling, queued or in a proposal: its ticket leaves
 -- the queue, the party is deleted and every member but `by` is told
@@ -13,29 +17,29 @@
 -- party, or nil.
 local function cancel_party(nctx, id, reason, by)
   local k, now, world_of = nctx.k, nctx.now, nctx.world_of
-  local party = load_party(k, id)
+  local party = Parties.load_party(k, id)
   if not party then return nil end
   if party.state == 'PROPOSED' then
-    local p = load_proposal(k, party.proposal)
+    local p = Proposals.load_proposal(k, party.proposal)
     if p then
       -- The party's ticket goes whole; only `by` (or the leader) counts as
       -- having left.
       local member = by or party.members[1].p
-      cancel_proposal({ k = world_of(p.world), world = p.world, now = now }, k, p, 'LEFT',
+      Proposals.cancel_proposal({ k = world_of(p.world), world = p.world, now = now }, k, p, 'LEFT',
         { [member] = true })
     end
   elseif party.state == 'QUEUED' then
     local wk = world_of(party.world)
     if wk then
-      remove_tickets({ k = wk, world = party.world, now = now }, { PARTY_MARK .. id }, nil)
+      Tickets.remove_tickets({ k = wk, world = party.world, now = now }, { Players.PARTY_MARK .. id }, nil)
     else
-      redis.call('HDEL', k.players, PARTY_MARK .. id)
+      redis.call('HDEL', k.players, Players.PARTY_MARK .. id)
     end
   end
-  dissolve_party(k, id, world_of(party.world))
+  Parties.dissolve_party(k, id, world_of(party.world))
   local message = { type = 'PARTY_CANCELLED', partyId = id, worldType = party.world, reason = reason }
   if by then message.by = by end
-  add_note(k, party_players(party, by), cjson.encode(message), now)
+  add_note(k, Parties.party_players(party, by), cjson.encode(message), now)
   return party
 end
 
@@ -50,4 +54,9 @@ local function sweep_parties(nctx, limit)
     end
   end
   return #ids
+end
+
+-- The module's face: what other files reach as Departures.<name>.
+Departures.cancel_party = cancel_party
+Departures.sweep_parties = sweep_parties
 end

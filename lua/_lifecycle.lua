@@ -14,6 +14,10 @@
 -- store, canonical (the same content is the same string), and are kept
 -- verbatim: comparing them tells an identical repeat from a different
 -- report, and nothing is re-encoded (cjson would round numbers).
+-- @include _lib
+
+local Lifecycle = {}
+do
 
 local function load_lifecycle(k, id)
   local raw = redis.call('HGET', k.match_lifecycle, id)
@@ -111,4 +115,16 @@ local function joining_rating(k, world, player, claimed, cfg)
   local v = tonumber(claimed)
   if v then return v, claimed end
   return cfg.default_rating, cfg.default_rating_text
+end
+
+-- The module's face: what other files reach as Lifecycle.<name>.
+Lifecycle.load_lifecycle = load_lifecycle
+Lifecycle.encode_lifecycle = encode_lifecycle
+Lifecycle.match_players = match_players
+Lifecycle.save_lifecycle = save_lifecycle
+Lifecycle.live_record = live_record
+Lifecycle.unfinished_match = unfinished_match
+Lifecycle.bad_claim = bad_claim
+Lifecycle.stored_rating_text = stored_rating_text
+Lifecycle.joining_rating = joining_rating
 end

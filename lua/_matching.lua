@@ -4,6 +4,10 @@
 -- rate, ratings, due; players, matches, match_expiry, match_seq, outbox,
 -- presence and the party and proposal keys), world, now, cfg = the world's
 -- configuration, proposed = matches made proposals so far (ready checks) }.
+-- @include _lib _parties _players _proposals _regions _teams _tickets
+
+local Matching = {}
+do
 
 -- Expired tickets a match-forming call removes first, at most.
 local MATCH_SWEEP_LIMIT = 1000
@@ -24,9 +28,9 @@ local RESCUE_WORK = 8000
 -- ticket's own: a party's aggregate) }. `rating` is the ticket's rating
 -- (rated worlds). nil when a party ticket's party is gone.
 local function ticket_info(ctx, t, rating)
-  if is_party_ticket(t) then
+  if Players.is_party_ticket(t) then
     local id = string.sub(t, 2)
-    local party = load_party(ctx.k, id)
+    local party = Parties.load_party(ctx.k, id)
     if not party then return nil end
     local info = {
       ticket = t, size = #party.members, players = {}, data = {}, sum = 0, party = id, rating = rating,
@@ -37,7 +41,7 @@ local function ticket_info(ctx, t, rating)
       info.data[i] = m.d or ''
       if m.l then
         info.member_lats = info.member_lats or {}
-        info.member_lats[i] = decode_latencies(m.l)
+        info.member_lats[i] = Regions.decode_latencies(m.l)
       end
       local r = tonumber(m.r)
       if r then
@@ -49,7 +53,7 @@ local function ticket_info(ctx, t, rating)
     return info
   end
   return {
-    ticket = t, size = 1, players = { t }, data = { ticket_data(ctx, t) },
+    ticket = t, size = 1, players = { t }, data = { Players.ticket_data(ctx, t) },
     ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
   }
 end
@@ -91,7 +95,7 @@ local function pick_fifo(ctx, team, groups, scan_limit)
     end
     if removed >= scan_limit then break end
   end
-  remove_tickets(ctx, gone, 'G')
+  Tickets.remove_tickets(ctx, gone, 'G')
   -- Only whole groups are matched; the rest keep waiting.
   local whole = math.floor(n / team) * team
   for i = whole + 1, n do chosen[i] = nil end
@@ -130,7 +134,7 @@ local function record_matches(ctx, players, groups, opts)
   if extra then
     data = extra.data
   else
-    data = tickets_data(ctx, players, taken)
+    data = Players.tickets_data(ctx, players, taken)
     if opts.front then
       redis.call('ZREMRANGEBYRANK', k.queue, 0, taken - 1)
     else
@@ -286,7 +290,7 @@ local function record_groups(ctx, groups, opts)
       end
     end
   end
-  local read = tickets_data(ctx, unread, n_unread)
+  local read = Players.tickets_data(ctx, unread, n_unread)
   local at = 0
   for _, items in ipairs(groups) do
     for _, it in ipairs(items) do
@@ -301,7 +305,7 @@ local function record_groups(ctx, groups, opts)
   local n = 0
   for _, items in ipairs(groups) do
     local assign = nil
-    if teams > 1 then assign = pack_teams(items, teams, cap) end
+    if teams > 1 then assign = Teams.pack_teams(items, teams, cap) end
     if teams == 1 or assign then
       packed[#packed + 1] = items
       local layout = { parties = {} }
@@ -345,7 +349,7 @@ local function record_groups(ctx, groups, opts)
   end
   local record_opts = { ratings = ratings, extra = extra, regions = regions }
   if not cfg.accept then
-    remove_tickets(ctx, tickets, nil, true)
+    Tickets.remove_tickets(ctx, tickets, nil, true)
     return record_matches(ctx, players, formed, record_opts)
   end
   local records, ids = record_matches(ctx, players, formed, record_opts)
@@ -355,9 +359,9 @@ local function record_groups(ctx, groups, opts)
     local list = {}
     for m = 1, seats do list[m] = players[(g - 1) * seats + m] end
     per_match[g] = list
-    entries[g] = lift_tickets(ctx, match_ids[g], packed[g])
+    entries[g] = Proposals.lift_tickets(ctx, match_ids[g], packed[g])
   end
-  create_proposals(ctx, match_ids, records, per_match, entries)
+  Proposals.create_proposals(ctx, match_ids, records, per_match, entries)
   ctx.proposed = (ctx.proposed or 0) + formed
   return {}, {}
 end
@@ -388,7 +392,7 @@ local function rescue_stranded(waiting, cfg, limit)
       for j, it in ipairs(waiting) do
         if j ~= i then pool[#pool + 1] = it end
       end
-      local picked, work = fill_exactly(a, pool, {
+      local picked, work = Teams.fill_exactly(a, pool, {
         need = seats - a.size, teams = teams, cap = seats / teams, budget = budget,
       })
       local cut_short = work > budget
@@ -444,7 +448,7 @@ local function form_fifo_general(ctx, opts)
       for i, m in ipairs(open) do
         if m.seats + info.size <= seats then
           m.items[#m.items + 1] = info
-          if teams == 1 or can_pack(m.items, teams, cap) then
+          if teams == 1 or Teams.can_pack(m.items, teams, cap) then
             m.seats = m.seats + info.size
             placed = true
             if m.seats == seats then
@@ -482,7 +486,7 @@ local function form_fifo_general(ctx, opts)
       end
     end
   end
-  remove_tickets(ctx, gone, 'G')
+  Tickets.remove_tickets(ctx, gone, 'G')
   if opts.only then
     local mine = {}
     for _, items in ipairs(done) do
@@ -509,13 +513,13 @@ end
 local function form_matches(ctx, opts)
   local k, cfg = ctx.k, ctx.cfg
   local seats = cfg.seats
-  local expired, more_expired = sweep_expired(ctx, MATCH_SWEEP_LIMIT)
+  local expired, more_expired = Tickets.sweep_expired(ctx, MATCH_SWEEP_LIMIT)
   if more_expired then
     -- A backlog of expired tickets: leave it to the sweep's next calls
     -- rather than risk matching one of them.
     return {}, {}, #expired, 0, true
   end
-  if cfg.teams > 1 or cfg.accept or (opts.parties_queued or queued_parties(k)) > 0 then
+  if cfg.teams > 1 or cfg.accept or (opts.parties_queued or Parties.queued_parties(k)) > 0 then
     local records, ids, removed, more = form_fifo_general(ctx, {
       max_groups = opts.max_groups, scan = math.min(opts.scan or FIFO_SCAN, FIFO_SCAN), only = opts.only,
     })
@@ -537,4 +541,20 @@ local function form_matches(ctx, opts)
   -- Without presence removals the players are the queue's first ranks.
   local records, ids = record_matches(ctx, players, groups, { front = removed == 0 and not cfg.presence })
   return records, ids, #expired, removed, false
+end
+
+-- The module's face: what other files reach as Matching.<name>.
+Matching.ticket_info = ticket_info
+Matching.all_present = all_present
+Matching.pick_fifo = pick_fifo
+Matching.record_matches = record_matches
+Matching.record_groups = record_groups
+Matching.rescue_stranded = rescue_stranded
+Matching.form_fifo_general = form_fifo_general
+Matching.form_matches = form_matches
+Matching.MATCH_SWEEP_LIMIT = MATCH_SWEEP_LIMIT
+Matching.FIFO_SCAN = FIFO_SCAN
+Matching.INSTANT_SCAN = INSTANT_SCAN
+Matching.OPEN_MATCHES = OPEN_MATCHES
+Matching.RESCUE_WORK = RESCUE_WORK
 end

@@ -6,6 +6,10 @@
 --
 -- k: outbox, outbox_meta, matches, match_lifecycle, notes, player_conns,
 -- conns.
+-- @include _lib _lifecycle _presence
+
+local Outbox = {}
+do
 
 -- Claims the entries `ids` (all of them: the caller chose them) for
 -- `opts.lease` ms and appends, per entry, to `reply` (a flat array holding
@@ -35,7 +39,7 @@ local function claim_entries(k, ids, opts, reply, n)
     for id in string.gmatch(redis.call('HGET', k.player_conns, player) or '', '%S+') do
       if only == nil or id == only then
         all[#all + 1] = id
-        local _, born = decode_conn(redis.call('HGET', k.conns, id))
+        local _, born = Presence.decode_conn(redis.call('HGET', k.conns, id))
         if born and born > now - young then fresh[#fresh + 1] = id end
       end
     end
@@ -63,8 +67,8 @@ local function claim_entries(k, ids, opts, reply, n)
     if of_match then
       payload = redis.call('HGET', k.matches, ref) or ''
       if payload ~= '' then
-        life = load_lifecycle(k, ref)
-        lifecycle = encode_lifecycle(life)
+        life = Lifecycle.load_lifecycle(k, ref)
+        lifecycle = Lifecycle.encode_lifecycle(life)
       end
     end
     if (kind == 'M' or kind == 'A' or kind == 'R' or kind == 'B') and payload ~= '' then
@@ -74,7 +78,7 @@ local function claim_entries(k, ids, opts, reply, n)
         -- assignment and tells its players itself); R: everyone, additions
         -- included; B: the players of that fill.
         local players = record.participants
-        if kind == 'R' then players = match_players(record, life) end
+        if kind == 'R' then players = Lifecycle.match_players(record, life) end
         if kind == 'B' then
           players = {}
           local fill = tonumber(tail)
@@ -91,7 +95,7 @@ local function claim_entries(k, ids, opts, reply, n)
         end
       end
     elseif kind == 'C' then
-      local player = decode_conn(redis.call('HGET', k.conns, tail))
+      local player = Presence.decode_conn(redis.call('HGET', k.conns, tail))
       if player then targets[1] = { 1, player, tail } end
     elseif (kind == 'X' or kind == 'G') and tail ~= '' then
       targets[1] = { 1, tail }
@@ -127,4 +131,8 @@ local function claim_entries(k, ids, opts, reply, n)
     end
   end
   return n
+end
+
+-- The module's face: what other files reach as Outbox.<name>.
+Outbox.claim_entries = claim_entries
 end

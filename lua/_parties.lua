@@ -9,6 +9,10 @@
 -- who has joined is in state "P <party id>" (_players.lua). A queued party
 -- waits as the ticket PARTY_MARK .. id in its world, like a solo ticket.
 -- k: parties, party_expiry (assembling parties only), players.
+-- @include _lib
+
+local Parties = {}
+do
 
 local function load_party(k, id)
   local raw = redis.call('HGET', k.parties, id)
@@ -77,4 +81,16 @@ local function dissolve_party(k, id, wk)
     end
   end
   return party
+end
+
+-- The module's face: what other files reach as Parties.<name>.
+Parties.load_party = load_party
+Parties.save_party = save_party
+Parties.party_state = party_state
+Parties.party_players = party_players
+Parties.party_view = party_view
+Parties.party_update = party_update
+Parties.queued_parties = queued_parties
+Parties.count_queued_party = count_queued_party
+Parties.dissolve_party = dissolve_party
 end

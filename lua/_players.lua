@@ -14,6 +14,10 @@
 --   "C <until_ms>"    cooling down after declining or missing a ready check
 -- Ticket data lives apart, in the world's `data` hash (tickets with data
 -- only), so matching reads it only in worlds where tickets carry any.
+-- @include _lib
+
+local Players = {}
+do
 
 -- Ticket ids: a solo ticket's id is its player's id; a party's ticket id is
 -- PARTY_MARK followed by the party id. Player ids never contain control
@@ -127,4 +131,23 @@ local function set_ticket_data(ctx, ticket, data)
     redis.call('HSET', ctx.k.data, ticket, data)
     ctx.has_data = true
   end
+end
+
+-- The module's face: what other files reach as Players.<name>.
+Players.is_party_ticket = is_party_ticket
+Players.int_text = int_text
+Players.encode_ticket = encode_ticket
+Players.ticket_of_texts = ticket_of_texts
+Players.player_state = player_state
+Players.decode_ticket = decode_ticket
+Players.waiting_ticket = waiting_ticket
+Players.cooling_until = cooling_until
+Players.rating_member = rating_member
+Players.member_ticket = member_ticket
+Players.world_has_data = world_has_data
+Players.tickets_data = tickets_data
+Players.ticket_data = ticket_data
+Players.set_ticket_data = set_ticket_data
+Players.PARTY_MARK = PARTY_MARK
+Players.SEQ_DIGITS = SEQ_DIGITS
 end

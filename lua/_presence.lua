@@ -4,6 +4,10 @@
 -- space-separated conn ids (oldest first; connection ids never contain
 -- spaces); presence: ZSET player -> the latest expiry among the player's
 -- connections (a player is present while it lies in the future).
+-- @include _lib _departures _players _tickets
+
+local Presence = {}
+do
 
 local function decode_conn(v)
   if not v then return nil, nil end
@@ -53,12 +57,18 @@ local function drop_connection(nctx, conn_id, remove_ticket)
   redis.call('HDEL', k.player_conns, player)
   local removed = ''
   if remove_ticket then
-    removed = drop_ticket(nctx, player)
-    local kind, party_id = player_state(redis.call('HGET', k.players, player))
+    removed = Tickets.drop_ticket(nctx, player)
+    local kind, party_id = Players.player_state(redis.call('HGET', k.players, player))
     if kind == 'party' then
-      local party = cancel_party(nctx, party_id, 'DISCONNECTED', player)
+      local party = Departures.cancel_party(nctx, party_id, 'DISCONNECTED', player)
       if party and removed == '' then removed = party.world end
     end
   end
   return player, 0, removed
+end
+
+-- The module's face: what other files reach as Presence.<name>.
+Presence.decode_conn = decode_conn
+Presence.refresh_presence = refresh_presence
+Presence.drop_connection = drop_connection
 end

@@ -20,6 +20,10 @@
 -- in record order), accepted (players who accepted), tickets = [ { t
 -- (ticket id), seq, joined, deadline, d (ticket data, solo tickets), r
 -- (rating, "" unrated), p (players) } ] }.
+-- @include _lib _backfill_store _parties _players _regions _tickets
+
+local Proposals = {}
+do
 
 local function proposal_state(id)
   return 'R ' .. id
@@ -36,7 +40,7 @@ end
 local function proposal_of(k, kind, value)
   if kind == 'proposal' then return load_proposal(k, value) end
   if kind == 'party' then
-    local party = load_party(k, value)
+    local party = Parties.load_party(k, value)
     if party and party.state == 'PROPOSED' then return load_proposal(k, party.proposal) end
   end
   return nil
@@ -49,31 +53,31 @@ local function lift_tickets(ctx, id, items)
   local k = ctx.k
   local entries, ids = {}, {}
   for i, it in ipairs(items) do
-    local _, seq, joined, deadline = waiting_ticket(k, it.ticket)
+    local _, seq, joined, deadline = Players.waiting_ticket(k, it.ticket)
     entries[i] = {
       t = it.ticket, seq = seq, joined = joined, deadline = deadline,
-      d = (it.data and not it.party and it.data[1]) or ticket_data(ctx, it.ticket),
+      d = (it.data and not it.party and it.data[1]) or Players.ticket_data(ctx, it.ticket),
       r = it.rating and num(it.rating) or '', p = it.players,
-      g = it.regional or capture_regional(k, it.ticket, seq),
+      g = it.regional or Regions.capture_regional(k, it.ticket, seq),
     }
     ids[i] = it.ticket
     if it.party then
-      local party = load_party(k, it.party)
+      local party = Parties.load_party(k, it.party)
       if party then
-        count_queued_party(k, -1)
+        Parties.count_queued_party(k, -1)
         party.state = 'PROPOSED'
         party.proposal = id
-        save_party(k, party)
+        Parties.save_party(k, party)
       end
       redis.call('HDEL', k.players, it.ticket)
     else
       redis.call('HSET', k.players, it.ticket, proposal_state(id))
     end
   end
-  drop_rated(ctx, ids)
-  drop_regional(ctx, ids)
+  Tickets.drop_rated(ctx, ids)
+  Regions.drop_regional(ctx, ids)
   chunked('ZREM', k.queue, ids, 1)
-  if world_has_data(ctx) then chunked('HDEL', k.data, ids, 1) end
+  if Players.world_has_data(ctx) then chunked('HDEL', k.data, ids, 1) end
   return entries
 end
 
@@ -119,7 +123,7 @@ local function finalize_proposal(ctx, p)
   local k, now = ctx.k, ctx.now
   drop_proposal(k, p)
   for _, e in ipairs(p.tickets) do
-    if is_party_ticket(e.t) then dissolve_party(k, string.sub(e.t, 2), k) end
+    if Players.is_party_ticket(e.t) then Parties.dissolve_party(k, string.sub(e.t, 2), k) end
   end
   redis.call('HSET', k.matches, p.id, p.record)
   redis.call('ZADD', k.match_expiry, now + ctx.cfg.match_ttl, p.id)
@@ -146,7 +150,7 @@ local function cancel_proposal(ctx, k, p, reason, out)
   local now = ctx.now
   local wk = ctx.k
   drop_proposal(k, p)
-  if p.backfill then release_backfill_seats(k, wk, p) end
+  if p.backfill then BackfillStore.release_backfill_seats(k, wk, p) end
   local extension = now - p.created
   local requeued, removed, kept = {}, {}, 0
   for _, e in ipairs(p.tickets) do
@@ -154,10 +158,10 @@ local function cancel_proposal(ctx, k, p, reason, out)
     for _, player in ipairs(e.p) do
       if out[player] then leaving = true end
     end
-    local party_id = is_party_ticket(e.t) and string.sub(e.t, 2) or nil
+    local party_id = Players.is_party_ticket(e.t) and string.sub(e.t, 2) or nil
     if leaving then
       if party_id then
-        dissolve_party(k, party_id, wk)
+        Parties.dissolve_party(k, party_id, wk)
       else
         redis.call('HDEL', k.players, e.t)
       end
@@ -167,21 +171,21 @@ local function cancel_proposal(ctx, k, p, reason, out)
       local deadline = e.deadline + extension
       redis.call('ZADD', wk.queue, e.seq, e.t)
       redis.call('ZADD', wk.deadlines, deadline, e.t)
-      redis.call('HSET', k.players, e.t, encode_ticket(p.world, e.seq, e.joined, deadline))
-      set_ticket_data(ctx, e.t, e.d)
+      redis.call('HSET', k.players, e.t, Players.encode_ticket(p.world, e.seq, e.joined, deadline))
+      Players.set_ticket_data(ctx, e.t, e.d)
       if e.r ~= '' then
-        redis.call('ZADD', wk.ratings, e.r, rating_member(e.seq, e.t))
+        redis.call('ZADD', wk.ratings, e.r, Players.rating_member(e.seq, e.t))
       end
-      restore_regional(wk, e.t, e.g)
+      Regions.restore_regional(wk, e.t, e.g)
       if e.r ~= '' or e.g then redis.call('ZADD', wk.due, now, e.t) end
       if party_id then
-        local party = load_party(k, party_id)
+        local party = Parties.load_party(k, party_id)
         if party then
           party.state = 'QUEUED'
           party.expires = deadline
           party.proposal = nil
-          save_party(k, party)
-          count_queued_party(wk, 1)
+          Parties.save_party(k, party)
+          Parties.count_queued_party(wk, 1)
         end
       end
       for _, player in ipairs(e.p) do requeued[#requeued + 1] = player end
@@ -227,4 +231,18 @@ local function sweep_proposals(nctx, limit)
     end
   end
   return #ids
+end
+
+-- The module's face: what other files reach as Proposals.<name>.
+Proposals.proposal_state = proposal_state
+Proposals.load_proposal = load_proposal
+Proposals.proposal_of = proposal_of
+Proposals.lift_tickets = lift_tickets
+Proposals.create_proposals = create_proposals
+Proposals.proposal_view = proposal_view
+Proposals.drop_proposal = drop_proposal
+Proposals.finalize_proposal = finalize_proposal
+Proposals.cancel_proposal = cancel_proposal
+Proposals.not_accepted = not_accepted
+Proposals.sweep_proposals = sweep_proposals
 end

@@ -8,6 +8,10 @@
 -- same way (and is lifted at `relax_ms` too).
 -- rules (cfg.rules, see _config.lua): { base, per_sec, max, relax_ms,
 -- retry_ms, balance = { base, per_sec, max, relax_ms } or nil }.
+-- @include _lib _matching _players _regions _teams _tickets
+
+local Rated = {}
+do
 
 -- The anchor's window after waiting `wait_ms`; nil means no limit (relaxed).
 local function rated_window(rules, wait_ms)
@@ -99,14 +103,14 @@ end
 -- is dropped).
 local function read_anchor(ctx, anchor)
   local k = ctx.k
-  local _, seq, joined = waiting_ticket(k, anchor)
+  local _, seq, joined = Players.waiting_ticket(k, anchor)
   if not seq then
     redis.call('ZREM', k.due, anchor)
     return nil
   end
   local state = { seq = seq, joined = joined }
   if ctx.cfg.rules then
-    state.rating = tonumber(redis.call('ZSCORE', k.ratings, rating_member(seq, anchor)))
+    state.rating = tonumber(redis.call('ZSCORE', k.ratings, Players.rating_member(seq, anchor)))
     if not state.rating then
       redis.call('ZREM', k.due, anchor)
       return nil
@@ -134,7 +138,7 @@ local function fill_match(ctx, a, candidates, opts)
       pool[#pool + 1] = info
       if info.size <= remaining then
         items[#items + 1] = info
-        if teams == 1 or can_pack(items, teams, cap) then
+        if teams == 1 or Teams.can_pack(items, teams, cap) then
           remaining = remaining - info.size
         else
           items[#items] = nil
@@ -143,16 +147,16 @@ local function fill_match(ctx, a, candidates, opts)
     end
   end
   if remaining > 0 then
-    local picked = fill_exactly(a, pool, { need = need, teams = teams, cap = cap })
+    local picked = Teams.fill_exactly(a, pool, { need = need, teams = teams, cap = cap })
     if not picked then return nil end
     items = { a }
     for i, j in ipairs(picked) do items[i + 1] = pool[j] end
     if opts.check and not opts.check(items) then return nil end
   end
   if teams > 1 and ctx.cfg.rules then
-    local assign, sums = pack_teams(items, teams, cap)
+    local assign, sums = Teams.pack_teams(items, teams, cap)
     local bw = ctx.cfg.rules.balance and rated_window(ctx.cfg.rules.balance, opts.wait)
-    if not assign or (bw and sums_spread(sums) / cap > bw) then return nil end
+    if not assign or (bw and Teams.sums_spread(sums) / cap > bw) then return nil end
   end
   return items
 end
@@ -165,13 +169,13 @@ local function candidate_infos(ctx, candidates, gone)
   local out = {}
   for _, c in ipairs(candidates) do
     local info
-    if is_party_ticket(c.ticket) then
-      info = ticket_info(ctx, c.ticket, c.rating)
+    if Players.is_party_ticket(c.ticket) then
+      info = Matching.ticket_info(ctx, c.ticket, c.rating)
       if info then info.seq = c.seq end
     else
       info = solo_info(c.ticket, c.rating, c.seq)
     end
-    if info and cfg.presence and not all_present(ctx.k.presence, info.players, now) then
+    if info and cfg.presence and not Matching.all_present(ctx.k.presence, info.players, now) then
       gone[#gone + 1] = c.ticket
     elseif info then
       out[#out + 1] = info
@@ -208,7 +212,7 @@ local REGION_SCAN_LIMIT = 256
 local function regional_match(ctx, a, opts)
   local cfg = ctx.cfg
   local regions = cfg.regions
-  local cap = latency_cap(regions, opts.wait)
+  local cap = Regions.latency_cap(regions, opts.wait)
   local lat_of = { [a.ticket] = opts.anchor_lat }
   local best, best_worst, best_avg = nil, nil, nil
   for i, name in ipairs(regions.names) do
@@ -222,18 +226,18 @@ local function regional_match(ctx, a, opts)
       local within, looked, page, more = {}, 0, want, true
       while more and #within < want and looked < REGION_SCAN_LIMIT do
         local found
-        found, more = region_candidates(ctx, i, opts.rated, page, looked)
+        found, more = Regions.region_candidates(ctx, i, opts.rated, page, looked)
         looked = looked + page
         page = page * 2
         local tickets, kept = {}, {}
         for _, c in ipairs(found) do
           if c.ticket ~= a.ticket then
-            if c.member then c.seq = tonumber(string.sub(c.member, 1, SEQ_DIGITS)) end
+            if c.member then c.seq = tonumber(string.sub(c.member, 1, Players.SEQ_DIGITS)) end
             kept[#kept + 1] = c
             tickets[#tickets + 1] = c.ticket
           end
         end
-        local lats = latencies_of(ctx, tickets)
+        local lats = Regions.latencies_of(ctx, tickets)
         for j, c in ipairs(kept) do
           local ms = lats[j][name]
           if ms and ms <= cap then
@@ -298,19 +302,19 @@ local function anchored_attempt(ctx, anchor, known)
   if not state then return nil end
   local r = state.rating
   local a
-  if is_party_ticket(anchor) then
-    a = ticket_info(ctx, anchor, r)
+  if Players.is_party_ticket(anchor) then
+    a = Matching.ticket_info(ctx, anchor, r)
     if not a then
       redis.call('ZREM', k.due, anchor)
       return nil
     end
   else
     a = solo_info(anchor, r)
-    a.data = { state.data or ticket_data(ctx, anchor) }
+    a.data = { state.data or Players.ticket_data(ctx, anchor) }
   end
   a.seq = state.seq
-  if cfg.presence and not all_present(k.presence, a.players, now) then
-    remove_tickets(ctx, { anchor }, 'G')
+  if cfg.presence and not Matching.all_present(k.presence, a.players, now) then
+    Tickets.remove_tickets(ctx, { anchor }, 'G')
     ctx.removed = (ctx.removed or 0) + 1
     return nil
   end
@@ -321,22 +325,22 @@ local function anchored_attempt(ctx, anchor, known)
   if cfg.regions then
     items = regional_match(ctx, a, {
       wait = wait, gone = gone, rated = rules and { rating = r, window = w },
-      anchor_lat = state.lat or latencies_of(ctx, { anchor })[1],
+      anchor_lat = state.lat or Regions.latencies_of(ctx, { anchor })[1],
     })
   else
-    local anchor_member = rating_member(state.seq, anchor)
+    local anchor_member = Players.rating_member(state.seq, anchor)
     local found = {}
     for _, c in ipairs(nearest(k.ratings, r, w, cfg.seats - a.size + 8)) do
       if c[1] ~= anchor_member then
         found[#found + 1] = {
-          ticket = member_ticket(c[1]), rating = c[2], seq = tonumber(string.sub(c[1], 1, SEQ_DIGITS)),
+          ticket = Players.member_ticket(c[1]), rating = c[2], seq = tonumber(string.sub(c[1], 1, Players.SEQ_DIGITS)),
         }
       end
     end
     items = fill_match(ctx, a, candidate_infos(ctx, found, gone), { wait = wait })
   end
   if #gone > 0 then
-    remove_tickets(ctx, gone, 'G')
+    Tickets.remove_tickets(ctx, gone, 'G')
     ctx.removed = (ctx.removed or 0) + #gone
   end
   if not items then
@@ -348,13 +352,13 @@ local function anchored_attempt(ctx, anchor, known)
   local tickets, members = {}, {}
   for i, it in ipairs(items) do
     tickets[i] = it.ticket
-    members[i] = rating_member(it.seq, it.ticket)
+    members[i] = Players.rating_member(it.seq, it.ticket)
   end
   if cfg.accept and cfg.regions then
     -- A proposal files them back where they were if it is cancelled.
-    for _, it in ipairs(items) do it.regional = capture_regional(k, it.ticket, it.seq) end
+    for _, it in ipairs(items) do it.regional = Regions.capture_regional(k, it.ticket, it.seq) end
   end
-  drop_regional(ctx, tickets)
+  Regions.drop_regional(ctx, tickets)
   if rules then redis.call('ZREM', k.ratings, unpack(members)) end
   redis.call('ZREM', k.due, unpack(tickets))
   return items
@@ -377,7 +381,7 @@ local function record_rated(ctx, groups)
     for g, items in ipairs(groups) do regions[g] = items.region end
   end
   if not simple then
-    return record_groups(ctx, groups, { rated = ctx.cfg.rules ~= nil, regions = regions })
+    return Matching.record_groups(ctx, groups, { rated = ctx.cfg.rules ~= nil, regions = regions })
   end
   local players, ratings, n = {}, ctx.cfg.rules and {} or nil, 0
   for _, items in ipairs(groups) do
@@ -387,7 +391,7 @@ local function record_rated(ctx, groups)
       if ratings then ratings[it.ticket] = it.ratings[1] end
     end
   end
-  return record_matches(ctx, players, #groups, { ratings = ratings, regions = regions })
+  return Matching.record_matches(ctx, players, #groups, { ratings = ratings, regions = regions })
 end
 
 -- The matcher's step for a rated world: removes expired tickets first, then
@@ -396,7 +400,7 @@ end
 -- absent counts, and whether more anchors are due right now.
 local function form_rated(ctx, max_anchors)
   local k = ctx.k
-  local expired, more_expired = sweep_expired(ctx, MATCH_SWEEP_LIMIT)
+  local expired, more_expired = Tickets.sweep_expired(ctx, Matching.MATCH_SWEEP_LIMIT)
   if more_expired then
     return {}, {}, #expired, 0, true
   end
@@ -417,4 +421,22 @@ local function form_rated(ctx, max_anchors)
   end
   local records, ids = record_rated(ctx, groups)
   return records, ids, #expired, ctx.removed or 0, #due == max_anchors
+end
+
+-- The module's face: what other files reach as Rated.<name>.
+Rated.rated_window = rated_window
+Rated.nearest = nearest
+Rated.rated_may_match = rated_may_match
+Rated.solo_info = solo_info
+Rated.next_due = next_due
+Rated.retry_later = retry_later
+Rated.read_anchor = read_anchor
+Rated.fill_match = fill_match
+Rated.candidate_infos = candidate_infos
+Rated.region_latencies = region_latencies
+Rated.regional_match = regional_match
+Rated.anchored_attempt = anchored_attempt
+Rated.record_rated = record_rated
+Rated.form_rated = form_rated
+Rated.REGION_SCAN_LIMIT = REGION_SCAN_LIMIT
 end

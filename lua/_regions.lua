@@ -13,6 +13,10 @@
 -- seq: each region's tickets in FIFO order), region_ratings (rated worlds:
 -- ZSET "<region>|<seq, 12 digits>:<ticket>" -> band(i) + rating - min: each
 -- region's tickets by rating).
+-- @include _lib _players
+
+local Regions = {}
+do
 
 -- Region i's band of scores: a FIFO queue entry is BAND * i + seq
 -- (sequences stay far below 2^40; i * 2^40 stays exact in a double).
@@ -54,7 +58,7 @@ local function region_entries(cfg, ticket, seq, lat, rating)
     if ms and ms <= cfg.regions.cap then
       local e = { name = name, member = name .. '|' .. ticket, score = QUEUE_BAND * i + seq }
       if rating then
-        e.rated_member = name .. '|' .. rating_member(seq, ticket)
+        e.rated_member = name .. '|' .. Players.rating_member(seq, ticket)
         e.rated_score = rating_band(cfg) * i + (rating - cfg.min_rating)
       end
       out[#out + 1] = e
@@ -94,7 +98,7 @@ local function drop_regional(ctx, tickets)
       local seq = tonumber(redis.call('ZSCORE', k.queue, t))
       for name in string.gmatch(s, '([^=,]+)=%d+') do
         queue_members[#queue_members + 1] = name .. '|' .. t
-        if seq then rated_members[#rated_members + 1] = name .. '|' .. rating_member(seq, t) end
+        if seq then rated_members[#rated_members + 1] = name .. '|' .. Players.rating_member(seq, t) end
       end
     end
   end
@@ -148,7 +152,7 @@ local function region_candidates(ctx, i, rated, fetch, skip_n)
     for j = 1, #list, 2 do
       local rating = tonumber(list[j + 1]) - base
       local member = string.sub(list[j], skip)
-      out[#out + 1] = { ticket = member_ticket(member), rating = rating, member = member, d = math.abs(rating - r) }
+      out[#out + 1] = { ticket = Players.member_ticket(member), rating = rating, member = member, d = math.abs(rating - r) }
     end
   end
   table.sort(out, function(a, b)
@@ -173,7 +177,7 @@ local function capture_regional(k, ticket, seq)
       out.q[#out.q + 1] = m
       out.q[#out.q + 1] = s
     end
-    local rm = name .. '|' .. rating_member(seq, ticket)
+    local rm = name .. '|' .. Players.rating_member(seq, ticket)
     local rs = redis.call('ZSCORE', k.region_ratings, rm)
     if rs then
       out.r[#out.r + 1] = rm
@@ -236,4 +240,22 @@ local function party_latencies(party)
     end
   end
   return out or {}
+end
+
+-- The module's face: what other files reach as Regions.<name>.
+Regions.encode_latencies = encode_latencies
+Regions.decode_latencies = decode_latencies
+Regions.latency_cap = latency_cap
+Regions.rating_band = rating_band
+Regions.region_entries = region_entries
+Regions.add_regional = add_regional
+Regions.drop_regional = drop_regional
+Regions.latencies_of = latencies_of
+Regions.region_candidates = region_candidates
+Regions.capture_regional = capture_regional
+Regions.restore_regional = restore_regional
+Regions.joining_latencies = joining_latencies
+Regions.party_latencies = party_latencies
+Regions.QUEUE_BAND = QUEUE_BAND
+Regions.MAX_LATENCY_MS = MAX_LATENCY_MS
 end

@@ -5,6 +5,10 @@
 -- `teams` teams of `cap` seats. Its quality is the spread of the teams'
 -- rating sums (highest - lowest): teams are equally big, so that is `cap`
 -- times the difference of the team averages.
+-- @include _lib
+
+local Teams = {}
+do
 
 -- Steps the exact search may take before it gives up (it only runs for the
 -- rare sets the greedy orders cannot pack, and must stay well under a
@@ -220,4 +224,17 @@ local function pack_teams(items, teams, cap)
     end
   end
   return best, best_sums
+end
+
+-- The module's face: what other files reach as Teams.<name>.
+Teams.sums_spread = sums_spread
+Teams.pack_greedy = pack_greedy
+Teams.pack_search = pack_search
+Teams.can_pack = can_pack
+Teams.fill_exactly = fill_exactly
+Teams.improve_packing = improve_packing
+Teams.pack_teams = pack_teams
+Teams.PACK_SEARCH_BUDGET = PACK_SEARCH_BUDGET
+Teams.PACK_SWAP_PASSES = PACK_SWAP_PASSES
+Teams.FILL_SEARCH_WORK = FILL_SEARCH_WORK
 end

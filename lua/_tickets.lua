@@ -5,6 +5,10 @@
 -- name, now }. Deadlines are not removed with their tickets: an entry of a
 -- ticket that left stays until it is due, when the sweep drops it (a
 -- matcher taking thousands of tickets spares as many ZREMs).
+-- @include _lib _parties _players _regions
+
+local Tickets = {}
+do
 
 -- Removes `tickets` (ids) from a rated world's ratings and due ZSETs. The
 -- ratings member needs each ticket's sequence, read from the queue, so this
@@ -18,7 +22,7 @@ local function drop_rated(ctx, tickets)
   local members = {}
   for _, t in ipairs(tickets) do
     local seq = tonumber(redis.call('ZSCORE', k.queue, t))
-    if seq then members[#members + 1] = rating_member(seq, t) end
+    if seq then members[#members + 1] = Players.rating_member(seq, t) end
   end
   chunked('ZREM', k.due, tickets, 1)
   if #members > 0 then chunked('ZREM', k.ratings, members, 1) end
@@ -35,8 +39,8 @@ local function forget_tickets(ctx, players)
     local last = math.min(i + CHUNK - 1, n)
     local states = redis.call('HMGET', ctx.k.players, unpack(players, i, last))
     for j = i, last do
-      local kind, value = player_state(states[j - i + 1] or nil)
-      if kind == 'ticket' and decode_ticket(value) == ctx.world then gone[#gone + 1] = players[j] end
+      local kind, value = Players.player_state(states[j - i + 1] or nil)
+      if kind == 'ticket' and Players.decode_ticket(value) == ctx.world then gone[#gone + 1] = players[j] end
     end
   end
   chunked('HDEL', ctx.k.players, gone, 1)
@@ -61,17 +65,17 @@ local function remove_tickets(ctx, tickets, notify, keep_states)
   if n == 0 then return end
   local k = ctx.k
   drop_rated(ctx, tickets)
-  drop_regional(ctx, tickets)
+  Regions.drop_regional(ctx, tickets)
   chunked('ZREM', k.queue, tickets, 1)
-  if world_has_data(ctx) then chunked('HDEL', k.data, tickets, 1) end
+  if Players.world_has_data(ctx) then chunked('HDEL', k.data, tickets, 1) end
   local solo, ids, m = {}, {}, 0
   for i = 1, n do
     local t = tickets[i]
-    if is_party_ticket(t) then
+    if Players.is_party_ticket(t) then
       redis.call('HDEL', k.players, t)
-      local party = dissolve_party(k, string.sub(t, 2), k)
+      local party = Parties.dissolve_party(k, string.sub(t, 2), k)
       if party and notify then
-        add_note(k, party_players(party), REMOVAL_NOTES[notify](ctx.world), ctx.now)
+        add_note(k, Parties.party_players(party), REMOVAL_NOTES[notify](ctx.world), ctx.now)
       end
     else
       solo[#solo + 1] = t
@@ -113,7 +117,7 @@ end
 -- there was none.
 local function drop_ticket(nctx, player)
   local k = nctx.k
-  local world = waiting_ticket(k, player)
+  local world = Players.waiting_ticket(k, player)
   if not world then return '' end
   local wk = nctx.world_of(world)
   if wk then
@@ -122,4 +126,13 @@ local function drop_ticket(nctx, player)
     redis.call('HDEL', k.players, player)
   end
   return world
+end
+
+-- The module's face: what other files reach as Tickets.<name>.
+Tickets.drop_rated = drop_rated
+Tickets.forget_tickets = forget_tickets
+Tickets.remove_tickets = remove_tickets
+Tickets.sweep_expired = sweep_expired
+Tickets.drop_ticket = drop_ticket
+Tickets.REMOVAL_NOTES = REMOVAL_NOTES
 end

@@ -16,7 +16,7 @@ local keepalive = int_arg(args.keepalive)
 if id == '' then return fail('match id is empty') end
 if not keepalive or keepalive < 1 then return fail('keepalive must be an integer > 0') end
 local now = now_ms()
-local b = load_backfill(k, id)
+local b = BackfillStore.load_backfill(k, id)
 if not b or b.expires <= now then return { 'NOT_FOUND' } end
 b.expires = now + keepalive
 redis.call('HSET', k.backfills, id, cjson.encode(b))

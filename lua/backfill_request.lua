@@ -26,7 +26,7 @@
 --   INVALID, reason            teams that do not fit the match or its world
 
 local id = args.match_id
-local cfg, bad_config = world_config(args.config)
+local cfg, bad_config = Config.world_config(args.config)
 local keepalive = int_arg(args.keepalive)
 if id == '' then return fail('match id is empty') end
 if not cfg then return fail(bad_config) end
@@ -40,11 +40,11 @@ if args.seen ~= '' then
 end
 local world = worlds[1]
 local now = now_ms()
-local raw = live_record(k, id, now)
+local raw = Lifecycle.live_record(k, id, now)
 if not raw then return { 'NOT_FOUND' } end
 local record = cjson.decode(raw)
 if record.worldType ~= world then return { 'OTHER_WORLD', record.worldType } end
-local life = load_lifecycle(k, id)
+local life = Lifecycle.load_lifecycle(k, id)
 if life.state == 'FINISHED' then return { 'FINISHED' } end
 if life.state ~= 'ASSIGNED' then return { 'NOT_ASSIGNED' } end
 
@@ -54,7 +54,7 @@ local ratings, parties = {}, {}
 for p, r in pairs(type(record.ratings) == 'table' and record.ratings or {}) do ratings[p] = r end
 for _, party in ipairs(type(record.parties) == 'table' and record.parties or {}) do parties[#parties + 1] = party end
 local member = {}
-for _, p in ipairs(match_players(record, life)) do member[p] = true end
+for _, p in ipairs(Lifecycle.match_players(record, life)) do member[p] = true end
 -- Fills are numbered over all of the match's backfills (outbox entries
 -- B|<match>|<fill> and the additions name them): the next one counts on
 -- from the last fill any earlier backfill made.
@@ -127,8 +127,8 @@ end
 if not any_open then return { 'INVALID', 'every seat is taken: nothing to fill' } end
 
 -- All checks passed: from here on the script only writes.
-local previous = load_backfill(k, id)
-if previous then end_backfill({ k = k, world = world, now = now }, k, previous) end
+local previous = BackfillStore.load_backfill(k, id)
+if previous then Backfill.end_backfill({ k = k, world = world, now = now }, k, previous) end
 local everyone = {}
 for p in pairs(member) do everyone[#everyone + 1] = p end
 table.sort(everyone)
@@ -137,6 +137,6 @@ local b = {
   fills = math.max(previous and previous.fills or 0, filled),
   open = open, counts = counts, sums = sums, region = record.region,
 }
-save_backfill(k, k, b)
+BackfillStore.save_backfill(k, k, b)
 wake_matcher()
 return { previous and 'REPLACED' or 'CREATED', cjson.encode(b) }

@@ -15,7 +15,7 @@ local ttl = int_arg(args.ttl)
 if conn_id == '' then return fail('connection id is empty') end
 if ttl == nil or ttl == 0 then return fail('lifetime must be an integer > 0') end
 
-local player = decode_conn(redis.call('HGET', k.conns, conn_id))
+local player = Presence.decode_conn(redis.call('HGET', k.conns, conn_id))
 if not player then
   return { '', 0 }
 end

@@ -57,7 +57,7 @@ local function will_reach(entry, match_id)
 end
 
 local now = now_ms()
-local previous = decode_conn(redis.call('HGET', k.conns, conn_id))
+local previous = Presence.decode_conn(redis.call('HGET', k.conns, conn_id))
 if previous and previous ~= player then
   -- A reused id (only in tests or local stacks): detach it from its old owner.
   local kept = {}
@@ -70,7 +70,7 @@ if previous and previous ~= player then
     redis.call('HDEL', k.player_conns, previous)
   end
   redis.call('ZREM', k.conn_expiry, conn_id)
-  refresh_presence(k, previous, kept)
+  Presence.refresh_presence(k, previous, kept)
 end
 
 local ids = {}
@@ -87,15 +87,15 @@ ids[#ids + 1] = conn_id
 redis.call('HSET', k.conns, conn_id, now .. ' ' .. player)
 redis.call('ZADD', k.conn_expiry, now + ttl, conn_id)
 redis.call('HSET', k.player_conns, player, table.concat(ids, ' '))
-refresh_presence(k, player, ids)
+Presence.refresh_presence(k, player, ids)
 
 local replayed = ''
-local kind, match_id = player_state(redis.call('HGET', k.players, player))
-if kind == 'match' and replay > 0 and live_record(k, match_id, now) then
+local kind, match_id = Players.player_state(redis.call('HGET', k.players, player))
+if kind == 'match' and replay > 0 and Lifecycle.live_record(k, match_id, now) then
   -- Match ids start with the hex ms they were formed at.
   local formed = tonumber(string.match(match_id, '^(%x+)-'), 16)
   local recent = formed and formed >= now - replay and not will_reach('M|' .. match_id, match_id)
-  local life = load_lifecycle(k, match_id)
+  local life = Lifecycle.load_lifecycle(k, match_id)
   local playing = life.state == 'ASSIGNED' and not will_reach('A|' .. match_id, match_id)
   if recent or playing then
     replayed = match_id

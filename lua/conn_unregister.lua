@@ -17,5 +17,5 @@ local conn_id, remove_ticket = args.conn, args.remove_ticket
 if conn_id == '' then return fail('connection id is empty') end
 if remove_ticket ~= '0' and remove_ticket ~= '1' then return fail('remove_ticket must be 0 or 1') end
 local nctx = { k = k, now = now_ms(), world_of = world_of }
-local player, remaining, removed = drop_connection(nctx, conn_id, remove_ticket == '1')
+local player, remaining, removed = Presence.drop_connection(nctx, conn_id, remove_ticket == '1')
 return { player, remaining, removed }

@@ -10,9 +10,9 @@
 -- that world (any more).
 local player = args.player
 if player == '' then return fail('player id is empty') end
-local world = waiting_ticket(k, player)
+local world = Players.waiting_ticket(k, player)
 if world ~= worlds[1] then return 0 end
-remove_tickets({ k = k, world = world, now = now_ms() }, { player }, nil)
+Tickets.remove_tickets({ k = k, world = world, now = now_ms() }, { player }, nil)
 -- No sweep visits a retired world: its deadline entry goes now.
 redis.call('ZREM', k.deadlines, player)
 return 1

@@ -32,7 +32,7 @@
 --   backfills_filled: backfills that took players (each one fill)
 
 local limit = int_arg(args.limit)
-local cfg, bad_config = world_config(args.config)
+local cfg, bad_config = Config.world_config(args.config)
 if limit == nil then return fail('limit must be an integer >= 0') end
 if not cfg then return fail(bad_config) end
 if (cfg.rules or cfg.regions) and limit == 0 then
@@ -41,14 +41,14 @@ end
 
 local ctx = { k = k, world = worlds[1], now = now_ms(), cfg = cfg }
 -- Running matches' open seats first.
-local backfilled = #serve_backfills(ctx, BACKFILLS_PER_CALL)
+local backfilled = #Backfill.serve_backfills(ctx, Backfill.BACKFILLS_PER_CALL)
 local removed_serving = ctx.removed or 0
 ctx.removed = nil
 local records, expired, removed, more, _
 if cfg.rules or cfg.regions then
-  records, _, expired, removed, more = form_rated(ctx, limit)
+  records, _, expired, removed, more = Rated.form_rated(ctx, limit)
 else
-  records, _, expired, removed, more = form_matches(ctx, { max_groups = limit })
+  records, _, expired, removed, more = Matching.form_matches(ctx, { max_groups = limit })
 end
 
 local reply = {

@@ -31,7 +31,7 @@ for _, id in ipairs(matches) do
   if record then
     local ok, decoded = pcall(cjson.decode, record)
     if ok and type(decoded) == 'table' and type(decoded.participants) == 'table' then
-      for _, p in ipairs(match_players(decoded, load_lifecycle(k, id))) do
+      for _, p in ipairs(Lifecycle.match_players(decoded, Lifecycle.load_lifecycle(k, id))) do
         -- Only clear the state if the player has done nothing since.
         if redis.call('HGET', k.players, p) == id then
           redis.call('HDEL', k.players, p)
@@ -39,9 +39,9 @@ for _, id in ipairs(matches) do
       end
     end
   end
-  local backfill = load_backfill(k, id)
+  local backfill = BackfillStore.load_backfill(k, id)
   if backfill then
-    end_backfill({ k = world_of(backfill.world), world = backfill.world, now = now }, k, backfill)
+    Backfill.end_backfill({ k = world_of(backfill.world), world = backfill.world, now = now }, k, backfill)
   end
 end
 if #matches > 0 then
@@ -54,22 +54,22 @@ local nctx = { k = k, now = now, world_of = world_of }
 local conns = redis.call('ZRANGEBYSCORE', k.conn_expiry, '-inf', now, 'LIMIT', 0, limit)
 local tickets_removed = 0
 for _, id in ipairs(conns) do
-  local _, _, removed = drop_connection(nctx, id, remove_ticket == '1')
+  local _, _, removed = Presence.drop_connection(nctx, id, remove_ticket == '1')
   if removed ~= '' then tickets_removed = tickets_removed + 1 end
 end
-local parties_expired = sweep_parties(nctx, limit)
-local proposals_expired = sweep_proposals(nctx, limit)
+local parties_expired = Departures.sweep_parties(nctx, limit)
+local proposals_expired = Proposals.sweep_proposals(nctx, limit)
 -- Backfills whose server stopped renewing them.
 local lapsed = redis.call('ZRANGEBYSCORE', k.backfill_expiry, '-inf', now, 'LIMIT', 0, limit)
 for _, member in ipairs(lapsed) do
   local world, id = string.match(member, '^([^|]+)|(.+)$')
-  local backfill = world and load_backfill(k, id)
+  local backfill = world and BackfillStore.load_backfill(k, id)
   if backfill then
-    end_backfill({ k = world_of(world), world = world, now = now }, k, backfill)
+    Backfill.end_backfill({ k = world_of(world), world = world, now = now }, k, backfill)
     -- Its server hears it through the match events (BackfillExpired).
     outbox_add(k.outbox, { 'V|' .. id .. '|' .. now }, 1, now)
   elseif world then
-    drop_backfill(k, world_of(world), world, id)
+    BackfillStore.drop_backfill(k, world_of(world), world, id)
   else
     redis.call('ZREM', k.backfill_expiry, member)
   end

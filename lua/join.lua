@@ -47,13 +47,13 @@
 -- ahead.
 
 local player, data, claimed = args.player, args.data, args.claimed
-local cfg, bad_config = world_config(args.config)
+local cfg, bad_config = Config.world_config(args.config)
 if player == '' then return fail('player id is empty') end
 if not cfg then return fail(bad_config) end
-local bad_claimed = bad_claim(claimed)
+local bad_claimed = Lifecycle.bad_claim(claimed)
 if bad_claimed then return fail(bad_claimed) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
-local lat, bad_latencies = joining_latencies(cfg, args.latencies)
+local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
 local world = worlds[1]
 local now = now_ms()
@@ -61,7 +61,7 @@ local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
 
 local stats = world_stats(k.stats)
 local size = redis.call('ZCARD', k.queue)
-local refusal, rating, shown_rating, expired = admit(ctx, player, { lat = lat, claimed = claimed, queue_size = size })
+local refusal, rating, shown_rating, expired = Admission.admit(ctx, player, { lat = lat, claimed = claimed, queue_size = size })
 if refusal then return refusal end
 shown_rating = shown_rating or ''
 local rules = cfg.rules
@@ -70,7 +70,7 @@ local anchored = rules or cfg.regions
 -- All checks passed: from here on the script only writes.
 if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
-  remove_tickets({ k = expired.k, world = expired.world, now = now }, { player }, 'X')
+  Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now }, { player }, 'X')
   if expired.world == world then size = size - 1 end
 end
 -- Parties (tickets of several seats) and teams need the general matching.
@@ -78,19 +78,19 @@ local seats, teams = cfg.seats, cfg.teams
 local general = teams > 1 or cfg.accept ~= nil or stats.parties > 0
 local attempt = cfg.instant and (general or size + 1 >= seats)
 local seq = redis.call('INCR', k.ticket_seq)
-local seq_text, deadline_text = int_text(seq), int_text(now + cfg.ticket_ttl)
+local seq_text, deadline_text = Players.int_text(seq), Players.int_text(now + cfg.ticket_ttl)
 redis.call('ZADD', k.queue, seq_text, player)
 redis.call('ZADD', k.deadlines, deadline_text, player)
-redis.call('HSET', k.players, player, ticket_of_texts(world, seq_text, int_text(now), deadline_text))
-set_ticket_data(ctx, player, data)
-if rules then redis.call('ZADD', k.ratings, shown_rating, rating_member(seq, player)) end
-if cfg.regions then add_regional(ctx, player, seq, lat, rating) end
+redis.call('HSET', k.players, player, Players.ticket_of_texts(world, seq_text, Players.int_text(now), deadline_text))
+Players.set_ticket_data(ctx, player, data)
+if rules then redis.call('ZADD', k.ratings, shown_rating, Players.rating_member(seq, player)) end
+if cfg.regions then Regions.add_regional(ctx, player, seq, lat, rating) end
 -- The matcher sleeps only with every queue empty, and every script that
 -- files a ticket wakes it: a ticket waiting here means it is awake.
 if size == 0 then wake_matcher() end
 -- An attempt that fails schedules the anchor itself (retry_later).
 if anchored and not attempt then
-  redis.call('ZADD', k.due, next_due(cfg, now), player)
+  redis.call('ZADD', k.due, Rated.next_due(cfg, now), player)
 end
 
 -- Open backfills take a joiner that fits before any new match forms.
@@ -99,17 +99,17 @@ if cfg.instant and stats.backfills > 0 then
     ticket = player, size = 1, players = { player }, data = { data }, lat = lat,
     ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
   }
-  local entry, match_id = backfill_joiner(ctx, joiner)
+  local entry, match_id = Backfill.backfill_joiner(ctx, joiner)
   if entry == '' then
     -- A ready check: the seat is held by a proposal to the player.
-    local p = proposal_of(k, player_state(redis.call('HGET', k.players, player)))
-    if p then return { 'PROPOSED', proposal_view(p) } end
+    local p = Proposals.proposal_of(k, Players.player_state(redis.call('HGET', k.players, player)))
+    if p then return { 'PROPOSED', Proposals.proposal_view(p) } end
   elseif entry then
     local reply = {
-      'BACKFILLED', redis.call('HGET', k.matches, match_id), encode_lifecycle(load_lifecycle(k, match_id)),
+      'BACKFILLED', redis.call('HGET', k.matches, match_id), Lifecycle.encode_lifecycle(Lifecycle.load_lifecycle(k, match_id)),
     }
     if args.claim == '1' then
-      claim_entries(k, { entry }, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, 3)
+      Outbox.claim_entries(k, { entry }, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, 3)
     end
     return reply
   end
@@ -126,36 +126,36 @@ if attempt then
     -- too few tickets lie in its window to fill the match at all.
     local items = nil
     local more_expired = false
-    local fits = cfg.regions or rated_may_match(ctx, rating, 0, seats - 1, stats.parties > 0 and seats / teams or 1)
+    local fits = cfg.regions or Rated.rated_may_match(ctx, rating, 0, seats - 1, stats.parties > 0 and seats / teams or 1)
     if fits then
       local _
-      _, more_expired = sweep_expired(ctx, MATCH_SWEEP_LIMIT)
+      _, more_expired = Tickets.sweep_expired(ctx, Matching.MATCH_SWEEP_LIMIT)
     end
     if not fits or more_expired then
-      retry_later(ctx, player)
+      Rated.retry_later(ctx, player)
       unchanged = not fits and stats.backfills == 0
     else
-      items = anchored_attempt(ctx, player, { seq = seq, rating = rating, joined = now, data = data, lat = lat })
+      items = Rated.anchored_attempt(ctx, player, { seq = seq, rating = rating, joined = now, data = data, lat = lat })
       if items then
-        records, ids = record_rated(ctx, { items })
+        records, ids = Rated.record_rated(ctx, { items })
       end
     end
     if items and (teams > 1 or cfg.accept) then
       -- Packed teams and proposals are recorded by the general path.
-      still_queued = waiting_ticket(k, player) ~= nil
+      still_queued = Players.waiting_ticket(k, player) ~= nil
     else
       -- The joiner passed the presence check: only a match takes its ticket.
       still_queued = items == nil
     end
   else
-    records, ids = form_matches(ctx, {
-      max_groups = 0, scan = INSTANT_SCAN * seats, only = player, parties_queued = stats.parties,
+    records, ids = Matching.form_matches(ctx, {
+      max_groups = 0, scan = Matching.INSTANT_SCAN * seats, only = player, parties_queued = stats.parties,
     })
-    still_queued = waiting_ticket(k, player) ~= nil
+    still_queued = Players.waiting_ticket(k, player) ~= nil
   end
   if not still_queued and cfg.accept then
-    local p = proposal_of(k, player_state(redis.call('HGET', k.players, player)))
-    if p then return { 'PROPOSED', proposal_view(p) } end
+    local p = Proposals.proposal_of(k, Players.player_state(redis.call('HGET', k.players, player)))
+    if p then return { 'PROPOSED', Proposals.proposal_view(p) } end
   end
   if not still_queued then
     local reply = { 'MATCHED', world, redis.call('ZCARD', k.queue), shown_rating, #records }
@@ -165,7 +165,7 @@ if attempt then
       reply[n] = r
     end
     if args.claim == '1' then
-      claim_entries(k, ids, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, n)
+      Outbox.claim_entries(k, ids, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, n)
     end
     return reply
   end

@@ -21,25 +21,25 @@ if player == '' then return fail('player id is empty') end
 local world = worlds[1]
 local now = now_ms()
 local ctx = { k = k, world = world, now = now }
-local kind, value = player_state(redis.call('HGET', k.players, player))
-local proposal = proposal_of(k, kind, value)
+local kind, value = Players.player_state(redis.call('HGET', k.players, player))
+local proposal = Proposals.proposal_of(k, kind, value)
 if proposal then
   if proposal.world ~= world then return { 'NOT_QUEUED', proposal.world } end
-  cancel_proposal(ctx, k, proposal, 'LEFT', { [player] = true })
+  Proposals.cancel_proposal(ctx, k, proposal, 'LEFT', { [player] = true })
   return { 'LEFT', 0, redis.call('ZCARD', k.queue) }
 end
 if kind == 'party' then
-  local party = load_party(k, value)
+  local party = Parties.load_party(k, value)
   if not party then return { 'NOT_QUEUED', '' } end
   if party.world ~= world then return { 'NOT_QUEUED', party.world } end
-  local rank = redis.call('ZRANK', k.queue, PARTY_MARK .. value)
-  cancel_party({ k = k, now = now, world_of = world_of }, value, 'LEFT', player)
+  local rank = redis.call('ZRANK', k.queue, Players.PARTY_MARK .. value)
+  Departures.cancel_party({ k = k, now = now, world_of = world_of }, value, 'LEFT', player)
   return { 'LEFT', rank and rank + 1 or 0, redis.call('ZCARD', k.queue) }
 end
 if kind ~= 'ticket' then return { 'NOT_QUEUED', '' } end
-local ticket_world, _, _, deadline = decode_ticket(value)
+local ticket_world, _, _, deadline = Players.decode_ticket(value)
 if deadline == nil or deadline <= now then return { 'NOT_QUEUED', '' } end
 if ticket_world ~= world then return { 'NOT_QUEUED', ticket_world or '' } end
 local rank = redis.call('ZRANK', k.queue, player)
-remove_tickets(ctx, { player }, nil)
+Tickets.remove_tickets(ctx, { player }, nil)
 return { 'LEFT', (rank or 0) + 1, redis.call('ZCARD', k.queue) }

@@ -33,7 +33,7 @@ if not game_ttl or game_ttl < 1 or game_ttl ~= math.floor(game_ttl) then
   return fail('game ttl must be an integer >= 1')
 end
 local now = now_ms()
-local record = live_record(k, id, now)
+local record = Lifecycle.live_record(k, id, now)
 if not record then return { 'NOT_FOUND' } end
 if type(decoded.players) == 'table' then
   local participants = {}
@@ -42,14 +42,14 @@ if type(decoded.players) == 'table' then
     if not participants[p] then return { 'NOT_PARTICIPANT', p } end
   end
 end
-local life = load_lifecycle(k, id)
-if life.result ~= '' then return { 'FINISHED', encode_lifecycle(life) } end
+local life = Lifecycle.load_lifecycle(k, id)
+if life.result ~= '' then return { 'FINISHED', Lifecycle.encode_lifecycle(life) } end
 if life.assignment ~= '' then
-  if life.assignment == assignment then return { 'ALREADY', record, encode_lifecycle(life) } end
-  return { 'CONFLICT', encode_lifecycle(life) }
+  if life.assignment == assignment then return { 'ALREADY', record, Lifecycle.encode_lifecycle(life) } end
+  return { 'CONFLICT', Lifecycle.encode_lifecycle(life) }
 end
 life.state, life.since, life.assignment = 'ASSIGNED', now, assignment
-save_lifecycle(k, id, life)
+Lifecycle.save_lifecycle(k, id, life)
 redis.call('ZADD', k.match_expiry, 'GT', now + game_ttl, id)
 outbox_add(k.outbox, { 'A|' .. id }, 1, now)
-return { 'ASSIGNED', record, encode_lifecycle(life) }
+return { 'ASSIGNED', record, Lifecycle.encode_lifecycle(life) }

@@ -13,8 +13,8 @@
 local id = args.match_id
 if id == '' then return fail('match id is empty') end
 local now = now_ms()
-local record = live_record(k, id, now)
+local record = Lifecycle.live_record(k, id, now)
 if not record then return {} end
 local backfill = redis.call('HGET', k.backfills, id)
 if backfill and cjson.decode(backfill).expires <= now then backfill = false end
-return { record, encode_lifecycle(load_lifecycle(k, id)), backfill or '' }
+return { record, Lifecycle.encode_lifecycle(Lifecycle.load_lifecycle(k, id)), backfill or '' }

@@ -45,12 +45,12 @@ for field, change in pairs(ratings) do
   end
 end
 local now = now_ms()
-local record = live_record(k, id, now)
+local record = Lifecycle.live_record(k, id, now)
 if not record then return { 'NOT_FOUND' } end
-local life = load_lifecycle(k, id)
+local life = Lifecycle.load_lifecycle(k, id)
 if life.result ~= '' then
-  if life.result == result then return { 'ALREADY', record, encode_lifecycle(life) } end
-  return { 'CONFLICT', encode_lifecycle(life) }
+  if life.result == result then return { 'ALREADY', record, Lifecycle.encode_lifecycle(life) } end
+  return { 'CONFLICT', Lifecycle.encode_lifecycle(life) }
 end
 -- The match as the ratings were computed from it: the record and the
 -- players backfills added.
@@ -67,10 +67,10 @@ for field, change in pairs(ratings) do
   redis.call('HSET', k.player_ratings, field, change[2])
 end
 life.state, life.since, life.result, life.changes = 'FINISHED', now, result, args.changes
-local backfill = load_backfill(k, id)
+local backfill = BackfillStore.load_backfill(k, id)
 if backfill then
-  end_backfill({ k = world_of(backfill.world), world = backfill.world, now = now }, k, backfill)
+  Backfill.end_backfill({ k = world_of(backfill.world), world = backfill.world, now = now }, k, backfill)
 end
-save_lifecycle(k, id, life)
+Lifecycle.save_lifecycle(k, id, life)
 outbox_add(k.outbox, { 'R|' .. id }, 1, now)
-return { 'FINISHED', record, encode_lifecycle(life) }
+return { 'FINISHED', record, Lifecycle.encode_lifecycle(life) }

@@ -34,5 +34,5 @@ else
 end
 
 local reply = {}
-claim_entries(k, ids, { now = now, lease = lease, young = young }, reply, 0)
+Outbox.claim_entries(k, ids, { now = now, lease = lease, young = young }, reply, 0)
 return reply

@@ -16,12 +16,12 @@
 local player, party_id = args.player, args.party
 if player == '' then return fail('player id is empty') end
 if party_id == '' then return fail('party id is empty') end
-local party = load_party(k, party_id)
+local party = Parties.load_party(k, party_id)
 if not party or party.world ~= worlds[1] then return { 'NOT_FOUND' } end
 local me = nil
 for _, m in ipairs(party.members) do
   if m.p == player then me = m end
 end
 if not me then return { 'NOT_FOUND' } end
-cancel_party({ k = k, now = now_ms(), world_of = world_of }, party_id, me.j == 1 and 'LEFT' or 'DECLINED', player)
-return { 'CANCELLED', cjson.encode(party_view(party)) }
+Departures.cancel_party({ k = k, now = now_ms(), world_of = world_of }, party_id, me.j == 1 and 'LEFT' or 'DECLINED', player)
+return { 'CANCELLED', cjson.encode(Parties.party_view(party)) }

@@ -27,13 +27,13 @@
 --   QUEUE_FULL: a party enters the queue when complete)
 
 local leader, data, claimed = args.leader, args.data, args.claimed
-local cfg, bad_config = world_config(args.config)
+local cfg, bad_config = Config.world_config(args.config)
 local world = worlds[1]
 if leader == '' then return fail('leader is empty') end
 if not cfg then return fail(bad_config) end
-local bad_claimed = bad_claim(claimed)
+local bad_claimed = Lifecycle.bad_claim(claimed)
 if bad_claimed then return fail(bad_claimed) end
-local lat, bad_latencies = joining_latencies(cfg, args.latencies)
+local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
 local seen = { [leader] = true }
 for _, p in ipairs(rest) do
@@ -45,22 +45,22 @@ if #rest + 1 > cfg.max_party then return fail('party larger than the world accep
 
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
-local refusal, r, _, expired = admit(ctx, leader, { lat = lat, claimed = claimed })
+local refusal, r, _, expired = Admission.admit(ctx, leader, { lat = lat, claimed = claimed })
 if refusal then return refusal end
 local states = redis.call('HMGET', k.players, unpack(rest))
 for i, p in ipairs(rest) do
-  if member_busy(ctx, states[i] or nil) then return { 'BUSY', p } end
+  if Admission.member_busy(ctx, states[i] or nil) then return { 'BUSY', p } end
 end
 local rating = r and num(r) or ''
 
 -- All checks passed: from here on the script only writes.
 if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
-  remove_tickets({ k = expired.k, world = expired.world, now = now }, { leader }, 'X')
+  Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now }, { leader }, 'X')
 end
 local seq = redis.call('HINCRBY', k.counters, 'party', 1)
 local id = string.format('%s.%x-%x', world, now, seq)
-local members = { { p = leader, j = 1, r = rating, d = data, l = lat and encode_latencies(lat) or nil } }
+local members = { { p = leader, j = 1, r = rating, d = data, l = lat and Regions.encode_latencies(lat) or nil } }
 for i, p in ipairs(rest) do
   members[i + 1] = { p = p, j = 0, r = '', d = '' }
 end
@@ -68,8 +68,8 @@ local party = {
   id = id, world = world, leader = leader, state = 'ASSEMBLING', expires = now + cfg.party_ttl,
   members = members,
 }
-save_party(k, party)
+Parties.save_party(k, party)
 redis.call('ZADD', k.party_expiry, party.expires, id)
-redis.call('HSET', k.players, leader, party_state(id))
-add_note(k, rest, party_update(party), now)
-return { 'CREATED', cjson.encode(party_view(party)) }
+redis.call('HSET', k.players, leader, Parties.party_state(id))
+add_note(k, rest, Parties.party_update(party), now)
+return { 'CREATED', cjson.encode(Parties.party_view(party)) }

@@ -41,20 +41,20 @@
 --   QUEUE_FULL only when the player completes the party)
 
 local player, party_id, data, claimed = args.player, args.party, args.data, args.claimed
-local cfg, bad_config = world_config(args.config)
+local cfg, bad_config = Config.world_config(args.config)
 local world = worlds[1]
 if player == '' then return fail('player id is empty') end
 if party_id == '' then return fail('party id is empty') end
 if not cfg then return fail(bad_config) end
-local bad_claimed = bad_claim(claimed)
+local bad_claimed = Lifecycle.bad_claim(claimed)
 if bad_claimed then return fail(bad_claimed) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
-local lat, bad_latencies = joining_latencies(cfg, args.latencies)
+local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
 local rules = cfg.rules
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
-local party = load_party(k, party_id)
+local party = Parties.load_party(k, party_id)
 if not party or party.world ~= world then return { 'NOT_FOUND' } end
 local me, joined = nil, 0
 for _, m in ipairs(party.members) do
@@ -63,12 +63,12 @@ for _, m in ipairs(party.members) do
 end
 if not me then return { 'NOT_FOUND' } end
 if me.j == 1 then
-  local rank = redis.call('ZRANK', k.queue, PARTY_MARK .. party_id)
-  return { 'ALREADY', cjson.encode(party_view(party)), rank and rank + 1 or 0, redis.call('ZCARD', k.queue) }
+  local rank = redis.call('ZRANK', k.queue, Players.PARTY_MARK .. party_id)
+  return { 'ALREADY', cjson.encode(Parties.party_view(party)), rank and rank + 1 or 0, redis.call('ZCARD', k.queue) }
 end
 local complete = joined + 1 == #party.members
 local size = redis.call('ZCARD', k.queue)
-local refusal, r, _, expired = admit(ctx, player, {
+local refusal, r, _, expired = Admission.admit(ctx, player, {
   lat = lat, claimed = claimed, queue_size = complete and size or nil,
 })
 if refusal then return refusal end
@@ -77,31 +77,31 @@ if rules then me.r = num(r) end
 -- All checks passed: from here on the script only writes.
 if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
-  remove_tickets({ k = expired.k, world = expired.world, now = now }, { player }, 'X')
+  Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now }, { player }, 'X')
   if expired.world == world then size = size - 1 end
 end
 me.j = 1
 me.d = data
-if lat then me.l = encode_latencies(lat) end
-redis.call('HSET', k.players, player, party_state(party_id))
+if lat then me.l = Regions.encode_latencies(lat) end
+redis.call('HSET', k.players, player, Parties.party_state(party_id))
 if not complete then
-  save_party(k, party)
-  add_note(k, party_players(party, player), party_update(party), now)
-  return { 'JOINED', cjson.encode(party_view(party)) }
+  Parties.save_party(k, party)
+  add_note(k, Parties.party_players(party, player), Parties.party_update(party), now)
+  return { 'JOINED', cjson.encode(Parties.party_view(party)) }
 end
 
 -- The last member: the party becomes one ticket.
-local ticket_id = PARTY_MARK .. party_id
+local ticket_id = Players.PARTY_MARK .. party_id
 local seq = redis.call('INCR', k.ticket_seq)
 local deadline = now + cfg.ticket_ttl
 party.state = 'QUEUED'
 party.expires = deadline
-save_party(k, party)
+Parties.save_party(k, party)
 redis.call('ZREM', k.party_expiry, party_id)
-count_queued_party(k, 1)
+Parties.count_queued_party(k, 1)
 redis.call('ZADD', k.queue, seq, ticket_id)
 redis.call('ZADD', k.deadlines, deadline, ticket_id)
-redis.call('HSET', k.players, ticket_id, encode_ticket(world, seq, now, deadline))
+redis.call('HSET', k.players, ticket_id, Players.encode_ticket(world, seq, now, deadline))
 local shown_rating = ''
 local rating = nil
 if rules then
@@ -112,41 +112,41 @@ if rules then
     if r > top then top = r end
   end
   rating = cfg.party_rating == 'max' and top or sum / #party.members
-  redis.call('ZADD', k.ratings, num(rating), rating_member(seq, ticket_id))
+  redis.call('ZADD', k.ratings, num(rating), Players.rating_member(seq, ticket_id))
   shown_rating = num(rating)
 end
-if cfg.regions then add_regional(ctx, ticket_id, seq, party_latencies(party), rating) end
-if rules or cfg.regions then redis.call('ZADD', k.due, next_due(cfg, now), ticket_id) end
+if cfg.regions then Regions.add_regional(ctx, ticket_id, seq, Regions.party_latencies(party), rating) end
+if rules or cfg.regions then redis.call('ZADD', k.due, Rated.next_due(cfg, now), ticket_id) end
 
 local records, ids = {}, {}
 if cfg.instant then
   if rules or cfg.regions then
-    local _, more_expired = sweep_expired(ctx, MATCH_SWEEP_LIMIT)
+    local _, more_expired = Tickets.sweep_expired(ctx, Matching.MATCH_SWEEP_LIMIT)
     if not more_expired then
-      local items = anchored_attempt(ctx, ticket_id)
+      local items = Rated.anchored_attempt(ctx, ticket_id)
       if items then
-        records, ids = record_rated(ctx, { items })
+        records, ids = Rated.record_rated(ctx, { items })
       end
     end
   else
-    records, ids = form_matches(ctx, {
-      max_groups = 0, scan = INSTANT_SCAN * cfg.seats, only = ticket_id, parties_queued = 1,
+    records, ids = Matching.form_matches(ctx, {
+      max_groups = 0, scan = Matching.INSTANT_SCAN * cfg.seats, only = ticket_id, parties_queued = 1,
     })
   end
 end
-local view = cjson.encode(party_view(party))
-local waiting = waiting_ticket(k, ticket_id) ~= nil
+local view = cjson.encode(Parties.party_view(party))
+local waiting = Players.waiting_ticket(k, ticket_id) ~= nil
 if not waiting and cfg.accept then
-  local p = proposal_of(k, 'party', party_id)
-  if p then return { 'PROPOSED', proposal_view(p) } end
+  local p = Proposals.proposal_of(k, 'party', party_id)
+  if p then return { 'PROPOSED', Proposals.proposal_view(p) } end
 end
 if not waiting then
   local reply = { 'MATCHED', view, redis.call('ZCARD', k.queue), shown_rating, #records }
   for _, r in ipairs(records) do reply[#reply + 1] = r end
   if args.claim == '1' then
-    claim_entries(k, ids, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, #reply)
+    Outbox.claim_entries(k, ids, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, #reply)
   end
   return reply
 end
-add_note(k, party_players(party, player), party_update(party), now)
+add_note(k, Parties.party_players(party, player), Parties.party_update(party), now)
 return { 'QUEUED', view, redis.call('ZRANK', k.queue, ticket_id) + 1, redis.call('ZCARD', k.queue), shown_rating }

@@ -29,32 +29,32 @@ local now = now_ms()
 
 -- The ticket `id` if it waits in a configured world: its status reply.
 local function queued(id, party)
-  local world, seq, joined, deadline = waiting_ticket(k, id)
+  local world, seq, joined, deadline = Players.waiting_ticket(k, id)
   if not world or deadline <= now then return nil end
   local wk = world_of(world)
   if not wk then return nil end
   local rank = redis.call('ZRANK', wk.queue, id)
   if not rank then return nil end
   local wp, ws = wait_stats(wk.stats, now, window)
-  local rating = redis.call('ZSCORE', wk.ratings, rating_member(seq, id)) or ''
+  local rating = redis.call('ZSCORE', wk.ratings, Players.rating_member(seq, id)) or ''
   return { 'QUEUED', world, rank + 1, redis.call('ZCARD', wk.queue), wp, ws, rating, now - joined, party }
 end
 
-local kind, value = player_state(redis.call('HGET', k.players, player))
-local proposal = proposal_of(k, kind, value)
-if proposal then return { 'PROPOSED', proposal_view(proposal) } end
+local kind, value = Players.player_state(redis.call('HGET', k.players, player))
+local proposal = Proposals.proposal_of(k, kind, value)
+if proposal then return { 'PROPOSED', Proposals.proposal_view(proposal) } end
 if kind == 'ticket' then
   return queued(player, '') or { 'IDLE' }
 end
 if kind == 'party' then
-  local party = load_party(k, value)
+  local party = Parties.load_party(k, value)
   if not party then return { 'IDLE' } end
-  local view = cjson.encode(party_view(party))
+  local view = cjson.encode(Parties.party_view(party))
   if party.state == 'ASSEMBLING' then return { 'PARTY', view } end
-  return queued(PARTY_MARK .. value, view) or { 'IDLE' }
+  return queued(Players.PARTY_MARK .. value, view) or { 'IDLE' }
 end
 if kind == 'match' then
-  local record = live_record(k, value, now)
-  if record then return { 'MATCHED', record, encode_lifecycle(load_lifecycle(k, value)) } end
+  local record = Lifecycle.live_record(k, value, now)
+  if record then return { 'MATCHED', record, Lifecycle.encode_lifecycle(Lifecycle.load_lifecycle(k, value)) } end
 end
 return { 'IDLE' }

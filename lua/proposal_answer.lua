@@ -30,13 +30,13 @@
 --                                player is not in it; nothing written
 
 local player, id, answer = args.player, args.match_id, args.answer
-local cfg, bad_config = world_config(args.config)
+local cfg, bad_config = Config.world_config(args.config)
 if player == '' then return fail('player id is empty') end
 if id == '' then return fail('match id is empty') end
 if answer ~= '0' and answer ~= '1' then return fail('answer must be 1 (accept) or 0 (decline)') end
 if not cfg then return fail(bad_config) end
 local ctx = { k = k, world = worlds[1], now = now_ms(), cfg = cfg }
-local p = load_proposal(k, id)
+local p = Proposals.load_proposal(k, id)
 if not p or p.world ~= ctx.world then return { 'NOT_FOUND' } end
 local member = false
 for _, q in ipairs(p.players) do
@@ -44,10 +44,10 @@ for _, q in ipairs(p.players) do
 end
 if not member then return { 'NOT_FOUND' } end
 if p.acceptBy <= ctx.now then
-  return { 'EXPIRED', cancel_proposal(ctx, k, p, 'TIMEOUT', not_accepted(p)) }
+  return { 'EXPIRED', Proposals.cancel_proposal(ctx, k, p, 'TIMEOUT', Proposals.not_accepted(p)) }
 end
 if answer == '0' then
-  return { 'CANCELLED', cancel_proposal(ctx, k, p, 'DECLINED', { [player] = true }) }
+  return { 'CANCELLED', Proposals.cancel_proposal(ctx, k, p, 'DECLINED', { [player] = true }) }
 end
 for _, q in ipairs(p.accepted) do
   if q == player then return { 'ALREADY', #p.accepted, #p.players } end
@@ -60,15 +60,15 @@ if #accepted == #p.players then
   if p.backfill then
     -- New players of a running match: they take the seats held for them,
     -- unless the backfill ended meanwhile.
-    drop_proposal(k, p)
-    local outbox_id = finalize_backfill(ctx, p)
-    if not outbox_id then return { 'CANCELLED', cancel_proposal(ctx, k, p, 'BACKFILL_ENDED', {}) } end
+    Proposals.drop_proposal(k, p)
+    local outbox_id = BackfillStore.finalize_backfill(ctx, p)
+    if not outbox_id then return { 'CANCELLED', Proposals.cancel_proposal(ctx, k, p, 'BACKFILL_ENDED', {}) } end
     return {
       'BACKFILLED', redis.call('HGET', k.matches, p.backfill),
-      encode_lifecycle(load_lifecycle(k, p.backfill)), outbox_id,
+      Lifecycle.encode_lifecycle(Lifecycle.load_lifecycle(k, p.backfill)), outbox_id,
     }
   end
-  local record, outbox_id = finalize_proposal(ctx, p)
+  local record, outbox_id = Proposals.finalize_proposal(ctx, p)
   return { 'MATCHED', record, outbox_id }
 end
 redis.call('HSET', k.proposals, id, cjson.encode(p))

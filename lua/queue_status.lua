@@ -23,7 +23,7 @@ local now = now_ms()
 local waiting = redis.call('ZCARD', k.queue)
 local oldest_wait = 0
 if waiting > 0 then
-  local _, _, joined = waiting_ticket(k, redis.call('ZRANGE', k.queue, 0, 0)[1])
+  local _, _, joined = Players.waiting_ticket(k, redis.call('ZRANGE', k.queue, 0, 0)[1])
   if joined then oldest_wait = math.max(0, now - joined) end
 end
 local wp, ws = wait_stats(k.stats, now, window)
@@ -47,8 +47,8 @@ end
 local i = 0
 for _ in string.gmatch(args.regions, '%S+') do
   i = i + 1
-  reply[#reply + 1] = redis.call('ZCOUNT', k.region_queue, string.format('%d', QUEUE_BAND * i),
-    '(' .. string.format('%d', QUEUE_BAND * (i + 1)))
+  reply[#reply + 1] = redis.call('ZCOUNT', k.region_queue, string.format('%d', Regions.QUEUE_BAND * i),
+    '(' .. string.format('%d', Regions.QUEUE_BAND * (i + 1)))
 end
 -- Running matches' open backfills, apart from the waiting tickets.
 reply[#reply + 1] = redis.call('ZCARD', k.backfill_queue)

@@ -16,9 +16,9 @@ local items = {}
 for i = 3, #ARGV, 2 do
   items[#items + 1] = { size = tonumber(ARGV[i]), sum = tonumber(ARGV[i + 1]) }
 end
-local assign, sums = pack_teams(items, teams, cap)
+local assign, sums = Teams.pack_teams(items, teams, cap)
 if not assign then return {} end
-local reply = { num(sums_spread(sums)) }
+local reply = { num(Teams.sums_spread(sums)) }
 for i = 1, #items do reply[#reply + 1] = assign[i] end
 return reply
 "#;

@@ -30,48 +30,108 @@ use crate::keys::NamespaceKey;
 pub use declaration::{Declaration, Worlds};
 pub use invocation::{Invocation, Operation};
 
-/// The library files, in load order (each may use what the earlier ones
-/// define; none forward-declares another's functions).
+/// The library files. `_lib.lua` holds the basics every file uses, as
+/// plain locals; every other file is a module: one table (`Players` for
+/// `_players.lua`) that others reach its helpers through (`Players.
+/// player_state`), its own locals inside a `do` block, so the chunk's
+/// locals stay few whatever a module adds (Lua 5.1 allows 200 in one
+/// function, and the library is one). Each module names the modules it
+/// uses in an `-- @include` line; [`library_order`] loads them after those.
 pub const LIBRARY_FILES: &[(&str, &str)] = &[
     ("_lib.lua", include_str!("../../../lua/_lib.lua")),
-    ("_config.lua", include_str!("../../../lua/_config.lua")),
-    ("_players.lua", include_str!("../../../lua/_players.lua")),
-    ("_regions.lua", include_str!("../../../lua/_regions.lua")),
-    (
-        "_lifecycle.lua",
-        include_str!("../../../lua/_lifecycle.lua"),
-    ),
-    ("_parties.lua", include_str!("../../../lua/_parties.lua")),
-    ("_tickets.lua", include_str!("../../../lua/_tickets.lua")),
-    (
-        "_backfill_store.lua",
-        include_str!("../../../lua/_backfill_store.lua"),
-    ),
-    (
-        "_proposals.lua",
-        include_str!("../../../lua/_proposals.lua"),
-    ),
-    (
-        "_departures.lua",
-        include_str!("../../../lua/_departures.lua"),
-    ),
-    ("_presence.lua", include_str!("../../../lua/_presence.lua")),
     (
         "_admission.lua",
         include_str!("../../../lua/_admission.lua"),
     ),
-    ("_outbox.lua", include_str!("../../../lua/_outbox.lua")),
-    ("_teams.lua", include_str!("../../../lua/_teams.lua")),
-    ("_matching.lua", include_str!("../../../lua/_matching.lua")),
-    ("_rated.lua", include_str!("../../../lua/_rated.lua")),
     ("_backfill.lua", include_str!("../../../lua/_backfill.lua")),
+    (
+        "_backfill_store.lua",
+        include_str!("../../../lua/_backfill_store.lua"),
+    ),
+    ("_config.lua", include_str!("../../../lua/_config.lua")),
+    (
+        "_departures.lua",
+        include_str!("../../../lua/_departures.lua"),
+    ),
+    (
+        "_lifecycle.lua",
+        include_str!("../../../lua/_lifecycle.lua"),
+    ),
+    ("_matching.lua", include_str!("../../../lua/_matching.lua")),
+    ("_outbox.lua", include_str!("../../../lua/_outbox.lua")),
+    ("_parties.lua", include_str!("../../../lua/_parties.lua")),
+    ("_players.lua", include_str!("../../../lua/_players.lua")),
+    ("_presence.lua", include_str!("../../../lua/_presence.lua")),
+    (
+        "_proposals.lua",
+        include_str!("../../../lua/_proposals.lua"),
+    ),
+    ("_rated.lua", include_str!("../../../lua/_rated.lua")),
+    ("_regions.lua", include_str!("../../../lua/_regions.lua")),
+    ("_teams.lua", include_str!("../../../lua/_teams.lua")),
+    ("_tickets.lua", include_str!("../../../lua/_tickets.lua")),
 ];
 
-/// The shared helpers every script starts with (tests drive single helpers,
-/// such as the team packer, through a script of their own on top of this).
+/// The modules a library file names in its `-- @include` line (file
+/// stems: `_players`); `_lib.lua` needs none.
+pub fn includes(src: &str) -> Vec<&str> {
+    src.lines()
+        .filter_map(|l| l.strip_prefix("-- @include "))
+        .flat_map(str::split_whitespace)
+        .filter(|w| w.starts_with('_'))
+        .collect()
+}
+
+/// The library files in load order: `_lib.lua`, then every module after
+/// the modules it includes (a depth-first walk in `LIBRARY_FILES` order,
+/// so the order is stable). `Err` names a module whose includes form a
+/// circle or name a file that does not exist.
+pub fn library_order() -> Result<Vec<(&'static str, &'static str)>, String> {
+    fn visit(
+        file: &'static str,
+        path: &mut Vec<&'static str>,
+        out: &mut Vec<(&'static str, &'static str)>,
+    ) -> Result<(), String> {
+        if out.iter().any(|(f, _)| *f == file) {
+            return Ok(());
+        }
+        if path.contains(&file) {
+            return Err(format!("@include circle: {} -> {file}", path.join(" -> ")));
+        }
+        let src = LIBRARY_FILES
+            .iter()
+            .find(|(f, _)| *f == file)
+            .map(|(_, s)| *s)
+            .ok_or_else(|| format!("@include of {file}, which is not a library file"))?;
+        path.push(file);
+        for stem in includes(src) {
+            let named = LIBRARY_FILES
+                .iter()
+                .find(|(f, _)| f.strip_suffix(".lua") == Some(stem))
+                .map(|(f, _)| *f)
+                .ok_or_else(|| {
+                    format!("{file}: @include of {stem}, which is not a library file")
+                })?;
+            visit(named, path, out)?;
+        }
+        path.pop();
+        out.push((file, src));
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for (file, _) in LIBRARY_FILES {
+        visit(file, &mut Vec::new(), &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The shared helpers every script starts with, in [`library_order`]
+/// (tests drive single helpers, such as the team packer, through a script
+/// of their own on top of this).
 pub static LIBRARY: LazyLock<String> = LazyLock::new(|| {
     let mut out = String::new();
-    for (_, src) in LIBRARY_FILES {
+    // The order is checked by a test; a broken one cannot be deployed.
+    for (_, src) in library_order().unwrap_or_else(|e| panic!("lua library: {e}")) {
         out.push_str(src);
         out.push('\n');
     }

@@ -259,3 +259,188 @@ fn no_script_sets_expire_on_a_whole_key() {
         }
     }
 }
+
+/// Lua text without its comments and string literals (enough for the
+/// checks below: no script nests long brackets).
+fn code_only(src: &str) -> String {
+    let mut out = String::new();
+    let mut chars = src.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '-' if chars.peek() == Some(&'-') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '\'' | '"' => {
+                while let Some(d) = chars.next() {
+                    if d == '\\' {
+                        chars.next();
+                    } else if d == c {
+                        break;
+                    }
+                }
+                out.push_str("''");
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The module a library file defines (`_backfill_store.lua` ->
+/// `BackfillStore`); `None` for `_lib.lua`.
+fn module_of(file: &str) -> Option<String> {
+    let stem = file.strip_prefix('_')?.strip_suffix(".lua")?;
+    (stem != "lib").then(|| {
+        stem.split('_')
+            .map(|w| {
+                let mut c = w.chars();
+                c.next()
+                    .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                    .unwrap_or_default()
+            })
+            .collect()
+    })
+}
+
+/// Each module says by name (`-- @include`) exactly the modules it uses,
+/// and the load order follows from that.
+#[test]
+fn every_module_includes_exactly_the_modules_it_uses() {
+    let modules: Vec<(String, &str)> = LIBRARY_FILES
+        .iter()
+        .filter_map(|(f, _)| module_of(f).map(|m| (m, *f)))
+        .collect();
+    for (file, src) in LIBRARY_FILES {
+        let Some(own) = module_of(file) else {
+            assert!(includes(src).is_empty(), "_lib.lua includes nothing");
+            continue;
+        };
+        assert!(
+            src.contains(&format!("\nlocal {own} = {{}}\ndo\n")),
+            "{file} defines the module {own} around a do block"
+        );
+        let code = code_only(src);
+        let mut used: Vec<String> = modules
+            .iter()
+            .filter(|(m, _)| *m != own && code.contains(&format!("{m}.")))
+            .map(|(_, f)| f.trim_end_matches(".lua").to_owned())
+            .collect();
+        used.insert(0, "_lib".to_owned());
+        used.sort();
+        let mut said: Vec<String> = includes(src).iter().map(|s| s.to_string()).collect();
+        said.sort();
+        assert_eq!(said, used, "{file}: -- @include vs the modules it uses");
+    }
+    let order: Vec<&str> = library_order().unwrap().iter().map(|(f, _)| *f).collect();
+    assert_eq!(order.len(), LIBRARY_FILES.len());
+    assert_eq!(order[0], "_lib.lua");
+    for (i, (file, src)) in library_order().unwrap().iter().enumerate() {
+        for inc in includes(src) {
+            let at = order
+                .iter()
+                .position(|f| f.trim_end_matches(".lua") == inc)
+                .unwrap();
+            assert!(at < i, "{file} loads before {inc}");
+        }
+    }
+}
+
+/// A circle of includes is refused, naming it.
+#[test]
+fn an_include_circle_is_found() {
+    fn order_of(files: &[(&'static str, &'static str)]) -> Result<(), String> {
+        // The same walk as library_order, over the given files.
+        fn visit(
+            files: &[(&'static str, &'static str)],
+            file: &'static str,
+            path: &mut Vec<&'static str>,
+            done: &mut Vec<&'static str>,
+        ) -> Result<(), String> {
+            if done.contains(&file) {
+                return Ok(());
+            }
+            if path.contains(&file) {
+                return Err(format!("circle at {file}"));
+            }
+            path.push(file);
+            let src = files.iter().find(|(f, _)| *f == file).unwrap().1;
+            for inc in includes(src) {
+                let f = files
+                    .iter()
+                    .find(|(f, _)| f.trim_end_matches(".lua") == inc)
+                    .unwrap()
+                    .0;
+                visit(files, f, path, done)?;
+            }
+            path.pop();
+            done.push(file);
+            Ok(())
+        }
+        let mut done = Vec::new();
+        for (f, _) in files {
+            visit(files, f, &mut Vec::new(), &mut done)?;
+        }
+        Ok(())
+    }
+    let circle = [
+        ("_a.lua", "-- @include _b\n"),
+        ("_b.lua", "-- @include _a\n"),
+    ];
+    assert!(order_of(&circle).unwrap_err().contains("circle"));
+    assert!(order_of(&[("_a.lua", "-- @include _b\n"), ("_b.lua", "")]).is_ok());
+}
+
+/// Lua 5.1 allows 200 locals active at once in one function, and the
+/// library is one chunk: the basics of `_lib.lua` and one table per module
+/// are its top-level locals; a module's own locals live in its `do` block
+/// and are released at its `end`. The bound: what is active at most, the
+/// top level plus the largest module block plus an operation's accessors.
+#[test]
+fn the_library_chunk_keeps_few_locals() {
+    fn locals(src: &str) -> usize {
+        code_only(src)
+            .lines()
+            .filter_map(|l| l.strip_prefix("local "))
+            .map(|rest| {
+                if rest.starts_with("function ") {
+                    1
+                } else {
+                    let names = rest.split('=').next().unwrap_or("");
+                    names.split(',').count()
+                }
+            })
+            .sum()
+    }
+    let mut top = 0;
+    let mut largest_block = (0, "");
+    for (file, src) in LIBRARY_FILES {
+        let n = locals(src);
+        if module_of(file).is_some() {
+            // `local <Module> = {}` is the top-level one.
+            top += 1;
+            if n - 1 > largest_block.0 {
+                largest_block = (n - 1, file);
+            }
+        } else {
+            top += n;
+        }
+    }
+    let accessors = DECLARATIONS
+        .iter()
+        .map(|d| locals(&d.accessors()) + 3)
+        .max()
+        .unwrap_or(0);
+    let at_once = top + largest_block.0 + accessors;
+    println!(
+        "lua library: {top} top-level locals; at most {at_once} active at once \
+         (largest module block {} in {}, operation accessors {accessors})",
+        largest_block.0, largest_block.1
+    );
+    assert!(top <= 60, "{top} top-level locals");
+    assert!(at_once <= 100, "{at_once} locals active at once");
+}
