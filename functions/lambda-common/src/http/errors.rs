@@ -199,6 +199,12 @@ pub enum ErrorDetails {
     NotFound {
         path: String,
     },
+    /// A key twice in one object of the body (INVALID_REQUEST): the key and
+    /// the JSON Pointer of its second occurrence.
+    DuplicateKey {
+        duplicate_key: String,
+        path: String,
+    },
 }
 
 /// An error answer: a code, a human message and details for `data`.
