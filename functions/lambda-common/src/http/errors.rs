@@ -263,6 +263,11 @@ impl ApiError {
     }
 }
 
+/// A `200` answer in the envelope.
+pub(super) fn ok<T: Serialize>(msg: &str, data: &T) -> Response<Body> {
+    envelope(StatusCode::OK, msg, data)
+}
+
 /// Builds an enveloped JSON response.
 pub fn envelope<T: Serialize>(status: StatusCode, msg: &str, data: &T) -> Response<Body> {
     let body = Envelope {

@@ -1,7 +1,6 @@
 //! The queue, status, match and rating routes: parse, call one use case,
 //! map its outcome. The party routes are in `parties.rs`.
 
-use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,9 +12,7 @@ use shared::{
 };
 use tracing::field::Empty;
 
-use super::errors::{
-    envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
-};
+use super::errors::{finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure};
 use super::request::{
     authorize, caller, check_method, claim, configured_world, forbidden, has_scope, invalid_field,
     json_body, latencies_for, scopes,
@@ -94,10 +91,6 @@ struct Left<'a> {
     world_type: &'a WorldName,
     previous_position: u64,
     remaining_queue_size: u64,
-}
-
-pub(super) fn ok<T: Serialize>(msg: &str, data: &T) -> Response<Body> {
-    envelope(StatusCode::OK, msg, data)
 }
 
 pub(super) fn queued_message(q: &QueuePosition) -> String {

@@ -15,10 +15,10 @@ use shared::{
 use tracing::field::Empty;
 
 use super::errors::{
-    envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
+    envelope, finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure,
 };
 use super::handlers::{
-    claimed_rating, cooling_down, in_match, invalid_rating, latency_required, ok, proposed_message,
+    claimed_rating, cooling_down, in_match, invalid_rating, latency_required, proposed_message,
     queue_full, queued_message, CallerState,
 };
 use super::request::{
