@@ -281,7 +281,7 @@ pub(super) fn latencies_for(
             "{} has no regions: leave latencies out",
             world.name
         ))),
-        (Some(v), Some(regions)) => shared::Latencies::from_value(v, regions)
+        (Some(v), Some(regions)) => shared::Latencies::from_value(v, &regions.names)
             .map(Some)
             .map_err(|e| bad(e.to_string())),
     }
