@@ -414,6 +414,20 @@ mod tests {
     }
 
     #[test]
+    fn a_duplicate_key_answers_400_with_duplicate_key_and_path_in_data() {
+        let body = r#"{"worldType":"geo","latencies":{"eu":30,"eu":40}}"#;
+        let req = request(Method::POST, JOIN_PATH, None, body);
+        let resp = json_body::<Value>(&req).unwrap_err().into_response();
+        assert_eq!(resp.status().as_u16(), 400);
+        let answer: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
+        assert_eq!(answer["resultCode"], "400");
+        assert_eq!(
+            answer["data"],
+            serde_json::json!({"error": "INVALID_REQUEST", "duplicateKey": "eu", "path": "/latencies/eu"})
+        );
+    }
+
+    #[test]
     fn malformed_json_and_non_objects_keep_their_refusal_before_duplicates() {
         // Syntax first: a duplicate before a syntax error is not what is reported.
         let req = request(Method::POST, JOIN_PATH, None, r#"{"a":1,"a":2"#);
