@@ -26,6 +26,11 @@
 #                                      package-lock.json; skipped while the
 #                                      installed tree is from that lock file)
 #
+# The module-cycle check (scripts/check-module-cycles.sh) needs nothing from
+# here: its tool, tools/module-cycles, is a workspace crate that cargo builds.
+# (cargo-modules, the first candidate, was left out for its build time; that
+# script says why, with the measurement.)
+#
 # Progress goes to stderr; stdout carries only the valkey-server path.
 set -euo pipefail
 

@@ -6,8 +6,10 @@
 # integration-tests crate's `standalone` and `cluster` test binaries) again on
 # Valkey 8.1, ElastiCache's default engine for new caches, and the TypeScript
 # SDK's tests (clients/typescript, node --test) against real local stacks
-# started from the mm-local binary that cargo test built. Nothing is skipped
-# when a tool is missing: it is installed, or the run fails.
+# started from the mm-local binary that cargo test built, and last the check
+# that no modules of shared/src or functions/lambda-common/src import each
+# other in a loop (scripts/check-module-cycles.sh). Nothing is skipped when a
+# tool is missing: it is installed, or the run fails.
 #
 # Longer soaks: MM_SOAK_OPS=1000000 scripts/test.sh
 set -euo pipefail
@@ -54,3 +56,7 @@ MM_REDIS_SERVER="$VALKEY_SERVER" cargo test --workspace --test standalone --test
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 echo "== TypeScript SDK (clients/typescript): npm test on node $(node --version)"
 MM_LOCAL_BIN="$TARGET_DIR/debug/mm-local" npm --prefix clients/typescript test
+
+# Last, so that a cycle does not hide the tests' results; it fails the run.
+echo "== module cycles (shared/src, functions/lambda-common/src)"
+scripts/check-module-cycles.sh

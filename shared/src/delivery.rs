@@ -14,7 +14,7 @@ use futures_util::future::join_all;
 
 use crate::domain::{ConnectionId, MatchEvent, NotificationId, NotificationKind, OutboxEntry};
 use crate::error::StoreError;
-use crate::store::{MatchStore, Settlement};
+use crate::store::{MatchStore, Settlement, CLAIM_LEASE, YOUNG_CONNECTION};
 
 /// Why a push to one connection failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -85,14 +85,9 @@ impl EventSink for NoEvents {
     }
 }
 
-/// How long a claimed entry stays hidden while it is being delivered.
-pub const CLAIM_LEASE: Duration = Duration::from_secs(15);
 /// Entries claimed per drain round (a match entry pushes to every
 /// participant's connections, so a round is a few hundred pushes).
 pub const DRAIN_BATCH: usize = 200;
-/// A connection registered this recently may answer 410 only because API
-/// Gateway has not finished its `$connect`: such a 410 is retried.
-pub const YOUNG_CONNECTION: Duration = Duration::from_secs(10);
 /// Upper bound of one push on the matcher's path; the outbox retries.
 pub const MATCHER_PUSH_TIMEOUT: Duration = Duration::from_secs(3);
 const MIN_BACKOFF: Duration = Duration::from_millis(250);

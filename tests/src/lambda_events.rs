@@ -161,7 +161,7 @@ pub async fn take_notes(store: &MatchStore) -> Vec<(Value, Vec<String>)> {
         .claim_notifications(
             std::time::Duration::from_secs(30),
             1000,
-            shared::delivery::YOUNG_CONNECTION,
+            shared::store::YOUNG_CONNECTION,
             &[],
         )
         .await

@@ -133,7 +133,7 @@ impl Env {
 }
 
 /// The "registered moments ago" threshold the scenarios claim with.
-const YOUNG: Duration = shared::delivery::YOUNG_CONNECTION;
+const YOUNG: Duration = shared::store::YOUNG_CONNECTION;
 
 pub fn player(s: &str) -> PlayerId {
     PlayerId::parse(s).expect("valid player id")

@@ -334,7 +334,7 @@ async fn a_matcher_that_died_before_pushing_is_completed_by_the_next() {
         .claim_notifications(
             Duration::from_millis(300),
             10,
-            shared::delivery::YOUNG_CONNECTION,
+            shared::store::YOUNG_CONNECTION,
             &ids,
         )
         .await

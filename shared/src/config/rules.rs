@@ -19,7 +19,7 @@ mod regions;
 mod updates;
 
 use regions::RegionsSection;
-pub use regions::{MAX_LATENCY_MS, MAX_REGIONS};
+pub use regions::MAX_REGIONS;
 use updates::{default_updates, UpdatesSection};
 pub use updates::{DEFAULT_ELO_K, DEFAULT_GLICKO2_TAU, DEFAULT_UNCERTAINTY};
 

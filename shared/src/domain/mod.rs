@@ -19,7 +19,7 @@ pub use ids::{
     ConnectionId, MatchId, PartyId, PlayerId, Rating, WorldName, MAX_CONNECTION_ID_CHARS,
     MAX_MATCH_ID_CHARS, MAX_NAME_CHARS, MAX_PLAYER_ID_CHARS,
 };
-pub use latency::Latencies;
+pub use latency::{Latencies, MAX_LATENCY_MS};
 pub use lifecycle::{
     AddedPlayer, Addition, Assignment, Backfill, EventPlayer, LifecycleView, MatchEvent,
     MatchEventKind, MatchLifecycle, MatchReport, MatchState, MatchView, MatchWithLifecycle,

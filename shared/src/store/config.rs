@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::millis;
+use super::outbox_claim::{CLAIM_LEASE, YOUNG_CONNECTION};
 use crate::config::{BalanceRules, Settings, World};
 use crate::domain::WorldName;
 
@@ -161,8 +162,8 @@ fn encode(settings: &Settings, world: &World) -> String {
         },
         party_rating: world.party_rating.as_str(),
         claim: Claim {
-            lease_ms: millis(crate::delivery::CLAIM_LEASE).max(1),
-            young_ms: millis(crate::delivery::YOUNG_CONNECTION),
+            lease_ms: millis(CLAIM_LEASE).max(1),
+            young_ms: millis(YOUNG_CONNECTION),
         },
         rating: world.rating().map(|r| Rated {
             base: r.base_window,

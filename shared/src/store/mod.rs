@@ -61,6 +61,7 @@ use invoke::{function_missing, is_read_only, MAX_RETRY_BACKOFF, RETRY_BACKOFF};
 pub use join::{JoinInput, JoinReply};
 pub use match_assign::AssignOutcome;
 pub use match_result::{RatingWrite, ResultOutcome};
+pub use outbox_claim::{CLAIM_LEASE, YOUNG_CONNECTION};
 pub use outbox_settle::Settlement;
 
 /// A connection to a single endpoint or to a cluster.

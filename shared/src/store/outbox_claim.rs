@@ -11,6 +11,15 @@ use crate::scripts::SCRIPTS;
 
 const SCRIPT: &str = "outbox_claim.lua";
 
+/// How long a claimed entry stays hidden while it is being delivered (the
+/// lease of [`MatchStore::claim_notifications`], and of the scripts' own
+/// claims of the entries they deliver at once: `lua/_config.lua`'s `claim`).
+pub const CLAIM_LEASE: Duration = Duration::from_secs(15);
+/// A connection registered this recently may answer 410 only because API
+/// Gateway has not finished its `$connect`: such a 410 is retried (the
+/// `young` of [`MatchStore::claim_notifications`] and of the scripts' claims).
+pub const YOUNG_CONNECTION: Duration = Duration::from_secs(10);
+
 impl MatchStore {
     /// Claims up to `limit` due notifications (or exactly `only`, if given
     /// and due), hiding them for `lease` while they are delivered.

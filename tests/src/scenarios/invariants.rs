@@ -94,7 +94,7 @@ fn invariant_latencies(world: &shared::World, p: &str) -> Option<shared::Latenci
             (name.clone(), Value::from(ms))
         })
         .collect();
-    Some(shared::Latencies::from_value(&Value::Object(map), regions).expect("latencies"))
+    Some(shared::Latencies::from_value(&Value::Object(map), &regions.names).expect("latencies"))
 }
 
 /// A player's fixed rating in the invariant run (1000..=2000).

@@ -25,7 +25,7 @@ fn regions_of(store: &MatchStore, w: &str) -> RegionRules {
 }
 
 fn latencies(store: &MatchStore, w: &str, value: serde_json::Value) -> Latencies {
-    Latencies::from_value(&value, &regions_of(store, w)).expect("valid latencies")
+    Latencies::from_value(&value, &regions_of(store, w).names).expect("valid latencies")
 }
 
 async fn join_from(store: &MatchStore, w: &str, p: &str, value: serde_json::Value) -> JoinOutcome {

@@ -81,7 +81,7 @@ fn latencies_of(i: usize, world: &World) -> Res<Latencies> {
         };
         map.insert((*name).to_owned(), serde_json::json!(ms.round()));
     }
-    Latencies::from_value(&serde_json::Value::Object(map), regions).ctx("latencies")
+    Latencies::from_value(&serde_json::Value::Object(map), &regions.names).ctx("latencies")
 }
 
 /// A probe's latencies: every region within the cap, none within the base
@@ -92,7 +92,7 @@ fn probe_latencies(world: &World) -> Res<Latencies> {
         .iter()
         .map(|r| ((*r).to_owned(), serde_json::json!(140)))
         .collect();
-    Latencies::from_value(&serde_json::Value::Object(map), regions).ctx("probe latencies")
+    Latencies::from_value(&serde_json::Value::Object(map), &regions.names).ctx("probe latencies")
 }
 
 fn player(name: &str) -> Res<PlayerId> {

@@ -431,7 +431,7 @@ async fn run(mode: &str, ns: &str) -> (Figures, Vec<Round>) {
             })
             .count()
     };
-    let drain_until = Instant::now() + shared::delivery::CLAIM_LEASE + Duration::from_secs(10);
+    let drain_until = Instant::now() + shared::store::CLAIM_LEASE + Duration::from_secs(10);
     // Redeliveries come at least every CLAIM_LEASE; with no progress for
     // longer than that, what is left is unreachable.
     let mut progress = (usize::MAX, Instant::now());
@@ -441,7 +441,7 @@ async fn run(mode: &str, ns: &str) -> (Figures, Vec<Round>) {
         if undelivered != progress.0 {
             progress = (undelivered, Instant::now());
         }
-        let stalled = progress.1.elapsed() > shared::delivery::CLAIM_LEASE + Duration::from_secs(2);
+        let stalled = progress.1.elapsed() > shared::store::CLAIM_LEASE + Duration::from_secs(2);
         if undelivered == 0 || stalled || Instant::now() >= drain_until {
             break (state, undelivered);
         }

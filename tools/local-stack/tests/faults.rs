@@ -25,7 +25,7 @@ use lambda_common::push::ApiGatewayPusher;
 use local_stack::LocalStack;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use shared::delivery::CLAIM_LEASE;
+use shared::store::CLAIM_LEASE;
 use shared::{ConnectionId, MatchRecord, MatchStore, PlayerId, PlayerStatus, ServerMessage};
 use support::{start_stack, Player};
 

@@ -261,7 +261,7 @@ async fn match_events_arrive_at_least_once_when_the_matcher_dies(cluster: Option
     let lease = Duration::from_secs(2);
     let claimed = stack
         .store
-        .claim_notifications(lease, 100, shared::delivery::YOUNG_CONNECTION, &[])
+        .claim_notifications(lease, 100, shared::store::YOUNG_CONNECTION, &[])
         .await
         .unwrap();
     assert!(
@@ -295,7 +295,7 @@ async fn match_events_arrive_at_least_once_when_the_matcher_dies(cluster: Option
     stack.restart_matcher();
     eventually(
         "the second event published again after the claim lease",
-        shared::delivery::CLAIM_LEASE + WAIT,
+        shared::store::CLAIM_LEASE + WAIT,
         || async { (events_of(&stack, &second).len() >= 2).then_some(()) },
     )
     .await;

@@ -914,7 +914,7 @@ export interface components {
             /** @constant */
             error: "UNAUTHORIZED";
         };
-        /** @description 400, malformed JSON, wrong, missing or unknown fields, a malformed id or world name, bad ticket data */
+        /** @description 400, malformed JSON, a key twice in one object, wrong, missing or unknown fields, a malformed id or world name, bad ticket data */
         InvalidRequestError: {
             /** @constant */
             error: "INVALID_REQUEST";
@@ -923,6 +923,10 @@ export interface components {
              * @enum {string}
              */
             field?: "worldType" | "data" | "members" | "matchId" | "partyId" | "playerId" | "rating";
+            /** @description a key found twice in one object of the body (the first such key, in document order) */
+            duplicateKey?: string;
+            /** @description the JSON Pointer (RFC 6901) of the duplicate key's second occurrence, e.g. `/latencies/eu` */
+            path?: string;
         };
         /** @description 400, a rating outside `[min, max]`: from the token claim, the ratings store or the request */
         InvalidRatingError: {

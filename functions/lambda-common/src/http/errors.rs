@@ -204,6 +204,12 @@ pub enum ErrorDetails {
     NotFound {
         path: String,
     },
+    /// A key twice in one object of the body (INVALID_REQUEST): the key and
+    /// the JSON Pointer of its second occurrence.
+    DuplicateKey {
+        duplicate_key: String,
+        path: String,
+    },
 }
 
 /// An error answer: a code, a human message and details for `data`.
@@ -260,6 +266,11 @@ impl ApiError {
         }
         resp
     }
+}
+
+/// A `200` answer in the envelope.
+pub(super) fn ok<T: Serialize>(msg: &str, data: &T) -> Response<Body> {
+    envelope(StatusCode::OK, msg, data)
 }
 
 /// Builds an enveloped JSON response.

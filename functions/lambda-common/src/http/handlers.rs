@@ -1,7 +1,6 @@
 //! The queue, status, match and rating routes: parse, call one use case,
 //! map its outcome. The party routes are in `parties.rs`.
 
-use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,10 +12,8 @@ use shared::{
 };
 use tracing::field::Empty;
 
-use super::errors::{
-    envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
-};
-use super::rejection::rejected;
+use super::errors::{finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure};
+use super::rejection::{invalid_rating, rejected};
 use super::request::{
     authorize, caller, check_method, claim, configured_world, forbidden, has_scope, invalid_field,
     json_body, latencies_for, scopes,
@@ -95,10 +92,6 @@ struct Left<'a> {
     world_type: &'a WorldName,
     previous_position: u64,
     remaining_queue_size: u64,
-}
-
-pub(super) fn ok<T: Serialize>(msg: &str, data: &T) -> Response<Body> {
-    envelope(StatusCode::OK, msg, data)
 }
 
 pub(super) fn queued_message(q: &QueuePosition) -> String {
@@ -204,30 +197,6 @@ pub(super) fn claimed_rating(
             "claim",
         )),
     }
-}
-
-pub(super) fn invalid_rating(
-    store: &MatchStore,
-    world_type: Option<WorldName>,
-    rating: &str,
-    source: &'static str,
-) -> Failure {
-    let r = &store.settings().ratings;
-    ApiError::new(
-        ErrorCode::InvalidRating,
-        format!(
-            "the rating {rating:?} (from the {source}) is not a number in [{}, {}]",
-            r.min, r.max
-        ),
-    )
-    .with(ErrorDetails::Rating {
-        world_type,
-        rating: rating.chars().take(40).collect(),
-        source,
-        min: r.min,
-        max: r.max,
-    })
-    .into()
 }
 
 /// `POST /v1/matching/leave`: remove the caller's ticket from a world.

@@ -9,8 +9,7 @@ use shared::use_cases::{self, ResultReport};
 use shared::{Assignment, MatchId, MatchLifecycle, MatchReport, MatchStore, MatchWithLifecycle};
 use tracing::field::Empty;
 
-use super::errors::{finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure};
-use super::handlers::ok;
+use super::errors::{finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure};
 use super::path_parameter;
 use super::request::{authorize, check_method, invalid_field, json_body, json_body_within};
 use super::Route;

@@ -9,6 +9,7 @@
 //! equal to `resultCode`; errors carry a stable code in `data.error`, and the
 //! status is decided by that code. See `docs/http-api.md`.
 
+mod duplicate_keys;
 mod errors;
 mod handlers;
 mod lifecycle;

@@ -15,9 +15,9 @@ use shared::{
 use tracing::field::Empty;
 
 use super::errors::{
-    envelope, finish, not_found_error, ApiError, ErrorCode, ErrorDetails, Failure,
+    envelope, finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure,
 };
-use super::handlers::{claimed_rating, ok, proposed_message, queued_message, CallerState};
+use super::handlers::{claimed_rating, proposed_message, queued_message, CallerState};
 use super::rejection::rejected;
 use super::request::{
     caller, check_method, claim, configured_world, invalid_field, json_body, latencies_for,

@@ -6,8 +6,7 @@ use serde::{Deserialize, Serialize};
 use shared::{use_cases, AnswerOutcome, MatchId, MatchRecord, MatchStore, Pusher, WorldName};
 use tracing::field::Empty;
 
-use super::errors::{finish, ApiError, ErrorCode, ErrorDetails, Failure};
-use super::handlers::ok;
+use super::errors::{finish, ok, ApiError, ErrorCode, ErrorDetails, Failure};
 use super::request::{caller, check_method, invalid_field, json_body};
 use super::Route;
 

@@ -3,10 +3,9 @@
 //! code named by the refusal's status (a test holds every status to an
 //! [`ErrorCode`]).
 
-use shared::{MatchStore, Rejection};
+use shared::{MatchStore, Rejection, WorldName};
 
 use super::errors::{ApiError, ErrorCode, ErrorDetails, Failure};
-use super::handlers::invalid_rating;
 
 impl ErrorCode {
     /// The code whose name is `name` (a refusal's status).
@@ -99,6 +98,31 @@ pub(super) fn rejected(store: &MatchStore, rejection: Rejection) -> Failure {
         }
     };
     ApiError::new(code, msg).with(details).into()
+}
+
+/// 400/409 INVALID_RATING: a rating (from `source`) outside the configured range.
+pub(super) fn invalid_rating(
+    store: &MatchStore,
+    world_type: Option<WorldName>,
+    rating: &str,
+    source: &'static str,
+) -> Failure {
+    let r = &store.settings().ratings;
+    ApiError::new(
+        ErrorCode::InvalidRating,
+        format!(
+            "the rating {rating:?} (from the {source}) is not a number in [{}, {}]",
+            r.min, r.max
+        ),
+    )
+    .with(ErrorDetails::Rating {
+        world_type,
+        rating: rating.chars().take(40).collect(),
+        source,
+        min: r.min,
+        max: r.max,
+    })
+    .into()
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use shared::{MatchStore, PlayerId, Settings, World, WorldName};
 
+use super::duplicate_keys::{first_duplicate_key, DuplicateKey};
 use super::errors::{method_not_allowed, ApiError, ErrorCode, ErrorDetails};
 use super::{Access, ConfiguredScope, Route};
 
@@ -184,8 +185,9 @@ pub(super) fn check_content_type(req: &Request) -> Result<(), ApiError> {
 }
 
 /// Parses a JSON request body of type `T`, refusing bodies over
-/// [`MAX_BODY_BYTES`], other media types, invalid UTF-8 and any JSON that
-/// does not fit `T` exactly.
+/// [`MAX_BODY_BYTES`], other media types, invalid UTF-8, an object with a
+/// key twice at any depth (`data.duplicateKey`, `data.path`) and any JSON
+/// that does not fit `T` exactly.
 pub(super) fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     json_body_within(req, MAX_BODY_BYTES)
 }
@@ -232,6 +234,17 @@ pub(super) fn json_body_within<T: DeserializeOwned>(
             "request body must be a JSON object",
         ));
     }
+    // `Value` kept the last of two equal keys; the text still has both.
+    if let Some(DuplicateKey { key, path }) = first_duplicate_key(text) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("invalid request body: key {key:?} appears twice in one object (at {path})"),
+        )
+        .with(ErrorDetails::DuplicateKey {
+            duplicate_key: key,
+            path,
+        }));
+    }
     serde_json::from_value(value).map_err(invalid)
 }
 
@@ -268,7 +281,7 @@ pub(super) fn latencies_for(
             "{} has no regions: leave latencies out",
             world.name
         ))),
-        (Some(v), Some(regions)) => shared::Latencies::from_value(v, regions)
+        (Some(v), Some(regions)) => shared::Latencies::from_value(v, &regions.names)
             .map(Some)
             .map_err(|e| bad(e.to_string())),
     }
@@ -342,6 +355,108 @@ mod tests {
             let err = check_content_type(&req).unwrap_err();
             assert_eq!(err.code, ErrorCode::UnsupportedMediaType, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_body_with_a_key_twice_at_any_depth_is_refused_naming_it() {
+        let cases = [
+            (
+                r#"{"worldType":"world1","worldType":"world2"}"#,
+                "worldType",
+                "/worldType",
+            ),
+            (
+                r#"{"worldType":"geo","latencies":{"eu":30,"eu":40}}"#,
+                "eu",
+                "/latencies/eu",
+            ),
+            (
+                r#"{"worldType":"w","data":{"k":{"x":1,"x":1}}}"#,
+                "x",
+                "/data/k/x",
+            ),
+            (
+                r#"{"players":[{"playerId":"a"},{"playerId":"b","playerId":"c"}]}"#,
+                "playerId",
+                "/players/1/playerId",
+            ),
+            (
+                r#"{"playerRanks":{"a":1,"b":2,"a":3}}"#,
+                "a",
+                "/playerRanks/a",
+            ),
+        ];
+        for (body, key, path) in cases {
+            let req = request(Method::POST, JOIN_PATH, Some("application/json"), body);
+            let err = json_body::<Value>(&req).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidRequest, "{body}");
+            assert_eq!(
+                err.details,
+                ErrorDetails::DuplicateKey {
+                    duplicate_key: key.into(),
+                    path: path.into()
+                },
+                "{body}"
+            );
+            assert!(err.msg.contains(path), "{body}: {}", err.msg);
+        }
+        // The same keys once each are read as before.
+        let req = request(
+            Method::POST,
+            JOIN_PATH,
+            None,
+            r#"{"latencies":{"eu":30,"us":40}}"#,
+        );
+        assert_eq!(
+            json_body::<Value>(&req).unwrap(),
+            serde_json::json!({"latencies": {"eu": 30, "us": 40}})
+        );
+    }
+
+    #[test]
+    fn a_duplicate_key_answers_400_with_duplicate_key_and_path_in_data() {
+        let body = r#"{"worldType":"geo","latencies":{"eu":30,"eu":40}}"#;
+        let req = request(Method::POST, JOIN_PATH, None, body);
+        let resp = json_body::<Value>(&req).unwrap_err().into_response();
+        assert_eq!(resp.status().as_u16(), 400);
+        let answer: Value = serde_json::from_slice(resp.body().as_ref()).unwrap();
+        assert_eq!(answer["resultCode"], "400");
+        assert_eq!(
+            answer["data"],
+            serde_json::json!({"error": "INVALID_REQUEST", "duplicateKey": "eu", "path": "/latencies/eu"})
+        );
+    }
+
+    #[test]
+    fn malformed_json_and_non_objects_keep_their_refusal_before_duplicates() {
+        // Syntax first: a duplicate before a syntax error is not what is reported.
+        let req = request(Method::POST, JOIN_PATH, None, r#"{"a":1,"a":2"#);
+        let err = json_body::<Value>(&req).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidRequest);
+        assert_eq!(err.details, ErrorDetails::None {});
+        let req = request(Method::POST, JOIN_PATH, None, r#"[{"a":1,"a":2}]"#);
+        let err = json_body::<Value>(&req).unwrap_err();
+        assert_eq!(err.msg, "request body must be a JSON object");
+    }
+
+    #[test]
+    fn the_optional_body_of_a_party_join_is_checked_too() {
+        #[derive(Debug, Default, serde::Deserialize)]
+        struct Body {
+            #[allow(dead_code)]
+            latencies: Option<Value>,
+        }
+        let req = request(
+            Method::POST,
+            JOIN_PATH,
+            None,
+            r#"{"latencies":{"eu":1,"eu":2}}"#,
+        );
+        let err = optional_json_body::<Body>(&req).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidRequest);
+        assert!(matches!(err.details, ErrorDetails::DuplicateKey { .. }));
+        let req = request(Method::POST, JOIN_PATH, None, "");
+        assert!(optional_json_body::<Body>(&req).is_ok());
     }
 
     #[test]

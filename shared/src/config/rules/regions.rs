@@ -1,6 +1,7 @@
 //! A world's regions, as written in the rule set.
 
 use super::*;
+use crate::domain::MAX_LATENCY_MS;
 
 /// A world's regions, as written in the document.
 #[derive(Deserialize)]
@@ -20,8 +21,6 @@ pub(super) struct RegionsSection {
 
 /// Most regions a world names.
 pub const MAX_REGIONS: usize = 16;
-/// The highest latency a player may report, in ms (and so the highest cap).
-pub const MAX_LATENCY_MS: u32 = 10_000;
 
 impl RegionsSection {
     pub(super) fn validate(self) -> Result<RegionRules, String> {

@@ -73,7 +73,7 @@ pub(super) fn latencies_of(
         // (the core refuses it unless the world has a default region).
         return Ok(None);
     }
-    Latencies::from_value(&serde_json::Value::Object(measured), rules)
+    Latencies::from_value(&serde_json::Value::Object(measured), &rules.names)
         .map(Some)
         .map_err(|e| {
             StoreError::Rejected(format!(

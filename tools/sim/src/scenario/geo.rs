@@ -14,7 +14,7 @@ use super::{Scenario, TraceError};
 const STANDARD_JSON: &str = include_str!("../../geography/world.json");
 
 /// Most milliseconds a client may report (the core's `MAX_LATENCY_MS`).
-pub const MAX_LATENCY_MS: u32 = shared::config::rules::MAX_LATENCY_MS;
+pub const MAX_LATENCY_MS: u32 = shared::domain::MAX_LATENCY_MS;
 
 /// How latencies are generated. A player's latency to region `r` is
 ///
