@@ -17,6 +17,8 @@
 mod declaration;
 mod invocation;
 #[cfg(test)]
+mod reach;
+#[cfg(test)]
 mod tests;
 
 use std::sync::LazyLock;
