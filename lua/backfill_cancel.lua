@@ -3,7 +3,7 @@
 -- proposals holding seats (ready checks) are cancelled and their tickets
 -- requeued at their places.
 --
--- KEYS   players outbox notes counters parties proposals proposal_expiry
+-- KEYS   players outbox notes counters parties party_expiry proposals proposal_expiry
 -- KEYS   matcher_asleep backfills backfill_expiry
 -- WORLDS the backfill's world (the store reads it from the match record)
 -- ARGV   match_id   the match id

@@ -6,7 +6,8 @@
 -- unless every check passes.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
--- KEYS   proposals proposal_expiry matcher_asleep backfills backfill_expiry
+-- KEYS   party_expiry proposals proposal_expiry matcher_asleep backfills
+-- KEYS   backfill_expiry
 -- WORLDS the match's world (the store reads it from the record)
 -- ARGV   match_id   the match id
 -- ARGV   teams      JSON: the players the match has now, a list per team

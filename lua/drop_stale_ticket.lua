@@ -2,7 +2,7 @@
 -- which is no longer configured (join.lua answers STALE for it), so the
 -- player is not stuck behind a queue nobody matches or sweeps any more.
 --
--- KEYS   players
+-- KEYS   players outbox notes counters parties party_expiry matcher_asleep
 -- WORLDS the retired world
 -- ARGV   player   the player id
 --

@@ -10,9 +10,9 @@
 -- durably (record, the players' states, expiry, one outbox entry) before
 -- anyone is notified.
 --
--- KEYS   players match_seq matches match_expiry match_lifecycle outbox notes
--- KEYS   counters parties proposals proposal_expiry presence backfills
--- KEYS   backfill_expiry
+-- KEYS   players match_seq matches match_expiry match_lifecycle outbox notes counters
+-- KEYS   parties party_expiry proposals proposal_expiry presence matcher_asleep
+-- KEYS   backfills backfill_expiry
 -- WORLDS the world to match
 -- ARGV   limit    FIFO: most matches to form in this call (0 = all);
 --                 rating: most anchors to try in this call (> 0)

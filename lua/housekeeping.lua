@@ -9,8 +9,8 @@
 -- in batches.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
--- KEYS   party_expiry proposals proposal_expiry conns conn_expiry player_conns
--- KEYS   presence backfills backfill_expiry
+-- KEYS   party_expiry proposals proposal_expiry conns conn_expiry player_conns presence
+-- KEYS   matcher_asleep backfills backfill_expiry
 -- WORLDS every configured world
 -- ARGV   limit          most records of each kind to remove in this call (> 0)
 -- ARGV   remove_ticket  remove the ticket of a player whose last connection

@@ -3,7 +3,7 @@
 -- and the queue holds a full group, form the match in the same atomic step.
 --
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
--- KEYS   outbox_meta notes counters parties proposals proposal_expiry
+-- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
 -- KEYS   player_ratings conns player_conns presence matcher_asleep backfills
 -- KEYS   backfill_expiry
 -- WORLDS the joined world, then the world of the player's ticket when it is

@@ -12,7 +12,7 @@
 -- rather than asked to accept seats in a game that is over.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
--- KEYS   proposals proposal_expiry player_ratings matcher_asleep backfills
+-- KEYS   party_expiry proposals proposal_expiry player_ratings matcher_asleep backfills
 -- KEYS   backfill_expiry
 -- WORLDS the match's world, when it is still configured (none otherwise:
 --        its backfill's proposals then requeue nobody, as in housekeeping)

@@ -2,8 +2,7 @@
 -- assembling a party, in a match proposal, matched or idle. One read of the
 -- player's state (_players.lua) decides which.
 --
--- KEYS   players matches match_expiry match_lifecycle parties proposals backfills
--- KEYS   backfill_expiry
+-- KEYS   players matches match_expiry match_lifecycle parties proposals
 -- WORLDS every configured world
 -- ARGV   player   the player id
 -- ARGV   window   statistics window ms

@@ -8,7 +8,8 @@
 -- as timed out instead.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
--- KEYS   proposals proposal_expiry matcher_asleep backfills backfill_expiry
+-- KEYS   party_expiry proposals proposal_expiry matcher_asleep backfills
+-- KEYS   backfill_expiry
 -- WORLDS the proposal's world (from a read of the proposal)
 -- ARGV   player    the player id
 -- ARGV   match_id  the proposal's match id

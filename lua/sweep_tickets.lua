@@ -4,7 +4,7 @@
 -- ever put on a whole queue. Deadline entries of tickets that left are
 -- dropped on the way.
 --
--- KEYS   players outbox notes counters parties
+-- KEYS   players outbox notes counters parties party_expiry matcher_asleep
 -- WORLDS the world to sweep
 -- ARGV   limit    most deadline entries to look at in this call (> 0)
 --

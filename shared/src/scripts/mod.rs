@@ -19,6 +19,8 @@ mod declaration;
 mod doc_table;
 mod invocation;
 #[cfg(test)]
+mod reach;
+#[cfg(test)]
 mod tests;
 
 use std::sync::LazyLock;
@@ -291,8 +293,9 @@ macro_rules! operations {
 operations! {
     join {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
-               OutboxMeta, Notes, Counters, Parties, Proposals, ProposalExpiry, PlayerRatings,
-               Conns, PlayerConns, Presence, MatcherAsleep, Backfills, BackfillExpiry],
+               OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
+               PlayerRatings, Conns, PlayerConns, Presence, MatcherAsleep, Backfills,
+               BackfillExpiry],
         worlds: First,
         args: [player, data, claimed, latencies, config, claim],
     }
@@ -303,13 +306,14 @@ operations! {
         args: [player],
     }
     drop_stale_ticket {
-        keys: [Players],
+        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, MatcherAsleep],
         worlds: One,
         args: [player],
     }
     form_matches {
         keys: [Players, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters,
-               Parties, Proposals, ProposalExpiry, Presence, Backfills, BackfillExpiry],
+               Parties, PartyExpiry, Proposals, ProposalExpiry, Presence, MatcherAsleep, Backfills,
+               BackfillExpiry],
         worlds: One,
         args: [limit, config],
     }
@@ -319,8 +323,7 @@ operations! {
         args: [window, buckets, regions],
     }
     player_status {
-        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Parties, Proposals, Backfills,
-               BackfillExpiry],
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Parties, Proposals],
         worlds: Many,
         args: [player, window],
     }
@@ -336,14 +339,14 @@ operations! {
     }
     match_result {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               Proposals, ProposalExpiry, PlayerRatings, MatcherAsleep, Backfills,
+               PartyExpiry, Proposals, ProposalExpiry, PlayerRatings, MatcherAsleep, Backfills,
                BackfillExpiry],
         worlds: Many,
         args: [match_id, result, changes, record_sha, ratings],
     }
     backfill_request {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               Proposals, ProposalExpiry, MatcherAsleep, Backfills, BackfillExpiry],
+               PartyExpiry, Proposals, ProposalExpiry, MatcherAsleep, Backfills, BackfillExpiry],
         worlds: One,
         args: [match_id, teams, keepalive, config, seen],
     }
@@ -353,7 +356,7 @@ operations! {
         args: [match_id, keepalive],
     }
     backfill_cancel {
-        keys: [Players, Outbox, Notes, Counters, Parties, Proposals, ProposalExpiry,
+        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
                MatcherAsleep, Backfills, BackfillExpiry],
         worlds: One,
         args: [match_id],
@@ -364,14 +367,14 @@ operations! {
         args: [for_world, player, rating, min, max],
     }
     sweep_tickets {
-        keys: [Players, Outbox, Notes, Counters, Parties],
+        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, MatcherAsleep],
         worlds: One,
         args: [limit],
     }
     housekeeping {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
                PartyExpiry, Proposals, ProposalExpiry, Conns, ConnExpiry, PlayerConns, Presence,
-               Backfills, BackfillExpiry],
+               MatcherAsleep, Backfills, BackfillExpiry],
         worlds: Many,
         args: [limit, remove_ticket],
     }
@@ -421,9 +424,8 @@ operations! {
         args: [token],
     }
     party_create {
-        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               PartyExpiry, Proposals, PlayerRatings, Presence, MatcherAsleep, Backfills,
-               BackfillExpiry],
+        keys: [Players, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties, PartyExpiry,
+               Proposals, PlayerRatings, Presence, MatcherAsleep],
         worlds: First,
         args: [leader, data, claimed, latencies, config],
         rest: invited,
@@ -431,8 +433,7 @@ operations! {
     party_join {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
                OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               PlayerRatings, Conns, PlayerConns, Presence, MatcherAsleep, Backfills,
-               BackfillExpiry],
+               PlayerRatings, Conns, PlayerConns, Presence, MatcherAsleep],
         worlds: First,
         args: [player, party, data, claimed, latencies, config, claim],
     }
@@ -444,7 +445,7 @@ operations! {
     }
     proposal_answer {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               Proposals, ProposalExpiry, MatcherAsleep, Backfills, BackfillExpiry],
+               PartyExpiry, Proposals, ProposalExpiry, MatcherAsleep, Backfills, BackfillExpiry],
         worlds: One,
         args: [player, match_id, answer, config],
     }
