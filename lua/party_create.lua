@@ -4,7 +4,7 @@
 -- queue as one ticket when the last one has joined. The invited are told
 -- (PARTY_UPDATE). Nothing is written unless every check passes.
 --
--- KEYS   players match_expiry match_lifecycle outbox notes counters parties
+-- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
 -- KEYS   party_expiry proposals player_ratings presence matcher_asleep
 -- WORLDS the party's world, then the world of the leader's ticket when it is
 --        another (the store learns it from a STALE answer)

@@ -424,7 +424,7 @@ operations! {
         args: [token],
     }
     party_create {
-        keys: [Players, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties, PartyExpiry,
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties, PartyExpiry,
                Proposals, PlayerRatings, Presence, MatcherAsleep],
         worlds: First,
         args: [leader, data, claimed, latencies, config],

@@ -83,7 +83,9 @@ fn is_ident(c: u8) -> bool {
 }
 
 /// The names `code` uses as values: every identifier that is not a field
-/// (`t.name`, `t:name`) or a table constructor's key (`{ name = ...`).
+/// (`t.name`, `t:name`) or a table constructor's key (`{ name = ...`); a
+/// module's helper (`Players.name`: a capitalised table, see
+/// scripts/mod.rs LIBRARY_FILES) counts as its name.
 fn names_used(code: &str) -> BTreeSet<&str> {
     let b = code.as_bytes();
     let mut used = BTreeSet::new();
@@ -100,7 +102,16 @@ fn names_used(code: &str) -> BTreeSet<&str> {
         let before = code[..start].trim_end().as_bytes();
         let field = match before {
             [.., b'.', b'.'] => false,
-            [.., b'.'] | [.., b':'] => true,
+            [rest @ .., b'.'] => {
+                let table: Vec<u8> = rest
+                    .iter()
+                    .rev()
+                    .take_while(|c| is_ident(**c))
+                    .copied()
+                    .collect();
+                !table.last().is_some_and(u8::is_ascii_uppercase)
+            }
+            [.., b':'] => true,
             _ => false,
         };
         let after = code[i..].trim_start().as_bytes();
