@@ -424,8 +424,8 @@ operations! {
         args: [token],
     }
     party_create {
-        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties, PartyExpiry,
-               Proposals, PlayerRatings, Presence, MatcherAsleep],
+        keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
+               PartyExpiry, Proposals, PlayerRatings, Presence, MatcherAsleep],
         worlds: First,
         args: [leader, data, claimed, latencies, config],
         rest: invited,
