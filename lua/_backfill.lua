@@ -174,6 +174,7 @@ end
 -- ready check holds the seat by a proposal) and the match id, or nil.
 local function backfill_joiner(ctx, it)
   local k = ctx.k
+  if not has(k, 'backfill_queue') then return nil end
   local ids
   if ctx.cfg.rules then
     local w = ctx.cfg.rules.max
@@ -249,8 +250,9 @@ end
 -- Returns the outbox ids of the fills.
 local function serve_backfills(ctx, limit)
   local k = ctx.k
-  local ids = redis.call('ZRANGE', k.backfill_queue, 0, limit - 1)
   local out = {}
+  if not has(k, 'backfill_queue') then return out end
+  local ids = redis.call('ZRANGE', k.backfill_queue, 0, limit - 1)
   if #ids == 0 then return out end
   local stored = redis.call('HMGET', k.backfills, unpack(ids))
   for i, id in ipairs(ids) do

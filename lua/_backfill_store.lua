@@ -55,7 +55,8 @@ local function unindex_backfill(wk, id)
   if redis.call('ZREM', wk.backfill_queue, id) == 1 then
     redis.call('HINCRBY', wk.stats, 'backfills', -1)
   end
-  redis.call('ZREM', wk.backfill_ratings, id)
+  -- Rated worlds only: a call in another is not given this key.
+  if has(wk, 'backfill_ratings') then redis.call('ZREM', wk.backfill_ratings, id) end
 end
 
 -- Deletes backfill `id` of `world` (its world keys `wk`; nil: the index

@@ -48,6 +48,13 @@ local function strict(t)
   return setmetatable(t, STRICT)
 end
 
+-- Whether the call was given key `name`: a call passes only the keys its
+-- worlds' features reach (shared/src/keys.rs Features), so a path that
+-- may run in any world asks before it touches a feature's key.
+local function has(k, name)
+  return rawget(k, name) ~= nil
+end
+
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -89,7 +89,7 @@ end
 -- are rebuilt from the stored latencies.
 local function drop_regional(ctx, tickets)
   local k = ctx.k
-  if #tickets == 0 or redis.call('EXISTS', k.latencies) == 0 then return end
+  if #tickets == 0 or not has(k, 'latencies') or redis.call('EXISTS', k.latencies) == 0 then return end
   local stored = redis.call('HMGET', k.latencies, unpack(tickets))
   local queue_members, rated_members = {}, {}
   for i, t in ipairs(tickets) do
@@ -104,7 +104,7 @@ local function drop_regional(ctx, tickets)
   end
   chunked('HDEL', k.latencies, tickets, 1)
   if #queue_members > 0 then chunked('ZREM', k.region_queue, queue_members, 1) end
-  if #rated_members > 0 and redis.call('EXISTS', k.region_ratings) == 1 then
+  if #rated_members > 0 and has(k, 'region_ratings') and redis.call('EXISTS', k.region_ratings) == 1 then
     chunked('ZREM', k.region_ratings, rated_members, 1)
   end
 end
@@ -113,6 +113,11 @@ end
 local function latencies_of(ctx, tickets)
   local out = {}
   if #tickets == 0 then return out end
+  if not has(ctx.k, 'latencies') then
+    -- A world without regions: nobody has latencies.
+    for i = 1, #tickets do out[i] = {} end
+    return out
+  end
   local stored = redis.call('HMGET', ctx.k.latencies, unpack(tickets))
   for i = 1, #tickets do out[i] = decode_latencies(stored[i] or '') end
   return out
@@ -167,6 +172,7 @@ end
 -- latencies, q = { member, score, ... }, r = { member, score, ... } }, or
 -- nil in a world without regions. Runs while the ticket still waits.
 local function capture_regional(k, ticket, seq)
+  if not has(k, 'latencies') then return nil end
   local l = redis.call('HGET', k.latencies, ticket)
   if not l then return nil end
   local out = { l = l, q = {}, r = {} }

@@ -15,17 +15,21 @@ do
 -- runs before the tickets leave the queue. Unrated worlds have neither
 -- key; either may exist without the other (a join files its ticket in
 -- ratings and, when its own attempt fails, in due: one seated by a backfill
--- in between has only the ratings entry), so both are asked about.
+-- in between has only the ratings entry), so both are asked about. A call
+-- in a world without either is not given them (worlds with regions have
+-- due only).
 local function drop_rated(ctx, tickets)
   local k = ctx.k
-  if #tickets == 0 or redis.call('EXISTS', k.due, k.ratings) == 0 then return end
+  if #tickets == 0 or not has(k, 'due') then return end
+  local rated = has(k, 'ratings')
+  if redis.call('EXISTS', k.due, rated and k.ratings or k.due) == 0 then return end
   local members = {}
   for _, t in ipairs(tickets) do
     local seq = tonumber(redis.call('ZSCORE', k.queue, t))
     if seq then members[#members + 1] = Players.rating_member(seq, t) end
   end
   chunked('ZREM', k.due, tickets, 1)
-  if #members > 0 then chunked('ZREM', k.ratings, members, 1) end
+  if rated and #members > 0 then chunked('ZREM', k.ratings, members, 1) end
 end
 
 -- Deletes the states of players whose tickets left the world, unless a

@@ -28,8 +28,10 @@ if waiting > 0 then
 end
 local wp, ws = wait_stats(k.stats, now, window)
 local reply = { waiting, wp, ws, oldest_wait }
-local lowest = redis.call('ZRANGE', k.ratings, 0, 0, 'WITHSCORES')[2]
-local highest = redis.call('ZRANGE', k.ratings, -1, -1, 'WITHSCORES')[2]
+-- A world's call has the keys of its features only (has: _lib.lua).
+local rated = has(k, 'ratings')
+local lowest = rated and redis.call('ZRANGE', k.ratings, 0, 0, 'WITHSCORES')[2]
+local highest = rated and redis.call('ZRANGE', k.ratings, -1, -1, 'WITHSCORES')[2]
 if not lowest then
   reply[5], reply[6] = '', ''
 else
@@ -51,5 +53,5 @@ for _ in string.gmatch(args.regions, '%S+') do
     '(' .. string.format('%d', Regions.QUEUE_BAND * (i + 1)))
 end
 -- Running matches' open backfills, apart from the waiting tickets.
-reply[#reply + 1] = redis.call('ZCARD', k.backfill_queue)
+reply[#reply + 1] = has(k, 'backfill_queue') and redis.call('ZCARD', k.backfill_queue) or 0
 return reply

@@ -167,6 +167,82 @@ key_layout! {
     }
 }
 
+/// What a world can have, as far as keys go: a call passes a key only when
+/// the features of its worlds (and of the namespace) can reach it
+/// ([`NamespaceKey::needs`], [`WorldKey::needs`]), so a FIFO world without
+/// regions, ready checks or presence sends none of their keys. Scripts get
+/// the set as letters (`Features::letters`), the first argument of every
+/// call, and build their key accessors from it (scripts/declaration.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Features(u8);
+
+impl Features {
+    pub const NONE: Features = Features(0);
+    /// A world of the namespace allows parties (a player's state may be a
+    /// party of any world).
+    pub const PARTIES: Features = Features(1);
+    /// A world of the namespace has a ready check (a player's state may be
+    /// a proposal of any world).
+    pub const READY_CHECKS: Features = Features(1 << 1);
+    pub const RATED: Features = Features(1 << 2);
+    pub const REGIONS: Features = Features(1 << 3);
+    pub const PRESENCE: Features = Features(1 << 4);
+    pub const ALL: Features = Features((1 << 5) - 1);
+    /// The letter of each feature, in bit order.
+    const LETTERS: [char; 5] = ['p', 'c', 'r', 'g', 's'];
+
+    pub const fn union(self, other: Features) -> Features {
+        Features(self.0 | other.0)
+    }
+
+    /// Whether a key that needs `needs` is reached (`NONE`: always).
+    pub const fn reach(self, needs: Features) -> bool {
+        needs.0 == 0 || self.0 & needs.0 != 0
+    }
+
+    /// The set as the scripts take it: one letter per feature.
+    pub fn letters(self) -> String {
+        Self::LETTERS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.0 & (1 << i) != 0)
+            .map(|(_, c)| *c)
+            .collect()
+    }
+}
+
+impl NamespaceKey {
+    /// The features that make a call reach this key (any of them; `NONE`:
+    /// every call of an operation that declares it).
+    pub const fn needs(self) -> Features {
+        match self {
+            NamespaceKey::Parties | NamespaceKey::PartyExpiry => Features::PARTIES,
+            NamespaceKey::Proposals | NamespaceKey::ProposalExpiry => Features::READY_CHECKS,
+            NamespaceKey::PlayerRatings => Features::RATED,
+            NamespaceKey::Presence => Features::PRESENCE,
+            // Backfill keys are reached in every world: a running match of
+            // any world may ask for players (the store does not require
+            // game servers for it, only the HTTP route does).
+            _ => Features::NONE,
+        }
+    }
+}
+
+impl WorldKey {
+    /// As [`NamespaceKey::needs`].
+    pub const fn needs(self) -> Features {
+        match self {
+            WorldKey::Ratings => Features::RATED,
+            WorldKey::Due => Features::RATED.union(Features::REGIONS),
+            WorldKey::Latencies | WorldKey::RegionQueue | WorldKey::RegionRatings => {
+                Features::REGIONS
+            }
+            WorldKey::BackfillRatings => Features::RATED,
+            _ => Features::NONE,
+        }
+    }
+}
+
 /// A value of the `players` hash, as `lua/_players.lua` writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlayerState<'a> {

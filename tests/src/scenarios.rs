@@ -1327,7 +1327,8 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     }
 }
 
-/// Runs script `name` (with the library) by EVAL.
+/// Runs script `name` (with the library) by EVAL, with every feature (the
+/// first argument; the cases' `args` follow it).
 async fn eval_script(
     store: &MatchStore,
     name: &str,
@@ -1344,6 +1345,7 @@ async fn eval_script(
     for key in keys {
         cmd.arg(key);
     }
+    cmd.arg(shared::keys::Features::ALL.letters());
     for arg in args {
         cmd.arg(arg);
     }

@@ -39,27 +39,21 @@ impl Declaration {
     }
 
     /// The accessors put in front of the script's body: every key and
-    /// argument by name, validated counts, the world blocks.
+    /// argument by name, validated counts, the world blocks. The first
+    /// argument is the call's features (`Features::letters`): the keys
+    /// present are the declared ones those features reach, in declared
+    /// order (`shape`, built once per feature set by [`Declaration::accessors`]).
     pub fn prelude(&self) -> String {
-        let ns = self.keys.len();
-        let width = WorldKey::ALL.len();
-        let fixed = self.args.len();
-        let ns_fields: Vec<String> = self
-            .keys
-            .iter()
-            .enumerate()
-            .map(|(i, key)| format!("{} = KEYS[{}]", key.name(), i + 1))
-            .collect();
+        let fixed = self.args.len() + 1;
         let mut out = String::new();
         let worlds = self.worlds != Worlds::None;
-        let asleep = self
-            .keys
-            .iter()
-            .position(|k| *k == NamespaceKey::MatcherAsleep)
-            .map_or_else(|| "nil".to_owned(), |i| format!("KEYS[{}]", i + 1));
-        out.push_str(&format!("CALL.wake, CALL.asleep = false, {asleep}\n"));
+        out.push_str(
+            "local shape = SHAPES[ARGV[1]] or shape_of(ARGV[1])\n\
+             if not shape then return fail('the first argument must be the call\\'s features') end\n",
+        );
         out.push_str(&format!(
-            "local NS_KEYS, WORLD_KEYS, FIXED_ARGS = {ns}, {width}, {fixed}\n"
+            "CALL.wake, CALL.asleep = false, shape.asleep and KEYS[shape.asleep]\n\
+             local NS_KEYS, WORLD_KEYS, FIXED_ARGS = shape.ns_n, shape.world_n, {fixed}\n"
         ));
         if worlds {
             out.push_str(
@@ -116,7 +110,7 @@ impl Declaration {
                 .iter()
                 .map(|name| format!("ARGS.{name}"))
                 .collect();
-            let values: Vec<String> = (1..=self.args.len())
+            let values: Vec<String> = (2..=self.args.len() + 1)
                 .map(|i| format!("ARGV[{i}]"))
                 .collect();
             out.push_str(&format!(
@@ -126,61 +120,87 @@ impl Declaration {
                 values.join(", ")
             ));
         }
+        // The accessors (`Declaration::accessors`, defined once around the
+        // function) read this call's keys.
+        out.push_str("CUR_SHAPE, CUR_KEYS = shape, KEYS\n");
         if worlds {
-            // The world accessors (`Declaration::accessors`, defined once
-            // around the function) read this call's blocks.
-            out.push_str("CUR_KEYS, CUR_WORLDS, CUR_WORLD_COUNT = KEYS, worlds, world_count\n");
+            out.push_str("CUR_WORLDS, CUR_WORLD_COUNT = worlds, world_count\n");
         }
         match self.worlds {
             Worlds::One | Worlds::First => out.push_str("local k = world_keys(1)\n"),
-            Worlds::None | Worlds::Many => out.push_str(&format!(
-                "local k = strict({{ {} }})\n",
-                ns_fields.join(", ")
-            )),
+            Worlds::None | Worlds::Many => out.push_str("local k = namespace_keys()\n"),
         }
         out
     }
+
     /// What an operation's function is built around, once per function
-    /// rather than on every call: for operations with world blocks,
-    /// `world_keys(i)` and `world_of(name)`, reading the blocks of the
-    /// running call (`CUR_*`, set by the prelude). A world block's key table
-    /// is built once per namespace and world and kept (`KEY_CACHE`, at most
-    /// `KEY_CACHE_MAX` tables): the store derives every key from the
-    /// namespace and the world, so a block's first key and the namespace's
-    /// first key name all of them. Building it costs ~1.4 us per call.
+    /// rather than on every call: `shape_of(features)`, the keys a feature
+    /// set brings (cached in `SHAPES`), `namespace_keys()` and, for
+    /// operations with world blocks, `world_keys(i)` and `world_of(name)`,
+    /// reading the running call's keys (`CUR_*`, set by the prelude). A key
+    /// table is built once per feature set, namespace and world and kept
+    /// (at most `KEY_CACHE_MAX` tables): the store derives every key from
+    /// the namespace and the world, so a block's first key and the
+    /// namespace's first key name all of them. Building one costs ~1.4 us.
     pub(super) fn accessors(&self) -> String {
-        if self.worlds == Worlds::None {
-            return String::new();
-        }
-        let ns = self.keys.len();
-        let width = WorldKey::ALL.len();
-        let mut fields: Vec<String> = self
-            .keys
-            .iter()
-            .enumerate()
-            .map(|(i, key)| format!("{} = KEYS[{}]", key.name(), i + 1))
-            .collect();
-        fields.extend(
-            WorldKey::ALL
+        let entries = |items: Vec<(&str, crate::keys::Features)>| -> String {
+            items
                 .iter()
-                .enumerate()
-                .map(|(i, key)| format!("{} = KEYS[b + {}]", key.name(), i + 1)),
-        );
-        format!(
-            "local KEY_CACHE, KEY_CACHE_N, KEY_CACHE_MAX = {{}}, 0, 256\n\
-             local CUR_KEYS, CUR_WORLDS, CUR_WORLD_COUNT\n\
-             local function world_keys(i)\n  local KEYS = CUR_KEYS\n  \
-             local b = {ns} + (i - 1) * {width}\n  \
-             local by_ns = KEY_CACHE[KEYS[1]]\n  \
-             local hit = by_ns and by_ns[KEYS[b + 1]]\n  \
+                .map(|(name, needs)| format!("{{ '{name}', '{}' }}", needs.letters()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let ns = entries(self.keys.iter().map(|k| (k.name(), k.needs())).collect());
+        let world = if self.worlds == Worlds::None {
+            String::new()
+        } else {
+            entries(
+                WorldKey::ALL
+                    .iter()
+                    .map(|k| (k.name(), k.needs()))
+                    .collect(),
+            )
+        };
+        let mut out = format!(
+            "local NS_NEEDS, WORLD_NEEDS = {{ {ns} }}, {{ {world} }}\n\
+             local SHAPES = {{}}\n\
+             local KEY_CACHE_N, KEY_CACHE_MAX = 0, 256\n\
+             local CUR_SHAPE, CUR_KEYS, CUR_WORLDS, CUR_WORLD_COUNT\n\
+             local function shape_of(features)\n  \
+             if type(features) ~= 'string' or not string.find(features, '^p?c?r?g?s?$') then return nil end\n  \
+             local function pick(needs)\n    local names = {{}}\n    \
+             for _, e in ipairs(needs) do\n      \
+             if e[2] == '' or string.find(features, '[' .. e[2] .. ']') then names[#names + 1] = e[1] end\n    \
+             end\n    return names\n  end\n  \
+             local shape = {{ ns = pick(NS_NEEDS), world = pick(WORLD_NEEDS), cache = {{}} }}\n  \
+             shape.ns_n, shape.world_n = #shape.ns, #shape.world\n  \
+             for i, name in ipairs(shape.ns) do if name == 'matcher_asleep' then shape.asleep = i end end\n  \
+             SHAPES[features] = shape\n  return shape\nend\n\
+             local function cached_keys(first, b)\n  \
+             local KEYS, cache = CUR_KEYS, CUR_SHAPE.cache\n  \
+             local by_ns = cache[KEYS[1] or '']\n  \
+             local hit = by_ns and by_ns[first]\n  \
              if hit then return hit end\n  \
-             if KEY_CACHE_N >= KEY_CACHE_MAX then KEY_CACHE, KEY_CACHE_N, by_ns = {{}}, 0, nil end\n  \
-             if not by_ns then\n    by_ns = {{}}\n    KEY_CACHE[KEYS[1]] = by_ns\n  end\n  \
-             local t = strict({{ {} }})\n  \
-             by_ns[KEYS[b + 1]], KEY_CACHE_N = t, KEY_CACHE_N + 1\n  return t\nend\n\
-             local function world_of(name)\n  for i = 1, CUR_WORLD_COUNT do\n    \
-             if CUR_WORLDS[i] == name then return world_keys(i) end\n  end\n  return nil\nend\n",
-            fields.join(", ")
-        )
+             if KEY_CACHE_N >= KEY_CACHE_MAX then\n    \
+             for _, s in pairs(SHAPES) do s.cache = {{}} end\n    \
+             KEY_CACHE_N, cache, by_ns = 0, CUR_SHAPE.cache, nil\n  end\n  \
+             if not by_ns then\n    by_ns = {{}}\n    cache[KEYS[1] or ''] = by_ns\n  end\n  \
+             local t = {{}}\n  \
+             for i, name in ipairs(CUR_SHAPE.ns) do t[name] = KEYS[i] end\n  \
+             if b then for i, name in ipairs(CUR_SHAPE.world) do t[name] = KEYS[b + i] end end\n  \
+             t = strict(t)\n  \
+             by_ns[first], KEY_CACHE_N = t, KEY_CACHE_N + 1\n  return t\nend\n\
+             local function namespace_keys()\n  return cached_keys('', nil)\nend\n"
+        );
+        if self.worlds != Worlds::None {
+            out.push_str(
+                "local function world_keys(i)\n  \
+                 local b = CUR_SHAPE.ns_n + (i - 1) * CUR_SHAPE.world_n\n  \
+                 return cached_keys(CUR_KEYS[b + 1], b)\nend\n\
+                 local function world_of(name)\n  for i = 1, CUR_WORLD_COUNT do\n    \
+                 if CUR_WORLDS[i] == name then return world_keys(i) end\n  end\n  return nil\nend\n",
+            );
+        }
+        out
     }
 }

@@ -7,7 +7,7 @@ use redis::{Cmd, Script, ScriptInvocation, ToRedisArgs};
 
 use super::{function_name, standalone_source, Declaration};
 use crate::domain::WorldName;
-use crate::keys::{KeyLayout, WorldKey};
+use crate::keys::{Features, KeyLayout, WorldKey};
 
 /// One operation: a function of the [`FUNCTIONS`] library (the fast path)
 /// and the same code as a standalone script (the EVALSHA fallback for a
@@ -40,18 +40,35 @@ impl Operation {
     /// fixed arguments in declared order with [`Invocation::arg`], then the
     /// tail with [`Invocation::rest`].
     pub fn invocation(&self, layout: &KeyLayout, worlds: &[&WorldName]) -> Invocation<'_> {
+        self.invocation_with(layout, worlds, Features::ALL)
+    }
+
+    /// [`Operation::invocation`] passing only the declared keys that
+    /// `features` reach (the features of the call's worlds and namespace:
+    /// `MatchStore::features`).
+    pub fn invocation_with(
+        &self,
+        layout: &KeyLayout,
+        worlds: &[&WorldName],
+        features: Features,
+    ) -> Invocation<'_> {
         let mut keys = Vec::new();
         for key in self.declaration.keys {
-            layout.namespace_key(*key).write_redis_args(&mut keys);
+            if features.reach(key.needs()) {
+                layout.namespace_key(*key).write_redis_args(&mut keys);
+            }
         }
         for world in worlds {
             for key in WorldKey::ALL {
-                layout.world_key(world, *key).write_redis_args(&mut keys);
+                if features.reach(key.needs()) {
+                    layout.world_key(world, *key).write_redis_args(&mut keys);
+                }
             }
         }
         Invocation {
             operation: self,
             keys,
+            features: features.letters().into_bytes(),
             args: Vec::new(),
             world_names: worlds
                 .iter()
@@ -66,6 +83,8 @@ impl Operation {
 pub struct Invocation<'a> {
     operation: &'a Operation,
     keys: Vec<Vec<u8>>,
+    /// The first argument: the call's features as letters.
+    features: Vec<u8>,
     args: Vec<Vec<u8>>,
     world_names: Vec<Vec<u8>>,
     rest: Vec<Vec<u8>>,
@@ -112,7 +131,10 @@ impl Invocation<'_> {
             self.operation.declaration.file,
             self.operation.declaration.args
         );
-        self.args.iter().chain(&self.world_names).chain(&self.rest)
+        std::iter::once(&self.features)
+            .chain(&self.args)
+            .chain(&self.world_names)
+            .chain(&self.rest)
     }
 
     /// `FCALL <function> <numkeys> KEYS... ARGV...`

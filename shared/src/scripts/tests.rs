@@ -2,7 +2,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::domain::WorldName;
-use crate::keys::{KeyLayout, WorldKey};
+use crate::keys::{Features, KeyLayout, WorldKey};
 
 #[test]
 fn the_function_library_registers_every_operation_once() {
@@ -247,7 +247,26 @@ fn invocations_carry_the_declared_keys_in_order() {
         SCRIPTS.form_matches.declaration.keys.len() + WorldKey::ALL.len()
     );
     assert_eq!(keys.last().unwrap(), &layout.world(&w).backfill_ratings);
-    assert_eq!(inv.argv(), ["0", "{}", "world1"]);
+    assert_eq!(inv.argv(), ["pcrgs", "0", "{}", "world1"]);
+    // A FIFO world's call without the features its keys need.
+    let mut fifo = SCRIPTS
+        .form_matches
+        .invocation_with(&layout, &[&w], Features::PARTIES);
+    fifo.arg(0).arg("{}");
+    let keys = fifo.keys();
+    let block = layout.world(&w);
+    assert!(keys.contains(&layout.parties()) && keys.contains(&block.queue));
+    for absent in [
+        layout.proposals(),
+        layout.presence(),
+        block.ratings,
+        block.due,
+        block.region_queue,
+        block.backfill_ratings,
+    ] {
+        assert!(!keys.contains(&absent), "{absent}");
+    }
+    assert_eq!(fifo.argv(), ["p", "0", "{}", "world1"]);
 }
 
 #[test]

@@ -13,6 +13,7 @@ use crate::domain::{
     MatchId, MatchLifecycle, PartyId, PlayerId, ProposalView, Rating, Rejection, WorldName,
 };
 use crate::error::StoreError;
+use crate::keys::Features;
 
 /// A reply of an admitting script: its own answer, or STALE.
 pub(super) enum Admitted<T> {
@@ -90,6 +91,8 @@ impl MatchStore {
     /// only (its cost does not grow with the number of configured worlds);
     /// when the player holds a ticket elsewhere the script answers STALE
     /// with that world, and `call` runs again with that world's keys too
+    /// (`call` gets the worlds and the features of the call, which decide
+    /// the keys it passes)
     /// (or, for a world no longer configured, after dropping the ticket).
     /// Another call of the same player can move the ticket in between,
     /// hence a few rounds.
@@ -101,14 +104,16 @@ impl MatchStore {
         mut call: F,
     ) -> Result<T, StoreError>
     where
-        F: FnMut(Vec<WorldName>) -> Fut,
+        F: FnMut(Vec<WorldName>, Features) -> Fut,
         Fut: Future<Output = Result<Admitted<T>, StoreError>>,
     {
         let mut also: Option<&World> = None;
         for _ in 0..3 {
             let mut worlds = vec![world.name.clone()];
             worlds.extend(also.map(|w| w.name.clone()));
-            match call(worlds).await? {
+            let mut configured = vec![world];
+            configured.extend(also);
+            match call(worlds, self.features(&configured)).await? {
                 Admitted::Reply(reply) => return Ok(reply),
                 Admitted::Stale(other) => match self.settings().worlds.get(&other) {
                     Some(w) if also.is_none_or(|a| a.name != w.name) && w.name != world.name => {

@@ -42,7 +42,11 @@ impl MatchStore {
         max_groups: u64,
     ) -> Result<MatchBatch, StoreError> {
         let config = self.world_config(world)?;
-        let mut inv = SCRIPTS.form_matches.invocation(self.keys(), &[&world.name]);
+        let mut inv = SCRIPTS.form_matches.invocation_with(
+            self.keys(),
+            &[&world.name],
+            self.features(&[world]),
+        );
         // Rated worlds and worlds with regions are matched around anchors,
         // a bounded number per call.
         let limit = match (world.rating(), &world.regions) {

@@ -67,9 +67,9 @@ impl MatchStore {
     ) -> Result<JoinReply, StoreError> {
         let config = self.world_config(world)?;
         let config = config.as_ref();
-        self.admitting(SCRIPT, world, player, |worlds| async move {
+        self.admitting(SCRIPT, world, player, |worlds, features| async move {
             let names: Vec<&WorldName> = worlds.iter().collect();
-            let mut inv = SCRIPTS.join.invocation(self.keys(), &names);
+            let mut inv = SCRIPTS.join.invocation_with(self.keys(), &names, features);
             inv.arg(player.as_str())
                 .arg(input.data.map_or("", TicketData::as_json))
                 .arg(

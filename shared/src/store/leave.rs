@@ -18,7 +18,10 @@ impl MatchStore {
         world: &World,
         player: &PlayerId,
     ) -> Result<LeaveOutcome, StoreError> {
-        let mut inv = SCRIPTS.leave.invocation(self.keys(), &[&world.name]);
+        let mut inv =
+            SCRIPTS
+                .leave
+                .invocation_with(self.keys(), &[&world.name], self.features(&[world]));
         inv.arg(player.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {

@@ -47,7 +47,7 @@ use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
 use crate::config::Settings;
 use crate::domain::{ConnectionId, PlayerId};
 use crate::error::{ConfigError, StoreError};
-use crate::keys::KeyLayout;
+use crate::keys::{Features, KeyLayout};
 use crate::scripts::{Invocation, FUNCTIONS};
 
 pub use backfill::BackfillOutcome;
@@ -389,6 +389,35 @@ impl MatchStore {
     /// without the store (the benchmark's floors).
     pub fn world_config_arg(&self, world: &crate::config::World) -> Result<String, StoreError> {
         self.world_config(world).map(std::borrow::Cow::into_owned)
+    }
+
+    /// The features a call acting on `worlds` can reach, as far as keys go
+    /// (`Features`): those of the namespace (parties and ready checks in
+    /// any world, since a player's state may point at any world's) and
+    /// those of the worlds (rated, regions, presence). A call passes only the keys these reach.
+    pub fn features(&self, worlds: &[&crate::config::World]) -> Features {
+        let settings = &self.inner.settings;
+        let mut features = Features::NONE;
+        for w in settings.worlds.iter() {
+            if w.max_party_size > 1 {
+                features = features.union(Features::PARTIES);
+            }
+            if w.ready_check.is_some() {
+                features = features.union(Features::READY_CHECKS);
+            }
+        }
+        for w in worlds {
+            if w.rating().is_some() {
+                features = features.union(Features::RATED);
+            }
+            if w.regions.is_some() {
+                features = features.union(Features::REGIONS);
+            }
+            if w.require_presence {
+                features = features.union(Features::PRESENCE);
+            }
+        }
+        features
     }
 
     /// The rate statistics window, in ms.

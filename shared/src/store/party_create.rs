@@ -43,9 +43,11 @@ impl MatchStore {
     ) -> Result<PartyCreateOutcome, StoreError> {
         let config = self.world_config(world)?;
         let config = config.as_ref();
-        self.admitting(SCRIPT, world, leader, |worlds| async move {
+        self.admitting(SCRIPT, world, leader, |worlds, features| async move {
             let names: Vec<&WorldName> = worlds.iter().collect();
-            let mut inv = SCRIPTS.party_create.invocation(self.keys(), &names);
+            let mut inv = SCRIPTS
+                .party_create
+                .invocation_with(self.keys(), &names, features);
             inv.arg(leader.as_str())
                 .arg(input.data.map_or("", TicketData::as_json))
                 .arg(

@@ -16,7 +16,11 @@ pub const RATING_BUCKETS: u64 = 5;
 impl MatchStore {
     /// A world's queue depth and wait estimate.
     pub async fn queue_status(&self, world: &World) -> Result<QueueStatus, StoreError> {
-        let mut inv = SCRIPTS.queue_status.invocation(self.keys(), &[&world.name]);
+        let mut inv = SCRIPTS.queue_status.invocation_with(
+            self.keys(),
+            &[&world.name],
+            self.features(&[world]),
+        );
         let region_names = world
             .regions
             .as_ref()

@@ -16,9 +16,11 @@ impl MatchStore {
         world: &World,
         limit: u64,
     ) -> Result<Vec<TicketId>, StoreError> {
-        let mut inv = SCRIPTS
-            .sweep_tickets
-            .invocation(self.keys(), &[&world.name]);
+        let mut inv = SCRIPTS.sweep_tickets.invocation_with(
+            self.keys(),
+            &[&world.name],
+            self.features(&[world]),
+        );
         inv.arg(limit.max(1));
         let mut reply = Reply::new("sweep_tickets.lua", self.invoke(&inv, false).await?)?;
         let mut expired = Vec::with_capacity(reply.remaining());
