@@ -1,10 +1,15 @@
 -- _lib.lua: basic helpers shared by the operation scripts.
 --
 -- The library files are not scripts of their own: the Rust crate loads them
--- (in the order of LIBRARY_FILES in shared/src/scripts/mod.rs) once as a Redis
+-- (this file first, then each module after the modules its `-- @include`
+-- line names: library_order in shared/src/scripts/mod.rs) once as a Redis
 -- function library with one function per operation script, and, for servers
 -- without functions, prepends them to every operation script. Each
 -- operation stays a single FCALL (or EVALSHA) with no cross-script calls.
+-- This file's helpers are plain locals every file uses; every other
+-- library file is a module, one table (Players for _players.lua) whose own
+-- locals live in a do block, reached as Players.name: Lua 5.1 allows 200
+-- locals in one function, and the library is one chunk.
 --
 -- Conventions every script follows:
 --   * Keys and arguments are reached by name: `k.players`, `k.queue`,
@@ -14,6 +19,9 @@
 --     name that was not declared is an error, not a nil.
 --   * All keys are declared to Redis and share the namespace hash tag, so a script runs
 --     unchanged on a single node, on Redis Cluster and on ElastiCache Serverless.
+--     A call is given only the keys its worlds' features reach (the first
+--     argument names the features; shared/src/keys.rs Features): a path that
+--     may run in any world asks has(k, name) first.
 --   * Every input is validated before the first write: Redis does not roll back a
 --     script that fails half-way, so a late error would leave a partial write.
 --   * Replies are flat arrays of strings and integers (never string-keyed tables,

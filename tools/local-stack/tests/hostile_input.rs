@@ -1761,8 +1761,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             }
             // A party member waits with the party.
             if let Some(id) = b.pointer(sub) {
-                let world = b.parties.get(id).map(|p| p["world"].clone());
-                return Refused(409, "IN_PARTY", world.map(|w| ("worldType", w)));
+                return Refused(409, "IN_PARTY", Some(("partyId", json!(id))));
             }
             if b.cooling(sub) {
                 return Refused(409, "COOLING_DOWN", None);
@@ -1807,13 +1806,10 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             if let Some(w) = b.solo_world(sub) {
                 return Refused(409, "ALREADY_QUEUED", Some(("worldType", json!(w))));
             }
-            // The party routes answer a player in a proposal ALREADY_QUEUED.
-            if let Some(id) = b.player_proposal.get(sub) {
-                let w = b
-                    .proposals
-                    .get(id)
-                    .map_or(json!(world), |p| p["world"].clone());
-                return Refused(409, "ALREADY_QUEUED", Some(("worldType", w)));
+            // One admission for every route (lua/_admission.lua): a player
+            // in a proposal answers it first, as on a join.
+            if let Some((id, _)) = b.pending(sub) {
+                return Refused(409, "PROPOSAL_PENDING", Some(("matchId", json!(id))));
             }
             if let Some(id) = b.pointer(sub) {
                 return Refused(409, "IN_PARTY", Some(("partyId", json!(id))));
@@ -1924,15 +1920,12 @@ fn expected_party_join(b: &Before, id: &str, sub: &str, measured: bool) -> Expec
     if let Some(w) = b.solo_world(sub) {
         return Refused(409, "ALREADY_QUEUED", Some(("worldType", json!(w))));
     }
+    // One admission for every route (lua/_admission.lua), in its order.
+    if let Some((pending, _)) = b.pending(sub) {
+        return Refused(409, "PROPOSAL_PENDING", Some(("matchId", json!(pending))));
+    }
     if let Some(other) = b.pointer(sub) {
         return Refused(409, "IN_PARTY", Some(("partyId", json!(other))));
-    }
-    if let Some(pending) = b.player_proposal.get(sub) {
-        let w = b
-            .proposals
-            .get(pending)
-            .map_or(party["world"].clone(), |p| p["world"].clone());
-        return Refused(409, "ALREADY_QUEUED", Some(("worldType", w)));
     }
     if b.cooling(sub) {
         return Refused(409, "COOLING_DOWN", None);
