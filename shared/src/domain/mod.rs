@@ -35,8 +35,8 @@ pub use notification::{
     Target, MAX_MESSAGE_BYTES,
 };
 pub use outcome::{
-    AnswerOutcome, JoinOutcome, LeaveOutcome, PartyCancelOutcome, PartyCreateOutcome,
-    PartyJoinOutcome, PlayerStatus, Rejection,
+    AnswerOutcome, AssignOutcome, BackfillOutcome, JoinOutcome, LeaveOutcome, PartyCancelOutcome,
+    PartyCreateOutcome, PartyJoinOutcome, PlayerStatus, Rejection, ResultOutcome,
 };
 pub use party::{PartyCancelReason, PartyMember, PartyState, PartyView, TicketId};
 pub use proposal::{ProposalCancelReason, ProposalView};

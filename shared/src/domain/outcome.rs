@@ -4,7 +4,7 @@
 //! store and mapped once to an HTTP error).
 
 use super::ids::{MatchId, PartyId, PlayerId, Rating, WorldName};
-use super::lifecycle::{MatchWithLifecycle, SeatAssignment};
+use super::lifecycle::{Backfill, MatchLifecycle, MatchWithLifecycle, SeatAssignment};
 use super::matching::{MatchRecord, QueuePosition};
 use super::notification::{NotificationId, OutboxEntry};
 use super::party::PartyView;
@@ -201,6 +201,61 @@ pub enum AnswerOutcome {
     },
     /// No such proposal, or the player is not in it.
     NotFound,
+}
+
+/// What storing an assignment came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AssignOutcome {
+    /// Stored; every participant will hear MATCH_ASSIGNED.
+    Assigned(MatchWithLifecycle),
+    /// This very assignment was stored already; nothing changed.
+    Unchanged(MatchWithLifecycle),
+    /// Another assignment is stored; nothing changed.
+    Conflict(MatchLifecycle),
+    /// The match has its result already; nothing changed.
+    Finished(MatchLifecycle),
+    /// The assignment names a player who is not in the match.
+    NotParticipant(PlayerId),
+    /// No such match, or its record expired.
+    NotFound,
+}
+
+/// What storing a result came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResultOutcome {
+    /// Stored, ratings updated, players to be told; the match is finished.
+    Finished(MatchWithLifecycle),
+    /// This very result was stored already; nothing changed.
+    Unchanged(MatchWithLifecycle),
+    /// Another result is stored; nothing changed.
+    Conflict(MatchLifecycle),
+    /// A rating or the record changed since they were read: compute again.
+    Retry,
+    NotFound,
+}
+
+/// What a backfill request came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BackfillOutcome {
+    /// Open (`replaced`: the match's previous backfill is gone).
+    Open {
+        backfill: Backfill,
+        replaced: bool,
+    },
+    /// Renewed, or cancelled (as it was).
+    Renewed(Backfill),
+    Cancelled(Backfill),
+    /// No such match (or its record expired): a request or a cancellation.
+    MatchNotFound,
+    /// The match has no open backfill (cancelled, filled, lapsed, never
+    /// requested; a renewal also answers this for an unknown match).
+    NotFound,
+    /// The match has no server yet: a backfill belongs to a running match.
+    NotAssigned,
+    /// The match has its result.
+    Finished,
+    /// The teams do not fit the match or its world.
+    Invalid(String),
 }
 
 #[cfg(test)]

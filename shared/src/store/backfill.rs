@@ -4,33 +4,9 @@
 
 use super::reply::Reply;
 use super::{millis, MatchStore};
-use crate::domain::{Backfill, MatchId, MatchRecord, PlayerId, WorldName};
+use crate::domain::{Backfill, BackfillOutcome, MatchId, MatchRecord, PlayerId, WorldName};
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
-
-/// What a backfill request came to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum BackfillOutcome {
-    /// Open (`replaced`: the match's previous backfill is gone).
-    Open {
-        backfill: Backfill,
-        replaced: bool,
-    },
-    /// Renewed, or cancelled (as it was).
-    Renewed(Backfill),
-    Cancelled(Backfill),
-    /// No such match (or its record expired): a request or a cancellation.
-    MatchNotFound,
-    /// The match has no open backfill (cancelled, filled, lapsed, never
-    /// requested; a renewal also answers this for an unknown match).
-    NotFound,
-    /// The match has no server yet: a backfill belongs to a running match.
-    NotAssigned,
-    /// The match has its result.
-    Finished,
-    /// The teams do not fit the match or its world.
-    Invalid(String),
-}
 
 fn backfill(reply: &mut Reply) -> Result<Backfill, StoreError> {
     reply.json("backfill")

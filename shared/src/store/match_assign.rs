@@ -3,28 +3,11 @@
 
 use super::reply::Reply;
 use super::{millis, MatchStore};
-use crate::domain::{Assignment, MatchId, MatchLifecycle, MatchWithLifecycle, PlayerId};
+use crate::domain::{AssignOutcome, Assignment, MatchId, MatchLifecycle, PlayerId};
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
 
 const SCRIPT: &str = "match_assign.lua";
-
-/// What storing an assignment came to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AssignOutcome {
-    /// Stored; every participant will hear MATCH_ASSIGNED.
-    Assigned(MatchWithLifecycle),
-    /// This very assignment was stored already; nothing changed.
-    Unchanged(MatchWithLifecycle),
-    /// Another assignment is stored; nothing changed.
-    Conflict(MatchLifecycle),
-    /// The match has its result already; nothing changed.
-    Finished(MatchLifecycle),
-    /// The assignment names a player who is not in the match.
-    NotParticipant(PlayerId),
-    /// No such match, or its record expired.
-    NotFound,
-}
 
 impl MatchStore {
     /// Stores `assignment` (validated by the caller) for match `id`.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::reply::Reply;
 use super::MatchStore;
 use crate::domain::{
-    MatchId, MatchLifecycle, MatchReport, MatchWithLifecycle, PlayerId, RatingChange, WorldName,
+    MatchId, MatchLifecycle, MatchReport, PlayerId, RatingChange, ResultOutcome, WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -21,20 +21,6 @@ pub struct RatingWrite {
     pub field: String,
     pub read: Option<String>,
     pub new: String,
-}
-
-/// What storing a result came to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ResultOutcome {
-    /// Stored, ratings updated, players to be told; the match is finished.
-    Finished(MatchWithLifecycle),
-    /// This very result was stored already; nothing changed.
-    Unchanged(MatchWithLifecycle),
-    /// Another result is stored; nothing changed.
-    Conflict(MatchLifecycle),
-    /// A rating or the record changed since they were read: compute again.
-    Retry,
-    NotFound,
 }
 
 impl MatchStore {

@@ -50,7 +50,6 @@ use crate::error::{ConfigError, StoreError};
 use crate::keys::{Features, KeyLayout};
 use crate::scripts::{Invocation, FUNCTIONS};
 
-pub use backfill::BackfillOutcome;
 pub use conn_heartbeat::Heartbeat;
 pub use conn_register::{Registered, MATCH_REPLAY_WINDOW};
 pub use conn_unregister::Unregistered;
@@ -59,8 +58,10 @@ pub use form_matches::MatchBatch;
 pub use housekeeping::Housekeeping;
 use invoke::{function_missing, is_read_only, MAX_RETRY_BACKOFF, RETRY_BACKOFF};
 pub use join::{JoinInput, JoinReply};
-pub use match_assign::AssignOutcome;
-pub use match_result::{RatingWrite, ResultOutcome};
+pub use match_result::RatingWrite;
+// The outcomes live with the others in the domain; named here too, as the
+// store's answers.
+pub use crate::domain::{AssignOutcome, BackfillOutcome, ResultOutcome};
 pub use outbox_claim::{CLAIM_LEASE, YOUNG_CONNECTION};
 pub use outbox_settle::Settlement;
 
