@@ -2057,3 +2057,51 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
         output.status.code()
     );
 }
+
+/// The admission's refusals (`shared::Rejection`, one declaration) are
+/// documented on every route that admits a player: for each refusal, a
+/// schema whose `error` is its code is among the answers of join, party
+/// create and party join at the status its code has (party create never
+/// answers QUEUE_FULL: a party enters the queue when complete).
+#[test]
+fn every_admission_refusal_is_in_the_spec_of_every_admitting_route() {
+    let spec = yaml(OPENAPI);
+    let schemas = &spec["components"]["schemas"];
+    let of_code = |code: &str| -> BTreeSet<String> {
+        schemas
+            .as_object()
+            .expect("schemas")
+            .iter()
+            .filter(|(_, s)| s["properties"]["error"]["const"] == code)
+            .map(|(name, _)| format!("#/components/schemas/{name}"))
+            .collect()
+    };
+    for (path, route) in [
+        ("/v1/matching/join", "join"),
+        ("/v1/parties", "party create"),
+        ("/v1/parties/{partyId}/join", "party join"),
+    ] {
+        for status in shared::Rejection::STATUSES {
+            if route == "party create" && *status == "QUEUE_FULL" {
+                continue;
+            }
+            let code = lambda_common::http::ErrorCode::named(status)
+                .unwrap_or_else(|| panic!("{status} is no error code"));
+            let http = code.status().as_u16().to_string();
+            let answer = &spec["paths"][path]["post"]["responses"][http.as_str()];
+            let refs: BTreeSet<String> = answer["content"]["application/json"]["schema"]
+                ["properties"]["data"]["oneOf"]
+                .as_array()
+                .map(|all| {
+                    all.iter()
+                        .filter_map(|r| r["$ref"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(
+                of_code(status).iter().any(|s| refs.contains(s)),
+                "{OPENAPI}: {route} ({path}) does not document {status} as a {http} answer"
+            );
+        }
+    }
+}
