@@ -23,10 +23,33 @@ pub(super) enum Admitted<T> {
 }
 
 impl MatchStore {
-    /// The refusal a reply's `status` names, its fields read from `reply`;
-    /// `None` when `status` is no refusal. `player`: the one admitted (an
-    /// IN_MATCH answer carries their seat).
-    pub(super) fn rejection(
+    /// The rest of an admitting script's reply whose `status` is none of
+    /// its own answers: STALE, or a refusal (made into the script's outcome
+    /// by `rejected`); any other status is an unexpected reply. `player`:
+    /// the one admitted (an IN_MATCH answer carries their seat).
+    pub(super) fn refused<T>(
+        &self,
+        script: &str,
+        status: &str,
+        mut reply: Reply,
+        player: &PlayerId,
+        rejected: impl FnOnce(Rejection) -> T,
+    ) -> Result<Admitted<T>, StoreError> {
+        if status == "STALE" {
+            let world = reply.parsed("world", WorldName::parse)?;
+            reply.finish()?;
+            return Ok(Admitted::Stale(world));
+        }
+        let rejection = self
+            .rejection(status, &mut reply, player)?
+            .ok_or_else(|| StoreError::UnexpectedReply(format!("{script}: status {status:?}")))?;
+        reply.finish()?;
+        Ok(Admitted::Reply(rejected(rejection)))
+    }
+
+    /// The refusal `status` names, its fields read from `reply`; `None`
+    /// when `status` is no refusal.
+    fn rejection(
         &self,
         status: &str,
         reply: &mut Reply,

@@ -12,7 +12,7 @@ use crate::domain::{
     Rating, TicketData, WaitStats, WorldName,
 };
 use crate::error::StoreError;
-use crate::scripts::SCRIPTS;
+use crate::scripts::{Invocation, SCRIPTS};
 
 const SCRIPT: &str = "join.lua";
 
@@ -24,6 +24,20 @@ pub struct JoinInput<'a> {
     pub claimed: Option<Rating>,
     /// Worlds with regions: what the client measured.
     pub latencies: Option<&'a Latencies>,
+}
+
+impl JoinInput<'_> {
+    /// The `data`, `claimed` and `latencies` arguments, in that order (as
+    /// join.lua, party_create.lua and party_join.lua take them).
+    pub(super) fn add_args(&self, inv: &mut Invocation<'_>) {
+        inv.arg(self.data.map_or("", TicketData::as_json))
+            .arg(
+                self.claimed
+                    .map(|c| c.value().to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(self.latencies.map(Latencies::as_arg).unwrap_or_default());
+    }
 }
 
 /// A join's outcome and, when it queued, the player's connections (read in
@@ -70,17 +84,9 @@ impl MatchStore {
         self.admitting(SCRIPT, world, player, |worlds, features| async move {
             let names: Vec<&WorldName> = worlds.iter().collect();
             let mut inv = SCRIPTS.join.invocation_with(self.keys(), &names, features);
-            inv.arg(player.as_str())
-                .arg(input.data.map_or("", TicketData::as_json))
-                .arg(
-                    input
-                        .claimed
-                        .map(|c| c.value().to_string())
-                        .unwrap_or_default(),
-                )
-                .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
-                .arg(config)
-                .arg(super::flag(claim));
+            inv.arg(player.as_str());
+            input.add_args(&mut inv);
+            inv.arg(config).arg(super::flag(claim));
             self.decode_join(player, self.invoke(&inv, false).await?)
         })
         .await
@@ -95,11 +101,6 @@ impl MatchStore {
         let status = reply.text("status")?;
         let mut connections = Vec::new();
         let outcome = match status.as_str() {
-            "STALE" => {
-                let world = reply.parsed("world", WorldName::parse)?;
-                reply.finish()?;
-                return Ok(Admitted::Stale(world));
-            }
             "QUEUED" => {
                 let world = reply.parsed("world", WorldName::parse)?;
                 let position = reply.uint("position")?;
@@ -144,14 +145,12 @@ impl MatchStore {
                 }
             }
             "PROPOSED" => JoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
-            other => match self.rejection(other, &mut reply, player)? {
-                Some(rejection) => JoinOutcome::Rejected(rejection),
-                None => {
-                    return Err(StoreError::UnexpectedReply(format!(
-                        "{SCRIPT}: status {other:?}"
-                    )))
-                }
-            },
+            other => {
+                return self.refused(SCRIPT, other, reply, player, |r| JoinReply {
+                    outcome: JoinOutcome::Rejected(r),
+                    connections: Vec::new(),
+                })
+            }
         };
         reply.finish()?;
         Ok(Admitted::Reply(JoinReply {

@@ -4,9 +4,7 @@ use super::admission::Admitted;
 use super::reply::Reply;
 use super::{JoinInput, MatchStore};
 use crate::config::World;
-use crate::domain::{
-    Latencies, PartyCreateOutcome, PartyView, PlayerId, Rating, TicketData, WorldName,
-};
+use crate::domain::{PartyCreateOutcome, PartyView, PlayerId, Rating, TicketData, WorldName};
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
 
@@ -48,39 +46,22 @@ impl MatchStore {
             let mut inv = SCRIPTS
                 .party_create
                 .invocation_with(self.keys(), &names, features);
-            inv.arg(leader.as_str())
-                .arg(input.data.map_or("", TicketData::as_json))
-                .arg(
-                    input
-                        .claimed
-                        .map(|c| c.value().to_string())
-                        .unwrap_or_default(),
-                )
-                .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
-                .arg(config);
+            inv.arg(leader.as_str());
+            input.add_args(&mut inv);
+            inv.arg(config);
             for p in invited {
                 inv.rest(p.as_str());
             }
             let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
             let status = reply.text("status")?;
             let outcome = match status.as_str() {
-                "STALE" => {
-                    let world = reply.parsed("world", WorldName::parse)?;
-                    reply.finish()?;
-                    return Ok(Admitted::Stale(world));
-                }
                 "CREATED" => PartyCreateOutcome::Created(reply.json::<PartyView>("party")?),
                 "BUSY" => PartyCreateOutcome::MemberBusy {
                     player: reply.parsed("player", PlayerId::parse)?,
                 },
-                other => match self.rejection(other, &mut reply, leader)? {
-                    Some(rejection) => PartyCreateOutcome::Rejected(rejection),
-                    None => {
-                        return Err(StoreError::UnexpectedReply(format!(
-                            "{SCRIPT}: status {other:?}"
-                        )))
-                    }
-                },
+                other => {
+                    return self.refused(SCRIPT, other, reply, leader, PartyCreateOutcome::Rejected)
+                }
             };
             reply.finish()?;
             Ok(Admitted::Reply(outcome))

@@ -8,8 +8,8 @@ use super::reply::{FormedMatches, Reply};
 use super::{JoinInput, MatchStore};
 use crate::config::World;
 use crate::domain::{
-    Latencies, PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating, TicketData,
-    WaitStats, WorldName,
+    PartyId, PartyJoinOutcome, PartyView, PlayerId, ProposalView, Rating, TicketData, WaitStats,
+    WorldName,
 };
 use crate::error::StoreError;
 use crate::scripts::SCRIPTS;
@@ -54,18 +54,9 @@ impl MatchStore {
             let mut inv = SCRIPTS
                 .party_join
                 .invocation_with(self.keys(), &names, features);
-            inv.arg(player.as_str())
-                .arg(party.as_str())
-                .arg(input.data.map_or("", TicketData::as_json))
-                .arg(
-                    input
-                        .claimed
-                        .map(|c| c.value().to_string())
-                        .unwrap_or_default(),
-                )
-                .arg(input.latencies.map(Latencies::as_arg).unwrap_or_default())
-                .arg(config)
-                .arg(super::flag(claim));
+            inv.arg(player.as_str()).arg(party.as_str());
+            input.add_args(&mut inv);
+            inv.arg(config).arg(super::flag(claim));
             self.decode_party_join(world, player, self.invoke(&inv, false).await?)
         })
         .await
@@ -82,11 +73,6 @@ impl MatchStore {
         let view = |reply: &mut Reply| -> Result<PartyView, StoreError> { reply.json("party") };
         let world_type = world.name.clone();
         let outcome = match status.as_str() {
-            "STALE" => {
-                let world = reply.parsed("world", WorldName::parse)?;
-                reply.finish()?;
-                return Ok(Admitted::Stale(world));
-            }
             "JOINED" => PartyJoinOutcome::Joined(view(&mut reply)?),
             "ALREADY" => {
                 let party = view(&mut reply)?;
@@ -128,14 +114,7 @@ impl MatchStore {
             }
             "NOT_FOUND" => PartyJoinOutcome::NotFound,
             "PROPOSED" => PartyJoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
-            other => match self.rejection(other, &mut reply, player)? {
-                Some(rejection) => PartyJoinOutcome::Rejected(rejection),
-                None => {
-                    return Err(StoreError::UnexpectedReply(format!(
-                        "{SCRIPT}: status {other:?}"
-                    )))
-                }
-            },
+            other => return self.refused(SCRIPT, other, reply, player, PartyJoinOutcome::Rejected),
         };
         reply.finish()?;
         Ok(Admitted::Reply(outcome))
