@@ -3,13 +3,14 @@
 -- pass a player through, so an admission rule is written once and every
 -- route refuses alike.
 --
--- admit(ctx, player, opts): nil when `player` may take a place in ctx's
--- world, else the refusal reply. ctx: { k, world, now, cfg, world_of } of
--- the world joined (world_of: the operation's accessor, for the world of a
--- ticket the player holds elsewhere). opts: { lat = the joining latencies
--- (nil for none), claimed = the claimed rating text, queue_size = the
--- world's queue size when a new ticket would enter it now (nil: no capacity
--- check) }. On admission it also returns:
+-- admit(ctx, player, lat, claimed, queue_size): nil when `player` may take
+-- a place in ctx's world, else the refusal reply. ctx: { k, world, now,
+-- cfg, world_of } of the world joined (world_of: the operation's accessor,
+-- for the world of a ticket the player holds elsewhere); lat: the joining
+-- latencies (nil for none); claimed: the claimed rating text; queue_size:
+-- the world's queue size when a new ticket would enter it now (nil: no
+-- capacity check; positional, not a table: a join makes no garbage for
+-- it). On admission it also returns:
 --   rating, rating_text   rated worlds: the player's rating and the text its
 --                         source wrote (joining_rating)
 --   expired               the player's ticket past its deadline but not
@@ -83,17 +84,18 @@ local function member_busy(ctx, state)
   return admit_state(ctx, state) ~= nil
 end
 
-local function admit(ctx, player, opts)
+local function admit(ctx, player, lat, claimed, queue_size)
   local refusal, expired = admit_state(ctx, redis.call('HGET', ctx.k.players, player), player)
   if refusal then return refusal end
   local cfg, world = ctx.cfg, ctx.world
-  local size = opts.queue_size
-  if size and cfg.capacity > 0 and size >= cfg.capacity then return { 'QUEUE_FULL', world, size } end
+  if queue_size and cfg.capacity > 0 and queue_size >= cfg.capacity then
+    return { 'QUEUE_FULL', world, queue_size }
+  end
   if cfg.presence and not is_present(ctx.k.presence, player, ctx.now) then return { 'NOT_CONNECTED', world } end
-  if cfg.regions and not opts.lat then return { 'LATENCY_REQUIRED', world } end
+  if cfg.regions and not lat then return { 'LATENCY_REQUIRED', world } end
   local rating, text = nil, nil
   if cfg.rules then
-    rating, text = Lifecycle.joining_rating(ctx.k, world, player, opts.claimed, cfg)
+    rating, text = Lifecycle.joining_rating(ctx.k, world, player, claimed, cfg)
     if not rating then return { 'RATING_REQUIRED', world } end
     if rating < cfg.min_rating or rating > cfg.max_rating then
       return { 'INVALID_RATING', world, num(rating) }

@@ -61,7 +61,7 @@ local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
 
 local stats = world_stats(k.stats)
 local size = redis.call('ZCARD', k.queue)
-local refusal, rating, shown_rating, expired = Admission.admit(ctx, player, { lat = lat, claimed = claimed, queue_size = size })
+local refusal, rating, shown_rating, expired = Admission.admit(ctx, player, lat, claimed, size)
 if refusal then return refusal end
 shown_rating = shown_rating or ''
 local rules = cfg.rules

@@ -44,7 +44,7 @@ if #rest + 1 > cfg.max_party then return fail('party larger than the world accep
 
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
-local refusal, r, _, expired = Admission.admit(ctx, leader, { lat = lat, claimed = claimed })
+local refusal, r, _, expired = Admission.admit(ctx, leader, lat, claimed, nil)
 if refusal then return refusal end
 local states = redis.call('HMGET', k.players, unpack(rest))
 for i, p in ipairs(rest) do

@@ -67,9 +67,7 @@ if me.j == 1 then
 end
 local complete = joined + 1 == #party.members
 local size = redis.call('ZCARD', k.queue)
-local refusal, r, _, expired = Admission.admit(ctx, player, {
-  lat = lat, claimed = claimed, queue_size = complete and size or nil,
-})
+local refusal, r, _, expired = Admission.admit(ctx, player, lat, claimed, complete and size or nil)
 if refusal then return refusal end
 if rules then me.r = num(r) end
 

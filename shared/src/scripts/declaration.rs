@@ -73,9 +73,10 @@ impl Declaration {
             out.push_str(
                 "if #ARGV < FIXED_ARGS + world_count then \
                  return fail('expected the declared arguments and a world name per world block') end\n\
-                 local worlds = {}\n\
+                 local worlds = WORLDS\n\
                  for i = 1, world_count do\n  worlds[i] = ARGV[FIXED_ARGS + i]\n  \
-                 if worlds[i] == '' then return fail('world name is empty') end\nend\n",
+                 if worlds[i] == '' then return fail('world name is empty') end\nend\n\
+                 for i = world_count + 1, #worlds do worlds[i] = nil end\n",
             );
         } else {
             out.push_str(
@@ -134,7 +135,9 @@ impl Declaration {
     }
 
     /// What an operation's function is built around, once per function
-    /// rather than on every call: `shape_of(features)`, the keys a feature
+    /// rather than on every call (a table made per call is garbage the
+    /// collector must reclaim, which every call pays for: `WORLDS`, the
+    /// call's world names, is refilled): `shape_of(features)`, the keys a feature
     /// set brings (cached in `SHAPES`), `namespace_keys()` and, for
     /// operations with world blocks, `world_keys(i)` and `world_of(name)`,
     /// reading the running call's keys (`CUR_*`, set by the prelude). A key
@@ -166,6 +169,7 @@ impl Declaration {
              local SHAPES = {{}}\n\
              local KEY_CACHE_N, KEY_CACHE_MAX = 0, 256\n\
              local CUR_SHAPE, CUR_KEYS, CUR_WORLDS, CUR_WORLD_COUNT\n\
+             local WORLDS = {{}}\n\
              local function shape_of(features)\n  \
              if type(features) ~= 'string' or not string.find(features, '^p?c?r?g?s?$') then return nil end\n  \
              local function pick(needs)\n    local names = {{}}\n    \
