@@ -3875,11 +3875,13 @@ fn arbitrary_http_requests_get_only_documented_answers() {
         // By route (`None`: any code), also only what 400 cases reach with
         // near certainty; the corpus has every party and ready-check refusal
         // (a join's IN_PARTY and PROPOSAL_PENDING among them, which a run
-        // of 400 misses now and then).
+        // of 400 misses now and then; so does a party creation's IN_PARTY:
+        // 2 and 0 cases of 400 in two runs, seed 11112823778867823553
+        // before and after the duplicate-key generator joined the mix, a
+        // miss in about one run of eight; seeds 163 and 181 hold it).
         for (route, status, code) in [
             (Route::CreateParty, 201, Some("")),
             (Route::CreateParty, 400, None),
-            (Route::CreateParty, 409, Some("IN_PARTY")),
             (Route::JoinParty, 200, Some("")),
             (Route::JoinParty, 400, Some("INVALID_REQUEST")),
             (Route::JoinParty, 404, Some("PARTY_NOT_FOUND")),
