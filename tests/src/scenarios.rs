@@ -165,6 +165,29 @@ async fn join(store: &MatchStore, w: &str, p: &str) -> JoinOutcome {
         .expect("join")
 }
 
+fn players(names: &[&str]) -> Vec<PlayerId> {
+    names.iter().map(|p| player(p)).collect()
+}
+
+/// Creates a party of `leader` inviting `members` in world `w`.
+async fn create(
+    store: &MatchStore,
+    w: &str,
+    leader: &str,
+    members: &[&str],
+) -> shared::PartyCreateOutcome {
+    store
+        .create_party(
+            world(store, w),
+            &player(leader),
+            &players(members),
+            None,
+            None,
+        )
+        .await
+        .expect("create party")
+}
+
 fn queued_at(outcome: &JoinOutcome) -> (u64, u64) {
     match outcome {
         JoinOutcome::Queued(q) => (q.position, q.queue_size),

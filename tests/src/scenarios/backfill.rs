@@ -173,16 +173,7 @@ pub async fn a_joiner_takes_an_open_seat_and_a_party_too_large_does_not(env: &En
             .unwrap(),
     );
     // A party of two fits no team (one seat each): it queues.
-    let created = store
-        .create_party(
-            world(&store, "squad"),
-            &player("p1"),
-            &[player("p2")],
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    let created = create(&store, "squad", "p1", &["p2"]).await;
     let PartyCreateOutcome::Created(party) = created else {
         panic!("{created:?}")
     };

@@ -308,16 +308,7 @@ pub async fn a_player_in_a_game_queues_again_only_after_its_result(env: &Env) {
         }
         other => panic!("{other:?}"),
     }
-    let created = store
-        .create_party(
-            world(&store, "pair"),
-            &player("a"),
-            &[player("x")],
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    let created = create(&store, "pair", "a", &["x"]).await;
     match created {
         // The same refusal, with the same seat, as a join is answered.
         PartyCreateOutcome::Rejected(Rejection::InMatch {
@@ -396,16 +387,7 @@ pub async fn a_player_holds_a_seat_in_one_unfinished_match_at_most(env: &Env) {
         (first.match_id.clone(), false),
         "FORMED holds its players: IN_MATCH, no seat yet"
     );
-    let party = store
-        .create_party(
-            world(&store, "lcq"),
-            &player("alice"),
-            &[player("x")],
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    let party = create(&store, "lcq", "alice", &["x"]).await;
     assert!(
         matches!(
             party,

@@ -10,23 +10,6 @@ use super::*;
 
 const SQUAD: &str = r#"{"worlds": [{"name": "squad", "teamSize": 4, "maxPartySize": 3}]}"#;
 
-fn players(names: &[&str]) -> Vec<PlayerId> {
-    names.iter().map(|p| player(p)).collect()
-}
-
-async fn create(store: &MatchStore, w: &str, leader: &str, members: &[&str]) -> PartyCreateOutcome {
-    store
-        .create_party(
-            world(store, w),
-            &player(leader),
-            &players(members),
-            None,
-            None,
-        )
-        .await
-        .expect("create party")
-}
-
 async fn create_ok(store: &MatchStore, w: &str, leader: &str, members: &[&str]) -> PartyView {
     match create(store, w, leader, members).await {
         PartyCreateOutcome::Created(view) => view,

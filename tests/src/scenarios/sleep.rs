@@ -105,17 +105,7 @@ pub async fn the_matcher_sleeps_only_when_idle_and_work_wakes_it(env: &Env) {
 
     // A party that assembles wakes it and keeps it awake; its cancellation
     // (a note to its members) is work too, delivered, then it sleeps.
-    let party = match store
-        .create_party(
-            world(&store, "duo"),
-            &player("c"),
-            &[player("d")],
-            None,
-            None,
-        )
-        .await
-        .unwrap()
-    {
+    let party = match create(&store, "duo", "c", &["d"]).await {
         PartyCreateOutcome::Created(view) => view.party_id,
         other => panic!("{other:?}"),
     };
