@@ -26,6 +26,8 @@
 -- rated worlds); its stats field `backfills` counts its backfills.
 -- A backfill (cjson): { match, world, created, expires, fills (so far),
 -- members (every player the match has had: none is seated in it again),
+-- left (the players the request did not list; nil once a fill recorded
+-- them in its addition, or when none left),
 -- open = { seats per team }, counts = { players per team }, sums = {
 -- rating sum per team } (rated), ref (reference rating, rated), region }.
 -- @include _lib _backfill_store _matching _players _proposals _rated _regions _tickets

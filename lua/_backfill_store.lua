@@ -100,6 +100,11 @@ local function add_fill(ctx, b, tickets, parts)
   local states, objects, n = {}, {}, 0
   for i, t in ipairs(tickets) do
     objects[i] = '{"fill":' .. b.fills .. ',' .. parts[i]
+    if b.left then
+      -- Said once, by the first addition after the request.
+      objects[i] = '{"fill":' .. b.fills .. ',"left":' .. cjson.encode(b.left) .. ',' .. parts[i]
+      b.left = nil
+    end
     for _, p in ipairs(t.players) do
       states[#states + 1] = p
       states[#states + 1] = b.match

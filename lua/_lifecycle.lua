@@ -8,8 +8,10 @@
 -- match_lifecycle: HASH match id -> five lines, "<state> <since_ms>",
 -- the assignment JSON, the result JSON (as reported), the rating changes
 -- JSON and the additions (each "" while absent): the players backfills
--- added (_backfill.lua), a JSON array of { players, team, fill, data
--- (verbatim ticket data JSON or null per player), ratings?, latencies? }
+-- added (_backfill.lua), a JSON array of { players, team, fill, left?
+-- (the players who had left by then, on the first addition after a
+-- backfill request), data (verbatim ticket data JSON or null per player),
+-- ratings?, latencies? }
 -- built by concatenation, so ticket data is never re-encoded. The JSON documents come from the
 -- store, canonical (the same content is the same string), and are kept
 -- verbatim: comparing them tells an identical repeat from a different

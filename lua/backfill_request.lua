@@ -133,8 +133,16 @@ if previous then Backfill.end_backfill({ k = k, world = world, now = now }, k, p
 local everyone = {}
 for p in pairs(member) do everyone[#everyone + 1] = p end
 table.sort(everyone)
+-- Who left (the match's players the server no longer lists): the first
+-- fill records them, so the match's spread and team difference count the
+-- players it has now (shared/src/domain/lifecycle merged).
+local left = {}
+for _, p in ipairs(everyone) do
+  if not team_of[p] then left[#left + 1] = p end
+end
 local b = {
   match = id, world = world, created = now, expires = now + keepalive, members = everyone,
+  left = #left > 0 and left or nil,
   fills = math.max(previous and previous.fills or 0, filled),
   open = open, counts = counts, sums = sums, region = record.region,
 }

@@ -942,11 +942,15 @@ pub async fn a_rated_backfill_seats_the_player_who_balances_the_teams_best(env: 
     }
     let batch = store.form_matches(sq, 0).await.unwrap();
     assert_eq!(batch.backfilled, 1);
-    assert!(
-        matched_in(&store, "even").await.is_some(),
-        "the balancing one"
-    );
+    let seated = matched_in(&store, "even").await.expect("the balancing one");
     assert!(matched_in(&store, "near").await.is_none());
+    // The record keeps the player who left, but its team difference and
+    // spread are the teams it plays with now: 1550 and 1550, 1400..1700
+    // (counting the 1500 who left, team 2 would be 1533.3).
+    let record = &seated.record;
+    assert_eq!(record.participants.len(), 5, "{record:?}");
+    assert_eq!(record.team_difference, Some(0.0), "{record:?}");
+    assert_eq!(record.spread, Some(300.0), "{record:?}");
 }
 
 /// A world's `backfill.balance` holds a backfill's fills to their own

@@ -3,7 +3,7 @@
 //! FORMED, then ASSIGNED, then FINISHED (a result may also come without an
 //! assignment); see `lua/_lifecycle.lua` for how Redis keeps it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +54,11 @@ pub struct Addition {
     pub team: usize,
     /// Which fill of the match's backfills added them (1, 2, ...).
     pub fill: u32,
+    /// The players who had left the match by then (the server did not list
+    /// them in its backfill request): said by the first addition after a
+    /// request.
+    #[serde(default)]
+    pub left: Vec<PlayerId>,
     /// Ticket data per player (`null`: none).
     pub data: Vec<serde_json::Value>,
     #[serde(default)]
@@ -133,12 +138,22 @@ impl MatchLifecycle {
     }
 
     /// `record` with the players backfills added: participants, teams,
-    /// ticket data, ratings (spread and team difference recomputed),
-    /// latencies (worst recomputed) and parties.
+    /// ticket data, ratings, latencies and parties keep everyone the match
+    /// has had; the spread and team difference are recomputed over the
+    /// players it has now (those who left are out), the worst latency over
+    /// everyone.
     pub fn merged(&self, mut record: MatchRecord) -> MatchRecord {
         if self.additions.is_empty() {
             return record;
         }
+        let mut present: BTreeSet<&str> = record.participants.iter().map(|p| p.as_str()).collect();
+        for a in &self.additions {
+            for p in &a.left {
+                present.remove(p.as_str());
+            }
+            present.extend(a.players.iter().map(|p| p.as_str()));
+        }
+        let present: BTreeSet<String> = present.into_iter().map(str::to_owned).collect();
         for a in &self.additions {
             record.participants.extend(a.players.iter().cloned());
             if let Some(team) = record
@@ -178,12 +193,20 @@ impl MatchLifecycle {
             }
         }
         if let Some(ratings) = &record.ratings {
-            let values = ratings.values().map(|r| r.value());
+            let values = ratings
+                .iter()
+                .filter(|(p, _)| present.contains(p.as_str()))
+                .map(|(_, r)| r.value());
             let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
-            record.spread = Some(hi - lo);
+            record.spread = (lo <= hi).then_some(hi - lo);
             if let Some(teams) = &record.teams {
                 let averages: Vec<f64> = teams
                     .iter()
+                    .map(|t| {
+                        t.iter()
+                            .filter(|p| present.contains(p.as_str()))
+                            .collect::<Vec<_>>()
+                    })
                     .filter(|t| !t.is_empty())
                     .map(|t| {
                         t.iter()
@@ -467,6 +490,28 @@ mod tests {
         assert_eq!(merged.team_difference, Some(25.0));
         assert_eq!(merged.parties.as_ref().unwrap().len(), 1);
         assert_eq!(life.fill_of(&PlayerId::parse("e").unwrap()), Some(1));
+    }
+
+    #[test]
+    fn who_left_counts_in_neither_spread_nor_team_difference() {
+        let mut base = record(
+            Some(vec![vec!["a", "b"], vec!["c", "x"]]),
+            &["a", "b", "c", "x"],
+        );
+        base.ratings = Some(
+            [("a", 10.0), ("b", 20.0), ("c", 30.0), ("x", 500.0)]
+                .into_iter()
+                .map(|(p, r)| (p.to_owned(), super::super::ids::Rating::new(r).unwrap()))
+                .collect(),
+        );
+        // x left; d took the seat, then the next request said nobody else left.
+        let raw = "ASSIGNED 5\n{\"connection\":\"h\"}\n\n\n\
+                   [{\"players\":[\"d\"],\"team\":2,\"fill\":1,\"left\":[\"x\"],\"data\":[null],\"ratings\":[40]}]";
+        let merged = MatchLifecycle::parse(raw).unwrap().merged(base);
+        assert_eq!(merged.participants.len(), 5, "the record keeps who left");
+        assert_eq!(merged.spread, Some(30.0));
+        // Team 1: a, b (15); team 2: c, d (35); x's 500 is out.
+        assert_eq!(merged.team_difference, Some(20.0));
     }
 
     #[test]
