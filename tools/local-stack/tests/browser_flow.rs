@@ -163,8 +163,8 @@ async fn play_round(browser: &mut Browser, pages: &[Page], round: u32) -> Value 
             assert_eq!(queued["join"], json!(false), "queued: no Join: {queued}");
         }
     }
-    // Round 2's ratings moved apart: the window widens until they fit.
-    let limit = Duration::from_secs(if round == 1 { 20 } else { 60 });
+    // Round 2: the ratings moved apart; the window widens until they fit (at most relaxAfterSeconds, 60 s).
+    let limit = Duration::from_secs(if round == 1 { 20 } else { 90 });
     let mut ids = Vec::new();
     for page in pages {
         // This round's card (the previous round's FINISHED shows until the join answers).
