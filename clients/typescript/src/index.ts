@@ -17,3 +17,24 @@ export { devToken, type DevTokenOptions, type TokenRequest, type TokenSource } f
 export { ROUTES, type RouteSpec, type HttpMethod } from "./routes.js";
 export { SERVER_MESSAGE_TYPES } from "./types.js";
 export type * from "./types.js";
+export {
+  controls,
+  initialState,
+  isIdle,
+  matchOf,
+  reduce,
+  IDLE_PHASES,
+  type AnswerEvent,
+  type Controls,
+  type ControlsContext,
+  type FailedEvent,
+  type MatchCard,
+  type Phase,
+  type PlayerEvent,
+  type PlayerState,
+  type ProposalState,
+  type PushEvent,
+  type QueuePlace,
+  type StatusEvent,
+} from "./player-state.js";
+export { describeMessage, describeRating, describeResult, describeState } from "./words.js";

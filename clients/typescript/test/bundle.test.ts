@@ -19,6 +19,10 @@ test("the demo page's bundle is today's SDK (else: npm run bundle)", async (t) =
   assert.equal(res.status, 200);
   assert.match(res.headers.get("content-type") ?? "", /^text\/javascript/);
   assert.equal(await res.text(), committed, "mm-local serves the committed bundle (rebuild it: cargo build)");
+  // The page's Play view is a module of its own (/play.js), which imports the SDK bundle.
   const page = await (await fetch(`${stack.httpUrl}/`)).text();
-  assert.match(page, /from "\/mm-client\.js"/, "the demo page imports the SDK bundle");
+  assert.match(page, /from "\/play\.js"/, "the demo page imports its Play view");
+  const play = await fetch(`${stack.httpUrl}/play.js`);
+  assert.match(play.headers.get("content-type") ?? "", /^text\/javascript/);
+  assert.match(await play.text(), /from "\/mm-client\.js"/, "the Play view imports the SDK bundle");
 });

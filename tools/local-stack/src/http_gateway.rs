@@ -128,6 +128,13 @@ pub fn router<H: HttpHandlers>(
                 ([(axum::http::header::CONTENT_TYPE, js)], crate::DEMO_CLIENT)
             }),
         )
+        .route(
+            "/play.js",
+            get(|| async {
+                let js = "text/javascript; charset=utf-8";
+                ([(axum::http::header::CONTENT_TYPE, js)], crate::DEMO_PLAY)
+            }),
+        )
         .route("/.well-known/jwks.json", get(jwks::<H>))
         .route("/dev/token", post(dev_token::<H>))
         .route("/dev/config", get(dev_config::<H>))
@@ -210,6 +217,8 @@ async fn dev_config<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>)
                 "teams": w.teams,
                 "maxPartySize": w.max_party_size,
                 "regions": w.regions.as_ref().map(|r| &r.names),
+                // The page shows the rating field only where a rating counts.
+                "rated": matches!(w.mode, shared::config::MatchMode::Rating(_)),
             })
         })
         .collect();
@@ -219,6 +228,8 @@ async fn dev_config<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>)
         "heartbeatSeconds": gateway.store.settings().heartbeat_interval.as_secs(),
         "matchEvents": gateway.store.settings().match_events,
         "demoAllocator": gateway.demo.allocator,
+        // With game servers a formed match holds its players (IN_MATCH).
+        "gameServers": gateway.store.settings().server_scope.is_some(),
         "gameServer": gateway.demo.game_server,
     }))
 }

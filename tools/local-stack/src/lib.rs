@@ -53,6 +53,9 @@ pub const DEMO_PAGE: &str = include_str!("../static/index.html");
 /// cargo alone builds the stack; the SDK's tests fail while it is stale.
 pub const DEMO_CLIENT: &str = include_str!("../static/mm-client.js");
 
+/// The demo page's Play view (`/play.js`): renders the SDK's player state.
+pub const DEMO_PLAY: &str = include_str!("../static/play.js");
+
 /// Audience of development tokens (what `AUTH_AUDIENCE` would be in AWS).
 pub const DEV_AUDIENCE: &str = "matchmaking-local";
 

@@ -624,19 +624,420 @@ var SERVER_MESSAGE_TYPES = [
   "MATCH_CANCELLED",
   "PONG"
 ];
+
+// src/player-state.ts
+var IDLE_PHASES = ["IDLE", "FINISHED", "EXPIRED", "REMOVED"];
+var MATCHED_PHASES = ["MATCHED", "ASSIGNED", "FINISHED"];
+var MATCH_ORDER = { FORMED: 0, ASSIGNED: 1, FINISHED: 2 };
+var PHASE_OF = { FORMED: "MATCHED", ASSIGNED: "ASSIGNED", FINISHED: "FINISHED" };
+function initialState(playerId) {
+  return { playerId, version: 0, phase: "IDLE", queue: null, party: null, proposal: null, matchId: null, matches: [], note: null, error: null };
+}
+function isIdle(phase) {
+  return IDLE_PHASES.includes(phase);
+}
+function matchOf(state, matchId) {
+  return state.matches.find((m) => m.matchId === matchId);
+}
+function reduce(state, event) {
+  let next;
+  switch (event.type) {
+    case "status":
+      if (event.sentAt < state.version) return mergeStale(state, event.data);
+      next = fromStatus(state, event.data);
+      break;
+    case "push":
+      next = fromPush(state, event.message);
+      break;
+    case "answer":
+      next = fromAnswer(state, event);
+      break;
+    case "failed":
+      next = fromFailure(state, event);
+      return { ...next, version: state.version + 1, error: { code: event.code, message: event.message } };
+  }
+  if (next === state) return state;
+  const moved = next.phase !== state.phase || next.matchId !== state.matchId || matchOf(next, next.matchId)?.state !== matchOf(state, state.matchId)?.state;
+  return { ...next, version: state.version + 1, error: moved ? null : next.error };
+}
+function mergeStale(state, data) {
+  if (data.status !== "MATCHED" || !matchOf(state, data.match.matchId)) return state;
+  return { ...state, matches: upsert(state.matches, cardOf(data.match, data.match.state, state.playerId)) };
+}
+function fromStatus(state, data) {
+  switch (data.status) {
+    case "IDLE": {
+      const party = state.party && !joined(state.party, state.playerId) ? state.party : null;
+      if (isIdle(state.phase) && party === state.party) return state;
+      if (isIdle(state.phase)) return { ...state, party };
+      return { ...state, phase: "IDLE", queue: null, proposal: null, party, note: null };
+    }
+    case "PARTY":
+      return { ...state, phase: "PARTY", party: data.party, queue: null, proposal: null, note: null };
+    case "QUEUED": {
+      const { status: _s, party, ...place } = data;
+      const same = sameQueue(state.queue, place);
+      if (state.phase === "QUEUED" && same && (party ?? null) === state.party) return state;
+      return { ...state, phase: "QUEUED", queue: { ...place }, party: party ?? keepInvitation(state), proposal: null };
+    }
+    case "PROPOSED": {
+      const p = data.proposal;
+      const proposal = {
+        matchId: p.matchId,
+        worldType: p.worldType,
+        acceptBy: p.acceptBy,
+        participants: p.participants,
+        accepted: Math.max(p.accepted.length, state.proposal?.matchId === p.matchId ? state.proposal.accepted : 0),
+        answered: p.accepted.includes(state.playerId)
+      };
+      if (state.phase === "PROPOSED" && state.proposal && sameJson(state.proposal, proposal)) return state;
+      return { ...state, phase: "PROPOSED", proposal, queue: null };
+    }
+    case "MATCHED": {
+      const card = cardOf(data.match, data.match.state ?? "FORMED", state.playerId);
+      const merged = withMatch(state, card, true);
+      return sameJson(merged, state) ? state : merged;
+    }
+  }
+  return state;
+}
+function fromPush(state, msg) {
+  switch (msg.type) {
+    case "QUEUED": {
+      const { type: _t, ...place } = msg;
+      const before = state.queue?.worldType === place.worldType ? state.queue : null;
+      return { ...state, phase: "QUEUED", queue: { ...before, ...place }, proposal: null, note: null };
+    }
+    case "MATCH_FOUND": {
+      const card = cardOf(msg, "FORMED", state.playerId);
+      if (msg.backfill) card.backfill = true;
+      return withMatch(state, card, true);
+    }
+    case "MATCH_ASSIGNED":
+      return withMatch(state, { ...cardOf(msg, "ASSIGNED", state.playerId), assignment: msg.assignment }, true);
+    case "MATCH_RESULT": {
+      const card = matchOf(state, msg.matchId) ?? { matchId: msg.matchId, worldType: msg.worldType, participants: [], state: "FINISHED" };
+      const done = { ...card, state: "FINISHED", result: msg.result };
+      if (msg.rating) done.rating = msg.rating;
+      const about = state.matchId === msg.matchId ? MATCHED_PHASES.includes(state.phase) : state.phase === "IDLE";
+      return withMatch(state, done, about);
+    }
+    case "TICKET_EXPIRED":
+    case "TICKET_REMOVED": {
+      if (state.phase !== "QUEUED" || state.queue?.worldType !== msg.worldType) return state;
+      const phase = msg.type === "TICKET_EXPIRED" ? "EXPIRED" : "REMOVED";
+      return { ...state, phase, queue: null, party: null, note: null };
+    }
+    case "PARTY_UPDATE": {
+      const party = msg.party;
+      const mine = joined(party, state.playerId);
+      if (mine && party.state === "ASSEMBLING" && (isIdle(state.phase) || state.phase === "PARTY")) {
+        return { ...state, party, phase: "PARTY", note: null };
+      }
+      if (mine && party.state === "QUEUED" && (isIdle(state.phase) || state.phase === "PARTY")) {
+        const queue = { worldType: party.worldType, position: null, queueSize: null, estimatedWaitSeconds: null };
+        return { ...state, party, phase: "QUEUED", queue, note: null };
+      }
+      return { ...state, party };
+    }
+    case "PARTY_CANCELLED": {
+      if (state.party && state.party.partyId !== msg.partyId) return state;
+      const note = `party ${msg.partyId} was cancelled: ${words(msg.reason)}${msg.by ? ` (${msg.by})` : ""}`;
+      const inIt = state.phase === "PARTY" || state.phase === "QUEUED" && state.party !== null;
+      return { ...state, party: null, note, ...inIt ? { phase: "IDLE", queue: null } : {} };
+    }
+    case "MATCH_PROPOSED": {
+      const proposal = {
+        matchId: msg.matchId,
+        worldType: msg.worldType,
+        acceptBy: msg.acceptBy,
+        participants: msg.participants,
+        accepted: 0,
+        answered: false
+      };
+      if (msg.backfillOf) proposal.backfillOf = msg.backfillOf;
+      return { ...state, phase: "PROPOSED", proposal, queue: null, note: null };
+    }
+    case "MATCH_ACCEPT_PROGRESS": {
+      const p = state.proposal;
+      if (!p || p.matchId !== msg.matchId || msg.accepted <= p.accepted) return state;
+      return { ...state, proposal: { ...p, accepted: msg.accepted } };
+    }
+    case "MATCH_CANCELLED": {
+      if (state.phase !== "PROPOSED" && state.proposal?.matchId !== msg.matchId) return state;
+      return cancelled(state, msg.matchId, msg.worldType, msg.reason, msg.requeued);
+    }
+    default:
+      return state;
+  }
+}
+function fromAnswer(state, event) {
+  const data = event.data;
+  switch (event.op) {
+    case "join":
+    case "createParty":
+    case "joinParty":
+      return data.status ? fromStatus(state, data) : state;
+    case "leave": {
+      const note = `you left the queue in ${String(data["worldType"] ?? state.queue?.worldType)}`;
+      return { ...state, phase: "IDLE", queue: null, party: null, note };
+    }
+    case "accept":
+      if (data.status === "ACCEPTED" && state.proposal && state.proposal.matchId === data["matchId"]) {
+        const p = state.proposal;
+        return { ...state, proposal: { ...p, accepted: Math.max(Number(data["accepted"]), p.accepted), answered: true } };
+      }
+      if (data.status === "CANCELLED") {
+        return cancelled(state, String(data["matchId"]), String(data["worldType"]), "DECLINED", false, true);
+      }
+      return data.status === "MATCHED" ? fromStatus(state, data) : state;
+    case "cancelParty":
+      return { ...state, party: null, note: "you left the party", ...isIdle(state.phase) ? {} : { phase: "IDLE", queue: null } };
+  }
+  return state;
+}
+function fromFailure(state, event) {
+  const data = event.data ?? {};
+  if (event.code === "IN_MATCH" && typeof data["matchId"] === "string") {
+    const old = matchOf(state, data["matchId"]);
+    const assignment = data["assignment"];
+    const card = old ?? { matchId: data["matchId"], worldType: "", participants: [state.playerId], state: "FORMED" };
+    return withMatch(state, assignment ? { ...card, state: later(card.state, "ASSIGNED"), assignment } : card, true);
+  }
+  if (event.code === "ALREADY_QUEUED" && typeof data["worldType"] === "string") {
+    const { error: _e, party, ...place } = data;
+    return { ...state, phase: "QUEUED", queue: place, party: party ?? state.party };
+  }
+  return state;
+}
+function cancelled(state, matchId, worldType, reason, requeued, self = false) {
+  const why = self ? "you declined" : words(reason);
+  const note = `match ${matchId} was cancelled (${why}); ` + (requeued ? "you are back in the queue at your place" : "you left the queue");
+  const queue = requeued ? { worldType, position: null, queueSize: null, estimatedWaitSeconds: null } : null;
+  return { ...state, phase: requeued ? "QUEUED" : "IDLE", proposal: null, queue, note };
+}
+function withMatch(state, card, focus) {
+  const matches = upsert(state.matches, card);
+  if (!focus) return { ...state, matches };
+  const merged = matches.find((m) => m.matchId === card.matchId);
+  const current = matchOf(state, state.matchId);
+  if (current && current.matchId !== card.matchId && index(state, current.matchId) < index(state, card.matchId)) {
+    return { ...state, matches };
+  }
+  const fresh = state.matchId !== card.matchId;
+  return {
+    ...state,
+    matches,
+    matchId: card.matchId,
+    phase: PHASE_OF[merged.state],
+    queue: null,
+    proposal: null,
+    party: fresh && state.party && joined(state.party, state.playerId) ? null : state.party,
+    note: fresh ? null : state.note
+  };
+}
+function upsert(matches, card) {
+  const i = matches.findIndex((m) => m.matchId === card.matchId);
+  if (i < 0) return [card, ...matches];
+  const old = matches[i];
+  const forward = MATCH_ORDER[card.state] >= MATCH_ORDER[old.state];
+  const merged = forward ? { ...old, ...defined(card) } : { ...defined(card), ...old };
+  merged.state = later(old.state, card.state);
+  merged.participants = [...old.participants, ...card.participants.filter((p) => !old.participants.includes(p))];
+  if (old.backfill || card.backfill) merged.backfill = true;
+  return matches.map((m, j) => j === i ? merged : m);
+}
+function cardOf(m, state, me) {
+  const card = { matchId: m.matchId, worldType: m.worldType, participants: [...m.participants], state };
+  for (const key of ["teams", "ratings", "spread", "teamDifference", "region", "worstLatency", "assignment", "result"]) {
+    if (m[key] !== void 0) card[key] = m[key];
+  }
+  const changes = m["ratingChanges"];
+  const mine = changes?.[me];
+  if (mine) card.rating = mine;
+  return card;
+}
+function later(a, b) {
+  return MATCH_ORDER[a] >= MATCH_ORDER[b] ? a : b;
+}
+function index(state, matchId) {
+  return state.matches.findIndex((m) => m.matchId === matchId);
+}
+function joined(party, me) {
+  return party.members.some((m) => m.playerId === me && m.joined);
+}
+function keepInvitation(state) {
+  return state.party && !joined(state.party, state.playerId) ? state.party : null;
+}
+function sameQueue(a, b) {
+  return a !== null && sameJson(a, b);
+}
+function sameJson(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+function defined(o) {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== void 0));
+}
+function words(code) {
+  return code.toLowerCase().replaceAll("_", " ");
+}
+function controls(state, ctx) {
+  const on = ctx.connected;
+  const member = state.party !== null && joined(state.party, state.playerId);
+  const invited = state.party !== null && !member && state.party.members.some((m) => m.playerId === state.playerId);
+  const free = isIdle(state.phase) || state.phase === "MATCHED" && !ctx.gameServers;
+  const proposed = state.phase === "PROPOSED" && state.proposal !== null;
+  return {
+    join: on && free && !member,
+    leave: on && state.phase === "QUEUED",
+    createParty: on && free && !member,
+    joinParty: on && free && invited,
+    leaveParty: on && (member || invited) && (free || state.phase === "PARTY" || state.phase === "QUEUED"),
+    accept: on && proposed && !state.proposal.answered,
+    decline: on && proposed,
+    changeWorld: free && !member
+  };
+}
+
+// src/words.ts
+function describeMessage(msg, me) {
+  const others = (players) => players.filter((p) => p !== me).join(", ") || "nobody else";
+  switch (msg.type) {
+    case "TEXT":
+      return `the heartbeat was not recorded (${msg.data}); the next one retries`;
+    case "PONG":
+      return msg.registered ? `heartbeat answered: keep sending one every ${msg.heartbeatSeconds} s (presence lapses after ${msg.presenceTimeoutSeconds} s)` : "heartbeat answered, but the registration had lapsed: the server closes this socket and the client reconnects";
+    case "QUEUED":
+      return `queued in ${msg.worldType} at position ${msg.position} of ${msg.queueSize}` + wait(msg.estimatedWaitSeconds);
+    case "MATCH_FOUND":
+      return msg.backfill ? `seated in the running match ${msg.matchId} in ${msg.worldType} (backfill) with ${others(msg.participants)}` : `match ${msg.matchId} found in ${msg.worldType} with ${others(msg.participants)}`;
+    case "MATCH_ASSIGNED":
+      return `match ${msg.matchId} has a server: connect to ${msg.assignment.connection}` + (msg.assignment.token ? " with your seat token" : "");
+    case "MATCH_RESULT":
+      return `match ${msg.matchId} finished: ${describeResult(msg.result, me)}` + (msg.rating ? `; ${describeRating(msg.rating)}` : "");
+    case "TICKET_EXPIRED":
+      return `your ticket in ${msg.worldType} waited too long and expired; join again`;
+    case "TICKET_REMOVED":
+      return `your ticket in ${msg.worldType} was removed: ${msg.worldType} needs a live connection and you had none; join again`;
+    case "PARTY_UPDATE": {
+      const p = msg.party;
+      const who = p.members.map((m) => `${m.playerId}${m.joined ? " \u2713" : " (invited)"}`).join(", ");
+      const state = p.state === "ASSEMBLING" ? "assembling" : p.state === "QUEUED" ? "queued" : "in a ready check";
+      return `party ${p.partyId} of ${p.leader} in ${p.worldType} is ${state}: ${who}`;
+    }
+    case "PARTY_CANCELLED":
+      return `party ${msg.partyId} was cancelled: ${PARTY_REASONS[msg.reason] ?? msg.reason.toLowerCase()}` + (msg.by ? ` (${msg.by})` : "");
+    case "MATCH_PROPOSED":
+      return `ready check for ${msg.backfillOf ? `open seats in match ${msg.backfillOf}` : `match ${msg.matchId}`} in ${msg.worldType} with ${others(msg.participants)}: accept within ${Math.max(0, Math.round((msg.acceptBy - Date.now()) / 1e3))} s`;
+    case "MATCH_ACCEPT_PROGRESS":
+      return `${msg.accepted} of ${msg.total} accepted match ${msg.matchId}; waiting for the others`;
+    case "MATCH_CANCELLED":
+      return `match ${msg.matchId} was cancelled (${CANCEL_REASONS[msg.reason] ?? msg.reason.toLowerCase()}); ` + (msg.requeued ? "you are back in the queue at your place" : "you are no longer queued");
+    default:
+      return `a ${msg.type} message`;
+  }
+}
+var PARTY_REASONS = {
+  LEFT: "a member left",
+  DECLINED: "an invited player declined",
+  DISCONNECTED: "a member lost their connection",
+  EXPIRED: "not everyone joined in time"
+};
+var CANCEL_REASONS = {
+  DECLINED: "declined",
+  LEFT: "a player left the queue",
+  TIMEOUT: "not everyone accepted in time"
+};
+function describeResult(result, me) {
+  if (result.cancelled) return "cancelled, no winner";
+  if (result.playerRanks) {
+    const mine = me !== void 0 ? result.playerRanks[me] : void 0;
+    if (mine !== void 0) return `you placed ${ordinal(mine)} of ${Object.keys(result.playerRanks).length}`;
+    return Object.entries(result.playerRanks).map(([p, r]) => `${p} ${ordinal(r)}`).join(", ");
+  }
+  if (result.teamRanks) return result.teamRanks.map((r, i) => `team ${i + 1} ${ordinal(r)}`).join(", ");
+  return "no placings";
+}
+function describeRating(change) {
+  return `your rating ${Math.round(change.before)} \u2192 ${Math.round(change.after)}`;
+}
+function describeState(state) {
+  const parts = [];
+  const match = matchOf(state, state.matchId);
+  switch (state.phase) {
+    case "QUEUED": {
+      const q = state.queue;
+      if (!q) break;
+      if (q.position === null) parts.push(`${q.worldType}: waiting for your place\u2026`);
+      else parts.push(`${q.worldType}: position ${q.position} of ${q.queueSize}` + wait(q.estimatedWaitSeconds));
+      if (q.rating !== void 0) {
+        const window = q.ratingWindow == null ? "any rating (relaxed)" : `\xB1${Math.round(q.ratingWindow)}`;
+        parts.push(`rating ${q.rating}, window ${window}` + (q.ratingWindow != null ? `, relaxes in ${q.relaxesInSeconds} s` : ""));
+      }
+      if (state.party) parts.push(`with your party ${state.party.partyId}`);
+      break;
+    }
+    case "PARTY":
+      parts.push(`waiting for the party to assemble`);
+      break;
+    case "PROPOSED":
+      if (state.proposal) parts.push(`match ${state.proposal.matchId} awaits everyone's answer (${state.proposal.accepted} of ${state.proposal.participants.length} accepted)`);
+      break;
+    case "MATCHED":
+      if (match) parts.push(`match ${match.matchId}: waiting for a game server`);
+      break;
+    case "ASSIGNED":
+      if (match?.assignment) parts.push(`match ${match.matchId}: connect to ${match.assignment.connection}`);
+      else if (match) parts.push(`match ${match.matchId}: the game is on`);
+      break;
+    case "FINISHED":
+      if (match) {
+        parts.push(`match ${match.matchId} finished` + (match.result ? `: ${describeResult(match.result, state.playerId)}` : ""));
+        if (match.rating) parts.push(describeRating(match.rating));
+      }
+      break;
+    case "EXPIRED":
+      parts.push("your ticket waited too long and expired; join again");
+      break;
+    case "REMOVED":
+      parts.push("your ticket was removed: the world needs a live connection; join again");
+      break;
+    case "IDLE":
+      break;
+  }
+  if (state.note) parts.push(state.note);
+  return parts.join(" \xB7 ");
+}
+function wait(seconds) {
+  return seconds == null ? " \xB7 estimated wait unknown" : ` \xB7 estimated wait ${seconds} s`;
+}
+function ordinal(n) {
+  const s = n % 100 >= 11 && n % 100 <= 13 ? "th" : ["th", "st", "nd", "rd"][n % 10] ?? "th";
+  return `${n}${s}`;
+}
 export {
   ApiError,
   Connection,
   Deduper,
   Emitter,
   GatewayError,
+  IDLE_PHASES,
   Matchmaking,
   MatchmakingClient,
   MatchmakingError,
   ROUTES,
   SERVER_MESSAGE_TYPES,
+  controls,
   defaultWebSocket,
+  describeMessage,
+  describeRating,
+  describeResult,
+  describeState,
   devToken,
   errorOf,
-  isMatchmakingError
+  initialState,
+  isIdle,
+  isMatchmakingError,
+  matchOf,
+  reduce
 };
