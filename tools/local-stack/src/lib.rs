@@ -8,6 +8,7 @@
 //! every match to a demo game server on this machine.
 
 pub mod demo_allocator;
+pub mod demo_game;
 pub mod dev_auth;
 pub mod embedded_redis;
 pub mod event_bus;
@@ -17,7 +18,7 @@ pub mod websocket_gateway;
 mod config;
 mod matcher;
 
-pub use config::StackConfig;
+pub use config::{StackConfig, DEMO_GAME_DEFAULT};
 use matcher::MatcherTask;
 pub use matcher::SCHEDULE;
 
@@ -244,7 +245,7 @@ impl LocalStack {
             events.router(),
             shutdown.subscribe(),
         ));
-        let game_server = Arc::new(GameServer::default());
+        let game_server = Arc::new(GameServer::new(config.demo_game));
         tasks.push(serve(
             game_listener,
             game_server.router(),
