@@ -234,12 +234,12 @@ async fn leave(
     (
         cors,
         Json(json!({"matchId": match_id, "playerId": player,
-                    "message": format!(
-                        "{player} left the game of match {match_id} and is placed last; the game ends at once \
-                         if fewer than two sides still play, else in {} s (the server asks for a backfill), \
-                         and its result lets {player} queue again",
-                        remaining.as_secs().max(1)
-                    )})),
+        "message": format!(
+            "{player} left the game of match {match_id} and is placed last; the game ends at once \
+             if fewer than two sides still play, else in {} s (the server asks for a backfill), \
+             and its result lets {player} queue again",
+            remaining.as_secs().max(1)
+        )})),
     )
         .into_response()
 }

@@ -384,7 +384,11 @@ mod tests {
         for _ in 0..50 {
             let result = result_of(&record, &set(&["b", "d"]));
             let ranks = &result["playerRanks"];
-            assert_eq!((&ranks["b"], &ranks["d"]), (&json!(3), &json!(3)), "{result}");
+            assert_eq!(
+                (&ranks["b"], &ranks["d"]),
+                (&json!(3), &json!(3)),
+                "{result}"
+            );
             let mut stayed = [ranks["a"].as_u64(), ranks["c"].as_u64()];
             stayed.sort();
             assert_eq!(stayed, [Some(1), Some(2)], "{result}");
