@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod binary;
 pub mod cdp;
 
 use std::sync::{Arc, Mutex};
