@@ -261,11 +261,21 @@ async fn a_demo_run_then_idle_logs_no_warning_error_or_metric_line() {
     let bad: Vec<&String> = lines
         .iter()
         .map(|(_, l)| l)
-        .filter(|l| matches!(level(l).as_deref(), Some("WARN" | "ERROR")) || is_emf(l))
+        .filter(|l| {
+            matches!(level(l).as_deref(), Some("WARN" | "ERROR"))
+                || is_emf(l)
+                // A join leaves the match event to the matcher by design.
+                || l.contains("match event not sent")
+        })
         .collect();
+    if std::env::var_os("MM_PRINT_LOG").is_some() {
+        for (_, l) in &lines {
+            println!("{}", plain(l));
+        }
+    }
     assert!(
         bad.is_empty(),
-        "warnings, errors or EMF lines in a demo run idle for {idle:?}: {bad:#?}"
+        "warnings, errors, EMF or routine-as-failure lines in a demo run idle for {idle:?}: {bad:#?}"
     );
 }
 

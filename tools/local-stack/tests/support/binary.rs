@@ -132,10 +132,11 @@ impl MmLocal {
             .split_whitespace()
             .find(|w| w.starts_with("http://") || w.starts_with("ws://"))
             .unwrap_or_else(|| panic!("no URL in {line:?}"));
-        url.trim_end_matches('/')
-            .split("/v1")
+        let url = url.split(['?']).next().unwrap_or_default();
+        url.split("/v1")
             .next()
             .unwrap_or_default()
+            .trim_end_matches('/')
             .to_owned()
     }
 }
