@@ -55,7 +55,13 @@ fn deployed_variables() -> BTreeSet<String> {
         |lookup| EventsTarget::from_lookup(lookup).expect("events target"),
     ));
     vars.extend(
-        [WAKE_BUS_VAR, WS_ENDPOINT_VAR, METRICS_STDOUT_VAR, "RUST_LOG"].map(str::to_owned),
+        [
+            WAKE_BUS_VAR,
+            WS_ENDPOINT_VAR,
+            METRICS_STDOUT_VAR,
+            "RUST_LOG",
+        ]
+        .map(str::to_owned),
     );
     vars
 }

@@ -112,7 +112,10 @@ fn the_banner_commands_pasted_into_bash_succeed() {
         .unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert_eq!(answers.len(), 2, "{stdout}");
     for answer in &answers {
-        assert_eq!(answer["resultCode"], "200", "{answer}\n--- script:\n{script}");
+        assert_eq!(
+            answer["resultCode"], "200",
+            "{answer}\n--- script:\n{script}"
+        );
         assert_eq!(answer["data"]["status"], "QUEUED", "{answer}");
     }
     assert!(stack.stop().success());

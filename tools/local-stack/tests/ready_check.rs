@@ -174,7 +174,10 @@ async fn a_decline_answer_and_its_push_agree_on_requeued() {
         "{body}"
     );
     let told_bob = &bob.heard("MATCH_CANCELLED", 1, WAIT).await[0];
-    assert_eq!(told_bob["requeued"], data["requeued"], "the same for the decliner: {told_bob}");
+    assert_eq!(
+        told_bob["requeued"], data["requeued"],
+        "the same for the decliner: {told_bob}"
+    );
     let told_ann = &ann.heard("MATCH_CANCELLED", 1, WAIT).await[0];
     assert_eq!(told_ann["requeued"], true, "{told_ann}");
     stack.stop().await;

@@ -39,7 +39,10 @@ impl MmLocal {
         let out = child.stdout.take().expect("stdout");
         let err = child.stderr.take().expect("stderr");
         for (stream, reader) in [
-            (Stream::Stdout, Box::new(out) as Box<dyn std::io::Read + Send>),
+            (
+                Stream::Stdout,
+                Box::new(out) as Box<dyn std::io::Read + Send>,
+            ),
             (Stream::Stderr, Box::new(err)),
         ] {
             let sink = lines.clone();
@@ -71,11 +74,7 @@ impl MmLocal {
     pub fn wait_for_line(&mut self, within: Duration, pred: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + within;
         loop {
-            if let Some(line) = self
-                .lines_of(Stream::Stdout)
-                .into_iter()
-                .find(|l| pred(l))
-            {
+            if let Some(line) = self.lines_of(Stream::Stdout).into_iter().find(|l| pred(l)) {
                 return line;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
