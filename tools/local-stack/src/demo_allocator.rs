@@ -60,6 +60,9 @@ pub struct GameServer {
     pub(crate) games: Mutex<HashMap<String, Game>>,
     /// The matches whose backfill is being renewed.
     pub(crate) renewing: Mutex<HashSet<String>>,
+    /// Seats still open in each match's backfill, as the server last heard
+    /// (its request's answer, less the `BackfillFilled` events since).
+    pub(crate) open_seats: Mutex<HashMap<String, u64>>,
 }
 
 impl GameServer {
@@ -72,6 +75,7 @@ impl GameServer {
             length,
             games: Mutex::default(),
             renewing: Mutex::default(),
+            open_seats: Mutex::default(),
         }
     }
 
@@ -304,7 +308,9 @@ impl Allocator {
                             .into_iter()
                             .flatten()
                             .filter_map(|a| a["playerId"].as_str().map(str::to_owned));
-                        self.game.seat_added(id, added.collect::<Vec<_>>());
+                        let added: Vec<String> = added.collect();
+                        self.game.filled(id, added.len());
+                        self.game.seat_added(id, added);
                     }
                 }
             }

@@ -212,6 +212,13 @@ impl GameServer {
         }
     }
 
+    /// A `BackfillFilled` event seated `added` players in `match_id`.
+    pub(crate) fn filled(&self, match_id: &str, added: usize) {
+        if let Some(open) = lock(&self.open_seats).get_mut(match_id) {
+            *open = open.saturating_sub(added as u64);
+        }
+    }
+
     /// Whether the game of `match_id` is over (or never ran here).
     fn is_over(&self, match_id: &str) -> bool {
         !lock(&self.games).contains_key(match_id)
@@ -328,7 +335,16 @@ impl GameServer {
             )
             .await
         {
-            Some((200, _)) => tracing::info!(match_id, "demo game server: asked for a backfill"),
+            Some((200, answer)) => {
+                let open: u64 = answer["data"]["backfill"]["openSeats"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_u64)
+                    .sum();
+                lock(&self.open_seats).insert(match_id.clone(), open);
+                tracing::info!(match_id, open, "demo game server: asked for a backfill");
+            }
             Some((status, body)) => {
                 tracing::warn!(match_id, status, answer = %body, "demo game server: backfill refused");
                 return;
@@ -341,7 +357,14 @@ impl GameServer {
         }
         loop {
             tokio::time::sleep(RENEW_EVERY).await;
-            if self.is_over(&match_id) {
+            // Over, or every seat taken (BackfillFilled): the backfill
+            // ended, there is nothing to renew.
+            if self.is_over(&match_id)
+                || lock(&self.open_seats)
+                    .get(&match_id)
+                    .is_some_and(|n| *n == 0)
+            {
+                tracing::debug!(match_id, "demo game server: backfill done");
                 break;
             }
             let renewed = api
@@ -353,8 +376,8 @@ impl GameServer {
                 .await;
             match renewed {
                 Some((200, _)) => {}
-                // No open backfill: filled (BackfillFilled), or the game
-                // ended; nothing is wrong.
+                // No open backfill: filled before its event came, or the
+                // game ended; nothing is wrong.
                 Some((404 | 409, body)) => {
                     tracing::debug!(match_id, answer = %body, "demo game server: backfill done");
                     break;
@@ -367,6 +390,7 @@ impl GameServer {
             }
         }
         lock(&self.renewing).remove(&match_id);
+        lock(&self.open_seats).remove(&match_id);
     }
 }
 

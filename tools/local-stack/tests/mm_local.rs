@@ -4,8 +4,9 @@
 //! then idle) logs no WARN or ERROR and no EMF metric line unless asked
 //! (`MM_METRICS_STDOUT`).
 //!
-//! The idle period is `MM_IDLE_SECS` (default 10 s; 60 s when `MM_SOAK_OPS`
-//! asks for the long runs).
+//! The idle period is `MM_IDLE_SECS` (default 10 s, after a game of 8 s;
+//! 60 s when `MM_SOAK_OPS` asks for the long runs). `MM_PRINT_LOG=1` prints
+//! the run's log.
 
 mod support;
 
@@ -208,26 +209,62 @@ async fn post(url: &str, token: Option<&str>, body: Value) -> Value {
     res.json().await.expect("JSON answer")
 }
 
+/// A token for `name` from the stack's `/dev/token`.
+async fn dev_token(http: &str, name: &str) -> String {
+    post(&format!("{http}/dev/token"), None, json!({"sub": name})).await["token"]
+        .as_str()
+        .expect("a token")
+        .to_owned()
+}
+
+/// `name` connects and joins world1; returns the socket.
+async fn connect_and_join(http: &str, ws: &str, name: &str) -> Socket {
+    let token = dev_token(http, name).await;
+    let socket = Socket::connect(ws, &token).await;
+    let joined = post(
+        &format!("{http}/v1/matching/join"),
+        Some(&token),
+        json!({"worldType": "world1"}),
+    )
+    .await;
+    assert_eq!(joined["resultCode"], "200", "{joined}");
+    socket
+}
+
 /// Three players in world1 play a whole demo game: matched, assigned, the
-/// demo server's result.
-async fn play_a_game(stack: &MmLocal) {
+/// demo server's result. With `leave`, the first leaves the game as the
+/// demo page's button does, and a fourth takes the seat the server's
+/// backfill opens (the server renews the backfill until it hears it is
+/// filled).
+async fn play_a_game(stack: &MmLocal, leave: bool) {
     let http = stack.banner_url("HTTP API");
     let ws = stack.banner_url("WebSocket API");
     let mut sockets = Vec::new();
     for name in ["ann", "ben", "cat"] {
-        let token = post(&format!("{http}/dev/token"), None, json!({"sub": name})).await["token"]
-            .as_str()
-            .expect("a token")
-            .to_owned();
-        let socket = Socket::connect(&ws, &token).await;
-        let joined = post(
-            &format!("{http}/v1/matching/join"),
-            Some(&token),
-            json!({"worldType": "world1"}),
-        )
-        .await;
-        assert_eq!(joined["resultCode"], "200", "{joined}");
-        sockets.push(socket);
+        sockets.push(connect_and_join(&http, &ws, name).await);
+    }
+    let seat = sockets[0].heard("MATCH_ASSIGNED", WAIT).await;
+    if leave {
+        let url = format!(
+            "http://{}/leave?match={}&token={}",
+            seat["assignment"]["connection"].as_str().expect("a server"),
+            seat["matchId"].as_str().expect("a match"),
+            seat["assignment"]["token"].as_str().expect("a seat token"),
+        );
+        let res = support::http()
+            .get(url)
+            .send()
+            .await
+            .expect("the game server");
+        assert_eq!(res.status(), 200);
+        let dan = connect_and_join(&http, &ws, "dan").await;
+        let found = dan.heard("MATCH_FOUND", WAIT).await;
+        assert_eq!(
+            (&found["matchId"], &found["backfill"]),
+            (&seat["matchId"], &json!(true)),
+            "{found}"
+        );
+        sockets.push(dan);
     }
     for socket in &sockets {
         socket.heard("MATCH_ASSIGNED", WAIT).await;
@@ -250,17 +287,25 @@ fn idle_period() -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demo_run_then_idle_logs_no_warning_error_or_metric_line() {
-    let mut stack = start(&[("MM_DEMO_GAME_SECS", "2")]);
-    play_a_game(&stack).await;
+    // A game that outlasts one backfill renewal (every 5 s), so the server
+    // renews a backfill that was filled; the stack's own debug lines on,
+    // to see that it did.
+    let mut stack = start(&[
+        ("MM_DEMO_GAME_SECS", "8"),
+        ("RUST_LOG", "info,local_stack=debug"),
+    ]);
+    play_a_game(&stack, true).await;
     let idle = idle_period();
     tokio::time::sleep(idle).await;
     assert!(stack.stop().success());
     let lines = stack.lines();
     // It did what a demo does: the game ended with the server's result.
-    assert!(
-        lines.iter().any(|(_, l)| l.contains("result reported")),
-        "{lines:#?}"
-    );
+    for done in ["result reported", "backfill done"] {
+        assert!(
+            lines.iter().any(|(_, l)| l.contains(done)),
+            "{done}: {lines:#?}"
+        );
+    }
     let bad: Vec<&String> = lines
         .iter()
         .map(|(_, l)| l)
@@ -285,7 +330,7 @@ async fn a_demo_run_then_idle_logs_no_warning_error_or_metric_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metric_lines_come_when_asked() {
     let mut stack = start(&[("MM_METRICS_STDOUT", "true"), ("MM_DEMO_GAME_SECS", "0")]);
-    play_a_game(&stack).await;
+    play_a_game(&stack, false).await;
     assert!(stack.stop().success());
     let emf: Vec<Value> = stack
         .lines_of(Stream::Stdout)
