@@ -5,7 +5,8 @@
 # set, otherwise a private redis-server that stops with the stack.
 # Configuration: the variables in docs/deploy.md#configuration (MM_RULES, MM_HTTP_ADDR, ...).
 # Without MM_RULES, MM_RULES_FILE or MM_WORLDS, the worlds come from
-# tools/local-stack/rules.json (three FIFO worlds and a rated one, "ranked").
+# tools/local-stack/rules.json (the start banner lists them, with their
+# sizes). Demo games last MM_DEMO_GAME_SECS (10 s) before their result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -283,6 +283,14 @@ async fn publish_events<E: EventSink>(
     if due.is_empty() {
         return sent;
     }
+    if !E::PUBLISHES {
+        // A join leaves its match's event to the matcher by design (only
+        // the matcher publishes): nothing failed, so nothing is logged.
+        for (i, _) in &due {
+            sent[*i] = Some(false);
+        }
+        return sent;
+    }
     let batch: Vec<MatchEvent> = due.iter().map(|(_, e)| e.clone()).collect();
     let results = events.publish(&batch).await;
     for (k, (i, event)) in due.iter().enumerate() {

@@ -281,7 +281,11 @@ impl<'a, P: Pusher, E: EventSink> MatcherLoop<'a, P, E> {
                 self.summary.add(report);
                 let formed: usize = report.worlds.iter().map(|w| w.formed.len()).sum();
                 let expired: u64 = report.worlds.iter().map(|w| w.expired_tickets).sum();
-                if formed > 0 || expired > 0 || report.delivery != DeliveryReport::default() {
+                let retried_only = DeliveryReport {
+                    retried: report.delivery.retried,
+                    ..DeliveryReport::default()
+                };
+                if formed > 0 || expired > 0 || report.delivery != retried_only {
                     tracing::info!(
                         matches = formed,
                         expired,
@@ -292,6 +296,10 @@ impl<'a, P: Pusher, E: EventSink> MatcherLoop<'a, P, E> {
                         events = report.delivery.events,
                         "tick"
                     );
+                } else if report.delivery.retried > 0 {
+                    // Only pushes waiting for a player to connect (or a
+                    // backoff to pass): routine, and every second or two.
+                    tracing::debug!(retried = report.delivery.retried, "tick");
                 }
             }
             Round::NotLeader => {

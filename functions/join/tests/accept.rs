@@ -327,7 +327,8 @@ async fn a_declining_accept_event_cancels_the_proposal_and_requeues_the_other() 
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body["data"],
-        json!({"status": "CANCELLED", "matchId": id, "worldType": "duel", "requeued": 1})
+        json!({"status": "CANCELLED", "matchId": id, "worldType": "duel", "requeued": false,
+               "requeuedTickets": 1})
     );
     let mut notes = take_notes(&fx.app.store).await;
     notes.sort_by_key(|(_, to)| to.clone());

@@ -8,6 +8,11 @@
 //! add `WorstLatencyMs`: each match's worst member latency, as an EMF array
 //! (one value per match, at most [`MAX_EMF_VALUES`] per line), so CloudWatch
 //! keeps its distribution (p50, p99) per world.
+//!
+//! The lines are written only where something reads them: inside Lambda
+//! (`AWS_LAMBDA_FUNCTION_NAME` set), or when `MM_METRICS_STDOUT` says so
+//! ([`stdout_enabled`]); elsewhere (the local stack, a test) they would
+//! only fill the console.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -15,6 +20,42 @@ use std::io::Write;
 use serde::Serialize;
 use shared::matcher::WorldTick;
 use shared::MatchRecord;
+
+/// Turns the EMF lines on (`true`) or off (`false`); unset, they are on
+/// only inside Lambda.
+pub const METRICS_STDOUT_VAR: &str = "MM_METRICS_STDOUT";
+
+/// Whether EMF lines go to stdout, from `lookup` (the environment):
+/// `MM_METRICS_STDOUT` when it is `true`/`false` (also `1`/`0`, `yes`/`no`,
+/// `on`/`off`), else whether this runs in Lambda. An unreadable value is
+/// `Err` with the default.
+pub fn stdout_enabled_from(lookup: impl Fn(&str) -> Option<String>) -> Result<bool, bool> {
+    let in_lambda = lookup("AWS_LAMBDA_FUNCTION_NAME").is_some_and(|v| !v.is_empty());
+    match lookup(METRICS_STDOUT_VAR)
+        .map(|v| v.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("") => Ok(in_lambda),
+        Some("1" | "true" | "yes" | "on") => Ok(true),
+        Some("0" | "false" | "no" | "off") => Ok(false),
+        Some(_) => Err(in_lambda),
+    }
+}
+
+/// [`stdout_enabled_from`] the process environment, read once.
+pub fn stdout_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        stdout_enabled_from(|k| std::env::var(k).ok()).unwrap_or_else(|default| {
+            tracing::warn!(
+                var = METRICS_STDOUT_VAR,
+                default,
+                "expected true or false; using the default"
+            );
+            default
+        })
+    })
+}
 
 /// CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "Matchmaking";
@@ -221,7 +262,7 @@ pub fn request_match_lines(formed: &[MatchRecord], timestamp_ms: u64) -> Vec<Str
 /// Writes the EMF lines of the matches a request formed to stdout (best
 /// effort: a closed stdout must not fail the request).
 pub fn print_request_matches(formed: &[MatchRecord]) {
-    if formed.is_empty() {
+    if formed.is_empty() || !stdout_enabled() {
         return;
     }
     let now_ms = std::time::SystemTime::now()
@@ -376,5 +417,41 @@ mod tests {
             let name = metric["Name"].as_str().unwrap();
             assert!(value[name].is_u64(), "{name} has no value");
         }
+    }
+
+    #[test]
+    fn emf_lines_are_on_in_lambda_or_when_asked() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(key, _)| *key == k)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(stdout_enabled_from(env(&[])), Ok(false), "local: off");
+        assert_eq!(
+            stdout_enabled_from(env(&[("AWS_LAMBDA_FUNCTION_NAME", "matcher")])),
+            Ok(true),
+            "Lambda: on"
+        );
+        assert_eq!(
+            stdout_enabled_from(env(&[(METRICS_STDOUT_VAR, "true")])),
+            Ok(true)
+        );
+        assert_eq!(
+            stdout_enabled_from(env(&[
+                ("AWS_LAMBDA_FUNCTION_NAME", "matcher"),
+                (METRICS_STDOUT_VAR, " OFF ")
+            ])),
+            Ok(false)
+        );
+        assert_eq!(
+            stdout_enabled_from(env(&[
+                ("AWS_LAMBDA_FUNCTION_NAME", "matcher"),
+                (METRICS_STDOUT_VAR, "maybe")
+            ])),
+            Err(true),
+            "unreadable: the default, reported"
+        );
     }
 }

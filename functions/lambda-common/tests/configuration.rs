@@ -5,7 +5,7 @@
 //! variables are recorded from the code that reads them:
 //! `shared::Settings::from_lookup`, `AuthSettings::from_lookup`,
 //! `EventsTarget::from_lookup`, the wake-up bus, the `@connections`
-//! endpoint and `RUST_LOG` (the log filter).
+//! endpoint, `MM_METRICS_STDOUT` and `RUST_LOG` (the log filter).
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -13,6 +13,7 @@ use std::path::Path;
 
 use lambda_common::auth::AuthSettings;
 use lambda_common::events::{EventsTarget, EVENT_BUS_VAR, WAKE_BUS_VAR};
+use lambda_common::metrics::METRICS_STDOUT_VAR;
 use lambda_common::push::WS_ENDPOINT_VAR;
 use shared::config::doc_table::{documented_variables, settings_variables};
 
@@ -53,7 +54,15 @@ fn deployed_variables() -> BTreeSet<String> {
         |k| (k == EVENT_BUS_VAR).then(|| "bus".to_owned()),
         |lookup| EventsTarget::from_lookup(lookup).expect("events target"),
     ));
-    vars.extend([WAKE_BUS_VAR, WS_ENDPOINT_VAR, "RUST_LOG"].map(str::to_owned));
+    vars.extend(
+        [
+            WAKE_BUS_VAR,
+            WS_ENDPOINT_VAR,
+            METRICS_STDOUT_VAR,
+            "RUST_LOG",
+        ]
+        .map(str::to_owned),
+    );
     vars
 }
 

@@ -123,9 +123,13 @@ impl MatcherResult {
 }
 
 /// Writes one EMF line per world to stdout, where Lambda's log capture
-/// turns them into CloudWatch metrics ([`write_metrics`]). Best effort: a
+/// turns them into CloudWatch metrics ([`write_metrics`]), when EMF lines
+/// are on ([`lambda_common::metrics::stdout_enabled`]). Best effort: a
 /// closed stdout must not take the matcher down.
 pub fn print_metrics(report: &TickReport) {
+    if !lambda_common::metrics::stdout_enabled() {
+        return;
+    }
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

@@ -30,7 +30,15 @@ pub struct StackConfig {
     /// The demo game server's address (`MM_GAME_SERVER_ADDR`, default a
     /// free loopback port): the assignments' `connection`.
     pub game_server_addr: SocketAddr,
+    /// How long a demo game lasts from its assignment before the demo game
+    /// server reports its result (`MM_DEMO_GAME_SECS`, default
+    /// [`DEMO_GAME_DEFAULT`]).
+    pub demo_game: Duration,
 }
+
+/// The demo game's length unless `MM_DEMO_GAME_SECS` says otherwise: long
+/// enough to see a game on the demo page, short enough to play again soon.
+pub const DEMO_GAME_DEFAULT: Duration = Duration::from_secs(10);
 
 impl StackConfig {
     /// Reads the core settings from `lookup` (the environment in `main`):
@@ -87,6 +95,19 @@ impl StackConfig {
             events,
             demo_allocator: flag("MM_DEMO_ALLOCATOR", true)?,
             game_server_addr: addr("MM_GAME_SERVER_ADDR", "127.0.0.1:0")?,
+            demo_game: match lookup("MM_DEMO_GAME_SECS") {
+                None => DEMO_GAME_DEFAULT,
+                // Fractions allowed: a browser test plays a game in 0.5 s.
+                Some(v) => v
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .ok_or_else(|| ConfigError {
+                        var: "MM_DEMO_GAME_SECS",
+                        reason: format!("expected seconds >= 0, got {v:?}"),
+                    })?,
+            },
             http_addr: addr("MM_HTTP_ADDR", "127.0.0.1:3000")?,
             websocket_addr: addr("MM_WS_ADDR", "127.0.0.1:3001")?,
             settings: Settings::from_lookup(lookup)?,

@@ -15,9 +15,10 @@
 //! it is, `GET /join?match=<id>&token=<token>` admits the player whose
 //! token it is (200 `{"matchId", "playerId"}`; 403 otherwise), and
 //! `GET /leave?match=<id>&token=<token>` lets that player drop out of the
-//! running game: the server then asks for a backfill of the seat (the real
-//! backfill route, with the players it still has) and renews it every
-//! [`RENEW_EVERY`] until it is filled. A player a backfill seated has no
+//! running game. Each assigned match plays for `MM_DEMO_GAME_SECS` from its
+//! assignment, then the server reports its result; a leave ends the game
+//! early or asks for a backfill of the seat ([`crate::demo_game`] says how
+//! and how the ranks are made). A player a backfill seated has no
 //! per-player token (the assignment was made before they came): the server
 //! admits them by `player=<id>`, having heard of them from the
 //! `BackfillFilled` event. Every answer has `Access-Control-Allow-Origin: *`
@@ -35,6 +36,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
+use crate::demo_game::{Api, Game};
 use crate::dev_auth::DevIssuer;
 use crate::event_bus::EventBus;
 
@@ -44,68 +46,39 @@ pub const ALLOCATOR_SUBJECT: &str = "local-demo-allocator";
 pub const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Lifetime of the allocator's token (minted again before it runs out).
 const TOKEN_TTL: Duration = Duration::from_secs(3600);
-/// How often the game server renews its backfill (the keep-alive is
-/// `MM_BACKFILL_KEEPALIVE_SECS`, 15 s by default).
-pub const RENEW_EVERY: Duration = Duration::from_secs(5);
 
 /// The seats the demo game server knows: match -> player -> token (empty
 /// for a player a backfill seated), and who left.
-#[derive(Default)]
 pub struct GameServer {
     seats: Mutex<HashMap<String, BTreeMap<String, String>>>,
-    left: Mutex<HashMap<String, HashSet<String>>>,
+    pub(crate) left: Mutex<HashMap<String, HashSet<String>>>,
     /// The server side's credentials, once the allocator runs.
-    api: std::sync::OnceLock<Api>,
-}
-
-/// How the game server calls the API: the stack's URL and a token with the
-/// server scope.
-#[derive(Clone)]
-struct Api {
-    url: String,
-    issuer: Arc<DevIssuer>,
-    scope: String,
-    http: reqwest::Client,
-}
-
-impl Api {
-    fn token(&self) -> Option<String> {
-        self.issuer
-            .mint_with(
-                ALLOCATOR_SUBJECT,
-                TOKEN_TTL,
-                &serde_json::Map::from_iter([("scp".to_owned(), json!([self.scope]))]),
-            )
-            .inspect_err(|e| tracing::warn!(error = %e, "demo game server: cannot mint its token"))
-            .ok()
-    }
-
-    async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> Option<Value> {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(self.token()?);
-        if let Some(body) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(body.to_string());
-        }
-        let res = req.send().await.ok()?;
-        let status = res.status();
-        let body: Value = serde_json::from_str(&res.text().await.ok()?).ok()?;
-        if !status.is_success() {
-            tracing::warn!(path, status = status.as_u16(), answer = %body, "demo game server: refused");
-        }
-        Some(body)
-    }
+    pub(crate) api: std::sync::OnceLock<Api>,
+    /// How long a game lasts from its assignment (`MM_DEMO_GAME_SECS`).
+    pub(crate) length: Duration,
+    /// The games on now, by match.
+    pub(crate) games: Mutex<HashMap<String, Game>>,
+    /// The matches whose backfill is being renewed.
+    pub(crate) renewing: Mutex<HashSet<String>>,
+    /// Seats still open in each match's backfill, as the server last heard
+    /// (its request's answer, less the `BackfillFilled` events since).
+    pub(crate) open_seats: Mutex<HashMap<String, u64>>,
 }
 
 impl GameServer {
+    /// A game server whose games last `length` from their assignment.
+    pub fn new(length: Duration) -> Self {
+        Self {
+            seats: Mutex::default(),
+            left: Mutex::default(),
+            api: std::sync::OnceLock::new(),
+            length,
+            games: Mutex::default(),
+            renewing: Mutex::default(),
+            open_seats: Mutex::default(),
+        }
+    }
+
     fn seat(&self, match_id: &str, tokens: BTreeMap<String, String>) {
         lock(&self.seats)
             .entry(match_id.to_owned())
@@ -174,88 +147,23 @@ impl GameServer {
         }
         let player = query.get("player")?.clone();
         let api = self.api.get()?;
-        let view = api
-            .call(
-                reqwest::Method::GET,
-                &format!("/v1/matching/matches/{match_id}"),
-                None,
-            )
-            .await?;
+        let view = api.view(match_id).await?;
         let known = lock(&self.seats)
             .get(match_id)
             .is_some_and(|seats| seats.contains_key(&player));
-        let listed = view["data"]["match"]["participants"]
+        let listed = view["match"]["participants"]
             .as_array()
             .is_some_and(|ps| ps.iter().any(|p| p.as_str() == Some(player.as_str())));
         // A player the allocator seated with a token must use it.
-        if known || !listed || view["data"]["state"] != "ASSIGNED" {
+        if known || !listed || view["state"] != "ASSIGNED" {
             return None;
         }
         self.seat_added(match_id, [player.clone()]);
         Some(player)
     }
-
-    /// After a player left: asks for a backfill with the players the match
-    /// still has, and renews it until it is filled or the game ends.
-    async fn refill(self: Arc<Self>, match_id: String) {
-        let Some(api) = self.api.get().cloned() else {
-            return;
-        };
-        let path = format!("/v1/matching/matches/{match_id}");
-        let Some(view) = api.call(reqwest::Method::GET, &path, None).await else {
-            return;
-        };
-        let record = &view["data"]["match"];
-        let gone = lock(&self.left).get(&match_id).cloned().unwrap_or_default();
-        let teams: Vec<Vec<String>> = match record["teams"].as_array() {
-            Some(teams) => teams
-                .iter()
-                .map(|t| {
-                    t.as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|p| p.as_str().map(str::to_owned))
-                        .filter(|p| !gone.contains(p))
-                        .collect()
-                })
-                .collect(),
-            None => vec![record["participants"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p.as_str().map(str::to_owned))
-                .filter(|p| !gone.contains(p))
-                .collect()],
-        };
-        let backfill = format!("{path}/backfill");
-        let opened = api
-            .call(
-                reqwest::Method::POST,
-                &backfill,
-                Some(json!({ "teams": teams })),
-            )
-            .await;
-        if opened.is_none_or(|b| b["data"]["backfill"].is_null()) {
-            return;
-        }
-        tracing::info!(match_id, "demo game server: asked for a backfill");
-        loop {
-            tokio::time::sleep(RENEW_EVERY).await;
-            let renewed = api
-                .call(
-                    reqwest::Method::POST,
-                    &format!("{backfill}/keepalive"),
-                    None,
-                )
-                .await;
-            if renewed.is_none_or(|b| b["data"]["backfill"].is_null()) {
-                return; // filled (or the game is over)
-            }
-        }
-    }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -312,15 +220,30 @@ async fn leave(
         )
             .into_response();
     };
+    let Some(ends_at) = server.game_ends_at(&match_id) else {
+        return (
+            StatusCode::CONFLICT,
+            cors,
+            Json(json!({"matchId": match_id, "playerId": player,
+                        "message": format!("no game of match {match_id} is on (over, or not begun)")})),
+        )
+            .into_response();
+    };
     lock(&server.left)
         .entry(match_id.clone())
         .or_default()
         .insert(player.clone());
-    tokio::spawn(server.clone().refill(match_id.clone()));
+    server.player_left(&match_id);
+    let remaining = ends_at.saturating_duration_since(tokio::time::Instant::now());
     (
         cors,
         Json(json!({"matchId": match_id, "playerId": player,
-                    "message": format!("{player} left the game of match {match_id}; the server asks for a backfill")})),
+        "message": format!(
+            "{player} left the game of match {match_id} and is placed last; the game ends at once \
+             if fewer than two sides still play, else in {} s (the server asks for a backfill), \
+             and its result lets {player} queue again",
+            remaining.as_secs().max(1)
+        )})),
     )
         .into_response()
 }
@@ -337,6 +260,17 @@ pub struct Allocator {
     /// The rule set's `servers.scope`.
     pub scope: String,
     pub http: reqwest::Client,
+}
+
+/// What became of an assignment.
+enum Assigned {
+    /// Assigned to the demo game server: its game starts.
+    Here,
+    /// Settled otherwise (expired, assigned elsewhere, finished, refused):
+    /// nothing a retry would change.
+    Settled,
+    /// The API failed or could not be reached: try again.
+    Retry,
 }
 
 /// A per-player token: 128 random bits, hex.
@@ -374,7 +308,9 @@ impl Allocator {
                             .into_iter()
                             .flatten()
                             .filter_map(|a| a["playerId"].as_str().map(str::to_owned));
-                        self.game.seat_added(id, added.collect::<Vec<_>>());
+                        let added: Vec<String> = added.collect();
+                        self.game.filled(id, added.len());
+                        self.game.seat_added(id, added);
                     }
                 }
             }
@@ -405,10 +341,15 @@ impl Allocator {
                         }
                     },
                 };
-                if self.assign(&id, &detail, &bearer).await {
-                    done.insert(id);
-                } else {
-                    retry.push(detail);
+                match self.assign(&id, &detail, &bearer).await {
+                    Assigned::Here => {
+                        self.game.start_game(&id, shutdown.clone());
+                        done.insert(id);
+                    }
+                    Assigned::Settled => {
+                        done.insert(id);
+                    }
+                    Assigned::Retry => retry.push(detail),
                 }
             }
             pending = retry;
@@ -426,9 +367,8 @@ impl Allocator {
         }
     }
 
-    /// Assigns one match; true when it is settled (assigned, already
-    /// assigned, or refused for good).
-    async fn assign(&self, id: &str, detail: &Value, bearer: &str) -> bool {
+    /// Assigns one match.
+    async fn assign(&self, id: &str, detail: &Value, bearer: &str) -> Assigned {
         let players: Vec<String> = detail["teams"]
             .as_array()
             .into_iter()
@@ -461,7 +401,7 @@ impl Allocator {
         match answer {
             Ok(res) if res.status().is_success() => {
                 tracing::info!(match_id = id, connection = %self.connection, "demo allocator assigned a match");
-                true
+                Assigned::Here
             }
             Ok(res) if res.status().is_server_error() => {
                 tracing::warn!(
@@ -469,7 +409,7 @@ impl Allocator {
                     status = res.status().as_u16(),
                     "demo allocator: assignment failed; will retry"
                 );
-                false
+                Assigned::Retry
             }
             Ok(res) => {
                 // 404 (expired), 409 (assigned or finished), 403 (scope):
@@ -477,11 +417,11 @@ impl Allocator {
                 let status = res.status().as_u16();
                 let text = res.text().await.unwrap_or_default();
                 tracing::warn!(match_id = id, status, answer = %text, "demo allocator: assignment refused");
-                true
+                Assigned::Settled
             }
             Err(e) => {
                 tracing::warn!(match_id = id, error = %e, "demo allocator: API unreachable; will retry");
-                false
+                Assigned::Retry
             }
         }
     }

@@ -8,6 +8,7 @@
 //! every match to a demo game server on this machine.
 
 pub mod demo_allocator;
+pub mod demo_game;
 pub mod dev_auth;
 pub mod embedded_redis;
 pub mod event_bus;
@@ -17,7 +18,7 @@ pub mod websocket_gateway;
 mod config;
 mod matcher;
 
-pub use config::StackConfig;
+pub use config::{StackConfig, DEMO_GAME_DEFAULT};
 use matcher::MatcherTask;
 pub use matcher::SCHEDULE;
 
@@ -63,13 +64,25 @@ pub const DEV_AUDIENCE: &str = "matchmaking-local";
 pub enum StackError {
     #[error(transparent)]
     Redis(#[from] embedded_redis::EmbeddedRedisError),
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("{}", listen_failure(*addr, var, source))]
     Listen {
+        /// The variable that sets this address.
+        var: &'static str,
         addr: SocketAddr,
         source: std::io::Error,
     },
     #[error("{0}")]
     Setup(String),
+}
+
+/// What to do about an address the stack cannot listen on, in one line
+/// (a busy port is the common case: another stack, or another program).
+fn listen_failure(addr: SocketAddr, var: &str, source: &std::io::Error) -> String {
+    if source.kind() == std::io::ErrorKind::AddrInUse {
+        format!("{addr} is in use; set {var} to another address")
+    } else {
+        format!("cannot listen on {addr} ({source}); set {var} to another address")
+    }
 }
 
 /// The Lambda handlers, wired as the deployed functions are.
@@ -150,6 +163,13 @@ pub struct LocalStack {
 
 impl LocalStack {
     pub async fn start(mut config: StackConfig) -> Result<Self, StackError> {
+        // Listeners first: a busy port fails before anything is started.
+        let (http_listener, _) = bind(config.http_addr, "MM_HTTP_ADDR").await?;
+        let (ws_listener, _) = bind(config.websocket_addr, "MM_WS_ADDR").await?;
+        let (events_listener, eventbridge_url) =
+            bind(config.eventbridge_addr, "MM_EVENTBRIDGE_ADDR").await?;
+        let (game_listener, game_url) =
+            bind(config.game_server_addr, "MM_GAME_SERVER_ADDR").await?;
         let redis = if config.external_redis {
             None
         } else {
@@ -158,18 +178,6 @@ impl LocalStack {
             config.settings.redis.cluster = false;
             Some(embedded)
         };
-        let http_listener = TcpListener::bind(config.http_addr)
-            .await
-            .map_err(|source| StackError::Listen {
-                addr: config.http_addr,
-                source,
-            })?;
-        let ws_listener = TcpListener::bind(config.websocket_addr)
-            .await
-            .map_err(|source| StackError::Listen {
-                addr: config.websocket_addr,
-                source,
-            })?;
         let http_addr = http_listener
             .local_addr()
             .map_err(|e| StackError::Setup(e.to_string()))?;
@@ -178,8 +186,6 @@ impl LocalStack {
             .map_err(|e| StackError::Setup(e.to_string()))?;
         let http_url = format!("http://{http_addr}");
         let websocket_url = format!("ws://{ws_addr}/");
-        let (events_listener, eventbridge_url) = bind(config.eventbridge_addr).await?;
-        let (game_listener, game_url) = bind(config.game_server_addr).await?;
         let game_server_addr = game_url.trim_start_matches("http://").to_owned();
 
         let issuer = Arc::new(
@@ -247,7 +253,7 @@ impl LocalStack {
             events.router(),
             shutdown.subscribe(),
         ));
-        let game_server = Arc::new(GameServer::default());
+        let game_server = Arc::new(GameServer::new(config.demo_game));
         tasks.push(serve(
             game_listener,
             game_server.router(),
@@ -414,10 +420,11 @@ fn serve(
     })
 }
 
-async fn bind(addr: SocketAddr) -> Result<(TcpListener, String), StackError> {
+/// Listens on `addr`, which the variable `var` sets.
+async fn bind(addr: SocketAddr, var: &'static str) -> Result<(TcpListener, String), StackError> {
     let listener = TcpListener::bind(addr)
         .await
-        .map_err(|source| StackError::Listen { addr, source })?;
+        .map_err(|source| StackError::Listen { var, addr, source })?;
     let bound = listener
         .local_addr()
         .map_err(|e| StackError::Setup(e.to_string()))?;

@@ -2,17 +2,33 @@
 //! Configuration comes from the same environment variables as the Lambda
 //! functions (docs/deploy.md#configuration), plus `MM_HTTP_ADDR` / `MM_WS_ADDR`, the EventBridge
 //! stand-in's `MM_EVENTBRIDGE_ADDR`, the demo game server's
-//! `MM_GAME_SERVER_ADDR` and `MM_DEMO_ALLOCATOR`.
+//! `MM_GAME_SERVER_ADDR`, `MM_DEMO_ALLOCATOR` and `MM_DEMO_GAME_SECS`.
+
+use std::process::ExitCode;
+use std::time::Duration;
 
 use local_stack::{LocalStack, StackConfig};
 
+/// A failure to start is one line on stderr saying what to change (no
+/// `Debug` dump of the error), and exit code 1.
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mm-local: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     lambda_common::telemetry::init();
     let config = StackConfig::from_lookup(|k| std::env::var(k).ok())?;
     let external = config.external_redis;
+    let game = config.demo_game;
     let stack = LocalStack::start(config).await?;
-    print_banner(&stack, external);
+    print_banner(&stack, external, game);
     // Ctrl-C or a service manager's SIGTERM: stop cleanly either way, so the
     // embedded redis-server never outlives the stack.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -25,7 +41,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn print_banner(stack: &LocalStack, external_redis: bool) {
+fn print_banner(stack: &LocalStack, external_redis: bool, game: Duration) {
     let settings = stack.store.settings();
     let redis = if external_redis {
         "REDIS_URL"
@@ -61,7 +77,7 @@ Try it (three players fill a match in world1):
 
   TOKEN=$(curl -s -X POST {http}/dev/token -d '{{"sub":"alice"}}' | sed 's/.*"token":"\([^"]*\)".*/\1/')
   # in another terminal, to see the pushes:  npx wscat -c "{ws}?token=$TOKEN"
-  curl -s -X POST {http}/v1/matching/join -H "Authorization: Bearer $TOKEN" \\
+  curl -s -X POST {http}/v1/matching/join -H "Authorization: Bearer $TOKEN" \
        -H 'content-type: application/json' -d '{{"worldType":"world1"}}'
   curl -s {http}/v1/matching/my-status -H "Authorization: Bearer $TOKEN"
 
@@ -75,8 +91,10 @@ Press Ctrl-C to stop.
         },
         allocator = if stack.demo_allocator {
             format!(
-                "assigns every match to the game server http://{} (MM_DEMO_ALLOCATOR=false: off)",
-                stack.game_server_addr
+                "assigns every match to the game server http://{}, which plays each game for {} s \
+                 (MM_DEMO_GAME_SECS) and reports its result (MM_DEMO_ALLOCATOR=false: off)",
+                stack.game_server_addr,
+                game.as_secs_f64()
             )
         } else {
             "off (MM_DEMO_ALLOCATOR=false, MM_MATCH_EVENTS=false or no servers.scope in the rules)"

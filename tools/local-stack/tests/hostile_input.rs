@@ -2302,7 +2302,7 @@ async fn check_success(h: &Harness, success: &Success, o: &Observed<'_>) {
                     &data["status"],
                     &data["matchId"],
                     &data["worldType"],
-                    &data["requeued"]
+                    &data["requeuedTickets"]
                 ),
                 (
                     &json!("CANCELLED"),

@@ -150,3 +150,35 @@ async fn a_decline_requeues_the_others_and_the_world_refills() {
     }
     stack.stop().await;
 }
+
+/// A decline's answer and the pushes say `requeued` alike: a boolean, for
+/// the one told, whether their ticket is back in the queue; the answer
+/// counts the tickets sent back apart (`requeuedTickets`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decline_answer_and_its_push_agree_on_requeued() {
+    let stack = support::start_stack_vars(&[("MM_RULES", RULES)]).await;
+    let ann = Player::connect(&stack, "ann").await;
+    let bob = Player::connect(&stack, "bob").await;
+    ann.join(&stack, "duel").await;
+    let (_, body) = bob.join(&stack, "duel").await;
+    let id = body["data"]["proposal"]["matchId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, body) = answer(&stack, &bob, &id, false).await;
+    assert_eq!(code, 200, "{body}");
+    let data = &body["data"];
+    assert_eq!(
+        (&data["status"], &data["requeued"], &data["requeuedTickets"]),
+        (&json!("CANCELLED"), &json!(false), &json!(1)),
+        "{body}"
+    );
+    let told_bob = &bob.heard("MATCH_CANCELLED", 1, WAIT).await[0];
+    assert_eq!(
+        told_bob["requeued"], data["requeued"],
+        "the same for the decliner: {told_bob}"
+    );
+    let told_ann = &ann.heard("MATCH_CANCELLED", 1, WAIT).await[0];
+    assert_eq!(told_ann["requeued"], true, "{told_ann}");
+    stack.stop().await;
+}

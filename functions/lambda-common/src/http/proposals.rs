@@ -33,12 +33,16 @@ enum Answered<'a> {
         #[serde(rename = "match")]
         record: &'a MatchRecord,
     },
-    /// Declined: the proposal is cancelled, the others requeued.
+    /// Cancelled (a decline, or the backfill it was for ended): the
+    /// others requeued. `requeued` means what `MATCH_CANCELLED`'s does, for
+    /// the caller: whether their ticket is back in the queue; how many
+    /// tickets went back is `requeued_tickets`.
     #[serde(rename_all = "camelCase")]
     Cancelled {
         match_id: &'a MatchId,
         world_type: &'a WorldName,
-        requeued: u64,
+        requeued: bool,
+        requeued_tickets: u64,
     },
 }
 
@@ -99,15 +103,23 @@ async fn accept_inner<P: Pusher>(
                 view: joined.view_for(&player),
             },
         )),
+        // A decline removes the caller's ticket; an accept is answered
+        // CANCELLED only when the backfill it was for ended, and then every
+        // ticket, the caller's too, is back (proposal_answer.lua).
         AnswerOutcome::Cancelled {
             world_type,
             requeued,
         } => Ok(ok(
-            &format!("declined match {id}; the others are back in the queue"),
+            &if body.accept {
+                format!("match {id} was cancelled (its backfill ended); you are back in the queue")
+            } else {
+                format!("declined match {id}; the others are back in the queue")
+            },
             &Answered::Cancelled {
                 match_id: &id,
                 world_type: &world_type,
-                requeued,
+                requeued: body.accept,
+                requeued_tickets: requeued,
             },
         )),
         AnswerOutcome::Expired { .. } => Err(ApiError::new(

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod binary;
 pub mod cdp;
 
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,12 @@ pub async fn start_stack_vars(vars: &[(&str, &str)]) -> LocalStack {
         ("MM_WS_ADDR".into(), "127.0.0.1:0".into()),
     ];
     all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    // Demo games end after MM_DEMO_GAME_SECS with the demo server's result;
+    // tests that report their own results, or watch a match stay assigned,
+    // get a game that outlasts them unless they set its length.
+    if !vars.iter().any(|(k, _)| *k == "MM_DEMO_GAME_SECS") {
+        all.push(("MM_DEMO_GAME_SECS".into(), "3600".into()));
+    }
     let config =
         StackConfig::from_lookup(|k| all.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()))
             .expect("stack config");
