@@ -19,7 +19,7 @@ pub mod use_cases;
 pub mod wake;
 
 pub use config::{
-    BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
+    AdminScopes, BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
     RegionRules, Settings, World, WorldCatalog,
 };
 pub use delivery::{DeliveryReport, EventError, EventSink, NoEvents, PushError, Pusher};
