@@ -11,7 +11,7 @@
 -- ARGV   scan    index entries to look at, at most (1..1000)
 -- ARGV   limit   matches (and proposals) to return, at most (1..100)
 --
--- Reply: { next_offset, proposals, then `proposals` times: match_id, created_ms,
+-- Reply: { now_ms, next_offset, proposals, then `proposals` times: match_id, created_ms,
 --          accept_by_ms, players, accepted, then matches, then `matches` times:
 --          record_json, lifecycle }
 --   next_offset: "" when the index has no more entries; players and
@@ -24,12 +24,12 @@ if offset == nil then return fail('offset must be an integer >= 0') end
 if scan == nil or scan < 1 or scan > 1000 then return fail('scan must be 1..1000') end
 if limit == nil or limit < 1 or limit > 100 then return fail('limit must be 1..100') end
 local now = now_ms()
-local reply = { '', 0 }
+local reply = { now, '', 0 }
 if has(k, 'proposals') then
   for _, id in ipairs(redis.call('ZRANGE', k.proposal_expiry, 0, scan - 1)) do
     local p = Proposals.load_proposal(k, id)
-    if p and p.world == world and reply[2] < limit then
-      reply[2] = reply[2] + 1
+    if p and p.world == world and reply[3] < limit then
+      reply[3] = reply[3] + 1
       local at = #reply
       reply[at + 1], reply[at + 2], reply[at + 3] = id, p.created, p.acceptBy
       reply[at + 4], reply[at + 5] = table.concat(p.players, ' '), table.concat(p.accepted, ' ')
@@ -52,8 +52,8 @@ for _, id in ipairs(ids) do
   end
 end
 if looked == #ids and #ids < scan then
-  reply[1] = ''
+  reply[2] = ''
 else
-  reply[1] = offset + looked
+  reply[2] = string.format('%d', offset + looked)
 end
 return reply

@@ -10,7 +10,7 @@
 -- ARGV   after  the sequence of the previous page's last ticket ("0": from the front)
 -- ARGV   limit  tickets at most (1..200)
 --
--- Reply: { waiting, next_after, count, then `count` times: ticket, seq,
+-- Reply: { now_ms, waiting, next_after, count, then `count` times: ticket, seq,
 --          joined_ms, deadline_ms, data_json, rating, latencies, players }
 --   next_after: "" when this page reaches the end of the queue; data_json,
 --   rating and latencies ("<region>=<ms>,...") are "" where the ticket has
@@ -24,8 +24,8 @@ local ctx = { k = k, world = worlds[1] }
 local page = redis.call('ZRANGEBYSCORE', k.queue, '(' .. string.format('%d', after), '+inf',
   'WITHSCORES', 'LIMIT', 0, limit + 1)
 local n = math.min(#page / 2, limit)
-local reply = { redis.call('ZCARD', k.queue), '', n }
-if #page / 2 > limit then reply[2] = page[2 * limit] end
+local reply = { now_ms(), redis.call('ZCARD', k.queue), '', n }
+if #page / 2 > limit then reply[3] = page[2 * limit] end
 local rated, regional = has(k, 'ratings'), has(k, 'latencies')
 for i = 1, n do
   local t, seq = page[2 * i - 1], tonumber(page[2 * i])
