@@ -459,7 +459,10 @@ pub fn parse(
     let admin = match doc.admin {
         None => super::AdminScopes::default(),
         Some(a) => {
-            for (name, value) in [("readScope", &a.read_scope), ("actionScope", &a.action_scope)] {
+            for (name, value) in [
+                ("readScope", &a.read_scope),
+                ("actionScope", &a.action_scope),
+            ] {
                 if value.trim().is_empty() {
                     return Err(err(format!("admin.{name}: must not be empty")));
                 }

@@ -93,7 +93,10 @@ pub enum TicketRemoval {
 /// What cancelling a proposal did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProposalCancellation {
-    Cancelled { world: String, requeued: u64 },
+    Cancelled {
+        world: String,
+        requeued: u64,
+    },
     /// No open proposal has that id (answered, timed out, cancelled, never).
     NotFound,
 }

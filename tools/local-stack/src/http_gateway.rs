@@ -128,6 +128,7 @@ pub fn router<H: HttpHandlers>(
                 ([(axum::http::header::CONTENT_TYPE, js)], crate::DEMO_CLIENT)
             }),
         )
+        .route("/operator", get(|| async { Html(crate::OPERATOR_PAGE) }))
         .route("/.well-known/jwks.json", get(jwks::<H>))
         .route("/dev/token", post(dev_token::<H>))
         .route("/dev/config", get(dev_config::<H>))
@@ -219,6 +220,9 @@ async fn dev_config<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>)
         "heartbeatSeconds": gateway.store.settings().heartbeat_interval.as_secs(),
         "matchEvents": gateway.store.settings().match_events,
         "demoAllocator": gateway.demo.allocator,
+        // The operator page asks /dev/token for these.
+        "adminReadScope": gateway.store.settings().admin.read,
+        "adminActionScope": gateway.store.settings().admin.action,
         "gameServer": gateway.demo.game_server,
     }))
 }

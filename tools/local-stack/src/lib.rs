@@ -53,6 +53,10 @@ pub const DEMO_PAGE: &str = include_str!("../static/index.html");
 /// cargo alone builds the stack; the SDK's tests fail while it is stale.
 pub const DEMO_CLIENT: &str = include_str!("../static/mm-client.js");
 
+/// The operator page (`/operator`): the admin routes with a token carrying
+/// the rule set's admin scopes.
+pub const OPERATOR_PAGE: &str = include_str!("../static/operator.html");
+
 /// Audience of development tokens (what `AUTH_AUDIENCE` would be in AWS).
 pub const DEV_AUDIENCE: &str = "matchmaking-local";
 

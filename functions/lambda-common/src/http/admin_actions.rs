@@ -93,7 +93,10 @@ struct Ended<'a> {
 
 /// `POST /v1/admin/worlds/{worldType}/tickets/{playerId}/remove`.
 #[tracing::instrument(name = "http_admin_remove_ticket", skip_all, fields(operator = Empty))]
-pub async fn admin_remove_ticket(store: &MatchStore, req: Request) -> Result<Response<Body>, Error> {
+pub async fn admin_remove_ticket(
+    store: &MatchStore,
+    req: Request,
+) -> Result<Response<Body>, Error> {
     finish(remove_inner(store, &req).await)
 }
 
@@ -233,7 +236,11 @@ async fn end(
     report: &MatchReport,
 ) -> Result<Response<Body>, Failure> {
     let by = Operator { id: operator, note };
-    let what = if report.cancelled { "voided" } else { "finished" };
+    let what = if report.cancelled {
+        "voided"
+    } else {
+        "finished"
+    };
     // The age is counted on the function's clock here (the pages count on
     // Redis's); close enough for a human reading it.
     let now = std::time::SystemTime::now()
