@@ -2056,6 +2056,14 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
     )
     .await;
 
+    let admin = &rules["admin"];
+    let admin_token = support::token_with(
+        &stack,
+        "schemathesis-operator",
+        json!({ "scp": [admin["readScope"], admin["actionScope"]] }),
+    )
+    .await;
+
     let work = std::env::temp_dir().join(format!("mm-schemathesis-{}", std::process::id()));
     std::fs::create_dir_all(&work).expect("work directory");
     let examples = std::env::var("MM_SCHEMATHESIS_EXAMPLES")
@@ -2078,6 +2086,7 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
         .env("MM_PLAYER_TOKEN", &player_token)
         .env("MM_WRITER_TOKEN", &writer_token)
         .env("MM_SERVER_TOKEN", &server_token)
+        .env("MM_ADMIN_TOKEN", &admin_token)
         .current_dir(&work)
         .kill_on_drop(true);
     let started = std::time::Instant::now();
