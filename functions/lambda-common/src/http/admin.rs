@@ -31,6 +31,10 @@ pub(super) fn admit(req: &Request, route: Route, store: &MatchStore) -> Result<P
     Ok(operator)
 }
 
+/// The largest `after` and `offset` (the spec's: what JSON numbers hold
+/// exactly).
+const MAX_CURSOR: u64 = (1 << 53) - 1;
+
 /// A whole-number query parameter within `range`; absent: `default`.
 fn query_number(
     req: &Request,
@@ -135,7 +139,7 @@ async fn admin_tickets_inner(store: &MatchStore, req: &Request) -> Result<Respon
     admit(req, Route::AdminTickets, store)?;
     let name = path_parameter(req, "worldType").ok_or_else(|| not_found_error(req))?;
     let world = configured_world(store, &name)?;
-    let after = query_number(req, "after", 0..=u64::MAX, 0)?;
+    let after = query_number(req, "after", 0..=MAX_CURSOR, 0)?;
     let limit = query_number(req, "limit", 1..=u64::from(MAX_TICKETS_PAGE), 50)?;
     let limit = u32::try_from(limit).unwrap_or(MAX_TICKETS_PAGE);
     let page = store.admin_tickets(world, after, limit).await?;
@@ -159,7 +163,7 @@ async fn admin_matches_inner(store: &MatchStore, req: &Request) -> Result<Respon
     admit(req, Route::AdminMatches, store)?;
     let name = path_parameter(req, "worldType").ok_or_else(|| not_found_error(req))?;
     let world = configured_world(store, &name)?;
-    let offset = query_number(req, "offset", 0..=u64::MAX, 0)?;
+    let offset = query_number(req, "offset", 0..=MAX_CURSOR, 0)?;
     let limit = query_number(req, "limit", 1..=u64::from(MAX_MATCHES_PAGE), 20)?;
     let limit = u32::try_from(limit).unwrap_or(MAX_MATCHES_PAGE);
     let page = store.admin_matches(&world.name, offset, limit).await?;
