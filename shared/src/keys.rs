@@ -146,6 +146,8 @@ key_layout! {
         backfills (Backfills) = "backfills", "HASH",
             "match id -> its open backfill JSON (seats per team, keep-alive deadline; see lua/_backfill.lua)";
         backfill_expiry (BackfillExpiry) = "backfill-expiry", "ZSET", "`<world>|<match>` -> when the backfill lapses unless renewed (ms)";
+        audit (Audit) = "audit", "LIST",
+            "the operators' actions, newest first, JSON each (capped: see lua/audit_append.lua)";
     }
     world {
         queue (Queue) = "queue", "ZSET", "ticket -> ticket sequence (FIFO order; rank + 1 = position)";

@@ -19,8 +19,8 @@ pub mod use_cases;
 pub mod wake;
 
 pub use config::{
-    BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
-    RegionRules, Settings, World, WorldCatalog,
+    AdminScopes, BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules,
+    RatingSettings, ReadyCheck, RegionRules, Settings, World, WorldCatalog,
 };
 pub use delivery::{DeliveryReport, EventError, EventSink, NoEvents, PushError, Pusher};
 pub use domain::{

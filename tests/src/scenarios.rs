@@ -17,6 +17,7 @@ use shared::{
 use crate::keyspace::{walk, Keyspace, Scope};
 use crate::{eventually, settings_for};
 
+mod admin;
 mod backfill;
 mod invariants;
 mod lifecycle;
@@ -24,6 +25,7 @@ mod parties;
 mod ready_check;
 mod regions;
 mod sleep;
+pub use admin::*;
 pub use backfill::*;
 pub use invariants::*;
 pub use lifecycle::*;
@@ -103,6 +105,8 @@ macro_rules! for_each_scenario {
             a_backfilled_joiner_leaves_nothing_of_its_ticket_behind,
             a_finished_match_cancels_the_proposals_of_its_backfill,
             the_matcher_sleeps_only_when_idle_and_work_wakes_it,
+            an_operator_pages_through_a_queue_and_removes_a_ticket,
+            an_operator_cancels_a_proposal_and_lists_matches,
         );
     };
 }

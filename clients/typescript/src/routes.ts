@@ -6,7 +6,7 @@ export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
 export interface RouteSpec {
   readonly method: HttpMethod;
   readonly path: string;
-  readonly scope?: "ratings.writerScope" | "servers.scope";
+  readonly scope?: "ratings.writerScope" | "servers.scope" | "admin.readScope" | "admin.actionScope";
 }
 
 /**
@@ -30,6 +30,14 @@ export const ROUTES = {
   createParty: { method: "POST", path: "/v1/parties" },
   joinParty: { method: "POST", path: "/v1/parties/{partyId}/join" },
   cancelParty: { method: "DELETE", path: "/v1/parties/{partyId}" },
+  adminTickets: { method: "GET", path: "/v1/admin/worlds/{worldType}/tickets", scope: "admin.readScope" },
+  adminMatches: { method: "GET", path: "/v1/admin/worlds/{worldType}/matches", scope: "admin.readScope" },
+  adminPlayer: { method: "GET", path: "/v1/admin/players/{playerId}", scope: "admin.readScope" },
+  adminAudit: { method: "GET", path: "/v1/admin/audit", scope: "admin.readScope" },
+  adminRemoveTicket: { method: "POST", path: "/v1/admin/worlds/{worldType}/tickets/{playerId}/remove", scope: "admin.actionScope" },
+  adminCancelProposal: { method: "POST", path: "/v1/admin/proposals/{matchId}/cancel", scope: "admin.actionScope" },
+  adminFinishMatch: { method: "POST", path: "/v1/admin/matches/{matchId}/finish", scope: "admin.actionScope" },
+  adminVoidMatch: { method: "POST", path: "/v1/admin/matches/{matchId}/void", scope: "admin.actionScope" },
 } as const satisfies Record<OperationId, RouteSpec>;
 
 /** `path` with its `{name}` parameters filled in (each percent-encoded). */

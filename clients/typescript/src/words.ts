@@ -27,7 +27,9 @@ export function describeMessage(msg: ServerMessage | { type: "TEXT"; data: strin
     case "TICKET_EXPIRED":
       return `your ticket in ${msg.worldType} waited too long and expired; join again`;
     case "TICKET_REMOVED":
-      return `your ticket in ${msg.worldType} was removed: ${msg.worldType} needs a live connection and you had none; join again`;
+      return msg.reason === "OPERATOR"
+        ? `an operator removed your ticket in ${msg.worldType}; join again`
+        : `your ticket in ${msg.worldType} was removed: ${msg.worldType} needs a live connection and you had none; join again`;
     case "PARTY_UPDATE": {
       const p = msg.party;
       const who = p.members.map((m) => `${m.playerId}${m.joined ? " ✓" : " (invited)"}`).join(", ");
@@ -63,6 +65,7 @@ const CANCEL_REASONS: Record<string, string> = {
   DECLINED: "declined",
   LEFT: "a player left the queue",
   TIMEOUT: "not everyone accepted in time",
+  OPERATOR: "an operator cancelled it",
 };
 
 /** A result as reported: places, or cancelled. */

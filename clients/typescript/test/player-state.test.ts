@@ -156,3 +156,11 @@ test("every message of docs/asyncapi.yaml has its own words", async () => {
   }
   for (const type of SERVER_MESSAGE_TYPES) assert.ok(seen.has(type), `an example of ${type} was described`);
 });
+
+test("an operator's removal and cancellation are told as such", () => {
+  const removed = describeMessage({ type: "TICKET_REMOVED", worldType: "world1", reason: "OPERATOR" }, "alice");
+  assert.match(removed, /an operator removed your ticket in world1/);
+  assert.doesNotMatch(removed, /live connection/);
+  const cancelled = describeMessage({ type: "MATCH_CANCELLED", matchId: "w.m1", worldType: "world1", reason: "OPERATOR", requeued: true }, "alice");
+  assert.match(cancelled, /\(an operator cancelled it\); you are back in the queue/);
+});

@@ -174,10 +174,22 @@ fn each_operations_security_is_its_routes_access_rule() {
             Access::Scope(ConfiguredScope::Server) => {
                 serde_json::json!([{"serverJwt": [ConfiguredScope::Server.setting()]}])
             }
+            Access::Scope(ConfiguredScope::AdminRead) => {
+                serde_json::json!([{"adminReadJwt": [ConfiguredScope::AdminRead.setting()]}])
+            }
+            Access::Scope(ConfiguredScope::AdminAction) => {
+                serde_json::json!([{"adminActionJwt": [ConfiguredScope::AdminAction.setting()]}])
+            }
         };
         assert_eq!(security, &want, "{key:?}: security for {:?}", row.access);
     }
-    for scheme in ["playerJwt", "ratingsWriterJwt", "serverJwt"] {
+    for scheme in [
+        "playerJwt",
+        "ratingsWriterJwt",
+        "serverJwt",
+        "adminReadJwt",
+        "adminActionJwt",
+    ] {
         let declared = &doc["components"]["securitySchemes"][scheme];
         assert_eq!(
             (

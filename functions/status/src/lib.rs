@@ -28,6 +28,14 @@ pub async fn handle(app: &App, req: Request) -> Result<Response<Body>, Error> {
         Some(Route::Backfill) => http::backfill(&app.store, req).await,
         Some(Route::BackfillKeepalive) => http::backfill_keepalive(&app.store, req).await,
         Some(Route::CancelBackfill) => http::cancel_backfill(&app.store, req).await,
+        Some(Route::AdminTickets) => http::admin_tickets(&app.store, req).await,
+        Some(Route::AdminMatches) => http::admin_matches(&app.store, req).await,
+        Some(Route::AdminPlayer) => http::admin_player(&app.store, req).await,
+        Some(Route::AdminAudit) => http::admin_audit(&app.store, req).await,
+        Some(Route::AdminRemoveTicket) => http::admin_remove_ticket(&app.store, req).await,
+        Some(Route::AdminCancelProposal) => http::admin_cancel_proposal(&app.store, req).await,
+        Some(Route::AdminFinishMatch) => http::admin_finish_match(&app.store, req).await,
+        Some(Route::AdminVoidMatch) => http::admin_void_match(&app.store, req).await,
         // Another function's route, or none: what an unknown path gets.
         _ => Ok(http::not_found(&req)),
     }

@@ -14,6 +14,17 @@ pub use world::{
 
 use std::time::Duration;
 
+/// The scopes of the admin routes (rule set `admin.readScope`,
+/// `admin.actionScope`): reading queues, matches, players and the audit,
+/// and acting on them (removing tickets, cancelling proposals, finishing
+/// and voiding matches). Separate, so a support tool may look without
+/// being able to act.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AdminScopes {
+    pub read: Option<String>,
+    pub action: Option<String>,
+}
+
 use crate::domain::check_name;
 use crate::error::ConfigError;
 
@@ -99,6 +110,9 @@ pub struct Settings {
     /// (rule set `servers.scope`): assignments and results. `None`: nobody
     /// may post them.
     pub server_scope: Option<String>,
+    /// The operator's scopes (rule set `admin`); none: nobody may use the
+    /// admin routes.
+    pub admin: AdminScopes,
     /// How long a backfill stays open without its server renewing it.
     pub backfill_keepalive: Duration,
     /// Send one match event per durable match to the studio's allocator
@@ -201,7 +215,7 @@ impl Settings {
             reason: e.to_string(),
         })?;
         let ticket_ttl = secs("MM_TICKET_TTL_SECS", 600, 1)?;
-        let (worlds, ratings, server_scope) =
+        let (worlds, ratings, access) =
             match (get("MM_RULES"), get("MM_RULES_FILE"), get("MM_WORLDS")) {
                 (Some(_), Some(_), _) | (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
                     return Err(ConfigError {
@@ -223,9 +237,16 @@ impl Settings {
                         ticket_ttl,
                     )?,
                     RatingSettings::default(),
-                    None,
+                    rules::Access {
+                        server_scope: None,
+                        admin: AdminScopes::default(),
+                    },
                 ),
             };
+        let rules::Access {
+            server_scope,
+            admin,
+        } = access;
         let heartbeat_interval = secs("MM_HEARTBEAT_SECS", DEFAULT_HEARTBEAT.as_secs(), 1)?;
         let presence_timeout = secs(
             "MM_PRESENCE_TIMEOUT_SECS",
@@ -282,6 +303,7 @@ impl Settings {
             game_ttl: secs("MM_GAME_TTL_SECS", 3600, 1)?,
             backfill_keepalive: secs("MM_BACKFILL_KEEPALIVE_SECS", 15, 1)?,
             server_scope,
+            admin,
             match_events: flag("MM_MATCH_EVENTS", false)?,
             matcher_sleep: flag("MM_MATCHER_SLEEP", false)?,
             presence_timeout,

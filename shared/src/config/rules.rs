@@ -43,7 +43,26 @@ struct Document {
     ratings: Option<Value>,
     #[serde(default)]
     servers: Option<ServersSection>,
+    #[serde(default)]
+    admin: Option<AdminSection>,
     worlds: Vec<Value>,
+}
+
+/// Who may operate the service (the admin routes): one scope to read
+/// queues, matches, players and the audit, one to act on them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct AdminSection {
+    read_scope: String,
+    action_scope: String,
+}
+
+/// What a rule set yields besides its worlds and ratings: who speaks for
+/// game servers and who may operate.
+#[derive(Debug)]
+pub struct Access {
+    pub server_scope: Option<String>,
+    pub admin: super::AdminScopes,
 }
 
 /// Who speaks for game servers (assignments, results).
@@ -300,7 +319,7 @@ pub fn parse(
     source: &'static str,
     text: &str,
     default_ttl: Duration,
-) -> Result<(WorldCatalog, RatingSettings, Option<String>), ConfigError> {
+) -> Result<(WorldCatalog, RatingSettings, Access), ConfigError> {
     let err = |reason: String| ConfigError {
         var: source,
         reason,
@@ -437,7 +456,31 @@ pub fn parse(
         }
         Some(s) => Some(s.scope),
     };
-    Ok((catalog, ratings, server_scope))
+    let admin = match doc.admin {
+        None => super::AdminScopes::default(),
+        Some(a) => {
+            for (name, value) in [
+                ("readScope", &a.read_scope),
+                ("actionScope", &a.action_scope),
+            ] {
+                if value.trim().is_empty() {
+                    return Err(err(format!("admin.{name}: must not be empty")));
+                }
+            }
+            super::AdminScopes {
+                read: Some(a.read_scope),
+                action: Some(a.action_scope),
+            }
+        }
+    };
+    Ok((
+        catalog,
+        ratings,
+        Access {
+            server_scope,
+            admin,
+        },
+    ))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! typed outcomes of every queue operation and the notifications. Nothing
 //! here talks to Redis.
 
+mod admin;
 mod ids;
 pub mod integral;
 mod latency;
@@ -14,6 +15,10 @@ mod proposal;
 mod rating;
 mod ticket;
 
+pub use admin::{
+    AuditEntry, MatchesPage, OpenProposal, ProposalCancellation, TicketRemoval, TicketsPage,
+    WaitingTicket, AUDIT_CAP, MAX_MATCHES_PAGE, MAX_NOTE_CHARS, MAX_TICKETS_PAGE,
+};
 pub(crate) use ids::check_name;
 pub use ids::{
     ConnectionId, MatchId, PartyId, PlayerId, Rating, WorldName, MAX_CONNECTION_ID_CHARS,

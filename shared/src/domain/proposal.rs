@@ -32,6 +32,8 @@ pub enum ProposalCancelReason {
     /// The running match's backfill this proposal was for ended (lapsed,
     /// cancelled, replaced, or the match finished).
     BackfillEnded,
+    /// An operator cancelled it (the admin route); everyone is requeued.
+    Operator,
 }
 
 #[cfg(test)]

@@ -164,7 +164,13 @@ impl FunctionLibrary {
 
 /// Operations that never write: registered `no-writes`, so they also run
 /// when the server refuses writes (maxmemory reached).
-const READ_ONLY: &[&str] = &["match_record.lua", "queue_status.lua", "player_status.lua"];
+const READ_ONLY: &[&str] = &[
+    "match_record.lua",
+    "queue_status.lua",
+    "player_status.lua",
+    "admin_tickets.lua",
+    "admin_matches.lua",
+];
 
 /// Placeholder for the library name while its hash is computed.
 const NAME_SLOT: &str = "@LIBRARY@";
@@ -448,5 +454,31 @@ operations! {
                PartyExpiry, Proposals, ProposalExpiry, MatcherAsleep, Backfills, BackfillExpiry],
         worlds: One,
         args: [player, match_id, answer, config],
+    }
+    admin_tickets {
+        keys: [Players, Parties],
+        worlds: One,
+        args: [after, limit],
+    }
+    admin_matches {
+        keys: [Matches, MatchExpiry, MatchLifecycle, Proposals, ProposalExpiry],
+        worlds: None,
+        args: [world, offset, scan, limit],
+    }
+    admin_remove_ticket {
+        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, MatcherAsleep],
+        worlds: One,
+        args: [player],
+    }
+    admin_cancel_proposal {
+        keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
+               MatcherAsleep, Backfills, BackfillExpiry],
+        worlds: Many,
+        args: [match_id],
+    }
+    audit_append {
+        keys: [Audit],
+        worlds: None,
+        args: [entry, cap],
     }
 }

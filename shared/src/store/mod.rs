@@ -4,6 +4,7 @@
 //! holds what they share: the connection (single endpoint or cluster), the
 //! command timeout and the idle check; `invoke.rs` runs one script.
 
+mod admin;
 mod admission;
 mod backfill;
 mod config;

@@ -3,6 +3,7 @@
 //! request, call exactly one of these and map the typed outcome to a
 //! response.
 
+pub mod admin;
 mod lifecycle;
 mod parties;
 mod proposals;

@@ -31,7 +31,7 @@ async fn answer(store: &MatchStore, id: &MatchId, p: &str, accept: bool) -> Answ
 }
 
 /// The messages due now (claimed and settled), with their recipients.
-async fn take_messages(store: &MatchStore) -> Vec<(ServerMessage, Vec<String>)> {
+pub(super) async fn take_messages(store: &MatchStore) -> Vec<(ServerMessage, Vec<String>)> {
     let entries = store
         .claim_notifications(Duration::from_secs(30), 1000, YOUNG, &[])
         .await

@@ -135,6 +135,7 @@ pub fn router<H: HttpHandlers>(
                 ([(axum::http::header::CONTENT_TYPE, js)], crate::DEMO_PLAY)
             }),
         )
+        .route("/operator", get(|| async { Html(crate::OPERATOR_PAGE) }))
         .route("/.well-known/jwks.json", get(jwks::<H>))
         .route("/dev/token", post(dev_token::<H>))
         .route("/dev/config", get(dev_config::<H>))
@@ -230,6 +231,9 @@ async fn dev_config<H: HttpHandlers>(State(gateway): State<Arc<HttpGateway<H>>>)
         "demoAllocator": gateway.demo.allocator,
         // With game servers a formed match holds its players (IN_MATCH).
         "gameServers": gateway.store.settings().server_scope.is_some(),
+        // The operator page asks /dev/token for these.
+        "adminReadScope": gateway.store.settings().admin.read,
+        "adminActionScope": gateway.store.settings().admin.action,
         "gameServer": gateway.demo.game_server,
     }))
 }

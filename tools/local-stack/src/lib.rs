@@ -57,6 +57,10 @@ pub const DEMO_CLIENT: &str = include_str!("../static/mm-client.js");
 /// The demo page's Play view (`/play.js`): renders the SDK's player state.
 pub const DEMO_PLAY: &str = include_str!("../static/play.js");
 
+/// The operator page (`/operator`): the admin routes with a token carrying
+/// the rule set's admin scopes.
+pub const OPERATOR_PAGE: &str = include_str!("../static/operator.html");
+
 /// Audience of development tokens (what `AUTH_AUDIENCE` would be in AWS).
 pub const DEV_AUDIENCE: &str = "matchmaking-local";
 

@@ -471,7 +471,15 @@ var ROUTES = {
   rating: { method: "PUT", path: "/v1/ratings/{playerId}", scope: "ratings.writerScope" },
   createParty: { method: "POST", path: "/v1/parties" },
   joinParty: { method: "POST", path: "/v1/parties/{partyId}/join" },
-  cancelParty: { method: "DELETE", path: "/v1/parties/{partyId}" }
+  cancelParty: { method: "DELETE", path: "/v1/parties/{partyId}" },
+  adminTickets: { method: "GET", path: "/v1/admin/worlds/{worldType}/tickets", scope: "admin.readScope" },
+  adminMatches: { method: "GET", path: "/v1/admin/worlds/{worldType}/matches", scope: "admin.readScope" },
+  adminPlayer: { method: "GET", path: "/v1/admin/players/{playerId}", scope: "admin.readScope" },
+  adminAudit: { method: "GET", path: "/v1/admin/audit", scope: "admin.readScope" },
+  adminRemoveTicket: { method: "POST", path: "/v1/admin/worlds/{worldType}/tickets/{playerId}/remove", scope: "admin.actionScope" },
+  adminCancelProposal: { method: "POST", path: "/v1/admin/proposals/{matchId}/cancel", scope: "admin.actionScope" },
+  adminFinishMatch: { method: "POST", path: "/v1/admin/matches/{matchId}/finish", scope: "admin.actionScope" },
+  adminVoidMatch: { method: "POST", path: "/v1/admin/matches/{matchId}/void", scope: "admin.actionScope" }
 };
 function fillPath(path, params) {
   return path.replace(/\{([^}]+)\}/g, (_, name) => {
@@ -918,7 +926,7 @@ function describeMessage(msg, me) {
     case "TICKET_EXPIRED":
       return `your ticket in ${msg.worldType} waited too long and expired; join again`;
     case "TICKET_REMOVED":
-      return `your ticket in ${msg.worldType} was removed: ${msg.worldType} needs a live connection and you had none; join again`;
+      return msg.reason === "OPERATOR" ? `an operator removed your ticket in ${msg.worldType}; join again` : `your ticket in ${msg.worldType} was removed: ${msg.worldType} needs a live connection and you had none; join again`;
     case "PARTY_UPDATE": {
       const p = msg.party;
       const who = p.members.map((m) => `${m.playerId}${m.joined ? " \u2713" : " (invited)"}`).join(", ");
@@ -946,7 +954,8 @@ var PARTY_REASONS = {
 var CANCEL_REASONS = {
   DECLINED: "declined",
   LEFT: "a player left the queue",
-  TIMEOUT: "not everyone accepted in time"
+  TIMEOUT: "not everyone accepted in time",
+  OPERATOR: "an operator cancelled it"
 };
 function describeResult(result, me) {
   if (result.cancelled) return "cancelled, no winner";

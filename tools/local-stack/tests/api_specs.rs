@@ -653,6 +653,7 @@ const FLOW_RULES: &str = r#"{
   "ratings": {"claim": "mmr", "default": 1500, "min": 0, "max": 5000,
               "writerScope": "matchmaking/ratings.write"},
   "servers": {"scope": "matchmaking/servers"},
+  "admin": {"readScope": "matchmaking/admin.read", "actionScope": "matchmaking/admin.act"},
   "worlds": [
     {"name": "trio", "teamSize": 3},
     {"name": "squads", "teamSize": 2, "teams": 2},
@@ -1847,6 +1848,59 @@ async fn every_answer_and_frame_of_an_end_to_end_run_fits_the_specs() {
     }
     back.heard("PONG", 1, WAIT).await;
 
+    // The operator's routes: reads, then each action on a fresh ticket,
+    // proposal and matches (their pushes are held to the spec below).
+    let admin = support::token_with(
+        &run.stack,
+        "operator",
+        json!({"scp": ["matchmaking/admin.read", "matchmaking/admin.act"]}),
+    )
+    .await;
+    let o1 = run.player("o1").await;
+    expect(&join(&o1, "trio").await, 200, "QUEUED");
+    for path in [
+        "/v1/admin/worlds/trio/tickets?limit=10",
+        "/v1/admin/worlds/trio/matches",
+        "/v1/admin/players/o1",
+        "/v1/admin/audit",
+    ] {
+        expect(&run.call("GET", path, &admin, None).await, 200, "");
+    }
+    let removal = "/v1/admin/worlds/trio/tickets/o1/remove";
+    expect(
+        &run.call("POST", removal, &o1.token, None).await,
+        403,
+        "FORBIDDEN",
+    );
+    expect(&run.call("POST", removal, &admin, None).await, 200, "");
+    o1.heard("TICKET_REMOVED", 1, WAIT).await;
+    let (o2, o3) = (run.player("o2").await, run.player("o3").await);
+    expect(&join(&o2, "duel").await, 200, "QUEUED");
+    let a = join(&o3, "duel").await;
+    expect(&a, 200, "PROPOSED");
+    let proposal = a.body["data"]["proposal"]["matchId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let path = format!("/v1/admin/proposals/{proposal}/cancel");
+    expect(&run.call("POST", &path, &admin, None).await, 200, "");
+    o2.heard("MATCH_CANCELLED", 1, WAIT).await;
+    for (verb, first, second) in [("finish", "o4", "o5"), ("void", "o6", "o7")] {
+        let (p, q) = (run.player(first).await, run.player(second).await);
+        expect(&join(&p, "live").await, 200, "QUEUED");
+        let a = join(&q, "live").await;
+        expect(&a, 200, "MATCHED");
+        let id = a.body["data"]["match"]["matchId"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let body =
+            (verb == "finish").then(|| json!({"result": {"playerRanks": {first: 1, second: 2}}}));
+        let path = format!("/v1/admin/matches/{id}/{verb}");
+        expect(&run.call("POST", &path, &admin, body).await, 200, "");
+        p.heard("MATCH_RESULT", 1, WAIT).await;
+    }
+
     // Every frame every player received, against its message.
     let asyncapi = yaml(ASYNCAPI);
     let messages = server_messages(&asyncapi);
@@ -2002,6 +2056,14 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
     )
     .await;
 
+    let admin = &rules["admin"];
+    let admin_token = support::token_with(
+        &stack,
+        "schemathesis-operator",
+        json!({ "scp": [admin["readScope"], admin["actionScope"]] }),
+    )
+    .await;
+
     let work = std::env::temp_dir().join(format!("mm-schemathesis-{}", std::process::id()));
     std::fs::create_dir_all(&work).expect("work directory");
     let examples = std::env::var("MM_SCHEMATHESIS_EXAMPLES")
@@ -2024,6 +2086,7 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
         .env("MM_PLAYER_TOKEN", &player_token)
         .env("MM_WRITER_TOKEN", &writer_token)
         .env("MM_SERVER_TOKEN", &server_token)
+        .env("MM_ADMIN_TOKEN", &admin_token)
         .current_dir(&work)
         .kill_on_drop(true);
     let started = std::time::Instant::now();

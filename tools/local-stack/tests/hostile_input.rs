@@ -1588,6 +1588,16 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             };
         }
         Route::Join | Route::Leave | Route::CreateParty | Route::Accept => {}
+        // The harness configures no admin scopes, and the operator's routes
+        // check theirs before reading anything else of the request.
+        Route::AdminTickets
+        | Route::AdminMatches
+        | Route::AdminPlayer
+        | Route::AdminAudit
+        | Route::AdminRemoveTicket
+        | Route::AdminCancelProposal
+        | Route::AdminFinishMatch
+        | Route::AdminVoidMatch => return Refused(403, "FORBIDDEN", None),
     }
     let content_type = case
         .headers

@@ -243,7 +243,7 @@ export interface components {
             type: "TICKET_REMOVED";
             worldType: components["schemas"]["WorldName"];
             /** @enum {string} */
-            reason: "NO_CONNECTION";
+            reason: "NO_CONNECTION" | "OPERATOR";
         };
         PartyUpdateMessage: {
             /** @constant */
@@ -292,14 +292,17 @@ export interface components {
             matchId: components["schemas"]["MatchId"];
             worldType: components["schemas"]["WorldName"];
             /**
-             * @description a participant declined, a participant left the queue, or not everyone accepted by `acceptBy`
+             * @description a participant declined, a participant left the queue, not everyone accepted by `acceptBy`, or an operator cancelled it (everyone requeued)
              * @enum {string}
              */
-            reason: "DECLINED" | "LEFT" | "TIMEOUT";
+            reason: "DECLINED" | "LEFT" | "TIMEOUT" | "OPERATOR";
             /**
              * @description for this player: `true` their ticket is back in the queue at its
              *     original place; `false` it was removed (they, or a member of
-             *     their party, declined, left or did not answer)
+             *     their party, declined, left or did not answer). The answer to
+             *     the decline (`POST /v1/matching/accept`, docs/openapi.yaml's
+             *     `CancelledAnswer`) says the same for its caller in its own
+             *     `requeued`
              */
             requeued: boolean;
         };

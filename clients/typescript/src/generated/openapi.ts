@@ -382,6 +382,196 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/worlds/{worldType}/tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One page of a world's waiting tickets (the operator)
+         * @description Oldest first, at most `limit` per page; `nextAfter` (absent at the
+         *     end) is the next page's `after`. Only for a token with the rule
+         *     set's `admin.readScope`, checked before anything else of the request.
+         */
+        get: operations["adminTickets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/worlds/{worldType}/matches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A world's open proposals and one page of its live matches (the operator)
+         * @description Matches latest expiry first (the newest and the running), with their
+         *     state, server, result and age. Records of every world share one
+         *     index: a page looks at ten index entries per match it may return, so
+         *     it may be short while `nextOffset` (the next page's `offset`) is
+         *     present. Only for a token with the rule set's `admin.readScope`.
+         */
+        get: operations["adminMatches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/players/{playerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look a player up (the operator)
+         * @description Where the player stands (what their my-status answers), their
+         *     entries in the trusted ratings store and their open connections.
+         *     Only for a token with the rule set's `admin.readScope`.
+         */
+        get: operations["adminPlayer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The latest operator actions, newest first
+         * @description The namespace's audit list keeps the latest 1000 actions (repeats
+         *     that changed nothing included). Only for a token with the rule set's
+         *     `admin.readScope`.
+         */
+        get: operations["adminAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/worlds/{worldType}/tickets/{playerId}/remove": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove a player's waiting ticket (the operator)
+         * @description Removes the player's waiting ticket in the world, or their queued
+         *     party's whole ticket; everyone on it hears `TICKET_REMOVED` (reason
+         *     `OPERATOR`). Idempotent: when no ticket of theirs waits there (a
+         *     repeat, or an idle player, an assembling party, a ready check, a
+         *     match) the answer is `200` with `changed: false` and `playerState`.
+         *     Audited. Only for a token with the rule set's `admin.actionScope`.
+         */
+        post: operations["adminRemoveTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/proposals/{matchId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a match proposal (the operator)
+         * @description Cancels an open ready check: every ticket goes back to its queue at
+         *     its original place and nobody cools down; every participant hears
+         *     `MATCH_CANCELLED` (reason `OPERATOR`, `requeued: true`). Idempotent:
+         *     when no open proposal has that id (a repeat, or one answered or
+         *     timed out) the answer is `200` with `changed: false`. Audited. Only
+         *     for a token with the rule set's `admin.actionScope`.
+         */
+        post: operations["adminCancelProposal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/matches/{matchId}/finish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finish a match with a result (the operator)
+         * @description Records `result` as the game server would (ranks; in a rated world
+         *     ratings move) and every participant hears `MATCH_RESULT`; the match
+         *     is FINISHED and its players are free. Idempotent: the same result
+         *     again is `200` with `changed: false`; a different one stored already
+         *     is `409 RESULT_CONFLICT`. `cancelled` is for the void route
+         *     (`400 INVALID_RESULT`). Audited. Only for a token with the rule
+         *     set's `admin.actionScope`.
+         */
+        post: operations["adminFinishMatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/matches/{matchId}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void a match (the operator)
+         * @description Finishes the match as cancelled (`{"cancelled": true}`): no rating
+         *     moves, every participant hears `MATCH_RESULT` and is free.
+         *     Idempotent: voided already is `200` with `changed: false`; a match
+         *     finished with ranks is `409 RESULT_CONFLICT`. Audited. Only for a
+         *     token with the rule set's `admin.actionScope`.
+         */
+        post: operations["adminVoidMatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -869,8 +1059,15 @@ export interface components {
             status: "CANCELLED";
             matchId: components["schemas"]["MatchId"];
             worldType: components["schemas"]["WorldName"];
+            /**
+             * @description for the caller, as in the `MATCH_CANCELLED` push: `true` their
+             *     ticket is back in the queue at its original place (an accept
+             *     answered so when the backfill it was for ended); `false` it was
+             *     removed (they declined)
+             */
+            requeued: boolean;
             /** @description tickets back in the queue (a party is one) */
-            requeued: number;
+            requeuedTickets: number;
         };
         RatingStored: {
             playerId: components["schemas"]["PlayerId"];
@@ -883,6 +1080,127 @@ export interface components {
             /** @constant */
             cancelled: true;
             party: components["schemas"]["PartyView"];
+        };
+        /** @description optional; an empty body is the same as `{}` */
+        AdminActionRequest: {
+            note?: components["schemas"]["AdminNote"];
+        };
+        AdminFinishRequest: {
+            /** @description ranks, as a game server reports them (`cancelled` is the void route's) */
+            result: components["schemas"]["ResultRequest"] & {
+                /** @constant */
+                cancelled?: false;
+            };
+            note?: components["schemas"]["AdminNote"];
+        };
+        /** @description why, for the audit (at most 200 characters, no control characters; `null` means none) */
+        AdminNote: string | null;
+        WaitingTicket: {
+            /** @description the player, or a party ticket's members */
+            players: components["schemas"]["PlayerId"][];
+            partyId?: components["schemas"]["PartyId"];
+            /** @description the ticket's place in the FIFO order */
+            seq: number;
+            joinedAt: components["schemas"]["UnixMillis"];
+            waitMs: number;
+            deadlineAt: components["schemas"]["UnixMillis"];
+            data?: components["schemas"]["TicketData"];
+            /** @description rated worlds: the rating the ticket waits with */
+            rating?: number;
+            /** @description worlds with regions, the regions within the ticket's latency cap (ms) */
+            latencies?: {
+                [key: string]: number;
+            };
+        };
+        TicketsPage: {
+            worldType: components["schemas"]["WorldName"];
+            /** @description every ticket waiting in the world */
+            waiting: number;
+            tickets: components["schemas"]["WaitingTicket"][];
+            /** @description the next page's `after`; absent at the end */
+            nextAfter?: number;
+        };
+        OpenProposal: {
+            matchId: components["schemas"]["MatchId"];
+            createdAt: components["schemas"]["UnixMillis"];
+            acceptBy: components["schemas"]["UnixMillis"];
+            players: components["schemas"]["PlayerId"][];
+            accepted: components["schemas"]["PlayerId"][];
+        };
+        /** @description a match as the operator sees it (the players' seat tokens left out) */
+        OperatorMatch: {
+            match: components["schemas"]["MatchRecord"];
+            state: components["schemas"]["MatchState"];
+            server?: components["schemas"]["Connection"];
+            result?: components["schemas"]["MatchResult"];
+            ratingChanges?: components["schemas"]["RatingChanges"];
+            /** @description since the match formed */
+            ageMs: number;
+        };
+        MatchesPage: {
+            worldType: components["schemas"]["WorldName"];
+            proposals: components["schemas"]["OpenProposal"][];
+            matches: components["schemas"]["OperatorMatch"][];
+            /** @description the next page's `offset`; absent at the end */
+            nextOffset?: number;
+        };
+        PlayerLookup: {
+            playerId: components["schemas"]["PlayerId"];
+            /** @description what the player's my-status answers */
+            state: components["schemas"]["IdleState"] | components["schemas"]["QueuedState"] | components["schemas"]["PartyState"] | components["schemas"]["ProposedState"] | components["schemas"]["MatchedViewState"];
+            /** @description the trusted ratings store's entries, `*` (every world) and per world */
+            ratings: {
+                [key: string]: number;
+            };
+            connections: number;
+        };
+        AuditEntry: {
+            at: components["schemas"]["UnixMillis"];
+            operator: components["schemas"]["PlayerId"];
+            /** @enum {string} */
+            action: "REMOVE_TICKET" | "CANCEL_PROPOSAL" | "FINISH_MATCH" | "VOID_MATCH";
+            worldType?: components["schemas"]["WorldName"];
+            playerId?: components["schemas"]["PlayerId"];
+            matchId?: components["schemas"]["MatchId"];
+            changed: boolean;
+            note?: components["schemas"]["AdminNote"];
+        };
+        TicketRemoved: {
+            changed: boolean;
+            worldType: components["schemas"]["WorldName"];
+            playerId: components["schemas"]["PlayerId"];
+            previousPosition?: number;
+            remainingQueueSize?: number;
+            /** @description players told TICKET_REMOVED (a party ticket's members) */
+            playersTold?: number;
+            /**
+             * @description nothing removed, the player's state
+             * @enum {string}
+             */
+            playerState?: "idle" | "ticket" | "party" | "proposal" | "match" | "cooldown";
+        };
+        ProposalCancelledByOperator: {
+            changed: boolean;
+            matchId: components["schemas"]["MatchId"];
+            worldType?: components["schemas"]["WorldName"];
+            /** @description tickets back in the queue (a party is one) */
+            requeued?: number;
+        };
+        AdminEndedAnswer: {
+            /** @constant */
+            resultCode: "200";
+            msg: string;
+            /** @description the match as the matches page shows it, and whether this action changed it */
+            data: {
+                /** @description `false` when the match had exactly this result already */
+                changed: boolean;
+                match: components["schemas"]["MatchRecord"];
+                state: components["schemas"]["MatchState"];
+                server?: components["schemas"]["Connection"];
+                result?: components["schemas"]["MatchResult"];
+                ratingChanges?: components["schemas"]["RatingChanges"];
+                ageMs: number;
+            };
         };
         /** @description API Gateway's own answer (never a function's) */
         GatewayMessage: {
@@ -922,7 +1240,7 @@ export interface components {
              * @description the field at fault, when it is one
              * @enum {string}
              */
-            field?: "worldType" | "data" | "members" | "matchId" | "partyId" | "playerId" | "rating";
+            field?: "worldType" | "data" | "members" | "matchId" | "partyId" | "playerId" | "rating" | "limit" | "after" | "offset" | "note";
             /** @description a key found twice in one object of the body (the first such key, in document order) */
             duplicateKey?: string;
             /** @description the JSON Pointer (RFC 6901) of the duplicate key's second occurrence, e.g. `/latencies/eu` */
@@ -1180,6 +1498,62 @@ export interface components {
         };
     };
     responses: {
+        /** @description the token lacks the configured admin scope (or none is configured) */
+        AdminForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    resultCode: "403";
+                    msg: string;
+                    data: components["schemas"]["ForbiddenError"];
+                };
+            };
+        };
+        /** @description the world is not configured; or (API Gateway) the path matches no route */
+        AdminUnknownWorld: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GatewayMessage"] | {
+                    /** @constant */
+                    resultCode: "404";
+                    msg: string;
+                    data: components["schemas"]["UnknownWorldError"];
+                };
+            };
+        };
+        /** @description no such match is on record; or (API Gateway) the path matches no route */
+        AdminMatchNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GatewayMessage"] | {
+                    /** @constant */
+                    resultCode: "404";
+                    msg: string;
+                    data: components["schemas"]["MatchNotFoundError"];
+                };
+            };
+        };
+        /** @description the match has another result already */
+        AdminResultConflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    resultCode: "409";
+                    msg: string;
+                    data: components["schemas"]["ResultConflictError"];
+                };
+            };
+        };
         /**
          * @description API Gateway's JWT authorizer refused the request (no `Authorization`
          *     header, or a token it does not accept): `{"message":"Unauthorized"}`
@@ -1336,6 +1710,16 @@ export interface components {
         PlayerIdPath: components["schemas"]["PlayerId"];
         /** @description a party id; a malformed one is `400` (`field`) */
         PartyIdPath: components["schemas"]["PartyId"];
+        /** @description the `seq` of the previous page's last ticket (`nextAfter`); absent or `0` from the front */
+        AfterQuery: number;
+        /** @description the previous page's `nextOffset`; absent or `0` from the start */
+        OffsetQuery: number;
+        /** @description tickets per page (default 50) */
+        TicketsLimitQuery: number;
+        /** @description matches (and proposals) per page at most (default 20) */
+        MatchesLimitQuery: number;
+        /** @description entries (default 100) */
+        AuditLimitQuery: number;
     };
     requestBodies: never;
     headers: {
@@ -2311,6 +2695,347 @@ export interface operations {
                     };
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    adminTickets: {
+        parameters: {
+            query?: {
+                /** @description the `seq` of the previous page's last ticket (`nextAfter`); absent or `0` from the front */
+                after?: components["parameters"]["AfterQuery"];
+                /** @description tickets per page (default 50) */
+                limit?: components["parameters"]["TicketsLimitQuery"];
+            };
+            header?: never;
+            path: {
+                /** @description a world name; a malformed one is `400` (`field`), a well-formed one that is not configured `404 UNKNOWN_WORLD` */
+                worldType: components["parameters"]["WorldTypePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the page */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "200";
+                        msg: string;
+                        data: components["schemas"]["TicketsPage"];
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminUnknownWorld"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    adminMatches: {
+        parameters: {
+            query?: {
+                /** @description the previous page's `nextOffset`; absent or `0` from the start */
+                offset?: components["parameters"]["OffsetQuery"];
+                /** @description matches (and proposals) per page at most (default 20) */
+                limit?: components["parameters"]["MatchesLimitQuery"];
+            };
+            header?: never;
+            path: {
+                /** @description a world name; a malformed one is `400` (`field`), a well-formed one that is not configured `404 UNKNOWN_WORLD` */
+                worldType: components["parameters"]["WorldTypePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the page */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "200";
+                        msg: string;
+                        data: components["schemas"]["MatchesPage"];
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminUnknownWorld"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    adminPlayer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the player whose rating is written (percent-encoded in the path); a malformed one is `400` (`field`) */
+                playerId: components["parameters"]["PlayerIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the player */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "200";
+                        msg: string;
+                        data: components["schemas"]["PlayerLookup"];
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    adminAudit: {
+        parameters: {
+            query?: {
+                /** @description entries (default 100) */
+                limit?: components["parameters"]["AuditLimitQuery"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the entries */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "200";
+                        msg: string;
+                        data: {
+                            entries: components["schemas"]["AuditEntry"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    adminRemoveTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a world name; a malformed one is `400` (`field`), a well-formed one that is not configured `404 UNKNOWN_WORLD` */
+                worldType: components["parameters"]["WorldTypePath"];
+                /** @description the player whose rating is written (percent-encoded in the path); a malformed one is `400` (`field`) */
+                playerId: components["parameters"]["PlayerIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description removed (`changed`), or nothing to remove */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "200";
+                        msg: string;
+                        data: components["schemas"]["TicketRemoved"];
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminUnknownWorld"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    adminCancelProposal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a match id; a malformed one is `400` (`field`) */
+                matchId: components["parameters"]["MatchIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description cancelled (`changed`), or no open proposal */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "200";
+                        msg: string;
+                        data: components["schemas"]["ProposalCancelledByOperator"];
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    adminFinishMatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a match id; a malformed one is `400` (`field`) */
+                matchId: components["parameters"]["MatchIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminFinishRequest"];
+            };
+        };
+        responses: {
+            /** @description finished (`changed`), or finished with this result already */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminEndedAnswer"];
+                };
+            };
+            /** @description malformed request, or a result that does not fit the match */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "400";
+                        msg: string;
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidResultError"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminMatchNotFound"];
+            409: components["responses"]["AdminResultConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    adminVoidMatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a match id; a malformed one is `400` (`field`) */
+                matchId: components["parameters"]["MatchIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description voided (`changed`), or voided already */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminEndedAnswer"];
+                };
+            };
+            /** @description malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "400";
+                        msg: string;
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidResultError"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminMatchNotFound"];
+            409: components["responses"]["AdminResultConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["RedisUnavailable"];

@@ -9,6 +9,8 @@
 //! equal to `resultCode`; errors carry a stable code in `data.error`, and the
 //! status is decided by that code. See `docs/http-api.md`.
 
+mod admin;
+mod admin_actions;
 mod duplicate_keys;
 mod errors;
 mod handlers;
@@ -22,6 +24,10 @@ mod routes;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
+pub use admin::{admin_audit, admin_matches, admin_player, admin_tickets};
+pub use admin_actions::{
+    admin_cancel_proposal, admin_finish_match, admin_remove_ticket, admin_void_match,
+};
 pub use errors::{envelope, not_found, ApiError, ErrorCode, ErrorDetails};
 pub use handlers::{join, leave, match_record, my_status, put_rating, queue_status};
 pub use lifecycle::{assign, backfill, backfill_keepalive, cancel_backfill, report};

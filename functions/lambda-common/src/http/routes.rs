@@ -23,8 +23,10 @@ pub enum Function {
     Join,
     /// `functions/leave`: leaving a queue, cancelling a party.
     Leave,
-    /// `functions/status`: reads, rating writes and the game servers'
-    /// reports (assignments, results).
+    /// `functions/status`: reads, rating writes, the game servers'
+    /// reports (assignments, results) and the operator's routes (`/v1/admin`:
+    /// low-traffic reads and writes that push nothing themselves, like the
+    /// servers' reports, so they need no function of their own).
     Status,
 }
 
@@ -70,6 +72,12 @@ pub enum ConfiguredScope {
     /// `servers.scope`: the studio's allocator and game servers
     /// (assignments, results).
     Server,
+    /// `admin.readScope`: an operator reading queues, matches, players and
+    /// the audit.
+    AdminRead,
+    /// `admin.actionScope`: an operator removing tickets, cancelling
+    /// proposals, finishing and voiding matches.
+    AdminAction,
 }
 
 impl ConfiguredScope {
@@ -78,6 +86,8 @@ impl ConfiguredScope {
         match self {
             ConfiguredScope::RatingsWriter => settings.ratings.writer_scope.as_deref(),
             ConfiguredScope::Server => settings.server_scope.as_deref(),
+            ConfiguredScope::AdminRead => settings.admin.read.as_deref(),
+            ConfiguredScope::AdminAction => settings.admin.action.as_deref(),
         }
     }
 
@@ -86,6 +96,8 @@ impl ConfiguredScope {
         match self {
             ConfiguredScope::RatingsWriter => "ratings.writerScope",
             ConfiguredScope::Server => "servers.scope",
+            ConfiguredScope::AdminRead => "admin.readScope",
+            ConfiguredScope::AdminAction => "admin.actionScope",
         }
     }
 
@@ -97,6 +109,12 @@ impl ConfiguredScope {
             }
             ConfiguredScope::Server => {
                 "assignments, results and backfills need a token with the configured server scope"
+            }
+            ConfiguredScope::AdminRead => {
+                "the operator's reads need a token with the configured admin read scope"
+            }
+            ConfiguredScope::AdminAction => {
+                "the operator's actions need a token with the configured admin action scope"
             }
         }
     }
@@ -175,6 +193,22 @@ route_table! {
     BackfillKeepalive: POST "/v1/matching/matches/{matchId}/backfill/keepalive" => Status, Access::Scope(ConfiguredScope::Server);
     /// `DELETE /v1/matching/matches/{matchId}/backfill`
     CancelBackfill: DELETE "/v1/matching/matches/{matchId}/backfill" => Status, Access::Scope(ConfiguredScope::Server);
+    /// `GET /v1/admin/worlds/{worldType}/tickets`
+    AdminTickets: GET "/v1/admin/worlds/{worldType}/tickets" => Status, Access::Scope(ConfiguredScope::AdminRead);
+    /// `GET /v1/admin/worlds/{worldType}/matches`
+    AdminMatches: GET "/v1/admin/worlds/{worldType}/matches" => Status, Access::Scope(ConfiguredScope::AdminRead);
+    /// `GET /v1/admin/players/{playerId}`
+    AdminPlayer: GET "/v1/admin/players/{playerId}" => Status, Access::Scope(ConfiguredScope::AdminRead);
+    /// `GET /v1/admin/audit`
+    AdminAudit: GET "/v1/admin/audit" => Status, Access::Scope(ConfiguredScope::AdminRead);
+    /// `POST /v1/admin/worlds/{worldType}/tickets/{playerId}/remove`
+    AdminRemoveTicket: POST "/v1/admin/worlds/{worldType}/tickets/{playerId}/remove" => Status, Access::Scope(ConfiguredScope::AdminAction);
+    /// `POST /v1/admin/proposals/{matchId}/cancel`
+    AdminCancelProposal: POST "/v1/admin/proposals/{matchId}/cancel" => Status, Access::Scope(ConfiguredScope::AdminAction);
+    /// `POST /v1/admin/matches/{matchId}/finish`
+    AdminFinishMatch: POST "/v1/admin/matches/{matchId}/finish" => Status, Access::Scope(ConfiguredScope::AdminAction);
+    /// `POST /v1/admin/matches/{matchId}/void`
+    AdminVoidMatch: POST "/v1/admin/matches/{matchId}/void" => Status, Access::Scope(ConfiguredScope::AdminAction);
 }
 
 impl RouteSpec {

@@ -22,6 +22,8 @@ pub use message::{MessageTooLarge, ServerMessage, MAX_MESSAGE_BYTES};
 pub enum RemovalReason {
     /// The world requires presence and the player had no live connection.
     NoConnection,
+    /// An operator removed it (the admin route).
+    Operator,
 }
 
 /// What an outbox entry asks to be told, and to whom.
