@@ -348,20 +348,21 @@ async fn the_sdk_page_shows_the_assigned_server_and_joins_it() {
     stack.stop().await;
 }
 
-/// A backfill on the demo page: two tabs are matched and assigned; one
-/// leaves the game (the demo game server asks for a backfill of the seat,
-/// through the real route); a third tab joins the world and is seated in
-/// the running match at once (shown as a backfill), with the match's
-/// server, which admits it by its player id.
+/// A backfill on the demo page: three tabs are matched and assigned; one
+/// leaves the game (two players still play, so the demo game server asks
+/// for a backfill of the seat, through the real route; with one left it
+/// would end the game); a fourth tab joins the world and is seated in the
+/// running match at once (shown as a backfill), with the match's server,
+/// which admits it by its player id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_player_who_leaves_the_game_is_replaced_by_a_backfill() {
     let rules = r#"{"servers": {"scope": "matchmaking/server"},
-        "worlds": [{"name": "duo", "teamSize": 2}]}"#;
+        "worlds": [{"name": "trio", "teamSize": 3}]}"#;
     let stack = support::start_stack_vars(&[("MM_RULES", rules)]).await;
     let mut browser = Browser::launch().await;
     let mut pages = Vec::new();
-    for name in ["ada", "ben"] {
-        let url = format!("{}/?player={name}&world=duo", stack.http_url);
+    for name in ["ada", "ben", "dan"] {
+        let url = format!("{}/?player={name}&world=trio", stack.http_url);
         let page = open_connected(&mut browser, &url, "join").await;
         browser
             .eval(&page, "document.getElementById('join').click()")
@@ -402,13 +403,13 @@ async fn a_player_who_leaves_the_game_is_replaced_by_a_backfill() {
     integration_tests::eventually("the backfill to open", Duration::from_secs(15), || async {
         let status = stack
             .store
-            .queue_status(stack.store.settings().worlds.get("duo").unwrap())
+            .queue_status(stack.store.settings().worlds.get("trio").unwrap())
             .await
             .unwrap();
         (status.open_backfills == 1).then_some(())
     })
     .await;
-    let url = format!("{}/?player=cyd&world=duo", stack.http_url);
+    let url = format!("{}/?player=cyd&world=trio", stack.http_url);
     let cyd = open_connected(&mut browser, &url, "join").await;
     browser
         .eval(&cyd, "document.getElementById('join').click()")
