@@ -451,25 +451,7 @@ async fn a_player_who_leaves_the_game_is_replaced_by_a_backfill() {
 /// Opens the demo page at `url`, waits for its worlds, connects, and waits
 /// until the button `enabled_id` is enabled (the socket is open).
 async fn open_connected(browser: &mut Browser, url: &str, enabled_id: &str) -> Page {
-    let page = browser.open(url).await;
-    browser
-        .wait_for(
-            &page,
-            "the page to load its worlds",
-            "document.getElementById('world').options.length > 0",
-            Duration::from_secs(15),
-        )
-        .await;
-    browser
-        .eval(&page, "document.getElementById('connect').click()")
-        .await;
-    browser
-        .wait_for(
-            &page,
-            "the socket to open",
-            &format!("!document.getElementById('{enabled_id}').disabled"),
-            Duration::from_secs(15),
-        )
-        .await;
+    let page = browser.open_demo_page(url).await;
+    browser.connect_demo_page(&page, enabled_id).await;
     page
 }

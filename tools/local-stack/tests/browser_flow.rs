@@ -103,32 +103,14 @@ async fn three_tabs_play_two_whole_games_in_a_row() {
 /// Opens the page, installs the recorder, connects, and checks the idle
 /// state's controls.
 async fn open(browser: &mut Browser, url: &str) -> Page {
-    let page = browser.open(url).await;
-    browser
-        .wait_for(
-            &page,
-            "the page to load its worlds",
-            "document.getElementById('world').options.length > 0",
-            Duration::from_secs(15),
-        )
-        .await;
+    let page = browser.open_demo_page(url).await;
     browser.eval(&page, RECORDER).await;
     let before = browser.eval(&page, "window.__snap()").await;
     assert_eq!(before["join"], json!(false), "no Join before Connect");
     assert_eq!(before["connect"], json!("Connect"));
     assert_eq!(before["rating"], json!(true), "ranked is rated");
     assert_eq!(before["latencies"], json!(false), "ranked has no regions");
-    browser
-        .eval(&page, "document.getElementById('connect').click()")
-        .await;
-    browser
-        .wait_for(
-            &page,
-            "the socket to open",
-            "!document.getElementById('join').disabled",
-            Duration::from_secs(15),
-        )
-        .await;
+    browser.connect_demo_page(&page, "join").await;
     let idle = browser.eval(&page, "window.__snap()").await;
     assert_eq!(idle["h"], json!("IDLE"));
     assert_eq!(idle["connect"], json!("Disconnect"), "Connect toggles");

@@ -152,6 +152,34 @@ impl Browser {
         }
     }
 
+    /// Opens the demo page at `url` and waits until it has loaded its
+    /// worlds (its first request to the stack answered).
+    pub async fn open_demo_page(&mut self, url: &str) -> Page {
+        let page = self.open(url).await;
+        self.wait_for(
+            &page,
+            "the page to load its worlds",
+            "document.getElementById('world').options.length > 0",
+            Duration::from_secs(15),
+        )
+        .await;
+        page
+    }
+
+    /// Clicks the demo page's Connect and waits until the button
+    /// `enabled_id` is enabled (the socket is open).
+    pub async fn connect_demo_page(&mut self, page: &Page, enabled_id: &str) {
+        self.eval(page, "document.getElementById('connect').click()")
+            .await;
+        self.wait_for(
+            page,
+            "the socket to open",
+            &format!("!document.getElementById('{enabled_id}').disabled"),
+            Duration::from_secs(15),
+        )
+        .await;
+    }
+
     /// Evaluates `expression` in `page`: its value, or the exception it threw.
     pub async fn try_eval(&mut self, page: &Page, expression: &str) -> Result<Value, Value> {
         let result = self
