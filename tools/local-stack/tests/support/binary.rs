@@ -18,6 +18,8 @@ pub enum Stream {
 pub struct MmLocal {
     child: Child,
     lines: Arc<Mutex<Vec<(Stream, String)>>>,
+    /// The threads reading stdout and stderr (they end at end of file).
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl MmLocal {
@@ -36,6 +38,7 @@ impl MmLocal {
         cmd.envs(vars.iter().copied());
         let mut child = cmd.spawn().expect("mm-local starts");
         let lines: Arc<Mutex<Vec<(Stream, String)>>> = Arc::default();
+        let mut readers = Vec::new();
         let out = child.stdout.take().expect("stdout");
         let err = child.stderr.take().expect("stderr");
         for (stream, reader) in [
@@ -46,13 +49,17 @@ impl MmLocal {
             (Stream::Stderr, Box::new(err)),
         ] {
             let sink = lines.clone();
-            std::thread::spawn(move || {
+            readers.push(std::thread::spawn(move || {
                 for line in BufReader::new(reader).lines().map_while(Result::ok) {
                     sink.lock().unwrap().push((stream, line));
                 }
-            });
+            }));
         }
-        Self { child, lines }
+        Self {
+            child,
+            lines,
+            readers,
+        }
     }
 
     /// Every line so far, both streams in arrival order.
@@ -94,8 +101,13 @@ impl MmLocal {
         let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
-                // Let the readers take the last lines.
-                std::thread::sleep(Duration::from_millis(100));
+                // The readers take the last lines until end of file (a
+                // process the child started may hold its pipes a little
+                // longer: bounded).
+                let until = Instant::now() + Duration::from_secs(5);
+                while self.readers.iter().any(|r| !r.is_finished()) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return status;
             }
             assert!(
