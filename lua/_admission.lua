@@ -3,19 +3,23 @@
 -- pass a player through, so an admission rule is written once and every
 -- route refuses alike.
 --
--- admit(ctx, player, lat, claimed, queue_size): nil when `player` may take
+-- admit(ctx, player, lat, claimed, queue_size, attributes): nil when `player` may take
 -- a place in ctx's world, else the refusal reply. ctx: { k, world, now,
 -- cfg, world_of } of the world joined (world_of: the operation's accessor,
 -- for the world of a ticket the player holds elsewhere); lat: the joining
 -- latencies (nil for none); claimed: the claimed rating text; queue_size:
 -- the world's queue size when a new ticket would enter it now (nil: no
 -- capacity check; positional, not a table: a join makes no garbage for
--- it). On admission it also returns:
+-- it); attributes: the player's client attributes as the store encodes
+-- them ("" for none; see _match_rules.lua joining). On admission it also
+-- returns:
 --   rating, rating_text   rated worlds: the player's rating and the text its
 --                         source wrote (joining_rating)
 --   expired               the player's ticket past its deadline but not
 --                         swept yet, { k = its world's keys, world = name },
 --                         for the caller to remove before writing
+--   attrs                 worlds with attributes: the player's attributes
+--                         as stored (client and trusted, defaults applied)
 --
 -- Refusals, a status named like the API's error code, then exactly its
 -- fields (the same on every route; shared/src/domain/outcome.rs Rejection
@@ -33,10 +37,12 @@
 --   LATENCY_REQUIRED, world           regions, no latencies, no default region
 --   RATING_REQUIRED, world            a rated world and no rating from any source
 --   INVALID_RATING, world, rating     the rating found is outside [min, max]
+--   ATTRIBUTES_REQUIRED, world, name  an attribute that must be set (missing:
+--                   refuse) has no value from its source
 -- and STALE, world: the player holds a ticket of `world`, whose keys the
 -- call was not given (the store calls again with them; see store/admission.rs).
 -- Nothing is written either way.
--- @include _lib _lifecycle _parties _players _proposals
+-- @include _lib _lifecycle _match_rules _parties _players _proposals
 
 local Admission = {}
 do
@@ -84,7 +90,7 @@ local function member_busy(ctx, state)
   return admit_state(ctx, state) ~= nil
 end
 
-local function admit(ctx, player, lat, claimed, queue_size)
+local function admit(ctx, player, lat, claimed, queue_size, attributes)
   local refusal, expired = admit_state(ctx, redis.call('HGET', ctx.k.players, player), player)
   if refusal then return refusal end
   local cfg, world = ctx.cfg, ctx.world
@@ -101,7 +107,10 @@ local function admit(ctx, player, lat, claimed, queue_size)
       return { 'INVALID_RATING', world, num(rating) }
     end
   end
-  return nil, rating, text, expired
+  local attrs, required, bad = MatchRules.joining(ctx, player, attributes or '')
+  if bad then return fail(bad) end
+  if required then return required end
+  return nil, rating, text, expired, attrs
 end
 
 -- The module's face: what other files reach as Admission.<name>.

@@ -8,7 +8,7 @@
 -- same way (and is lifted at `relax_ms` too).
 -- rules (cfg.rules, see _config.lua): { base, per_sec, max, relax_ms,
 -- retry_ms, balance = { base, per_sec, max, relax_ms } or nil }.
--- @include _lib _matching _players _regions _teams _tickets
+-- @include _lib _match_rules _matching _players _regions _teams _tickets
 
 local Rated = {}
 do
@@ -125,7 +125,8 @@ end
 -- them in order strands the match, the first set that fills it
 -- (fill_exactly); then, with teams in a rated world, the balance check
 -- (`balance_window`: nil = none). `accept(info)` may refuse a candidate
--- given those chosen so far. Returns the tickets' infos, or nil.
+-- given those chosen so far; `final(items)` may refuse the whole match (see
+-- with_rules). Returns the tickets' infos, or nil.
 local function fill_match(ctx, a, candidates, opts)
   local seats, teams = ctx.cfg.seats, ctx.cfg.teams
   local cap = seats / teams
@@ -153,6 +154,7 @@ local function fill_match(ctx, a, candidates, opts)
     for i, j in ipairs(picked) do items[i + 1] = pool[j] end
     if opts.check and not opts.check(items) then return nil end
   end
+  if opts.final and not opts.final(items) then return nil end
   if teams > 1 and ctx.cfg.rules then
     local assign, sums = Teams.pack_teams(items, teams, cap)
     local bw = ctx.cfg.rules.balance and rated_window(ctx.cfg.rules.balance, opts.wait)
@@ -181,7 +183,60 @@ local function candidate_infos(ctx, candidates, gone)
       out[#out + 1] = info
     end
   end
+  if cfg.attributes then MatchRules.load(ctx, out) end
   return out
+end
+
+-- `opts` of fill_match with the world's match rules added (worlds with
+-- attributes): a candidate is taken only when the rules that more tickets
+-- cannot mend still hold with it, and the whole match must satisfy every
+-- rule in force at the anchor's wait.
+local function with_rules(ctx, a, wait, opts)
+  local cfg = ctx.cfg
+  if not cfg.match_rules then return opts end
+  local accept = opts.accept
+  opts.accept = function(info, chosen)
+    if accept and not accept(info, chosen) then return false end
+    local n = #chosen
+    chosen[n + 1] = info
+    local ok = MatchRules.holds(cfg, chosen, a, wait, true)
+    chosen[n + 1] = nil
+    return ok
+  end
+  opts.final = function(items) return MatchRules.holds(cfg, items, a, wait, false) end
+  return opts
+end
+
+-- A match around the anchor `a` in a world with match rules, from
+-- candidates read in pages (growing fourfold, at most MatchRules.SCAN_LIMIT
+-- tickets): FIFO, the oldest tickets; rated, the nearest within the window
+-- `w` of rating `r`. Returns the items, or nil.
+local function rules_match(ctx, a, wait, r, w, gone)
+  local k, cfg = ctx.k, ctx.cfg
+  local page = (cfg.seats - a.size + 8) * 2
+  local anchor_member = cfg.rules and Players.rating_member(a.seq, a.ticket)
+  while true do
+    local found = {}
+    if cfg.rules then
+      for _, c in ipairs(nearest(k.ratings, r, w, page)) do
+        if c[1] ~= anchor_member then
+          found[#found + 1] = {
+            ticket = Players.member_ticket(c[1]), rating = c[2], seq = tonumber(string.sub(c[1], 1, Players.SEQ_DIGITS)),
+          }
+        end
+      end
+    else
+      local list = redis.call('ZRANGE', k.queue, 0, page - 1, 'WITHSCORES')
+      for i = 1, #list, 2 do
+        if list[i] ~= a.ticket then found[#found + 1] = { ticket = list[i], seq = tonumber(list[i + 1]) } end
+      end
+    end
+    local items = fill_match(ctx, a, candidate_infos(ctx, found, gone), with_rules(ctx, a, wait, { wait = wait }))
+    -- A short page was the whole window.
+    local whole = #found < page - 1
+    if items or whole or page >= MatchRules.SCAN_LIMIT then return items end
+    page = math.min(page * 4, MatchRules.SCAN_LIMIT)
+  end
 end
 
 -- Each player's latency in region `name` among `items` (a party's members
@@ -248,7 +303,7 @@ local function regional_match(ctx, a, opts)
       end
       local spread = regions.spread
       local function fits(lo, hi) return not spread or hi - lo <= spread end
-      local items = fill_match(ctx, a, candidate_infos(ctx, within, opts.gone), {
+      local items = fill_match(ctx, a, candidate_infos(ctx, within, opts.gone), with_rules(ctx, a, opts.wait, {
         wait = opts.wait,
         accept = function(info, chosen)
           local lo, hi = own, own
@@ -269,7 +324,7 @@ local function regional_match(ctx, a, opts)
           end
           return fits(lo, hi)
         end,
-      })
+      }))
       if items then
         local players, worst, avg = region_latencies(items, lat_of, name)
         if not best or worst < best_worst or (worst == best_worst and avg < best_avg) then
@@ -313,6 +368,13 @@ local function anchored_attempt(ctx, anchor, known)
     a.data = { state.data or Players.ticket_data(ctx, anchor) }
   end
   a.seq = state.seq
+  if cfg.attributes then
+    if state.attrs then
+      a.attrs_text, a.attrs = state.attrs, MatchRules.decode_ticket(state.attrs, cfg.attributes.by_name)
+    else
+      MatchRules.load(ctx, { a })
+    end
+  end
   if cfg.presence and not Matching.all_present(k.presence, a.players, now) then
     Tickets.remove_tickets(ctx, { anchor }, 'G')
     ctx.removed = (ctx.removed or 0) + 1
@@ -327,6 +389,8 @@ local function anchored_attempt(ctx, anchor, known)
       wait = wait, gone = gone, rated = rules and { rating = r, window = w },
       anchor_lat = state.lat or Regions.latencies_of(ctx, { anchor })[1],
     })
+  elseif cfg.attributes then
+    items = rules_match(ctx, a, wait, r, w, gone)
   else
     local anchor_member = Players.rating_member(state.seq, anchor)
     local found = {}
@@ -349,6 +413,7 @@ local function anchored_attempt(ctx, anchor, known)
   end
   -- Queue order.
   table.sort(items, function(x, y) return x.seq < y.seq end)
+  if cfg.attributes then items.tail = MatchRules.record_fields(cfg, items, a, wait) end
   local tickets, members = {}, {}
   for i, it in ipairs(items) do
     tickets[i] = it.ticket
@@ -359,6 +424,7 @@ local function anchored_attempt(ctx, anchor, known)
     for _, it in ipairs(items) do it.regional = Regions.capture_regional(k, it.ticket, it.seq) end
   end
   Regions.drop_regional(ctx, tickets)
+  MatchRules.drop(ctx, tickets)
   if rules then redis.call('ZREM', k.ratings, unpack(members)) end
   redis.call('ZREM', k.due, unpack(tickets))
   return items
@@ -375,10 +441,14 @@ local function record_rated(ctx, groups)
       if it.party then simple = false end
     end
   end
-  local regions = nil
+  local regions, tails = nil, nil
   if ctx.cfg.regions then
     regions = {}
     for g, items in ipairs(groups) do regions[g] = items.region end
+  end
+  if ctx.cfg.attributes then
+    tails = {}
+    for g, items in ipairs(groups) do tails[g] = items.tail end
   end
   if not simple then
     return Matching.record_groups(ctx, groups, { rated = ctx.cfg.rules ~= nil, regions = regions })
@@ -391,7 +461,7 @@ local function record_rated(ctx, groups)
       if ratings then ratings[it.ticket] = it.ratings[1] end
     end
   end
-  return Matching.record_matches(ctx, players, #groups, { ratings = ratings, regions = regions })
+  return Matching.record_matches(ctx, players, #groups, { ratings = ratings, regions = regions, tails = tails })
 end
 
 -- The matcher's step for a rated world: removes expired tickets first, then
@@ -433,6 +503,8 @@ Rated.retry_later = retry_later
 Rated.read_anchor = read_anchor
 Rated.fill_match = fill_match
 Rated.candidate_infos = candidate_infos
+Rated.with_rules = with_rules
+Rated.rules_match = rules_match
 Rated.region_latencies = region_latencies
 Rated.regional_match = regional_match
 Rated.anchored_attempt = anchored_attempt

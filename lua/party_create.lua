@@ -13,6 +13,7 @@
 -- ARGV   claimed  the rating from the leader's verified token claim, a plain
 --                 decimal ("" for none)
 -- ARGV   latencies the leader's latency to each region, "name=ms,..." ("" for none)
+-- ARGV   attributes the leader's client attributes as the store encodes them ("" for none)
 -- ARGV   config   the world's configuration (see _config.lua)
 -- REST   invited  the invited players (distinct, not the leader, at least one)
 --
@@ -44,7 +45,7 @@ if #rest + 1 > cfg.max_party then return fail('party larger than the world accep
 
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
-local refusal, r, _, expired = Admission.admit(ctx, leader, lat, claimed, nil)
+local refusal, r, _, expired, attrs = Admission.admit(ctx, leader, lat, claimed, nil, args.attributes)
 if refusal then return refusal end
 local states = redis.call('HMGET', k.players, unpack(rest))
 for i, p in ipairs(rest) do
@@ -59,7 +60,9 @@ if expired then
 end
 local seq = redis.call('HINCRBY', k.counters, 'party', 1)
 local id = string.format('%s.%x-%x', world, now, seq)
-local members = { { p = leader, j = 1, r = rating, d = data, l = lat and Regions.encode_latencies(lat) or nil } }
+local members = {
+  { p = leader, j = 1, r = rating, d = data, l = lat and Regions.encode_latencies(lat) or nil, a = cfg.attributes and attrs or nil },
+}
 for i, p in ipairs(rest) do
   members[i + 1] = { p = p, j = 0, r = '', d = '' }
 end

@@ -16,6 +16,7 @@
 -- ARGV   claimed  the rating from the player's verified token claim, a plain
 --                 decimal ("" for none)
 -- ARGV   latencies the player's latency to each region, "name=ms,..." ("" for none)
+-- ARGV   attributes the player's client attributes as the store encodes them ("" for none)
 -- ARGV   config   the world's configuration (see _config.lua)
 -- ARGV   claim    "1": claim the outbox entries of matches formed, for the
 --                 caller to deliver at once; "0": leave them to the matcher
@@ -34,6 +35,9 @@
 --   PROPOSED, proposal_json   the party's match is a proposal (a ready
 --                          check; see _proposals.lua proposal_view)
 --   NOT_FOUND              no such party, or the player is not invited
+--   ATTRIBUTES_CONFLICT, world, name   the player's value of `name` differs
+--                          from a member's, and a rule of the world needs
+--                          it equal across the match
 --   STALE, world           the player holds a ticket of `world`, whose keys
 --                          were not given (see join.lua); nothing was written
 --   or a refusal of the player's admission (_admission.lua admit;
@@ -67,8 +71,19 @@ if me.j == 1 then
 end
 local complete = joined + 1 == #party.members
 local size = redis.call('ZCARD', k.queue)
-local refusal, r, _, expired = Admission.admit(ctx, player, lat, claimed, complete and size or nil)
+local refusal, r, _, expired, attrs = Admission.admit(ctx, player, lat, claimed, complete and size or nil, args.attributes)
 if refusal then return refusal end
+local party_attrs = nil
+if cfg.attributes then
+  local joined_members = {}
+  for _, m in ipairs(party.members) do
+    if m.j == 1 then joined_members[#joined_members + 1] = m end
+  end
+  joined_members[#joined_members + 1] = { a = attrs }
+  local _, conflict = MatchRules.party_attributes(cfg, joined_members)
+  if conflict then return { 'ATTRIBUTES_CONFLICT', world, conflict } end
+  me.a = attrs
+end
 if rules then me.r = num(r) end
 
 -- All checks passed: from here on the script only writes.
@@ -113,11 +128,15 @@ if rules then
   shown_rating = num(rating)
 end
 if cfg.regions then Regions.add_regional(ctx, ticket_id, seq, Regions.party_latencies(party), rating) end
-if rules or cfg.regions then redis.call('ZADD', k.due, Rated.next_due(cfg, now), ticket_id) end
+if cfg.attributes then
+  party_attrs = MatchRules.party_attributes(cfg, party.members)
+  MatchRules.add(ctx, ticket_id, party_attrs)
+end
+if cfg.anchored then redis.call('ZADD', k.due, Rated.next_due(cfg, now), ticket_id) end
 
 local records, ids = {}, {}
 if cfg.instant then
-  if rules or cfg.regions then
+  if cfg.anchored then
     local _, more_expired = Tickets.sweep_expired(ctx, Matching.MATCH_SWEEP_LIMIT)
     if not more_expired then
       local items = Rated.anchored_attempt(ctx, ticket_id)

@@ -13,6 +13,7 @@ pub mod domain;
 pub mod error;
 pub mod keys;
 pub mod matcher;
+pub mod rules;
 pub mod scripts;
 pub mod store;
 pub mod use_cases;
@@ -32,6 +33,7 @@ pub use domain::{
     RatingChange, RatingSystem, RatingUpdates, Rejection, SeatAssignment, ServerMessage,
     StoredRating, Target, TicketData, TicketId, WorldName,
 };
+
 pub use error::{ConfigError, StoreError, ValidationError};
 pub use keys::{KeyLayout, PlayerState};
 pub use store::{MatchBatch, MatchStore, Settlement};

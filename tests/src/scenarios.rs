@@ -18,6 +18,7 @@ use crate::keyspace::{walk, Keyspace, Scope};
 use crate::{eventually, settings_for};
 
 mod admin;
+mod attributes;
 mod backfill;
 mod invariants;
 mod lifecycle;
@@ -26,6 +27,7 @@ mod ready_check;
 mod regions;
 mod sleep;
 pub use admin::*;
+pub use attributes::*;
 pub use backfill::*;
 pub use invariants::*;
 pub use lifecycle::*;
@@ -86,6 +88,13 @@ macro_rules! for_each_scenario {
             latencies_are_required_or_defaulted_and_spread_is_bounded,
             rated_worlds_with_regions_match_by_rating_within_a_region,
             a_ready_check_keeps_regions_through_a_cancelled_proposal,
+            an_optional_build_rule_matches_any_when_not_specified,
+            cross_mode_matches_share_a_mode_until_the_rule_is_optional,
+            a_distance_rule_widens_linearly_with_the_anchors_wait,
+            same_mode_and_all_different_characters,
+            a_compound_rule_records_the_branch_that_held,
+            a_party_agrees_on_equal_attributes_and_averages_numbers,
+            trusted_attributes_come_from_the_store,
             an_assignment_reaches_every_participant_with_their_own_token,
             a_player_in_a_game_queues_again_only_after_its_result,
             a_player_holds_a_seat_in_one_unfinished_match_at_most,

@@ -11,6 +11,7 @@
 
 mod admin;
 mod admin_actions;
+mod attributes;
 mod duplicate_keys;
 mod errors;
 mod handlers;
@@ -25,6 +26,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
 pub use admin::{admin_audit, admin_matches, admin_player, admin_tickets};
+pub use attributes::put_attributes;
 pub use admin_actions::{
     admin_cancel_proposal, admin_finish_match, admin_remove_ticket, admin_void_match,
 };

@@ -1,0 +1,420 @@
+//! Player attributes and match rules: each world below is a published
+//! example of a reference matchmaker (PlayFab, FlexMatch), and behaves as
+//! its source documents it. Every record is re-checked by the offline
+//! oracle (`shared::rules::recheck`): every rule in force at the anchor's
+//! wait holds, and the record tells the rules as they stood.
+
+use std::time::Instant;
+
+use serde_json::json;
+use shared::store::JoinInput;
+use shared::PartyJoinOutcome;
+
+use super::*;
+
+fn store_for(env: &Env, ns: &str, rules: &serde_json::Value, instant: bool) -> MatchStore {
+    env.store_with(
+        ns,
+        "",
+        &[
+            ("MM_RULES", &rules.to_string()),
+            ("MM_INSTANT_MATCH", if instant { "true" } else { "false" }),
+        ],
+    )
+}
+
+/// `attrs` as the scripts take them, validated as the HTTP layer does.
+fn encoded(store: &MatchStore, w: &str, attrs: &serde_json::Value) -> String {
+    let catalog = &store.settings().attributes;
+    catalog
+        .client_attributes(world(store, w), Some(attrs))
+        .unwrap_or_else(|e| panic!("{attrs} is valid: {e}"))
+        .encode(catalog)
+}
+
+async fn join_with(
+    store: &MatchStore,
+    w: &str,
+    p: &str,
+    attrs: serde_json::Value,
+) -> JoinOutcome {
+    let text = encoded(store, w, &attrs);
+    let input = JoinInput {
+        attributes: Some(&text),
+        ..JoinInput::default()
+    };
+    store
+        .join_reply(world(store, w), &player(p), &input, false)
+        .await
+        .expect("join")
+        .outcome
+}
+
+async fn match_of(store: &MatchStore, p: &str) -> Option<MatchRecord> {
+    match store.player_status(&player(p)).await.expect("status") {
+        PlayerStatus::Matched(m) => Some(m.record),
+        _ => None,
+    }
+}
+
+async fn waiting(store: &MatchStore, p: &str) -> bool {
+    matches!(
+        store.player_status(&player(p)).await.expect("status"),
+        PlayerStatus::Queued(_)
+    )
+}
+
+/// The oracle's verdict on `record`: it must hold.
+fn recheck(store: &MatchStore, record: &MatchRecord) {
+    let w = world(store, record.world_type.as_str());
+    if let Err(e) = shared::rules::recheck(w, &store.settings().attributes, record) {
+        panic!("record breaks the rules: {e}\n{record:?}");
+    }
+}
+
+fn names(record: &MatchRecord) -> Vec<&str> {
+    let mut out: Vec<&str> = record.participants.iter().map(PlayerId::as_str).collect();
+    out.sort_unstable();
+    out
+}
+
+fn outcome<'a>(record: &'a MatchRecord, rule: &str) -> &'a shared::RuleOutcome {
+    record
+        .rules
+        .as_ref()
+        .and_then(|r| r.iter().find(|o| o.name == rule))
+        .unwrap_or_else(|| panic!("{rule} is in the record: {record:?}"))
+}
+
+/// Forms matches in `w` once (a tick).
+async fn tick(store: &MatchStore, w: &str) -> Vec<MatchRecord> {
+    let batch = store.form_matches(world(store, w), 50).await.expect("form");
+    batch.matches
+}
+
+/// PlayFab's quick match with an optional build rule: a string equality
+/// with "match any" when a ticket has no build. Same builds pair, a ticket
+/// without a build pairs with anyone, two different builds never meet.
+pub async fn an_optional_build_rule_matches_any_when_not_specified(env: &Env) {
+    let rules = json!({
+        "attributes": {"build": {"type": "string", "missing": "any"}},
+        "worlds": [{"name": "quick", "teamSize": 2,
+                    "rules": [{"name": "sameBuild", "type": "equality", "attribute": "build"}]}]
+    });
+    let store = store_for(env, "attr-build", &rules, true);
+    let a = join_with(&store, "quick", "a", json!({"build": "1.4"})).await;
+    assert!(matches!(a, JoinOutcome::Queued(_)), "{a:?}");
+    let b = join_with(&store, "quick", "b", json!({"build": "1.5"})).await;
+    assert!(matches!(b, JoinOutcome::Queued(_)), "1.5 never meets 1.4: {b:?}");
+    let JoinOutcome::Matched { record, .. } = join_with(&store, "quick", "c", json!({})).await
+    else {
+        panic!("a ticket without a build pairs with the oldest");
+    };
+    assert_eq!(names(&record), ["a", "c"]);
+    recheck(&store, &record);
+    assert_eq!(record.anchor.as_ref().map(PlayerId::as_str), Some("c"));
+    let attrs = record.attributes.as_deref().expect("attributes recorded");
+    assert_eq!(attrs["a"]["build"], "1.4");
+    assert!(!attrs.contains_key("c"), "c has no attributes: {attrs:?}");
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "quick", "d", json!({"build": "1.5"})).await
+    else {
+        panic!("d meets b");
+    };
+    assert_eq!(names(&record), ["b", "d"]);
+    recheck(&store, &record);
+    for (p, build) in [("e", "1.4"), ("f", "1.5"), ("g", "1.6")] {
+        join_with(&store, "quick", p, json!({"build": build})).await;
+    }
+    assert!(tick(&store, "quick").await.is_empty());
+    for p in ["e", "f", "g"] {
+        assert!(waiting(&store, p).await, "{p} waits");
+    }
+}
+
+/// PlayFab's cross game modes through a set intersection: every match
+/// shares a mode and the record says which; once the rule turns optional
+/// (after the anchor's own wait), players with nothing in common meet.
+pub async fn cross_mode_matches_share_a_mode_until_the_rule_is_optional(env: &Env) {
+    let rules = json!({
+        "attributes": {"modes": {"type": "stringList", "values": ["ffa", "duel", "ctf", "koth"], "maxItems": 4,
+                                 "missing": "refuse"}},
+        "worlds": [{"name": "modes", "teamSize": 4,
+                    "rules": [{"name": "commonMode", "type": "intersection", "attribute": "modes",
+                               "optionalAfterSeconds": 2}]}]
+    });
+    let store = store_for(env, "attr-modes", &rules, false);
+    for (p, modes) in [
+        ("a", json!(["ffa", "ctf"])),
+        ("b", json!(["ctf"])),
+        ("c", json!(["duel", "ctf", "ffa"])),
+        ("d", json!(["koth", "ctf"])),
+        ("e", json!(["ffa"])),
+        ("f", json!(["duel"])),
+        ("g", json!(["koth"])),
+    ] {
+        join_with(&store, "modes", p, json!({"modes": modes})).await;
+    }
+    let formed = tick(&store, "modes").await;
+    assert_eq!(formed.len(), 1, "{formed:?}");
+    let record = &formed[0];
+    assert_eq!(names(record), ["a", "b", "c", "d"]);
+    let common = outcome(record, "commonMode");
+    assert!(common.in_force);
+    assert_eq!(common.shared.as_deref(), Some(&["ctf".to_string()][..]));
+    recheck(&store, record);
+    // e, f, g and h share nothing: they wait until the rule is optional
+    // for the oldest of them (2 s after e joined, at most a tick later).
+    let joined = Instant::now();
+    join_with(&store, "modes", "h", json!({"modes": ["ctf"]})).await;
+    assert!(tick(&store, "modes").await.is_empty());
+    let record = eventually("the rule to turn optional", Duration::from_secs(6), || async {
+        tick(&store, "modes").await.pop()
+    })
+    .await;
+    assert!(joined.elapsed() >= Duration::from_millis(1900));
+    assert_eq!(names(&record), ["e", "f", "g", "h"]);
+    assert!(!outcome(&record, "commonMode").in_force, "{record:?}");
+    assert!(record.anchor_wait_ms.unwrap_or(0) >= 2000, "{record:?}");
+    recheck(&store, &record);
+}
+
+/// PlayFab's difference rule with linear expansion: a skill spread of 0.2
+/// widening by 0.1 a second up to 0.5, on the anchor's own wait; two
+/// players 0.4 apart meet after two seconds, two 0.9 apart never do.
+pub async fn a_distance_rule_widens_linearly_with_the_anchors_wait(env: &Env) {
+    let rules = json!({
+        "attributes": {"skill": {"type": "number", "min": 0, "max": 1, "default": 0.5}},
+        "worlds": [{"name": "skill", "teamSize": 2,
+                    "rules": [{"name": "skillSpread", "type": "distance", "attribute": "skill", "max": 0.2,
+                               "relax": {"perSecond": 0.1, "limit": 0.5}}]}]
+    });
+    let store = store_for(env, "attr-skill", &rules, false);
+    let joined = Instant::now();
+    join_with(&store, "skill", "a", json!({"skill": 0.1})).await;
+    join_with(&store, "skill", "b", json!({"skill": 0.5})).await;
+    join_with(&store, "skill", "c", json!({"skill": 0.0})).await;
+    assert!(tick(&store, "skill").await.is_empty());
+    let record = eventually("a window of 0.4", Duration::from_secs(6), || async {
+        tick(&store, "skill").await.pop()
+    })
+    .await;
+    assert!(joined.elapsed() >= Duration::from_millis(1900), "{record:?}");
+    // a (0.1) is the anchor: c (0.0) was nearer but b? The oldest fitting
+    // candidates are taken: after 1 s c fits a (0.1 <= 0.3).
+    recheck(&store, &record);
+    let spread = outcome(&record, "skillSpread");
+    assert!(spread.in_force);
+    let v = spread.value.as_ref().and_then(serde_json::Value::as_f64).unwrap();
+    assert!((0.2..=0.5).contains(&v), "{v}");
+}
+
+/// FlexMatch's "same game mode" and "all different characters": a 1 v 1
+/// in one mode, never with the same character twice.
+pub async fn same_mode_and_all_different_characters(env: &Env) {
+    let rules = json!({
+        "attributes": {
+            "mode": {"type": "string", "values": ["ranked", "casual"], "missing": "refuse"},
+            "character": {"type": "string", "maxLength": 16, "missing": "refuse"}
+        },
+        "worlds": [{"name": "duel", "teamSize": 1, "teams": 2,
+                    "rules": [{"name": "sameMode", "type": "equality", "attribute": "mode"},
+                              {"name": "uniqueCharacters", "type": "comparison", "attribute": "character",
+                               "op": "allDifferent"}]}]
+    });
+    let store = store_for(env, "attr-duel", &rules, true);
+    let q = |o: JoinOutcome| assert!(matches!(o, JoinOutcome::Queued(_)), "{o:?}");
+    q(join_with(&store, "duel", "a", json!({"mode": "ranked", "character": "mercy"})).await);
+    q(join_with(&store, "duel", "b", json!({"mode": "ranked", "character": "mercy"})).await);
+    q(join_with(&store, "duel", "c", json!({"mode": "casual", "character": "ana"})).await);
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "duel", "d", json!({"mode": "ranked", "character": "ana"})).await
+    else {
+        panic!("d meets the oldest ranked player");
+    };
+    assert_eq!(names(&record), ["a", "d"]);
+    assert_eq!(record.teams.as_ref().map(Vec::len), Some(2));
+    recheck(&store, &record);
+    assert!(waiting(&store, "b").await && waiting(&store, "c").await);
+}
+
+/// FlexMatch's compound rule (its example 10): the same map and mode, or a
+/// league within 2 and a skill within 10 (20 after 10 s); every match
+/// satisfies a branch and the record says which.
+pub async fn a_compound_rule_records_the_branch_that_held(env: &Env) {
+    let rules = json!({
+        "attributes": {
+            "map": {"type": "string", "missing": "refuse"},
+            "mode": {"type": "string", "missing": "refuse"},
+            "league": {"type": "number", "min": 0, "max": 10, "missing": "refuse"},
+            "skill": {"type": "number", "min": 0, "max": 1000, "missing": "refuse"}
+        },
+        "worlds": [{"name": "arena", "teamSize": 2, "rules": [
+            {"name": "sameMap", "type": "equality", "attribute": "map"},
+            {"name": "sameMode", "type": "equality", "attribute": "mode"},
+            {"name": "leagueClose", "type": "distance", "attribute": "league", "max": 2},
+            {"name": "skillClose", "type": "distance", "attribute": "skill", "max": 10,
+             "relax": {"steps": [{"afterSeconds": 10, "value": 20}, {"afterSeconds": 20, "value": 40}]}},
+            {"name": "mapAndMode", "type": "compound", "op": "and", "rules": ["sameMap", "sameMode"]},
+            {"name": "leagueAndSkill", "type": "compound", "op": "and", "rules": ["leagueClose", "skillClose"]},
+            {"name": "either", "type": "compound", "op": "or", "rules": ["mapAndMode", "leagueAndSkill"]}
+        ]}]
+    });
+    let store = store_for(env, "attr-compound", &rules, true);
+    let p = |map: &str, mode: &str, league: u32, skill: u32| {
+        json!({"map": map, "mode": mode, "league": league, "skill": skill})
+    };
+    join_with(&store, "arena", "a", p("dust", "ctf", 1, 100)).await;
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "arena", "b", p("dust", "ctf", 9, 500)).await
+    else {
+        panic!("same map and mode");
+    };
+    assert_eq!(
+        outcome(&record, "either").held.as_deref(),
+        Some(&["mapAndMode".to_string()][..])
+    );
+    recheck(&store, &record);
+    join_with(&store, "arena", "c", p("dust", "ffa", 3, 200)).await;
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "arena", "d", p("nuke", "duel", 4, 205)).await
+    else {
+        panic!("league and skill close");
+    };
+    assert_eq!(
+        outcome(&record, "either").held.as_deref(),
+        Some(&["leagueAndSkill".to_string()][..])
+    );
+    recheck(&store, &record);
+    join_with(&store, "arena", "e", p("dust", "ffa", 1, 0)).await;
+    let f = join_with(&store, "arena", "f", p("nuke", "ffa", 9, 0)).await;
+    assert!(matches!(f, JoinOutcome::Queued(_)), "no branch holds: {f:?}");
+}
+
+/// Parties: members must agree on an equality attribute (a conflicting
+/// member is refused and nothing is written); numbers are averaged per
+/// rule, so a party of 10 and 20 plays with a solo of 15.
+pub async fn a_party_agrees_on_equal_attributes_and_averages_numbers(env: &Env) {
+    let rules = json!({
+        "attributes": {
+            "mode": {"type": "string", "values": ["ranked", "casual"], "missing": "refuse"},
+            "level": {"type": "number", "min": 1, "max": 100, "missing": "refuse"}
+        },
+        "worlds": [{"name": "squad", "teamSize": 3, "rules": [
+            {"name": "sameMode", "type": "equality", "attribute": "mode"},
+            {"name": "levelClose", "type": "distance", "attribute": "level", "max": 2}
+        ]}]
+    });
+    let store = store_for(env, "attr-party", &rules, true);
+    let w = world(&store, "squad");
+    let leader = encoded(&store, "squad", &json!({"mode": "ranked", "level": 10}));
+    let created = store
+        .create_party_with(
+            w,
+            &player("lead"),
+            &players(&["mate"]),
+            &JoinInput {
+                attributes: Some(&leader),
+                ..JoinInput::default()
+            },
+        )
+        .await
+        .expect("create");
+    let shared::PartyCreateOutcome::Created(party) = created else {
+        panic!("{created:?}");
+    };
+    let casual = encoded(&store, "squad", &json!({"mode": "casual", "level": 20}));
+    let before = snapshot(&store).await;
+    let refused = store
+        .join_party_claiming(
+            w,
+            &party.party_id,
+            &player("mate"),
+            &JoinInput {
+                attributes: Some(&casual),
+                ..JoinInput::default()
+            },
+            false,
+        )
+        .await
+        .expect("join party");
+    assert!(
+        matches!(&refused, PartyJoinOutcome::AttributesConflict { attribute, .. } if attribute == "mode"),
+        "{refused:?}"
+    );
+    assert_eq!(snapshot(&store).await, before, "a refusal writes nothing");
+    join_with(&store, "squad", "solo", json!({"mode": "ranked", "level": 15})).await;
+    let ranked = encoded(&store, "squad", &json!({"mode": "ranked", "level": 20}));
+    let joined = store
+        .join_party_claiming(
+            w,
+            &party.party_id,
+            &player("mate"),
+            &JoinInput {
+                attributes: Some(&ranked),
+                ..JoinInput::default()
+            },
+            false,
+        )
+        .await
+        .expect("join party");
+    let PartyJoinOutcome::Matched { record, .. } = joined else {
+        panic!("the party (average 15) plays with the solo 15: {joined:?}");
+    };
+    assert_eq!(names(&record), ["lead", "mate", "solo"]);
+    recheck(&store, &record);
+}
+
+/// Trusted attributes come from the attribute store (written by a server),
+/// then the default; a required one without either refuses the join.
+pub async fn trusted_attributes_come_from_the_store(env: &Env) {
+    let rules = json!({
+        "attributes": {
+            "platform": {"type": "string", "source": "trusted", "values": ["pc", "console"], "default": "pc"},
+            "tier": {"type": "number", "source": "trusted", "min": 0, "max": 9, "missing": "refuse"}
+        },
+        "worlds": [{"name": "cross", "teamSize": 2,
+                    "rules": [{"name": "samePlatform", "type": "equality", "attribute": "platform"}]}]
+    });
+    let store = store_for(env, "attr-trusted", &rules, true);
+    let before = snapshot(&store).await;
+    let refused = join_with(&store, "cross", "a", json!({})).await;
+    assert!(
+        matches!(&refused, JoinOutcome::Rejected(shared::Rejection::AttributesRequired { attribute, .. }) if attribute == "tier"),
+        "{refused:?}"
+    );
+    assert_eq!(snapshot(&store).await, before, "a refusal writes nothing");
+    let catalog = &store.settings().attributes;
+    for (p, value) in [
+        ("a", json!({"tier": 1, "platform": "console"})),
+        ("b", json!({"tier": 2})),
+        ("c", json!({"tier": 3, "platform": "console"})),
+    ] {
+        let text = catalog
+            .trusted_attributes(&value)
+            .expect("valid trusted attributes")
+            .encode(catalog);
+        let previous = store
+            .set_trusted_attributes(&player(p), &text)
+            .await
+            .expect("write");
+        assert_eq!(previous, "");
+    }
+    assert!(matches!(
+        join_with(&store, "cross", "a", json!({})).await,
+        JoinOutcome::Queued(_)
+    ));
+    assert!(
+        matches!(join_with(&store, "cross", "b", json!({})).await, JoinOutcome::Queued(_)),
+        "b plays on pc (the default), a on console"
+    );
+    let JoinOutcome::Matched { record, .. } = join_with(&store, "cross", "c", json!({})).await
+    else {
+        panic!("c and a are on console");
+    };
+    assert_eq!(names(&record), ["a", "c"]);
+    let attrs = record.attributes.as_deref().unwrap();
+    assert_eq!(attrs["a"]["platform"], "console");
+    assert_eq!(attrs["c"]["tier"], 3.0);
+    recheck(&store, &record);
+}
