@@ -511,4 +511,10 @@ pub fn parse(
 }
 
 #[cfg(test)]
+mod attribute_tests;
+#[cfg(test)]
+mod match_rules_tests;
+#[cfg(test)]
+mod rule_refusal_tests;
+#[cfg(test)]
 mod tests;

@@ -10,6 +10,12 @@ use crate::config::match_rules::{
     MAX_RULES, MAX_STEPS,
 };
 
+mod compound;
+mod relax;
+
+use compound::find_cycle;
+use relax::{relax, Bound};
+
 /// One rule, as written in the document (every field as JSON, so a message
 /// names the field of a wrong type).
 #[derive(Deserialize)]
@@ -28,27 +34,6 @@ struct RuleSection {
     rules: Option<Value>,
     optional_after_seconds: Option<Value>,
     relax: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RelaxSection {
-    per_second: Option<Value>,
-    limit: Option<Value>,
-    steps: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct StepSection {
-    after_seconds: Option<Value>,
-    /// `Some(Null)` when written as `null` (the rule off), `None` when left out.
-    #[serde(default, deserialize_with = "given")]
-    value: Option<Value>,
-}
-
-fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
 }
 
 /// Whether `name` may name a rule: `^[A-Za-z][A-Za-z0-9_-]{0,31}$`.
@@ -136,58 +121,6 @@ pub(super) fn world_rules(
     Ok((attributes, out))
 }
 
-/// A cycle among the compounds (`[a, b, ..., a]`), if any.
-fn find_cycle(rules: &[MatchRule]) -> Option<Vec<usize>> {
-    fn visit(rules: &[MatchRule], i: usize, state: &mut [u8], path: &mut Vec<usize>) -> bool {
-        match state[i] {
-            2 => return false,
-            1 => {
-                let start = path.iter().position(|&p| p == i).unwrap_or(0);
-                path.drain(..start);
-                path.push(i);
-                return true;
-            }
-            _ => {}
-        }
-        state[i] = 1;
-        path.push(i);
-        for &j in rules[i].kind.operands() {
-            if visit(rules, j, state, path) {
-                return true;
-            }
-        }
-        path.pop();
-        state[i] = 2;
-        false
-    }
-    let mut state = vec![0u8; rules.len()];
-    (0..rules.len()).find_map(|i| {
-        let mut path = Vec::new();
-        visit(rules, i, &mut state, &mut path).then_some(path)
-    })
-}
-
-/// How a relaxed number is bounded, per rule kind.
-#[derive(Clone, Copy)]
-enum Bound {
-    /// A comparison's reference: any finite number.
-    Finite,
-    /// A distance: >= 0.
-    NonNegative,
-    /// An intersection's count: a whole number 0..=the list's maxItems.
-    Count(u32),
-}
-
-impl Bound {
-    fn check(self, field: &str, v: &Value) -> Result<f64, String> {
-        match self {
-            Bound::Finite => number(field, v),
-            Bound::NonNegative => at_least(field, v, 0.0),
-            Bound::Count(max) => integer(field, v, 0, max).map(f64::from),
-        }
-    }
-}
-
 impl RuleSection {
     /// The given fields besides name, type and the relaxation, by their
     /// document names.
@@ -241,7 +174,7 @@ impl RuleSection {
             _ => &["op", "rules"],
         };
         if let Some(f) = self.given().find(|f| !fields.contains(f)) {
-            return Err(format!("{f}: not a field of a {kind_name} rule"));
+            return Err(format!("{f}: not a field of {kind_name} rules"));
         }
         let (kind, bound) = match kind_name {
             "equality" => {
@@ -331,7 +264,7 @@ impl RuleSection {
         if !types.contains(&decl.kind) {
             let wanted: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
             return Err(format!(
-                "attribute: {name:?} is a {} attribute; a {rule} rule needs a {} attribute",
+                "attribute: {name:?} is a {} attribute; {rule} rules need a {} attribute",
                 decl.kind.as_str(),
                 wanted.join(" or ")
             ));
@@ -396,51 +329,6 @@ impl RuleSection {
             _ => RuleKind::AllDifferent { attribute },
         })
     }
-
-    fn compound(&self, i: usize, names: &[String]) -> Result<RuleKind, String> {
-        let op = one_of(
-            "op",
-            self.op.as_ref().ok_or("op: required")?,
-            &["and", "or", "not"],
-        )?;
-        let listed = self
-            .rules
-            .as_ref()
-            .ok_or("rules: required")?
-            .as_array()
-            .ok_or("rules: must be a list of rule names")?;
-        let (lo, hi) = if op == "not" {
-            (1, 1)
-        } else {
-            (2, MAX_OPERANDS)
-        };
-        if !(lo..=hi).contains(&listed.len()) {
-            return Err(format!(
-                "rules: {op} names {lo} to {hi} rules, got {}",
-                listed.len()
-            ));
-        }
-        let mut of: Vec<usize> = Vec::with_capacity(listed.len());
-        for v in listed {
-            let name = string("rules", v)?;
-            let j = names
-                .iter()
-                .position(|n| n == name)
-                .ok_or_else(|| format!("rules: no rule of this world is named {name:?}"))?;
-            if j == i {
-                return Err("rules: a compound cannot name itself".into());
-            }
-            if of.contains(&j) {
-                return Err(format!("rules: {name:?} is named twice"));
-            }
-            of.push(j);
-        }
-        Ok(match op {
-            "and" => RuleKind::And(of),
-            "or" => RuleKind::Or(of),
-            _ => RuleKind::Not(of[0]),
-        })
-    }
 }
 
 fn number_party(v: Option<&Value>) -> Result<NumberAggregate, String> {
@@ -454,72 +342,4 @@ fn number_party(v: Option<&Value>) -> Result<NumberAggregate, String> {
             Some(_) => NumberAggregate::Max,
         },
     )
-}
-
-/// A rule's `relax` (its number starts at `base`).
-fn relax(v: &Value, bound: Bound, base: f64, kind: &RuleKind) -> Result<Relax, String> {
-    let section: RelaxSection =
-        serde_json::from_value(v.clone()).map_err(|e| format!("relax: {e}"))?;
-    match (&section.per_second, &section.limit, &section.steps) {
-        (None, None, None) => Err("relax: give perSecond and limit, or steps".into()),
-        (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
-            Err("relax: either perSecond and limit, or steps, not both".into())
-        }
-        (Some(_), None, None) => Err("relax.limit: required with perSecond".into()),
-        (None, Some(_), None) => Err("relax.perSecond: required with limit".into()),
-        (Some(p), Some(l), None) => {
-            let per_second = number("relax.perSecond", p)
-                .ok()
-                .filter(|r| *r > 0.0)
-                .ok_or_else(|| format!("relax.perSecond: must be a number > 0, got {p}"))?;
-            let limit = bound.check("relax.limit", l)?;
-            if matches!(kind, RuleKind::Distance { .. }) && limit < base {
-                return Err(format!(
-                    "relax.limit: must be a number >= max ({base}), got {l}"
-                ));
-            }
-            Ok(Relax::Linear { per_second, limit })
-        }
-        (None, None, Some(steps)) => {
-            let steps = steps
-                .as_array()
-                .filter(|s| (1..=MAX_STEPS).contains(&s.len()))
-                .ok_or_else(|| format!("relax.steps: must be a list of 1 to {MAX_STEPS} steps"))?;
-            let mut out: Vec<(std::time::Duration, Option<f64>)> = Vec::new();
-            for (j, step) in steps.iter().enumerate() {
-                let field = format!("relax.steps[{j}]");
-                if out.last().is_some_and(|(_, v)| v.is_none()) {
-                    return Err(format!(
-                        "{field}: after a null step (the rule is off from then on)"
-                    ));
-                }
-                let step: StepSection =
-                    serde_json::from_value(step.clone()).map_err(|e| format!("{field}: {e}"))?;
-                let at = step
-                    .after_seconds
-                    .as_ref()
-                    .ok_or_else(|| format!("{field}.afterSeconds: required"))?;
-                let after = seconds(&format!("{field}.afterSeconds"), at)?;
-                if let Some((before, _)) = out.last() {
-                    if after <= *before {
-                        return Err(format!(
-                            "{field}.afterSeconds: must be greater than the step before's ({}), got {at}",
-                            before.as_secs_f64()
-                        ));
-                    }
-                }
-                let value = match step.value {
-                    None => {
-                        return Err(format!(
-                            "{field}.value: required: a number, or null to switch the rule off"
-                        ))
-                    }
-                    Some(Value::Null) => None,
-                    Some(v) => Some(bound.check(&format!("{field}.value"), &v)?),
-                };
-                out.push((after, value));
-            }
-            Ok(Relax::Steps(out))
-        }
-    }
 }
