@@ -20,18 +20,21 @@ pub mod use_cases;
 pub mod wake;
 
 pub use config::{
-    AdminScopes, BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules,
-    RatingSettings, ReadyCheck, RegionRules, Settings, World, WorldCatalog,
+    AdminScopes, AttributeCatalog, AttributeDecl, AttributeSource, AttributeType, BackfillBalance,
+    BalanceRules, CompareOp, ListAggregate, MatchMode, MatchRule, Missing, NumberAggregate,
+    PartyRating, RatingRules, RatingSettings, ReadyCheck, RegionRules, Relax, RuleKind, RuleValue,
+    Settings, World, WorldCatalog,
 };
 pub use delivery::{DeliveryReport, EventError, EventSink, NoEvents, PushError, Pusher};
 pub use domain::{
-    AnswerOutcome, Assignment, ConnectionId, JoinOutcome, Latencies, LeaveOutcome, MatchEvent,
-    MatchId, MatchLifecycle, MatchRecord, MatchReport, MatchState, MatchView, MatchWithLifecycle,
-    NotificationId, NotificationKind, OutboxEntry, PartyCancelOutcome, PartyCancelReason,
-    PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyMember, PartyState, PartyView, PlayerId,
-    PlayerStatus, ProposalCancelReason, ProposalView, QueuePosition, QueueStatus, Rating,
-    RatingChange, RatingSystem, RatingUpdates, Rejection, SeatAssignment, ServerMessage,
-    StoredRating, Target, TicketData, TicketId, WorldName,
+    AnswerOutcome, Assignment, AttributeError, AttributeValue, ConnectionId, JoinOutcome,
+    Latencies, LeaveOutcome, MatchEvent, MatchId, MatchLifecycle, MatchRecord, MatchReport,
+    MatchState, MatchView, MatchWithLifecycle, NotificationId, NotificationKind, OutboxEntry,
+    PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome, PartyId, PartyJoinOutcome,
+    PartyMember, PartyState, PartyView, PlayerId, PlayerStatus, ProposalCancelReason, ProposalView,
+    QueuePosition, QueueStatus, Rating, RatingChange, RatingSystem, RatingUpdates, Rejection,
+    SeatAssignment, ServerMessage, StoredRating, Target, TicketAttributes, TicketData, TicketId,
+    WorldName,
 };
 
 pub use error::{ConfigError, StoreError, ValidationError};

@@ -3,6 +3,7 @@
 //! here talks to Redis.
 
 mod admin;
+mod attributes;
 mod ids;
 pub mod integral;
 mod latency;
@@ -18,6 +19,10 @@ mod ticket;
 pub use admin::{
     AuditEntry, MatchesPage, OpenProposal, ProposalCancellation, TicketRemoval, TicketsPage,
     WaitingTicket, AUDIT_CAP, MAX_MATCHES_PAGE, MAX_NOTE_CHARS, MAX_TICKETS_PAGE,
+};
+pub use attributes::{
+    format_number, is_token, AttributeError, AttributeValue, TicketAttributes,
+    MAX_ATTRIBUTE_TOKEN_CHARS,
 };
 pub(crate) use ids::check_name;
 pub use ids::{
