@@ -3,16 +3,16 @@
 -- pass a player through, so an admission rule is written once and every
 -- route refuses alike.
 --
--- admit(ctx, player, lat, claimed, queue_size, attributes): nil when `player` may take
+-- admit(ctx, player, lat, claimed, queue_size): nil when `player` may take
 -- a place in ctx's world, else the refusal reply. ctx: { k, world, now,
 -- cfg, world_of } of the world joined (world_of: the operation's accessor,
 -- for the world of a ticket the player holds elsewhere); lat: the joining
 -- latencies (nil for none); claimed: the claimed rating text; queue_size:
 -- the world's queue size when a new ticket would enter it now (nil: no
 -- capacity check; positional, not a table: a join makes no garbage for
--- it); attributes: the player's client attributes as the store encodes
--- them ("" for none; see _match_rules.lua joining). On admission it also
--- returns:
+-- it); ctx.attributes: the player's client attributes as the store
+-- encodes them ("" or nil for none; see _match_rules.lua joining). On
+-- admission it also returns:
 --   rating, rating_text   rated worlds: the player's rating and the text its
 --                         source wrote (joining_rating)
 --   expired               the player's ticket past its deadline but not
@@ -90,7 +90,7 @@ local function member_busy(ctx, state)
   return admit_state(ctx, state) ~= nil
 end
 
-local function admit(ctx, player, lat, claimed, queue_size, attributes)
+local function admit(ctx, player, lat, claimed, queue_size)
   local refusal, expired = admit_state(ctx, redis.call('HGET', ctx.k.players, player), player)
   if refusal then return refusal end
   local cfg, world = ctx.cfg, ctx.world
@@ -107,9 +107,9 @@ local function admit(ctx, player, lat, claimed, queue_size, attributes)
       return { 'INVALID_RATING', world, num(rating) }
     end
   end
-  local attrs, required, bad = MatchRules.joining(ctx, player, attributes or '')
+  local attrs, required, bad = MatchRules.joining(ctx, player, ctx.attributes or '')
   if bad then return fail(bad) end
-  if required then return required end
+  if required then return { 'ATTRIBUTES_REQUIRED', world, required } end
   return nil, rating, text, expired, attrs
 end
 

@@ -23,7 +23,7 @@
 --   match_rules? = [ { name, kind (equality | compare | all_equal |
 --                    all_different | distance | intersection | and | or | not),
 --                    attr?, op?, value?, from_anchor?, party?, of? = [index],
---                    top (bool), optional_ms?, linear? = { per_sec, limit },
+--                    top? (bool, absent: false), optional_ms?, linear? = { per_sec, limit },
 --                    steps? = [ [after_ms, value or null] ] } ]
 --                  (worlds with attributes; see _match_rules.lua)
 --   retry_ms? (> 0)  worlds with attributes: how long a failed anchor waits
@@ -122,10 +122,11 @@ local function match_rules(list, attrs)
   local out = {}
   for i, r in ipairs(list) do
     local bad = 'match_rules[' .. i .. '] is malformed'
-    if type(r) ~= 'table' or type(r.name) ~= 'string' or not RULE_KINDS[r.kind] or type(r.top) ~= 'boolean' then
+    if type(r) ~= 'table' or type(r.name) ~= 'string' or not RULE_KINDS[r.kind]
+        or (r.top ~= nil and type(r.top) ~= 'boolean') then
       return nil, bad
     end
-    local rule = { name = r.name, kind = r.kind, top = r.top }
+    local rule = { name = r.name, kind = r.kind, top = r.top == true }
     if RULE_KINDS[r.kind] == 'attr' then
       local decl = attrs.by_name[r.attr or '']
       if not decl then return nil, bad .. ': unknown attribute' end

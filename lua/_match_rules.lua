@@ -46,7 +46,8 @@ local function decode_player(s, by_name)
         out[name] = list
       else
         local map = {}
-        for key, v in string.gmatch(text, '([^,:]+):([^,]+)') do map[key] = tonumber(v) end
+        -- A key may hold ':': the number follows the last one.
+        for key, v in string.gmatch(text, '([^,]+):([^,]+)') do map[key] = tonumber(v) end
         out[name] = map
       end
     end
@@ -56,7 +57,7 @@ end
 
 -- A ticket's stored attributes: one decoded table per player, in member
 -- order (a solo ticket has one).
-local function decode_ticket(s, by_name)
+local function decode_stored(s, by_name)
   local members, n = {}, 0
   for part in string.gmatch((s or '') .. '|', '([^|]*)|') do
     n = n + 1
@@ -75,10 +76,9 @@ end
 
 -- A joining player's attributes as stored, from the store's encoding of
 -- the body's client attributes (`client`, defaults filled in) and the
--- trusted store (read here): nil and a refusal { 'ATTRIBUTES_REQUIRED',
--- world, name } when an attribute that must be set is not, or nil and an
--- error for a malformed argument. Worlds without attributes: '' (and an
--- argument must be empty).
+-- trusted store (read here): nil and the name of an attribute that must
+-- be set and is not, or nil, nil and an error for a malformed argument.
+-- Worlds without attributes: '' (and an argument must be empty).
 local function joining(ctx, player, client)
   local attrs = ctx.cfg.attributes
   if not attrs then
@@ -103,7 +103,7 @@ local function joining(ctx, player, client)
       n = n + 1
       parts[n] = decl.name .. '=' .. text
     elseif decl.refuse then
-      return nil, { 'ATTRIBUTES_REQUIRED', ctx.world, decl.name }
+      return nil, decl.name
     end
   end
   return table.concat(parts, ';', 1, n)
@@ -152,7 +152,7 @@ local function load(ctx, infos)
     for j = i, last do
       local s = stored[j - i + 1] or ''
       todo[j].attrs_text = s
-      todo[j].attrs = decode_ticket(s, by_name)
+      todo[j].attrs = decode_stored(s, by_name)
     end
   end
 end
@@ -164,9 +164,13 @@ local function in_force(rule, wait_ms)
   local v = rule.value
   if rule.linear then
     local l = rule.linear
-    local moved = l.per_sec * wait_ms / 1000
+    local moved = l.per_sec * (wait_ms / 1000)
     if l.limit >= v then v = math.min(v + moved, l.limit) else v = math.max(v - moved, l.limit) end
-    if rule.kind == 'intersection' then v = math.floor(v) end
+    -- A count relaxes toward its base: from 2 toward 1 it is 1 only once
+    -- the line has reached 1.
+    if rule.kind == 'intersection' then
+      if v < rule.value then v = math.ceil(v) else v = math.floor(v) end
+    end
   elseif rule.steps then
     for _, step in ipairs(rule.steps) do
       if wait_ms >= step[1] then
@@ -229,12 +233,13 @@ local COMPARE = {
   ['!='] = function(a, b) return a ~= b end,
 }
 
--- Whether rule `i` holds for `items` (ticket infos with .attrs) around the
--- anchor `a`, the anchor having waited `wait_ms`. `out` (optional) collects
--- each rule's outcome by index: { on, value, shared (sorted list), held
--- (operand names) }.
-local function check(rules, i, items, a, wait_ms, out)
+-- Whether rule `i` holds for a match `m`: { items = ticket infos with
+-- .attrs, a = the anchor's info, wait = how long the anchor waited (ms),
+-- out = nil, or a table collecting each rule's outcome by index: { on,
+-- value, shared (sorted list), held (operand names) } }.
+local function check(rules, i, m)
   local rule = rules[i]
+  local items, a, wait_ms, out = m.items, m.a, m.wait, m.out
   local on, v = in_force(rule, wait_ms)
   local kind, attr = rule.kind, rule.attr
   local ok, shared, held = true, nil, nil
@@ -322,13 +327,13 @@ local function check(rules, i, items, a, wait_ms, out)
         ok = #shared >= v
       end
     elseif kind == 'not' then
-      ok = not check(rules, rule.of[1], items, a, wait_ms, out)
+      ok = not check(rules, rule.of[1], m)
     else
       -- and / or: every operand is evaluated, so the record tells each.
       local any, all = false, true
       held = {}
       for _, j in ipairs(rule.of) do
-        if check(rules, j, items, a, wait_ms, out) then
+        if check(rules, j, m) then
           any = true
           held[#held + 1] = rules[j].name
         else
@@ -342,18 +347,18 @@ local function check(rules, i, items, a, wait_ms, out)
   return ok
 end
 
--- Whether every top-level rule holds for `items` around the anchor `a`.
+-- Whether every top-level rule holds for the match `m` (see check).
 -- `partial`: the items are a match still being filled, so rules that a
 -- later ticket could still satisfy (non-monotone: those with a `not`) are
--- not checked yet. `out`: as check's.
-local function holds(cfg, items, a, wait_ms, partial, out)
+-- not checked yet.
+local function holds(cfg, m, partial)
   local rules = cfg.match_rules
   local ok = true
   for i, rule in ipairs(rules) do
     if rule.top and (not partial or rule.monotone) then
-      if not check(rules, i, items, a, wait_ms, out) then
+      if not check(rules, i, m) then
         ok = false
-        if not out then return false end
+        if not m.out then return false end
       end
     end
   end
@@ -397,7 +402,7 @@ local function record_fields(cfg, items, a, wait_ms)
   local parts = {}
   if rules then
     local out = {}
-    holds(cfg, items, a, wait_ms, false, out)
+    holds(cfg, { items = items, a = a, wait = wait_ms, out = out }, false)
     for i, rule in ipairs(rules) do
       local o = out[i]
       if o then
@@ -440,7 +445,7 @@ end
 -- The module's face: what other files reach as MatchRules.<name>.
 MatchRules.SCAN_LIMIT = SCAN_LIMIT
 MatchRules.decode_player = decode_player
-MatchRules.decode_ticket = decode_ticket
+MatchRules.decode_stored = decode_stored
 MatchRules.joining = joining
 MatchRules.add = add
 MatchRules.drop = drop

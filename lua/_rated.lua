@@ -195,24 +195,32 @@ local function with_rules(ctx, a, wait, opts)
   local cfg = ctx.cfg
   if not cfg.match_rules then return opts end
   local accept = opts.accept
+  local m = { a = a, wait = wait }
   opts.accept = function(info, chosen)
     if accept and not accept(info, chosen) then return false end
     local n = #chosen
     chosen[n + 1] = info
-    local ok = MatchRules.holds(cfg, chosen, a, wait, true)
+    m.items = chosen
+    local ok = MatchRules.holds(cfg, m, true)
     chosen[n + 1] = nil
     return ok
   end
-  opts.final = function(items) return MatchRules.holds(cfg, items, a, wait, false) end
+  opts.final = function(items)
+    m.items = items
+    return MatchRules.holds(cfg, m, false)
+  end
   return opts
 end
 
 -- A match around the anchor `a` in a world with match rules, from
 -- candidates read in pages (growing fourfold, at most MatchRules.SCAN_LIMIT
--- tickets): FIFO, the oldest tickets; rated, the nearest within the window
--- `w` of rating `r`. Returns the items, or nil.
-local function rules_match(ctx, a, wait, r, w, gone)
+-- tickets): FIFO, the oldest tickets; rated, the nearest within the
+-- window. opts: { wait (the anchor's, ms), rating and window (rated; nil
+-- window: no limit), gone (collects absent players' tickets) }. Returns
+-- the items, or nil.
+local function rules_match(ctx, a, opts)
   local k, cfg = ctx.k, ctx.cfg
+  local wait, r, w, gone = opts.wait, opts.rating, opts.window, opts.gone
   local page = (cfg.seats - a.size + 8) * 2
   local anchor_member = cfg.rules and Players.rating_member(a.seq, a.ticket)
   while true do
@@ -226,9 +234,13 @@ local function rules_match(ctx, a, wait, r, w, gone)
         end
       end
     else
+      -- The queue still holds tickets an earlier attempt of this call took
+      -- (they leave it when the call records its matches): ctx.taken.
+      local taken = ctx.taken or {}
       local list = redis.call('ZRANGE', k.queue, 0, page - 1, 'WITHSCORES')
       for i = 1, #list, 2 do
-        if list[i] ~= a.ticket then found[#found + 1] = { ticket = list[i], seq = tonumber(list[i + 1]) } end
+        local t = list[i]
+        if t ~= a.ticket and not taken[t] then found[#found + 1] = { ticket = t, seq = tonumber(list[i + 1]) } end
       end
     end
     local items = fill_match(ctx, a, candidate_infos(ctx, found, gone), with_rules(ctx, a, wait, { wait = wait }))
@@ -370,7 +382,7 @@ local function anchored_attempt(ctx, anchor, known)
   a.seq = state.seq
   if cfg.attributes then
     if state.attrs then
-      a.attrs_text, a.attrs = state.attrs, MatchRules.decode_ticket(state.attrs, cfg.attributes.by_name)
+      a.attrs_text, a.attrs = state.attrs, MatchRules.decode_stored(state.attrs, cfg.attributes.by_name)
     else
       MatchRules.load(ctx, { a })
     end
@@ -390,7 +402,7 @@ local function anchored_attempt(ctx, anchor, known)
       anchor_lat = state.lat or Regions.latencies_of(ctx, { anchor })[1],
     })
   elseif cfg.attributes then
-    items = rules_match(ctx, a, wait, r, w, gone)
+    items = rules_match(ctx, a, { wait = wait, rating = r, window = w, gone = gone })
   else
     local anchor_member = Players.rating_member(state.seq, anchor)
     local found = {}
@@ -425,6 +437,10 @@ local function anchored_attempt(ctx, anchor, known)
   end
   Regions.drop_regional(ctx, tickets)
   MatchRules.drop(ctx, tickets)
+  if cfg.attributes and not rules then
+    ctx.taken = ctx.taken or {}
+    for _, t in ipairs(tickets) do ctx.taken[t] = true end
+  end
   if rules then redis.call('ZREM', k.ratings, unpack(members)) end
   redis.call('ZREM', k.due, unpack(tickets))
   return items

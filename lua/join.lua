@@ -4,8 +4,8 @@
 --
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
--- KEYS   player_ratings conns player_conns presence matcher_asleep backfills
--- KEYS   backfill_expiry
+-- KEYS   player_ratings player_attributes conns player_conns presence matcher_asleep
+-- KEYS   backfills backfill_expiry
 -- WORLDS the joined world, then the world of the player's ticket when it is
 --        another (the store learns it from a STALE answer)
 -- ARGV   player   the player id
@@ -59,11 +59,11 @@ local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
 local world = worlds[1]
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
 
 local stats = world_stats(k.stats)
 local size = redis.call('ZCARD', k.queue)
-local refusal, rating, shown_rating, expired, attrs = Admission.admit(ctx, player, lat, claimed, size, args.attributes)
+local refusal, rating, shown_rating, expired, attrs = Admission.admit(ctx, player, lat, claimed, size)
 if refusal then return refusal end
 shown_rating = shown_rating or ''
 local rules = cfg.rules
@@ -101,7 +101,7 @@ if cfg.instant and stats.backfills > 0 then
   local joiner = {
     ticket = player, size = 1, players = { player }, data = { data }, lat = lat,
     ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
-    attrs_text = attrs, attrs = cfg.attributes and MatchRules.decode_ticket(attrs, cfg.attributes.by_name),
+    attrs_text = attrs, attrs = cfg.attributes and MatchRules.decode_stored(attrs, cfg.attributes.by_name),
   }
   local entry, match_id = Backfill.backfill_joiner(ctx, joiner)
   if entry == '' then

@@ -5,7 +5,7 @@
 -- (PARTY_UPDATE). Nothing is written unless every check passes.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
--- KEYS   party_expiry proposals player_ratings presence matcher_asleep
+-- KEYS   party_expiry proposals player_ratings player_attributes presence matcher_asleep
 -- WORLDS the party's world, then the world of the leader's ticket when it is
 --        another (the store learns it from a STALE answer)
 -- ARGV   leader   the leader's player id
@@ -44,8 +44,8 @@ if #rest == 0 then return fail('a party needs at least one invited player') end
 if #rest + 1 > cfg.max_party then return fail('party larger than the world accepts') end
 
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
-local refusal, r, _, expired, attrs = Admission.admit(ctx, leader, lat, claimed, nil, args.attributes)
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
+local refusal, r, _, expired, attrs = Admission.admit(ctx, leader, lat, claimed, nil)
 if refusal then return refusal end
 local states = redis.call('HMGET', k.players, unpack(rest))
 for i, p in ipairs(rest) do

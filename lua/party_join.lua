@@ -7,7 +7,7 @@
 --
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
--- KEYS   player_ratings conns player_conns presence matcher_asleep
+-- KEYS   player_ratings player_attributes conns player_conns presence matcher_asleep
 -- WORLDS the party's world (the world part of the party id), then the world
 --        of the player's ticket when it is another (see STALE)
 -- ARGV   player   the player id
@@ -56,7 +56,7 @@ local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
 local rules = cfg.rules
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
 local party = Parties.load_party(k, party_id)
 if not party or party.world ~= world then return { 'NOT_FOUND' } end
 local me, joined = nil, 0
@@ -71,7 +71,7 @@ if me.j == 1 then
 end
 local complete = joined + 1 == #party.members
 local size = redis.call('ZCARD', k.queue)
-local refusal, r, _, expired, attrs = Admission.admit(ctx, player, lat, claimed, complete and size or nil, args.attributes)
+local refusal, r, _, expired, attrs = Admission.admit(ctx, player, lat, claimed, complete and size or nil)
 if refusal then return refusal end
 local party_attrs = nil
 if cfg.attributes then

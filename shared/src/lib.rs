@@ -13,7 +13,6 @@ pub mod domain;
 pub mod error;
 pub mod keys;
 pub mod matcher;
-pub mod rules;
 pub mod scripts;
 pub mod store;
 pub mod use_cases;
@@ -33,8 +32,8 @@ pub use domain::{
     PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome, PartyId, PartyJoinOutcome,
     PartyMember, PartyState, PartyView, PlayerId, PlayerStatus, ProposalCancelReason, ProposalView,
     QueuePosition, QueueStatus, Rating, RatingChange, RatingSystem, RatingUpdates, Rejection,
-    SeatAssignment, ServerMessage, StoredRating, Target, TicketAttributes, TicketData, TicketId,
-    WorldName,
+    RuleOutcome, SeatAssignment, ServerMessage, StoredRating, Target, TicketAttributes, TicketData,
+    TicketId, WorldName,
 };
 
 pub use error::{ConfigError, StoreError, ValidationError};

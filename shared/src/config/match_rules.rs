@@ -225,7 +225,8 @@ impl MatchRule {
     ///   base moved toward `limit` by `per_second * wait` and never past
     ///   it (either direction); with `Relax::Steps` the value of the last
     ///   step whose wait is `<= wait` (the base before the first). An
-    ///   intersection's number is rounded down.
+    ///   intersection's count is rounded toward its base (a count relaxing
+    ///   from 2 toward 1 is 1 only once the line has reached 1).
     pub fn in_force(&self, wait: Duration) -> Option<Option<f64>> {
         if self.optional_after.is_some_and(|after| wait >= after) {
             return None;
@@ -250,6 +251,7 @@ impl MatchRule {
             },
         };
         Some(Some(match self.kind {
+            RuleKind::Intersection { .. } if value < base => value.ceil(),
             RuleKind::Intersection { .. } => value.floor(),
             _ => value,
         }))

@@ -59,7 +59,10 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
         "_lifecycle.lua",
         include_str!("../../../lua/_lifecycle.lua"),
     ),
-    ("_match_rules.lua", include_str!("../../../lua/_match_rules.lua")),
+    (
+        "_match_rules.lua",
+        include_str!("../../../lua/_match_rules.lua"),
+    ),
     ("_matching.lua", include_str!("../../../lua/_matching.lua")),
     ("_outbox.lua", include_str!("../../../lua/_outbox.lua")),
     ("_parties.lua", include_str!("../../../lua/_parties.lua")),

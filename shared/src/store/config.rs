@@ -82,6 +82,10 @@ struct ScriptConfig<'a> {
     /// The world's match rules, in document order (absent: none).
     #[serde(skip_serializing_if = "Option::is_none")]
     match_rules: Option<Vec<ScriptRule<'a>>>,
+    /// Worlds with attributes (matched around anchors): how long a failed
+    /// anchor waits before it is tried again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -202,6 +206,8 @@ fn encode(settings: &Settings, world: &World) -> String {
         }),
         attributes: match_rules::attributes(&settings.attributes, world),
         match_rules: match_rules::rules(world),
+        retry_ms: (!world.attributes.is_empty())
+            .then(|| millis(crate::config::rules::ANCHOR_RETRY).max(1)),
     };
     // Serializing plain numbers, strings and booleans cannot fail.
     serde_json::to_string(&config).unwrap_or_default()

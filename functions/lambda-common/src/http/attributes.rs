@@ -35,12 +35,10 @@ pub(super) fn attributes_for(
     }
     let catalog = &store.settings().attributes;
     let attributes = catalog.client_attributes(world, value).map_err(|e| {
-        ApiError::new(ErrorCode::InvalidAttributes, e.to_string()).with(
-            ErrorDetails::Attribute {
-                field: "attributes",
-                attribute: e.attribute.clone(),
-            },
-        )
+        ApiError::new(ErrorCode::InvalidAttributes, e.to_string()).with(ErrorDetails::Attribute {
+            field: "attributes",
+            attribute: e.attribute.clone(),
+        })
     })?;
     Ok(Some(attributes.encode(catalog)))
 }
@@ -82,12 +80,10 @@ async fn put_attributes_inner(
     let body: AttributesBody = json_body(req)?;
     let catalog = &store.settings().attributes;
     let attributes = catalog.trusted_attributes(&body.attributes).map_err(|e| {
-        ApiError::new(ErrorCode::InvalidAttributes, e.to_string()).with(
-            ErrorDetails::Attribute {
-                field: "attributes",
-                attribute: e.attribute.clone(),
-            },
-        )
+        ApiError::new(ErrorCode::InvalidAttributes, e.to_string()).with(ErrorDetails::Attribute {
+            field: "attributes",
+            attribute: e.attribute.clone(),
+        })
     })?;
     authorize(req, Route::Attributes, store.settings())?;
     let previous = store

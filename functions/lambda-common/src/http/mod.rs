@@ -26,10 +26,10 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
 pub use admin::{admin_audit, admin_matches, admin_player, admin_tickets};
-pub use attributes::put_attributes;
 pub use admin_actions::{
     admin_cancel_proposal, admin_finish_match, admin_remove_ticket, admin_void_match,
 };
+pub use attributes::put_attributes;
 pub use errors::{envelope, not_found, ApiError, ErrorCode, ErrorDetails};
 pub use handlers::{join, leave, match_record, my_status, put_rating, queue_status};
 pub use lifecycle::{assign, backfill, backfill_keepalive, cancel_backfill, report};

@@ -14,10 +14,10 @@ use shared::{
 };
 use tracing::field::Empty;
 
+use super::attributes::attributes_for;
 use super::errors::{
     envelope, finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure,
 };
-use super::attributes::attributes_for;
 use super::handlers::{claimed_rating, proposed_message, queued_message, CallerState};
 use super::rejection::rejected;
 use super::request::{
