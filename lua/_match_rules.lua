@@ -381,6 +381,25 @@ local function value_json(decl_type, x)
   return '{' .. table.concat(keys, ',') .. '}'
 end
 
+-- One player's attributes (`m`, decoded) as a JSON object, in
+-- declaration order.
+local function player_json(attrs, m)
+  local fields = {}
+  for _, decl in ipairs(attrs.list) do
+    local x = m[decl.name]
+    if x ~= nil then fields[#fields + 1] = quote(decl.name) .. ':' .. value_json(decl.type, x) end
+  end
+  return '{' .. table.concat(fields, ',') .. '}', #fields
+end
+
+-- A ticket info's players' attributes, one JSON object each (a backfill's
+-- addition records them).
+local function players_json(cfg, it)
+  local out = {}
+  for j in ipairs(it.players) do out[j] = player_json(cfg.attributes, it.attrs and it.attrs[j] or {}) end
+  return out
+end
+
 -- The record's fields for a match formed under the world's attributes:
 -- `,"attributes":{...},"rules":[...],"anchor":"...","anchorWaitMs":n`.
 -- `items`: the match's ticket infos (with .attrs), `a` the anchor's.
@@ -389,13 +408,8 @@ local function record_fields(cfg, items, a, wait_ms)
   local players = {}
   for _, it in ipairs(items) do
     for j, p in ipairs(it.players) do
-      local m = it.attrs[j] or {}
-      local fields = {}
-      for _, decl in ipairs(attrs.list) do
-        local x = m[decl.name]
-        if x ~= nil then fields[#fields + 1] = quote(decl.name) .. ':' .. value_json(decl.type, x) end
-      end
-      if #fields > 0 then players[#players + 1] = quote(p) .. ':{' .. table.concat(fields, ',') .. '}' end
+      local json, n = player_json(attrs, it.attrs[j] or {})
+      if n > 0 then players[#players + 1] = quote(p) .. ':' .. json end
     end
   end
   local rules = cfg.match_rules
@@ -455,5 +469,7 @@ MatchRules.load = load
 MatchRules.in_force = in_force
 MatchRules.holds = holds
 MatchRules.record_fields = record_fields
+MatchRules.player_json = player_json
+MatchRules.players_json = players_json
 MatchRules.party_attributes = party_attributes
 end

@@ -460,3 +460,84 @@ pub async fn trusted_attributes_come_from_the_store(env: &Env) {
     assert_eq!(attrs["c"]["tier"], 3.0);
     recheck(&store, &record);
 }
+
+/// A backfill keeps the match's rules: of the waiting players only one
+/// whose mode equals the match's and whose level is within reach of the
+/// match's anchor takes the open seat, and the addition records the
+/// newcomer's attributes.
+pub async fn a_backfill_keeps_the_rules_of_its_match(env: &Env) {
+    let rules = json!({
+        "servers": {"scope": "matchmaking/server"},
+        "attributes": {
+            "mode": {"type": "string", "values": ["ranked", "casual"], "missing": "refuse"},
+            "level": {"type": "number", "min": 1, "max": 100, "missing": "refuse"}
+        },
+        "worlds": [{"name": "squad", "teamSize": 2, "teams": 2, "rules": [
+            {"name": "sameMode", "type": "equality", "attribute": "mode"},
+            {"name": "nearAnchor", "type": "distance", "attribute": "level", "max": 5, "from": "anchor"}
+        ]}]
+    });
+    let store = store_for(env, "attr-backfill", &rules, true);
+    let mut record = None;
+    for (p, level) in [("a", 10), ("b", 12), ("c", 14), ("d", 11)] {
+        if let JoinOutcome::Matched { record: r, .. } = join_with(
+            &store,
+            "squad",
+            p,
+            json!({"mode": "ranked", "level": level}),
+        )
+        .await
+        {
+            record = Some(r);
+        }
+    }
+    let record = record.expect("the fourth join forms the match");
+    recheck(&store, &record);
+    let a: shared::Assignment =
+        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).unwrap();
+    store.assign_match(&record.match_id, &a).await.unwrap();
+    let t = record.teams.clone().unwrap();
+    let stay: Vec<Vec<PlayerId>> = vec![vec![t[0][0].clone()], t[1].clone()];
+    store
+        .request_backfill(&record.match_id, &stay, None)
+        .await
+        .expect("backfill");
+    // Too far from the anchor's level, another mode, then one that fits.
+    let anchor_level = record.attributes.as_deref().unwrap()
+        [record.anchor.as_ref().unwrap().as_str()]["level"]
+        .as_f64()
+        .unwrap();
+    join_with(
+        &store,
+        "squad",
+        "far",
+        json!({"mode": "ranked", "level": anchor_level + 20.0}),
+    )
+    .await;
+    join_with(
+        &store,
+        "squad",
+        "casual",
+        json!({"mode": "casual", "level": anchor_level}),
+    )
+    .await;
+    let fits = join_with(
+        &store,
+        "squad",
+        "fits",
+        json!({"mode": "ranked", "level": anchor_level + 1.0}),
+    )
+    .await;
+    let JoinOutcome::Backfilled { joined, .. } = fits else {
+        panic!("the joiner that keeps the rules takes the seat: {fits:?}");
+    };
+    assert_eq!(joined.match_id, record.match_id);
+    let addition = joined.lifecycle.additions.last().expect("an addition");
+    assert_eq!(addition.players, [player("fits")]);
+    let attrs = addition
+        .attributes
+        .as_ref()
+        .expect("the addition's attributes");
+    assert_eq!(attrs[0]["mode"], "ranked");
+    assert!(waiting(&store, "far").await && waiting(&store, "casual").await);
+}
