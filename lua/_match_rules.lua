@@ -74,6 +74,21 @@ local function pairs_of(s)
   return out
 end
 
+-- What is wrong with a join's `attributes` argument (the store's encoding
+-- of the client attributes), or nil: a world without attributes takes
+-- none; others take `name=value` pairs of client attributes they declare.
+local function bad_argument(cfg, client)
+  local attrs = cfg.attributes
+  if client == '' then return nil end
+  if not attrs then return 'attributes given for a world without attributes' end
+  for pair in string.gmatch(client .. ';', '([^;]*);') do
+    local name = string.match(pair, '^([a-z][A-Za-z0-9_]*)=[^|=]+$')
+    local decl = name and attrs.by_name[name]
+    if not decl or decl.trusted then return 'bad attributes: ' .. pair end
+  end
+  return nil
+end
+
 -- A joining player's attributes as stored, from the store's encoding of
 -- the body's client attributes (`client`, defaults filled in) and the
 -- trusted store (read here): nil and the name of an attribute that must
@@ -81,15 +96,10 @@ end
 -- Worlds without attributes: '' (and an argument must be empty).
 local function joining(ctx, player, client)
   local attrs = ctx.cfg.attributes
-  if not attrs then
-    if client ~= '' then return nil, nil, 'attributes given for a world without attributes' end
-    return ''
-  end
+  local bad = bad_argument(ctx.cfg, client)
+  if bad then return nil, nil, bad end
+  if not attrs then return '' end
   local given = pairs_of(client)
-  for name in pairs(given) do
-    local decl = attrs.by_name[name]
-    if not decl or decl.trusted then return nil, nil, 'bad attributes: ' .. name end
-  end
   local stored = attrs.trusted and pairs_of(redis.call('HGET', ctx.k.player_attributes, player)) or nil
   local parts, n = {}, 0
   for _, decl in ipairs(attrs.list) do
@@ -460,6 +470,7 @@ end
 MatchRules.SCAN_LIMIT = SCAN_LIMIT
 MatchRules.decode_player = decode_player
 MatchRules.decode_stored = decode_stored
+MatchRules.bad_argument = bad_argument
 MatchRules.joining = joining
 MatchRules.add = add
 MatchRules.drop = drop

@@ -1015,18 +1015,27 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     let config = |base: &serde_json::Value, changes: &[(&str, serde_json::Value)]| {
         let mut c = base.clone();
         for (path, v) in changes {
-            *c.pointer_mut(path).unwrap_or_else(|| panic!("{path}")) = v.clone();
+            match c.pointer_mut(path) {
+                Some(field) => *field = v.clone(),
+                // A field the base lacks: only top-level ones are added.
+                None => {
+                    let name = path.strip_prefix('/').unwrap_or_else(|| panic!("{path}"));
+                    assert!(!name.contains('/'), "{path}");
+                    c[name] = v.clone();
+                }
+            }
         }
         c.to_string()
     };
     use serde_json::json;
     let join_args =
-        |claimed: &str, config: String| s(&["p", "", claimed, "", &config, "0", "world1"]);
+        |claimed: &str, config: String| s(&["p", "", claimed, "", "", &config, "0", "world1"]);
     let good_join = join_args("", config(&fifo_config, &[]));
     let good_rated = join_args("1500", config(&rated_config, &[]));
     let good_match = s(&["0", &config(&fifo_config, &[]), "world1"]);
     let good_party = s(&[
         "leader",
+        "",
         "",
         "",
         "",
@@ -1066,18 +1075,20 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (2, "nan"),
         (2, "inf"),
         (3, "eu=5"),
-        (4, ""),
-        (4, "{"),
-        (4, "[]"),
-        (5, "yes"),
-        (6, ""),
+        // Attributes for a world that declares none.
+        (4, "mode=ranked"),
+        (5, ""),
+        (5, "{"),
+        (5, "[]"),
+        (6, "yes"),
+        (7, ""),
     ] {
         cases.push(("join.lua", join_keys.clone(), with_arg(&good_join, i, bad)));
     }
     // Too few keys for the world block, a world block without its name, an
     // argument too many.
     cases.push(("join.lua", join_keys[..12].to_vec(), good_join.clone()));
-    cases.push(("join.lua", join_keys.clone(), good_join[..6].to_vec()));
+    cases.push(("join.lua", join_keys.clone(), good_join[..7].to_vec()));
     let mut extra = good_join.clone();
     extra.push("world2".into());
     cases.push(("join.lua", join_keys.clone(), extra));
@@ -1100,6 +1111,31 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         vec![("/party_rating", json!("median"))],
         vec![("/seats", json!({"ready_check": true}))],
         vec![("/claim/lease_ms", json!(0))],
+        // Attributes and match rules: no list, an unknown type, rules
+        // without attributes, a rule on an undeclared attribute.
+        vec![("/attributes", json!("mode")), ("/retry_ms", json!(1000))],
+        vec![
+            (
+                "/attributes",
+                json!([{"name": "mode", "type": "blob", "trusted": false}]),
+            ),
+            ("/retry_ms", json!(1000)),
+        ],
+        vec![(
+            "/match_rules",
+            json!([{"name": "same", "kind": "equality", "attr": "mode", "top": true}]),
+        )],
+        vec![
+            (
+                "/attributes",
+                json!([{"name": "mode", "type": "string", "trusted": false}]),
+            ),
+            ("/retry_ms", json!(1000)),
+            (
+                "/match_rules",
+                json!([{"name": "same", "kind": "equality", "attr": "map", "top": true}]),
+            ),
+        ],
     ] {
         cases.push((
             "join.lua",
@@ -1264,9 +1300,10 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (0, ""),
         (2, "x"),
         (3, "eu=5"),
-        (4, "{}"),
-        (5, ""),
-        (6, "leader"),
+        (4, "mode=ranked"),
+        (5, "{}"),
+        (6, ""),
+        (7, "leader"),
     ] {
         cases.push((
             "party_create.lua",
@@ -1283,11 +1320,22 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     cases.push((
         "party_create.lua",
         party_create_keys.clone(),
-        good_party[..6].to_vec(),
+        good_party[..7].to_vec(),
     ));
     let party_join_keys = keys("party_join.lua", &["world1"]);
-    let party_join_args =
-        |config: String| s(&["friend", "world1.1-1", "", "", "", &config, "0", "world1"]);
+    let party_join_args = |config: String| {
+        s(&[
+            "friend",
+            "world1.1-1",
+            "",
+            "",
+            "",
+            "",
+            &config,
+            "0",
+            "world1",
+        ])
+    };
     let good_party_join = party_join_args(config(&fifo_config, &[]));
     for (i, bad) in [
         (0, ""),
@@ -1295,8 +1343,9 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (3, "x"),
         (3, "1e3"),
         (4, "eu=1"),
-        (6, "2"),
-        (7, ""),
+        (5, "mode=ranked"),
+        (7, "2"),
+        (8, ""),
     ] {
         cases.push((
             "party_join.lua",
