@@ -37,8 +37,8 @@ pub use lifecycle::{
     MAX_TOKEN_CHARS,
 };
 pub use matching::{
-    MatchRecord, QueuePosition, QueueStatus, RatedTicket, RatingBucket, RatingDistribution,
-    WaitStats,
+    MatchRecord, PlayerAttributes, QueuePosition, QueueStatus, RatedTicket, RatingBucket,
+    RatingDistribution, RuleOutcome, WaitStats,
 };
 pub use notification::{
     MessageTooLarge, NotificationId, NotificationKind, OutboxEntry, RemovalReason, ServerMessage,
