@@ -247,8 +247,11 @@ fn rules_relax_with_the_anchors_wait() {
     // Equality: on without a number, never relaxed.
     assert_eq!(at(&r[0], 0), Some(None));
     assert_eq!(at(&r[0], 1_000_000), Some(None));
-    // Intersection 2 toward 1 at 0.25/s, rounded down; off from 30 s.
+    // Intersection 2 toward 1 at 0.25/s, rounded down (as the contract
+    // says: so a count moving down takes its first step at once, 1.99975
+    // after 1 ms being 1); off from 30 s.
     assert_eq!(at(&r[1], 0), Some(Some(2.0)));
+    assert_eq!(at(&r[1], 1), Some(Some(1.0)), "1.999 75 rounds down");
     assert_eq!(at(&r[1], 3_999), Some(Some(1.0)), "1.000 25 rounds down");
     assert_eq!(at(&r[1], 10_000), Some(Some(1.0)), "never past the limit");
     assert_eq!(at(&r[1], 29_999), Some(Some(1.0)));
