@@ -13,6 +13,7 @@ pub mod domain;
 pub mod error;
 pub mod keys;
 pub mod matcher;
+pub mod rules;
 pub mod scripts;
 pub mod store;
 pub mod use_cases;
