@@ -376,20 +376,31 @@ fn relaxation_follows_the_anchor_wait() {
         Some(RuleValue::Number(1.0)),
         "3 - 0.4 * 7 = 0.2, never past the limit 1"
     );
-    let e = at(2.6, 0);
-    assert_eq!(
-        rule(&e, "maps").value,
-        Some(RuleValue::Number(1.0)),
-        "3 - 1.04 = 1.96, rounded down"
-    );
-    assert!(rule(&e, "maps").holds);
-    let e = at(2.4, 0);
+    let e = at(2.5, 0);
     assert_eq!(
         rule(&e, "maps").value,
         Some(RuleValue::Number(2.0)),
-        "3 - 0.96 = 2.04, rounded down"
+        "3 - 0.4 * 2.5 = 2"
     );
     assert!(rule(&e, "maps").holds, "ctf and dm shared");
+    // Between whole counts, the count in force is the configuration's
+    // (`MatchRule::in_force` rounds it), whichever way it rounds.
+    for secs in [0.001, 2.4, 2.6, 4.9] {
+        let e = at(secs, 0);
+        let wait = Duration::from_millis((secs * 1000.0) as u64);
+        let Some(Some(count)) = w.0.match_rules[1].in_force(wait) else {
+            panic!("maps is in force at {secs} s");
+        };
+        assert_eq!(count, count.trunc(), "a whole count at {secs} s");
+        assert!((1.0..=3.0).contains(&count), "{count} at {secs} s");
+        let o = rule(&e, "maps");
+        assert_eq!(o.value, Some(RuleValue::Number(count)), "at {secs} s");
+        assert_eq!(
+            o.holds,
+            count <= 2.0,
+            "two shared, {count} needed at {secs} s"
+        );
+    }
 
     let e = at(10.0, 0);
     assert_eq!(rule(&e, "newBuild").value, Some(RuleValue::Number(12.0)));
