@@ -569,11 +569,11 @@ pub async fn racing_matchers_never_break_a_rule(env: &Env) {
         let maps: Vec<&str> = all_maps
             .iter()
             .enumerate()
-            .filter(|(m, _)| (i >> m) & 1 == 1 || (i + m) % 5 == 0)
+            .filter(|(m, _)| (i >> m) & 1 == 1 || (i + m).is_multiple_of(5))
             .map(|(_, name)| *name)
             .collect();
         let mut v = json!({
-            "mode": if i % 3 == 0 { "casual" } else { "ranked" },
+            "mode": if i.is_multiple_of(3) { "casual" } else { "ranked" },
             "build": (i % 7) as f64,
             "level": ((i * 37) % 100) as f64,
         });
@@ -664,7 +664,7 @@ pub async fn racing_matchers_never_break_a_rule(env: &Env) {
                 .command(redis::cmd("HMGET").arg(&players_key).arg(&queued))
                 .await
                 .ok()?;
-            let (secs, micros): (u64, u64) = store.command(&mut redis::cmd("TIME")).await.ok()?;
+            let (secs, micros): (u64, u64) = store.command(&redis::cmd("TIME")).await.ok()?;
             let now = secs * 1000 + micros / 1000;
             states
                 .iter()
