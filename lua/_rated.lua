@@ -221,8 +221,15 @@ end
 local function rules_match(ctx, a, opts)
   local k, cfg = ctx.k, ctx.cfg
   local wait, r, w, gone = opts.wait, opts.rating, opts.window, opts.gone
+  local fill_opts = with_rules(ctx, a, wait, { wait = wait })
+  -- An anchor that alone breaks a rule no ticket can mend (a build below
+  -- the reference) cannot be matched: no candidate is read for it.
+  if cfg.match_rules and not MatchRules.holds(cfg, { items = { a }, a = a, wait = wait }, true) then return nil end
   local page = (cfg.seats - a.size + 8) * 2
   local anchor_member = cfg.rules and Players.rating_member(a.seq, a.ticket)
+  -- FIFO pages follow on from the last (their infos are kept); rated ones
+  -- are read again, wider, nearest first.
+  local infos, read = {}, 0
   while true do
     local found = {}
     if cfg.rules then
@@ -233,19 +240,23 @@ local function rules_match(ctx, a, opts)
           }
         end
       end
+      infos = candidate_infos(ctx, found, gone)
     else
       -- The queue still holds tickets an earlier attempt of this call took
       -- (they leave it when the call records its matches): ctx.taken.
       local taken = ctx.taken or {}
-      local list = redis.call('ZRANGE', k.queue, 0, page - 1, 'WITHSCORES')
+      local list = redis.call('ZRANGE', k.queue, read, page - 1, 'WITHSCORES')
       for i = 1, #list, 2 do
         local t = list[i]
         if t ~= a.ticket and not taken[t] then found[#found + 1] = { ticket = t, seq = tonumber(list[i + 1]) } end
       end
+      for _, info in ipairs(candidate_infos(ctx, found, gone)) do infos[#infos + 1] = info end
+      found.whole = #list < 2 * (page - read)
+      read = page
     end
-    local items = fill_match(ctx, a, candidate_infos(ctx, found, gone), with_rules(ctx, a, wait, { wait = wait }))
+    local items = fill_match(ctx, a, infos, fill_opts)
     -- A short page was the whole window.
-    local whole = #found < page - 1
+    local whole = found.whole or (cfg.rules and #found < page - 1)
     if items or whole or page >= MatchRules.SCAN_LIMIT then return items end
     page = math.min(page * 4, MatchRules.SCAN_LIMIT)
   end
