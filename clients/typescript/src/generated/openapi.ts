@@ -741,8 +741,9 @@ export interface components {
         RuleName: string;
         /**
          * @description A match rule of the world as it stood when the match formed, at the
-         *     anchor's wait: the top-level rules and their operands, in the rule
-         *     set's order.
+         *     anchor's wait: the top-level rules and their operands (an off
+         *     compound's are left out), in the rule set's order. `value`,
+         *     `shared` and `held` only while the rule is in force.
          * @example {
          *       "name": "commonMode",
          *       "inForce": true,
