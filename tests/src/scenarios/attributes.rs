@@ -304,6 +304,12 @@ pub async fn a_compound_rule_records_the_branch_that_held(env: &Env) {
         Some(&["mapAndMode".to_string()][..])
     );
     recheck(&store, &record);
+    // The allocator's event tells the same.
+    let event: serde_json::Value =
+        serde_json::from_str(&shared::MatchEvent::of(&record).to_json()).expect("event JSON");
+    assert_eq!(event["rules"], serde_json::to_value(&record.rules).unwrap());
+    assert_eq!(event["teams"][0][0]["attributes"]["map"], "dust", "{event}");
+    assert!(event["anchorWaitMs"].is_u64(), "{event}");
     join_with(&store, "arena", "c", p("dust", "ffa", 3, 200)).await;
     let JoinOutcome::Matched { record, .. } =
         join_with(&store, "arena", "d", p("nuke", "duel", 4, 205)).await
