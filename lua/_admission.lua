@@ -107,6 +107,7 @@ local function admit(ctx, player, lat, claimed, queue_size)
       return { 'INVALID_RATING', world, num(rating) }
     end
   end
+  if not cfg.attributes then return nil, rating, text, expired, '' end
   local attrs, required, bad = MatchRules.joining(ctx, player, ctx.attributes or '')
   if bad then return fail(bad) end
   if required then return { 'ATTRIBUTES_REQUIRED', world, required } end

@@ -35,8 +35,10 @@ local bad_claimed = Lifecycle.bad_claim(claimed)
 if bad_claimed then return fail(bad_claimed) end
 local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
-local bad_attributes = MatchRules.bad_argument(cfg, args.attributes)
-if bad_attributes then return fail(bad_attributes) end
+if args.attributes ~= '' then
+  local bad_attributes = MatchRules.bad_argument(cfg, args.attributes)
+  if bad_attributes then return fail(bad_attributes) end
+end
 local seen = { [leader] = true }
 for _, p in ipairs(rest) do
   if p == '' or seen[p] then return fail('invited players must be distinct, non-empty and not the leader') end

@@ -54,8 +54,10 @@ if bad_claimed then return fail(bad_claimed) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
 local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
-local bad_attributes = MatchRules.bad_argument(cfg, args.attributes)
-if bad_attributes then return fail(bad_attributes) end
+if args.attributes ~= '' then
+  local bad_attributes = MatchRules.bad_argument(cfg, args.attributes)
+  if bad_attributes then return fail(bad_attributes) end
+end
 local rules = cfg.rules
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
