@@ -82,9 +82,7 @@ fn attributes_of(i: usize) -> serde_json::Value {
     let level = 1.0 + (uniform(seed ^ 2 << 40) * 100.0).floor().min(99.0);
     let first = (uniform(seed ^ 3 << 40) * 6.0) as usize;
     let listed = 1 + (uniform(seed ^ 4 << 40) * 4.0) as usize;
-    let maps: Vec<&str> = (0..listed.min(4))
-        .map(|k| MAPS[(first + k * 2) % 6])
-        .collect();
+    let maps: Vec<&str> = (0..listed.min(4)).map(|k| MAPS[(first + k) % 6]).collect();
     serde_json::json!({"mode": mode, "build": build, "level": level, "maps": maps})
 }
 
