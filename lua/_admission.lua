@@ -10,12 +10,16 @@
 -- latencies (nil for none); claimed: the claimed rating text; queue_size:
 -- the world's queue size when a new ticket would enter it now (nil: no
 -- capacity check; positional, not a table: a join makes no garbage for
--- it). On admission it also returns:
+-- it); ctx.attributes: the player's client attributes as the store
+-- encodes them ("" or nil for none; see _match_rules.lua joining). On
+-- admission it also returns:
 --   rating, rating_text   rated worlds: the player's rating and the text its
 --                         source wrote (joining_rating)
 --   expired               the player's ticket past its deadline but not
 --                         swept yet, { k = its world's keys, world = name },
 --                         for the caller to remove before writing
+--   attrs                 worlds with attributes: the player's attributes
+--                         as stored (client and trusted, defaults applied)
 --
 -- Refusals, a status named like the API's error code, then exactly its
 -- fields (the same on every route; shared/src/domain/outcome.rs Rejection
@@ -33,10 +37,12 @@
 --   LATENCY_REQUIRED, world           regions, no latencies, no default region
 --   RATING_REQUIRED, world            a rated world and no rating from any source
 --   INVALID_RATING, world, rating     the rating found is outside [min, max]
+--   ATTRIBUTES_REQUIRED, world, name  an attribute that must be set (missing:
+--                   refuse) has no value from its source
 -- and STALE, world: the player holds a ticket of `world`, whose keys the
 -- call was not given (the store calls again with them; see store/admission.rs).
 -- Nothing is written either way.
--- @include _lib _lifecycle _parties _players _proposals
+-- @include _lib _lifecycle _match_rules _parties _players _proposals
 
 local Admission = {}
 do
@@ -101,7 +107,11 @@ local function admit(ctx, player, lat, claimed, queue_size)
       return { 'INVALID_RATING', world, num(rating) }
     end
   end
-  return nil, rating, text, expired
+  if not cfg.attributes then return nil, rating, text, expired, '' end
+  local attrs, required, bad = MatchRules.joining(ctx, player, ctx.attributes or '')
+  if bad then return fail(bad) end
+  if required then return { 'ATTRIBUTES_REQUIRED', world, required } end
+  return nil, rating, text, expired, attrs
 end
 
 -- The module's face: what other files reach as Admission.<name>.

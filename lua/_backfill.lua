@@ -24,13 +24,17 @@
 -- backfill_queue (ZSET match id -> created ms: backfills with open seats,
 -- oldest first) and backfill_ratings (ZSET match id -> reference rating,
 -- rated worlds); its stats field `backfills` counts its backfills.
+-- In a world with match rules a newcomer must keep every rule in force at
+-- the backfill's own wait, checked against the match's current players one
+-- by one (b.attrs: player -> attributes, b.anchor_attrs: the anchor's, for
+-- rules measured from it).
 -- A backfill (cjson): { match, world, created, expires, fills (so far),
 -- members (every player the match has had: none is seated in it again),
 -- left (the players the request did not list; nil once a fill recorded
 -- them in its addition, or when none left),
 -- open = { seats per team }, counts = { players per team }, sums = {
 -- rating sum per team } (rated), ref (reference rating, rated), region }.
--- @include _lib _backfill_store _matching _players _proposals _rated _regions _tickets
+-- @include _lib _backfill_store _match_rules _matching _players _proposals _rated _regions _tickets
 
 local Backfill = {}
 do
@@ -59,6 +63,12 @@ local function backfill_team(ctx, b, it)
       local ms = own or (it.lat and it.lat[b.region])
       if not ms or ms > cap then return nil end
     end
+  end
+  if cfg.match_rules and b.attrs then
+    local items = { it }
+    for _, attrs in pairs(b.attrs) do items[#items + 1] = { attrs = { attrs } } end
+    local m = { items = items, a = { attrs = { b.anchor_attrs or {} } }, wait = wait }
+    if not MatchRules.holds(cfg, m, false) then return nil end
   end
   local rules = cfg.rules
   if rules and b.ref then
@@ -93,6 +103,9 @@ end
 -- Seats ticket `it` in team `t` of `b` (in memory; fill_backfill writes).
 local function take_seats(b, it, t)
   it.team = t
+  if b.attrs and it.attrs then
+    for j, p in ipairs(it.players) do b.attrs[p] = it.attrs[j] or {} end
+  end
   b.open[t] = b.open[t] - it.size
   b.counts[t] = b.counts[t] + it.size
   if b.sums then b.sums[t] = b.sums[t] + it.sum end
@@ -150,6 +163,7 @@ local function fill_backfill(ctx, b, items)
     tickets[i] = it.ticket
     if not it.data then it.data = { Players.ticket_data(ctx, it.ticket) } end
     if ctx.cfg.regions and not it.lat then it.lat = Regions.latencies_of(ctx, { it.ticket })[1] end
+    if ctx.cfg.attributes then it.attrs_json = MatchRules.players_json(ctx.cfg, it) end
     parts[i] = BackfillStore.addition_body(it, b)
   end
   if ctx.cfg.accept then
@@ -167,6 +181,7 @@ local function backfill_info(ctx, ticket, rating)
   if it and ctx.cfg.regions and not Players.is_party_ticket(ticket) then
     it.lat = Regions.latencies_of(ctx, { ticket })[1]
   end
+  if it and ctx.cfg.attributes then MatchRules.load(ctx, { it }) end
   return it
 end
 

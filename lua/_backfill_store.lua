@@ -86,6 +86,7 @@ local function addition_body(it, b)
     .. ',"data":[' .. table.concat(data, ',') .. ']'
   if it.ratings then s = s .. ',"ratings":[' .. table.concat(ratings, ',') .. ']' end
   if b.region then s = s .. ',"latencies":[' .. table.concat(lats, ',') .. ']' end
+  if it.attrs_json then s = s .. ',"attributes":[' .. table.concat(it.attrs_json, ',') .. ']' end
   return s .. '}'
 end
 

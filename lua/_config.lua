@@ -18,11 +18,21 @@
 --               backfill_balance? = { base, per_sec, max, relax_ms? (absent:
 --                 never lifted) } }   (rated worlds; balance: with teams)
 --   ready_check? = { accept_ms (> 0), cooldown_ms }    (ready checks)
+--   attributes? = [ { name, type (string | number | stringList | numberMap),
+--                   trusted (bool), default? (encoded text), refuse? (bool) } ]
+--   match_rules? = [ { name, kind (equality | compare | all_equal |
+--                    all_different | distance | intersection | and | or | not),
+--                    attr?, op?, value?, from_anchor?, party?, of? = [index],
+--                    top? (bool, absent: false), optional_ms?, linear? = { per_sec, limit },
+--                    steps? = [ [after_ms, value or null] ] } ]
+--                  (worlds with attributes; see _match_rules.lua)
+--   retry_ms? (> 0)  worlds with attributes: how long a failed anchor waits
 --   regions? = { names = [name...] (1..16, distinct), max_latency, widen_per_second,
 --                latency_cap (ms, >= max_latency), max_spread? (ms), retry_ms (> 0),
 --                default_region? (a join without latencies plays there) }
--- A world is matched around anchors (_rated.lua) when it is rated or has
--- regions: cfg.retry_ms is then how long a failed anchor waits.
+-- A world is matched around anchors (_rated.lua) when it is rated, has
+-- regions or has match rules (cfg.anchored): cfg.retry_ms is then how long a
+-- failed anchor waits.
 -- @include _lib
 
 local Config = {}
@@ -67,6 +77,107 @@ local function rated_rules(r)
     rules.backfill_balance.relax_ms = b.relax_ms or math.huge
   end
   return rules
+end
+
+local ATTRIBUTE_TYPES = { string = true, number = true, stringList = true, numberMap = true }
+local RULE_KINDS = {
+  equality = 'attr', compare = 'attr', all_equal = 'attr', all_different = 'attr', distance = 'attr',
+  intersection = 'attr', ['and'] = 'of', ['or'] = 'of', ['not'] = 'of',
+}
+local PARTY = { avg = true, min = true, max = true, union = true, intersection = true }
+local OPS = { ['>='] = true, ['<='] = true, ['>'] = true, ['<'] = true, ['='] = true, ['!='] = true }
+
+-- The world's attributes: { list, by_name, trusted }, or nil and what is wrong.
+local function attribute_rules(list)
+  if type(list) ~= 'table' or #list == 0 then return nil, 'attributes must list the world\'s attributes' end
+  local out = { list = {}, by_name = {}, trusted = false }
+  for i, a in ipairs(list) do
+    if type(a) ~= 'table' or type(a.name) ~= 'string' or not string.match(a.name, '^[a-z][A-Za-z0-9_]*$')
+        or out.by_name[a.name] or not ATTRIBUTE_TYPES[a.type] or type(a.trusted) ~= 'boolean'
+        or (a.default ~= nil and type(a.default) ~= 'string') or (a.refuse ~= nil and type(a.refuse) ~= 'boolean') then
+      return nil, 'attributes[' .. i .. '] is malformed'
+    end
+    local decl = { name = a.name, type = a.type, trusted = a.trusted, default = a.default, refuse = a.refuse == true }
+    out.list[i], out.by_name[a.name] = decl, decl
+    if a.trusted then out.trusted = true end
+  end
+  return out
+end
+
+-- Whether rule `i` (and every rule it names) has no `not`: such a rule,
+-- once broken by some tickets, stays broken whatever tickets join them.
+local function monotone(rules, i, depth)
+  local r = rules[i]
+  if depth > #rules then return false end
+  if r.kind == 'not' then return false end
+  for _, j in ipairs(r.of or {}) do
+    if not monotone(rules, j, depth + 1) then return false end
+  end
+  return true
+end
+
+-- The world's match rules (see _match_rules.lua), or nil and what is wrong.
+local function match_rules(list, attrs)
+  if type(list) ~= 'table' or #list == 0 or #list > 20 then return nil, 'match_rules must list 1 to 20 rules' end
+  local out = {}
+  for i, r in ipairs(list) do
+    local bad = 'match_rules[' .. i .. '] is malformed'
+    if type(r) ~= 'table' or type(r.name) ~= 'string' or not RULE_KINDS[r.kind]
+        or (r.top ~= nil and type(r.top) ~= 'boolean') then
+      return nil, bad
+    end
+    local rule = { name = r.name, kind = r.kind, top = r.top == true }
+    if RULE_KINDS[r.kind] == 'attr' then
+      local decl = attrs.by_name[r.attr or '']
+      if not decl then return nil, bad .. ': unknown attribute' end
+      rule.attr = r.attr
+    else
+      if type(r.of) ~= 'table' or #r.of == 0 then return nil, bad .. ': of' end
+      rule.of = {}
+      for j, idx in ipairs(r.of) do
+        if not is_int(idx, 1) or idx > #list or idx == i then return nil, bad .. ': of' end
+        rule.of[j] = idx
+      end
+    end
+    if r.kind == 'compare' then
+      if not OPS[r.op] or (type(r.value) ~= 'number' and type(r.value) ~= 'string') then return nil, bad .. ': op' end
+      rule.op = r.op
+    end
+    if r.kind == 'distance' or r.kind == 'intersection' or r.kind == 'compare' then
+      if r.kind ~= 'compare' and type(r.value) ~= 'number' then return nil, bad .. ': value' end
+      rule.value = r.value
+    end
+    if r.party ~= nil and not PARTY[r.party] then return nil, bad .. ': party' end
+    rule.party = r.party
+    rule.from_anchor = r.from_anchor == true
+    if r.optional_ms ~= nil then
+      if not is_int(r.optional_ms, 1) then return nil, bad .. ': optional_ms' end
+      rule.optional_ms = r.optional_ms
+    end
+    if r.linear ~= nil then
+      local l = r.linear
+      if type(l) ~= 'table' or type(l.per_sec) ~= 'number' or l.per_sec <= 0 or type(l.limit) ~= 'number'
+          or type(rule.value) ~= 'number' then
+        return nil, bad .. ': linear'
+      end
+      rule.linear = { per_sec = l.per_sec, limit = l.limit }
+    end
+    if r.steps ~= nil then
+      if type(r.steps) ~= 'table' or #r.steps == 0 or type(rule.value) ~= 'number' then return nil, bad .. ': steps' end
+      rule.steps = {}
+      for j, step in ipairs(r.steps) do
+        -- cjson decodes null as cjson.null: the step switches the rule off.
+        local v = step[2]
+        if type(step) ~= 'table' or not is_int(step[1], 1) or (v ~= cjson.null and type(v) ~= 'number') then
+          return nil, bad .. ': steps'
+        end
+        rule.steps[j] = { step[1], v ~= cjson.null and v or false }
+      end
+    end
+    out[i] = rule
+  end
+  for i, rule in ipairs(out) do rule.monotone = monotone(out, i, 0) end
+  return out
 end
 
 local function parse_world_config(s)
@@ -139,7 +250,23 @@ local function parse_world_config(s)
     end
     parsed.regions = regions
   end
+  if c.attributes ~= nil then
+    local err
+    parsed.attributes, err = attribute_rules(c.attributes)
+    if not parsed.attributes then return nil, err end
+    if not is_int(c.retry_ms, 1) then return nil, 'retry_ms must be an integer > 0 in a world with attributes' end
+  end
+  if c.match_rules ~= nil then
+    if not parsed.attributes then return nil, 'match_rules need attributes' end
+    local err
+    parsed.match_rules, err = match_rules(c.match_rules, parsed.attributes)
+    if not parsed.match_rules then return nil, err end
+  end
   parsed.retry_ms = (parsed.rules and parsed.rules.retry_ms) or (parsed.regions and c.regions.retry_ms)
+    or (parsed.attributes and c.retry_ms)
+  -- A world with attributes is matched around anchors too: its records tell
+  -- the values each match was formed under.
+  parsed.anchored = parsed.rules ~= nil or parsed.regions ~= nil or parsed.attributes ~= nil
   if c.ready_check ~= nil then
     local rc = c.ready_check
     if type(rc) ~= 'table' or not is_int(rc.accept_ms, 1) or not is_int(rc.cooldown_ms, 0) then

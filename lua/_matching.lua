@@ -109,7 +109,9 @@ end
 -- (player -> rating, rated worlds), each record also carries the
 -- participants' ratings and the match's spread (max - min); with
 -- `opts.regions` (one per group, worlds with regions: { name, players =
--- player -> ms, worst }), the region it plays in and the latencies there.
+-- player -> ms, worst }), the region it plays in and the latencies there;
+-- with `opts.tails` (one per group, worlds with attributes: see
+-- _match_rules.lua record_fields), the fields the match was formed under.
 --
 -- Without `opts.extra` (the fast path: solo tickets, one team) the players
 -- are the tickets: their data is read (in worlds where tickets carry any)
@@ -128,7 +130,7 @@ end
 -- matching, and fills arrays with explicit indexes (# is O(log n) in Lua 5.1).
 local function record_matches(ctx, players, groups, opts)
   local k, now, world, team = ctx.k, ctx.now, ctx.world, ctx.cfg.seats
-  local ratings, extra, regions = opts.ratings, opts.extra, opts.regions
+  local ratings, extra, regions, tails = opts.ratings, opts.extra, opts.regions, opts.tails
   local taken = groups * team
   local data
   if extra then
@@ -245,7 +247,7 @@ local function record_matches(ctx, players, groups, opts)
       parties_part = ',"parties":[' .. table.concat(parts, ',') .. ']'
     end
     local record = '{"matchId":"' .. id .. prefix .. open .. list .. open .. '],"matchedAt":' .. matched_at
-      .. data_part .. ratings_part .. teams_part .. parties_part .. region_part .. '}'
+      .. data_part .. ratings_part .. teams_part .. parties_part .. region_part .. (tails and tails[g + 1] or '') .. '}'
     local outbox_id = 'M|' .. id
     records[g + 1] = record
     ids[g + 1] = outbox_id
@@ -342,12 +344,16 @@ local function record_groups(ctx, groups, opts)
   local formed = #packed
   if formed == 0 then return {}, {} end
   local extra = { data = data, layouts = layouts, propose = cfg.accept ~= nil }
-  local regions = nil
+  local regions, tails = nil, nil
   if opts.regions then
     regions = {}
     for g, items in ipairs(packed) do regions[g] = items.region end
   end
-  local record_opts = { ratings = ratings, extra = extra, regions = regions }
+  if cfg.attributes then
+    tails = {}
+    for g, items in ipairs(packed) do tails[g] = items.tail end
+  end
+  local record_opts = { ratings = ratings, extra = extra, regions = regions, tails = tails }
   if not cfg.accept then
     Tickets.remove_tickets(ctx, tickets, nil, true)
     return record_matches(ctx, players, formed, record_opts)

@@ -20,7 +20,7 @@
 -- in record order), accepted (players who accepted), tickets = [ { t
 -- (ticket id), seq, joined, deadline, d (ticket data, solo tickets), r
 -- (rating, "" unrated), p (players) } ] }.
--- @include _lib _backfill_store _parties _players _regions _tickets
+-- @include _lib _backfill_store _match_rules _parties _players _regions _tickets
 
 local Proposals = {}
 do
@@ -59,6 +59,7 @@ local function lift_tickets(ctx, id, items)
       d = (it.data and not it.party and it.data[1]) or Players.ticket_data(ctx, it.ticket),
       r = it.rating and num(it.rating) or '', p = it.players,
       g = it.regional or Regions.capture_regional(k, it.ticket, seq),
+      a = it.attrs_text or MatchRules.capture(k, it.ticket), u = ctx.cfg.anchored or nil,
     }
     ids[i] = it.ticket
     if it.party then
@@ -76,6 +77,7 @@ local function lift_tickets(ctx, id, items)
   end
   Tickets.drop_rated(ctx, ids)
   Regions.drop_regional(ctx, ids)
+  MatchRules.drop(ctx, ids)
   chunked('ZREM', k.queue, ids, 1)
   if Players.world_has_data(ctx) then chunked('HDEL', k.data, ids, 1) end
   return entries
@@ -177,7 +179,8 @@ local function cancel_proposal(ctx, k, p, reason, out)
         redis.call('ZADD', wk.ratings, e.r, Players.rating_member(e.seq, e.t))
       end
       Regions.restore_regional(wk, e.t, e.g)
-      if e.r ~= '' or e.g then redis.call('ZADD', wk.due, now, e.t) end
+      MatchRules.restore(wk, e.t, e.a)
+      if e.r ~= '' or e.g or e.u then redis.call('ZADD', wk.due, now, e.t) end
       if party_id then
         local party = Parties.load_party(k, party_id)
         if party then

@@ -8,7 +8,7 @@
 -- same way (and is lifted at `relax_ms` too).
 -- rules (cfg.rules, see _config.lua): { base, per_sec, max, relax_ms,
 -- retry_ms, balance = { base, per_sec, max, relax_ms } or nil }.
--- @include _lib _matching _players _regions _teams _tickets
+-- @include _lib _match_rules _matching _players _regions _teams _tickets
 
 local Rated = {}
 do
@@ -125,7 +125,8 @@ end
 -- them in order strands the match, the first set that fills it
 -- (fill_exactly); then, with teams in a rated world, the balance check
 -- (`balance_window`: nil = none). `accept(info)` may refuse a candidate
--- given those chosen so far. Returns the tickets' infos, or nil.
+-- given those chosen so far; `final(items)` may refuse the whole match (see
+-- with_rules). Returns the tickets' infos, or nil.
 local function fill_match(ctx, a, candidates, opts)
   local seats, teams = ctx.cfg.seats, ctx.cfg.teams
   local cap = seats / teams
@@ -153,6 +154,7 @@ local function fill_match(ctx, a, candidates, opts)
     for i, j in ipairs(picked) do items[i + 1] = pool[j] end
     if opts.check and not opts.check(items) then return nil end
   end
+  if opts.final and not opts.final(items) then return nil end
   if teams > 1 and ctx.cfg.rules then
     local assign, sums = Teams.pack_teams(items, teams, cap)
     local bw = ctx.cfg.rules.balance and rated_window(ctx.cfg.rules.balance, opts.wait)
@@ -181,7 +183,83 @@ local function candidate_infos(ctx, candidates, gone)
       out[#out + 1] = info
     end
   end
+  if cfg.attributes then MatchRules.load(ctx, out) end
   return out
+end
+
+-- `opts` of fill_match with the world's match rules added (worlds with
+-- attributes): a candidate is taken only when the rules that more tickets
+-- cannot mend still hold with it, and the whole match must satisfy every
+-- rule in force at the anchor's wait.
+local function with_rules(ctx, a, wait, opts)
+  local cfg = ctx.cfg
+  if not cfg.match_rules then return opts end
+  local accept = opts.accept
+  local m = { a = a, wait = wait }
+  opts.accept = function(info, chosen)
+    if accept and not accept(info, chosen) then return false end
+    local n = #chosen
+    chosen[n + 1] = info
+    m.items = chosen
+    local ok = MatchRules.holds(cfg, m, true)
+    chosen[n + 1] = nil
+    return ok
+  end
+  opts.final = function(items)
+    m.items = items
+    return MatchRules.holds(cfg, m, false)
+  end
+  return opts
+end
+
+-- A match around the anchor `a` in a world with match rules, from
+-- candidates read in pages (growing fourfold, at most MatchRules.SCAN_LIMIT
+-- tickets): FIFO, the oldest tickets; rated, the nearest within the
+-- window. opts: { wait (the anchor's, ms), rating and window (rated; nil
+-- window: no limit), gone (collects absent players' tickets) }. Returns
+-- the items, or nil.
+local function rules_match(ctx, a, opts)
+  local k, cfg = ctx.k, ctx.cfg
+  local wait, r, w, gone = opts.wait, opts.rating, opts.window, opts.gone
+  local fill_opts = with_rules(ctx, a, wait, { wait = wait })
+  -- An anchor that alone breaks a rule no ticket can mend (a build below
+  -- the reference) cannot be matched: no candidate is read for it.
+  if cfg.match_rules and not MatchRules.holds(cfg, { items = { a }, a = a, wait = wait }, true) then return nil end
+  local page = (cfg.seats - a.size + 8) * 2
+  local anchor_member = cfg.rules and Players.rating_member(a.seq, a.ticket)
+  -- FIFO pages follow on from the last (their infos are kept); rated ones
+  -- are read again, wider, nearest first.
+  local infos, read = {}, 0
+  while true do
+    local found = {}
+    if cfg.rules then
+      for _, c in ipairs(nearest(k.ratings, r, w, page)) do
+        if c[1] ~= anchor_member then
+          found[#found + 1] = {
+            ticket = Players.member_ticket(c[1]), rating = c[2], seq = tonumber(string.sub(c[1], 1, Players.SEQ_DIGITS)),
+          }
+        end
+      end
+      infos = candidate_infos(ctx, found, gone)
+    else
+      -- The queue still holds tickets an earlier attempt of this call took
+      -- (they leave it when the call records its matches): ctx.taken.
+      local taken = ctx.taken or {}
+      local list = redis.call('ZRANGE', k.queue, read, page - 1, 'WITHSCORES')
+      for i = 1, #list, 2 do
+        local t = list[i]
+        if t ~= a.ticket and not taken[t] then found[#found + 1] = { ticket = t, seq = tonumber(list[i + 1]) } end
+      end
+      for _, info in ipairs(candidate_infos(ctx, found, gone)) do infos[#infos + 1] = info end
+      found.whole = #list < 2 * (page - read)
+      read = page
+    end
+    local items = fill_match(ctx, a, infos, fill_opts)
+    -- A short page was the whole window.
+    local whole = found.whole or (cfg.rules and #found < page - 1)
+    if items or whole or page >= MatchRules.SCAN_LIMIT then return items end
+    page = math.min(page * 4, MatchRules.SCAN_LIMIT)
+  end
 end
 
 -- Each player's latency in region `name` among `items` (a party's members
@@ -248,7 +326,7 @@ local function regional_match(ctx, a, opts)
       end
       local spread = regions.spread
       local function fits(lo, hi) return not spread or hi - lo <= spread end
-      local items = fill_match(ctx, a, candidate_infos(ctx, within, opts.gone), {
+      local items = fill_match(ctx, a, candidate_infos(ctx, within, opts.gone), with_rules(ctx, a, opts.wait, {
         wait = opts.wait,
         accept = function(info, chosen)
           local lo, hi = own, own
@@ -269,7 +347,7 @@ local function regional_match(ctx, a, opts)
           end
           return fits(lo, hi)
         end,
-      })
+      }))
       if items then
         local players, worst, avg = region_latencies(items, lat_of, name)
         if not best or worst < best_worst or (worst == best_worst and avg < best_avg) then
@@ -313,6 +391,13 @@ local function anchored_attempt(ctx, anchor, known)
     a.data = { state.data or Players.ticket_data(ctx, anchor) }
   end
   a.seq = state.seq
+  if cfg.attributes then
+    if state.attrs then
+      a.attrs_text, a.attrs = state.attrs, MatchRules.decode_stored(state.attrs, cfg.attributes.by_name)
+    else
+      MatchRules.load(ctx, { a })
+    end
+  end
   if cfg.presence and not Matching.all_present(k.presence, a.players, now) then
     Tickets.remove_tickets(ctx, { anchor }, 'G')
     ctx.removed = (ctx.removed or 0) + 1
@@ -327,6 +412,8 @@ local function anchored_attempt(ctx, anchor, known)
       wait = wait, gone = gone, rated = rules and { rating = r, window = w },
       anchor_lat = state.lat or Regions.latencies_of(ctx, { anchor })[1],
     })
+  elseif cfg.attributes then
+    items = rules_match(ctx, a, { wait = wait, rating = r, window = w, gone = gone })
   else
     local anchor_member = Players.rating_member(state.seq, anchor)
     local found = {}
@@ -349,6 +436,7 @@ local function anchored_attempt(ctx, anchor, known)
   end
   -- Queue order.
   table.sort(items, function(x, y) return x.seq < y.seq end)
+  if cfg.attributes then items.tail = MatchRules.record_fields(cfg, items, a, wait) end
   local tickets, members = {}, {}
   for i, it in ipairs(items) do
     tickets[i] = it.ticket
@@ -359,6 +447,11 @@ local function anchored_attempt(ctx, anchor, known)
     for _, it in ipairs(items) do it.regional = Regions.capture_regional(k, it.ticket, it.seq) end
   end
   Regions.drop_regional(ctx, tickets)
+  MatchRules.drop(ctx, tickets)
+  if cfg.attributes and not rules then
+    ctx.taken = ctx.taken or {}
+    for _, t in ipairs(tickets) do ctx.taken[t] = true end
+  end
   if rules then redis.call('ZREM', k.ratings, unpack(members)) end
   redis.call('ZREM', k.due, unpack(tickets))
   return items
@@ -375,10 +468,14 @@ local function record_rated(ctx, groups)
       if it.party then simple = false end
     end
   end
-  local regions = nil
+  local regions, tails = nil, nil
   if ctx.cfg.regions then
     regions = {}
     for g, items in ipairs(groups) do regions[g] = items.region end
+  end
+  if ctx.cfg.attributes then
+    tails = {}
+    for g, items in ipairs(groups) do tails[g] = items.tail end
   end
   if not simple then
     return Matching.record_groups(ctx, groups, { rated = ctx.cfg.rules ~= nil, regions = regions })
@@ -391,7 +488,7 @@ local function record_rated(ctx, groups)
       if ratings then ratings[it.ticket] = it.ratings[1] end
     end
   end
-  return Matching.record_matches(ctx, players, #groups, { ratings = ratings, regions = regions })
+  return Matching.record_matches(ctx, players, #groups, { ratings = ratings, regions = regions, tails = tails })
 end
 
 -- The matcher's step for a rated world: removes expired tickets first, then
@@ -433,6 +530,8 @@ Rated.retry_later = retry_later
 Rated.read_anchor = read_anchor
 Rated.fill_match = fill_match
 Rated.candidate_infos = candidate_infos
+Rated.with_rules = with_rules
+Rated.rules_match = rules_match
 Rated.region_latencies = region_latencies
 Rated.regional_match = regional_match
 Rated.anchored_attempt = anchored_attempt

@@ -146,6 +146,18 @@ local b = {
   fills = math.max(previous and previous.fills or 0, filled),
   open = open, counts = counts, sums = sums, region = record.region,
 }
+if cfg.attributes then
+  -- What a newcomer's rules are checked against: the players who stay.
+  local known = type(record.attributes) == 'table' and record.attributes or {}
+  for _, a in ipairs(additions) do
+    if type(a.attributes) == 'table' then
+      for j, p in ipairs(a.players) do known[p] = a.attributes[j] end
+    end
+  end
+  b.attrs = {}
+  for p in pairs(team_of) do b.attrs[p] = type(known[p]) == 'table' and known[p] or {} end
+  b.anchor_attrs = record.anchor and known[record.anchor] or nil
+end
 BackfillStore.save_backfill(k, k, b)
 wake_matcher()
 return { previous and 'REPLACED' or 'CREATED', cjson.encode(b) }

@@ -35,8 +35,8 @@ local limit = int_arg(args.limit)
 local cfg, bad_config = Config.world_config(args.config)
 if limit == nil then return fail('limit must be an integer >= 0') end
 if not cfg then return fail(bad_config) end
-if (cfg.rules or cfg.regions) and limit == 0 then
-  return fail('rated worlds and worlds with regions need a limit of anchors > 0')
+if cfg.anchored and limit == 0 then
+  return fail('worlds matched around anchors (rated, regions, attributes) need a limit of anchors > 0')
 end
 
 local ctx = { k = k, world = worlds[1], now = now_ms(), cfg = cfg }
@@ -45,7 +45,7 @@ local backfilled = #Backfill.serve_backfills(ctx, Backfill.BACKFILLS_PER_CALL)
 local removed_serving = ctx.removed or 0
 ctx.removed = nil
 local records, expired, removed, more, _
-if cfg.rules or cfg.regions then
+if cfg.anchored then
   records, _, expired, removed, more = Rated.form_rated(ctx, limit)
 else
   records, _, expired, removed, more = Matching.form_matches(ctx, { max_groups = limit })

@@ -4,8 +4,8 @@
 --
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
--- KEYS   player_ratings conns player_conns presence matcher_asleep backfills
--- KEYS   backfill_expiry
+-- KEYS   player_ratings player_attributes conns player_conns presence matcher_asleep
+-- KEYS   backfills backfill_expiry
 -- WORLDS the joined world, then the world of the player's ticket when it is
 --        another (the store learns it from a STALE answer)
 -- ARGV   player   the player id
@@ -14,6 +14,8 @@
 --                 decimal ("" for none)
 -- ARGV   latencies the player's latency to each region, "name=ms,..."
 --                  (worlds with regions; "" for none)
+-- ARGV   attributes the player's client attributes as the store encodes them
+--                  (worlds with attributes; "" for none; see _match_rules.lua)
 -- ARGV   config   the joined world's configuration (see _config.lua)
 -- ARGV   claim    "1": claim the outbox entries of matches formed, for the
 --                 caller to deliver at once; "0": leave them to the matcher
@@ -40,7 +42,7 @@
 --           drops that ticket with drop_stale_ticket.lua first)
 --   or a refusal of admit (_admission.lua: ALREADY_QUEUED, PROPOSAL_PENDING,
 --   IN_PARTY, COOLING_DOWN, IN_MATCH, QUEUE_FULL, NOT_CONNECTED,
---   LATENCY_REQUIRED, RATING_REQUIRED, INVALID_RATING)
+--   LATENCY_REQUIRED, RATING_REQUIRED, INVALID_RATING, ATTRIBUTES_REQUIRED)
 -- Every status but QUEUED, MATCHED and BACKFILLED writes nothing. window_* are the
 -- world's wait statistics (see _lib.lua wait_estimate). A ticket past its
 -- deadline counts as gone: it is swept (TICKET_EXPIRED) and the join goes
@@ -55,17 +57,21 @@ if bad_claimed then return fail(bad_claimed) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
 local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
+if args.attributes ~= '' then
+  local bad_attributes = MatchRules.bad_argument(cfg, args.attributes)
+  if bad_attributes then return fail(bad_attributes) end
+end
 local world = worlds[1]
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
 
 local stats = world_stats(k.stats)
 local size = redis.call('ZCARD', k.queue)
-local refusal, rating, shown_rating, expired = Admission.admit(ctx, player, lat, claimed, size)
+local refusal, rating, shown_rating, expired, attrs = Admission.admit(ctx, player, lat, claimed, size)
 if refusal then return refusal end
 shown_rating = shown_rating or ''
 local rules = cfg.rules
-local anchored = rules or cfg.regions
+local anchored = cfg.anchored
 
 -- All checks passed: from here on the script only writes.
 if expired then
@@ -85,6 +91,7 @@ redis.call('HSET', k.players, player, Players.ticket_of_texts(world, seq_text, P
 Players.set_ticket_data(ctx, player, data)
 if rules then redis.call('ZADD', k.ratings, shown_rating, Players.rating_member(seq, player)) end
 if cfg.regions then Regions.add_regional(ctx, player, seq, lat, rating) end
+if cfg.attributes then MatchRules.add(ctx, player, attrs) end
 -- The matcher sleeps only with every queue empty, and every script that
 -- files a ticket wakes it: a ticket waiting here means it is awake.
 if size == 0 then wake_matcher() end
@@ -98,6 +105,7 @@ if cfg.instant and stats.backfills > 0 then
   local joiner = {
     ticket = player, size = 1, players = { player }, data = { data }, lat = lat,
     ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
+    attrs_text = attrs, attrs = cfg.attributes and MatchRules.decode_stored(attrs, cfg.attributes.by_name),
   }
   local entry, match_id = Backfill.backfill_joiner(ctx, joiner)
   if entry == '' then
@@ -126,7 +134,8 @@ if attempt then
     -- too few tickets lie in its window to fill the match at all.
     local items = nil
     local more_expired = false
-    local fits = cfg.regions or Rated.rated_may_match(ctx, rating, 0, seats - 1, stats.parties > 0 and seats / teams or 1)
+    local fits = cfg.regions or not rules
+      or Rated.rated_may_match(ctx, rating, 0, seats - 1, stats.parties > 0 and seats / teams or 1)
     if fits then
       local _
       _, more_expired = Tickets.sweep_expired(ctx, Matching.MATCH_SWEEP_LIMIT)
@@ -135,7 +144,9 @@ if attempt then
       Rated.retry_later(ctx, player)
       unchanged = not fits and stats.backfills == 0
     else
-      items = Rated.anchored_attempt(ctx, player, { seq = seq, rating = rating, joined = now, data = data, lat = lat })
+      items = Rated.anchored_attempt(ctx, player, {
+        seq = seq, rating = rating, joined = now, data = data, lat = lat, attrs = attrs,
+      })
       if items then
         records, ids = Rated.record_rated(ctx, { items })
       end

@@ -5,7 +5,7 @@
 -- (PARTY_UPDATE). Nothing is written unless every check passes.
 --
 -- KEYS   players matches match_expiry match_lifecycle outbox notes counters parties
--- KEYS   party_expiry proposals player_ratings presence matcher_asleep
+-- KEYS   party_expiry proposals player_ratings player_attributes presence matcher_asleep
 -- WORLDS the party's world, then the world of the leader's ticket when it is
 --        another (the store learns it from a STALE answer)
 -- ARGV   leader   the leader's player id
@@ -13,6 +13,7 @@
 -- ARGV   claimed  the rating from the leader's verified token claim, a plain
 --                 decimal ("" for none)
 -- ARGV   latencies the leader's latency to each region, "name=ms,..." ("" for none)
+-- ARGV   attributes the leader's client attributes as the store encodes them ("" for none)
 -- ARGV   config   the world's configuration (see _config.lua)
 -- REST   invited  the invited players (distinct, not the leader, at least one)
 --
@@ -34,6 +35,10 @@ local bad_claimed = Lifecycle.bad_claim(claimed)
 if bad_claimed then return fail(bad_claimed) end
 local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
+if args.attributes ~= '' then
+  local bad_attributes = MatchRules.bad_argument(cfg, args.attributes)
+  if bad_attributes then return fail(bad_attributes) end
+end
 local seen = { [leader] = true }
 for _, p in ipairs(rest) do
   if p == '' or seen[p] then return fail('invited players must be distinct, non-empty and not the leader') end
@@ -43,8 +48,8 @@ if #rest == 0 then return fail('a party needs at least one invited player') end
 if #rest + 1 > cfg.max_party then return fail('party larger than the world accepts') end
 
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
-local refusal, r, _, expired = Admission.admit(ctx, leader, lat, claimed, nil)
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
+local refusal, r, _, expired, attrs = Admission.admit(ctx, leader, lat, claimed, nil)
 if refusal then return refusal end
 local states = redis.call('HMGET', k.players, unpack(rest))
 for i, p in ipairs(rest) do
@@ -59,7 +64,9 @@ if expired then
 end
 local seq = redis.call('HINCRBY', k.counters, 'party', 1)
 local id = string.format('%s.%x-%x', world, now, seq)
-local members = { { p = leader, j = 1, r = rating, d = data, l = lat and Regions.encode_latencies(lat) or nil } }
+local members = {
+  { p = leader, j = 1, r = rating, d = data, l = lat and Regions.encode_latencies(lat) or nil, a = cfg.attributes and attrs or nil },
+}
 for i, p in ipairs(rest) do
   members[i + 1] = { p = p, j = 0, r = '', d = '' }
 end

@@ -7,7 +7,7 @@
 --
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
--- KEYS   player_ratings conns player_conns presence matcher_asleep
+-- KEYS   player_ratings player_attributes conns player_conns presence matcher_asleep
 -- WORLDS the party's world (the world part of the party id), then the world
 --        of the player's ticket when it is another (see STALE)
 -- ARGV   player   the player id
@@ -16,6 +16,7 @@
 -- ARGV   claimed  the rating from the player's verified token claim, a plain
 --                 decimal ("" for none)
 -- ARGV   latencies the player's latency to each region, "name=ms,..." ("" for none)
+-- ARGV   attributes the player's client attributes as the store encodes them ("" for none)
 -- ARGV   config   the world's configuration (see _config.lua)
 -- ARGV   claim    "1": claim the outbox entries of matches formed, for the
 --                 caller to deliver at once; "0": leave them to the matcher
@@ -34,6 +35,9 @@
 --   PROPOSED, proposal_json   the party's match is a proposal (a ready
 --                          check; see _proposals.lua proposal_view)
 --   NOT_FOUND              no such party, or the player is not invited
+--   ATTRIBUTES_CONFLICT, world, name   the player's value of `name` differs
+--                          from a member's, and a rule of the world needs
+--                          it equal across the match
 --   STALE, world           the player holds a ticket of `world`, whose keys
 --                          were not given (see join.lua); nothing was written
 --   or a refusal of the player's admission (_admission.lua admit;
@@ -50,9 +54,13 @@ if bad_claimed then return fail(bad_claimed) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
 local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
 if bad_latencies then return fail(bad_latencies) end
+if args.attributes ~= '' then
+  local bad_attributes = MatchRules.bad_argument(cfg, args.attributes)
+  if bad_attributes then return fail(bad_attributes) end
+end
 local rules = cfg.rules
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of }
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
 local party = Parties.load_party(k, party_id)
 if not party or party.world ~= world then return { 'NOT_FOUND' } end
 local me, joined = nil, 0
@@ -67,8 +75,19 @@ if me.j == 1 then
 end
 local complete = joined + 1 == #party.members
 local size = redis.call('ZCARD', k.queue)
-local refusal, r, _, expired = Admission.admit(ctx, player, lat, claimed, complete and size or nil)
+local refusal, r, _, expired, attrs = Admission.admit(ctx, player, lat, claimed, complete and size or nil)
 if refusal then return refusal end
+local party_attrs = nil
+if cfg.attributes then
+  local joined_members = {}
+  for _, m in ipairs(party.members) do
+    if m.j == 1 then joined_members[#joined_members + 1] = m end
+  end
+  joined_members[#joined_members + 1] = { a = attrs }
+  local _, conflict = MatchRules.party_attributes(cfg, joined_members)
+  if conflict then return { 'ATTRIBUTES_CONFLICT', world, conflict } end
+  me.a = attrs
+end
 if rules then me.r = num(r) end
 
 -- All checks passed: from here on the script only writes.
@@ -113,11 +132,15 @@ if rules then
   shown_rating = num(rating)
 end
 if cfg.regions then Regions.add_regional(ctx, ticket_id, seq, Regions.party_latencies(party), rating) end
-if rules or cfg.regions then redis.call('ZADD', k.due, Rated.next_due(cfg, now), ticket_id) end
+if cfg.attributes then
+  party_attrs = MatchRules.party_attributes(cfg, party.members)
+  MatchRules.add(ctx, ticket_id, party_attrs)
+end
+if cfg.anchored then redis.call('ZADD', k.due, Rated.next_due(cfg, now), ticket_id) end
 
 local records, ids = {}, {}
 if cfg.instant then
-  if rules or cfg.regions then
+  if cfg.anchored then
     local _, more_expired = Tickets.sweep_expired(ctx, Matching.MATCH_SWEEP_LIMIT)
     if not more_expired then
       local items = Rated.anchored_attempt(ctx, ticket_id)

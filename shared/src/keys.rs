@@ -136,6 +136,8 @@ key_layout! {
         proposal_expiry (ProposalExpiry) = "proposal-expiry", "ZSET", "match id -> accept-by (ms)";
         player_ratings (PlayerRatings) = "player-ratings", "HASH",
             "the trusted ratings store: `<world>|<player>` or `*|<player>` -> rating";
+        player_attributes (PlayerAttributes) = "player-attributes", "HASH",
+            "the trusted attribute store: player -> `name=value;...` (trusted attributes only; see docs/rules.md)";
         conns (Conns) = "conns", "HASH", "WebSocket connection id -> `<registered_ms> <player>`";
         conn_expiry (ConnExpiry) = "conn-expiry", "ZSET", "connection id -> when its registration lapses without a heartbeat (ms)";
         player_conns (PlayerConns) = "player-conns", "HASH", "player -> space-separated connection ids, oldest first";
@@ -157,7 +159,7 @@ key_layout! {
         stats (Stats) = "stats", "HASH",
             "`start`, `cur`, `prev`, `first`: players matched in a two-bucket sliding window (wait estimates in O(1)); `parties`: party tickets waiting; `backfills`: open backfills";
         ratings (Ratings) = "ratings", "ZSET", "rated worlds: `<seq, 12 digits>:<ticket>` -> rating";
-        due (Due) = "due", "ZSET", "rated worlds and worlds with regions: ticket -> next try as an anchor (ms)";
+        due (Due) = "due", "ZSET", "rated worlds and worlds with regions or attributes: ticket -> next try as an anchor (ms)";
         latencies (Latencies) = "latencies", "HASH",
             "worlds with regions: ticket -> `<region>=<ms>,...`, the regions within the latency cap";
         region_queue (RegionQueue) = "region-queue", "ZSET",
@@ -166,6 +168,8 @@ key_layout! {
             "rated worlds with regions: `<region>|<seq, 12 digits>:<ticket>` -> band(region) + rating (each region's tickets by rating)";
         backfill_queue (BackfillQueue) = "backfill-queue", "ZSET", "match id -> created (ms): the world's open backfills, oldest first";
         backfill_ratings (BackfillRatings) = "backfill-ratings", "ZSET", "rated worlds: match id -> the backfill's reference rating";
+        attrs (Attrs) = "attrs", "HASH",
+            "worlds with attributes: ticket -> its players' attributes, `name=value;...` each, a party's members `|`-joined";
     }
 }
 
@@ -189,9 +193,11 @@ impl Features {
     pub const RATED: Features = Features(1 << 2);
     pub const REGIONS: Features = Features(1 << 3);
     pub const PRESENCE: Features = Features(1 << 4);
-    pub const ALL: Features = Features((1 << 5) - 1);
+    /// A world with player attributes (and match rules).
+    pub const ATTRIBUTES: Features = Features(1 << 5);
+    pub const ALL: Features = Features((1 << 6) - 1);
     /// The letter of each feature, in bit order.
-    const LETTERS: [char; 5] = ['p', 'c', 'r', 'g', 's'];
+    const LETTERS: [char; 6] = ['p', 'c', 'r', 'g', 's', 'a'];
 
     pub const fn union(self, other: Features) -> Features {
         Features(self.0 | other.0)
@@ -221,6 +227,7 @@ impl NamespaceKey {
             NamespaceKey::Parties | NamespaceKey::PartyExpiry => Features::PARTIES,
             NamespaceKey::Proposals | NamespaceKey::ProposalExpiry => Features::READY_CHECKS,
             NamespaceKey::PlayerRatings => Features::RATED,
+            NamespaceKey::PlayerAttributes => Features::ATTRIBUTES,
             NamespaceKey::Presence => Features::PRESENCE,
             // Backfill keys are reached in every world: a running match of
             // any world may ask for players (the store does not require
@@ -235,7 +242,10 @@ impl WorldKey {
     pub const fn needs(self) -> Features {
         match self {
             WorldKey::Ratings => Features::RATED,
-            WorldKey::Due => Features::RATED.union(Features::REGIONS),
+            WorldKey::Due => Features::RATED
+                .union(Features::REGIONS)
+                .union(Features::ATTRIBUTES),
+            WorldKey::Attrs => Features::ATTRIBUTES,
             WorldKey::Latencies | WorldKey::RegionQueue | WorldKey::RegionRatings => {
                 Features::REGIONS
             }

@@ -13,25 +13,30 @@ pub mod domain;
 pub mod error;
 pub mod keys;
 pub mod matcher;
+pub mod rules;
 pub mod scripts;
 pub mod store;
 pub mod use_cases;
 pub mod wake;
 
 pub use config::{
-    AdminScopes, BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules,
-    RatingSettings, ReadyCheck, RegionRules, Settings, World, WorldCatalog,
+    AdminScopes, AttributeCatalog, AttributeDecl, AttributeSource, AttributeType, BackfillBalance,
+    BalanceRules, CompareOp, ListAggregate, MatchMode, MatchRule, Missing, NumberAggregate,
+    PartyRating, RatingRules, RatingSettings, ReadyCheck, RegionRules, Relax, RuleKind, RuleValue,
+    Settings, World, WorldCatalog,
 };
 pub use delivery::{DeliveryReport, EventError, EventSink, NoEvents, PushError, Pusher};
 pub use domain::{
-    AnswerOutcome, Assignment, ConnectionId, JoinOutcome, Latencies, LeaveOutcome, MatchEvent,
-    MatchId, MatchLifecycle, MatchRecord, MatchReport, MatchState, MatchView, MatchWithLifecycle,
-    NotificationId, NotificationKind, OutboxEntry, PartyCancelOutcome, PartyCancelReason,
-    PartyCreateOutcome, PartyId, PartyJoinOutcome, PartyMember, PartyState, PartyView, PlayerId,
-    PlayerStatus, ProposalCancelReason, ProposalView, QueuePosition, QueueStatus, Rating,
-    RatingChange, RatingSystem, RatingUpdates, Rejection, SeatAssignment, ServerMessage,
-    StoredRating, Target, TicketData, TicketId, WorldName,
+    AnswerOutcome, Assignment, AttributeError, AttributeValue, ConnectionId, JoinOutcome,
+    Latencies, LeaveOutcome, MatchEvent, MatchId, MatchLifecycle, MatchRecord, MatchReport,
+    MatchState, MatchView, MatchWithLifecycle, NotificationId, NotificationKind, OutboxEntry,
+    PartyCancelOutcome, PartyCancelReason, PartyCreateOutcome, PartyId, PartyJoinOutcome,
+    PartyMember, PartyState, PartyView, PlayerId, PlayerStatus, ProposalCancelReason, ProposalView,
+    QueuePosition, QueueStatus, Rating, RatingChange, RatingSystem, RatingUpdates, Rejection,
+    RuleOutcome, SeatAssignment, ServerMessage, StoredRating, Target, TicketAttributes, TicketData,
+    TicketId, WorldName,
 };
+
 pub use error::{ConfigError, StoreError, ValidationError};
 pub use keys::{KeyLayout, PlayerState};
 pub use store::{MatchBatch, MatchStore, Settlement};

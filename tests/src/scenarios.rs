@@ -18,6 +18,7 @@ use crate::keyspace::{walk, Keyspace, Scope};
 use crate::{eventually, settings_for};
 
 mod admin;
+mod attributes;
 mod backfill;
 mod invariants;
 mod lifecycle;
@@ -26,6 +27,7 @@ mod ready_check;
 mod regions;
 mod sleep;
 pub use admin::*;
+pub use attributes::*;
 pub use backfill::*;
 pub use invariants::*;
 pub use lifecycle::*;
@@ -86,6 +88,15 @@ macro_rules! for_each_scenario {
             latencies_are_required_or_defaulted_and_spread_is_bounded,
             rated_worlds_with_regions_match_by_rating_within_a_region,
             a_ready_check_keeps_regions_through_a_cancelled_proposal,
+            an_optional_build_rule_matches_any_when_not_specified,
+            cross_mode_matches_share_a_mode_until_the_rule_is_optional,
+            a_distance_rule_widens_linearly_with_the_anchors_wait,
+            same_mode_and_all_different_characters,
+            a_compound_rule_records_the_branch_that_held,
+            a_party_agrees_on_equal_attributes_and_averages_numbers,
+            trusted_attributes_come_from_the_store,
+            a_backfill_keeps_the_rules_of_its_match,
+            racing_matchers_never_break_a_rule,
             an_assignment_reaches_every_participant_with_their_own_token,
             a_player_in_a_game_queues_again_only_after_its_result,
             a_player_holds_a_seat_in_one_unfinished_match_at_most,
@@ -1005,18 +1016,27 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     let config = |base: &serde_json::Value, changes: &[(&str, serde_json::Value)]| {
         let mut c = base.clone();
         for (path, v) in changes {
-            *c.pointer_mut(path).unwrap_or_else(|| panic!("{path}")) = v.clone();
+            match c.pointer_mut(path) {
+                Some(field) => *field = v.clone(),
+                // A field the base lacks: only top-level ones are added.
+                None => {
+                    let name = path.strip_prefix('/').unwrap_or_else(|| panic!("{path}"));
+                    assert!(!name.contains('/'), "{path}");
+                    c[name] = v.clone();
+                }
+            }
         }
         c.to_string()
     };
     use serde_json::json;
     let join_args =
-        |claimed: &str, config: String| s(&["p", "", claimed, "", &config, "0", "world1"]);
+        |claimed: &str, config: String| s(&["p", "", claimed, "", "", &config, "0", "world1"]);
     let good_join = join_args("", config(&fifo_config, &[]));
     let good_rated = join_args("1500", config(&rated_config, &[]));
     let good_match = s(&["0", &config(&fifo_config, &[]), "world1"]);
     let good_party = s(&[
         "leader",
+        "",
         "",
         "",
         "",
@@ -1056,18 +1076,20 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (2, "nan"),
         (2, "inf"),
         (3, "eu=5"),
-        (4, ""),
-        (4, "{"),
-        (4, "[]"),
-        (5, "yes"),
-        (6, ""),
+        // Attributes for a world that declares none.
+        (4, "mode=ranked"),
+        (5, ""),
+        (5, "{"),
+        (5, "[]"),
+        (6, "yes"),
+        (7, ""),
     ] {
         cases.push(("join.lua", join_keys.clone(), with_arg(&good_join, i, bad)));
     }
     // Too few keys for the world block, a world block without its name, an
     // argument too many.
     cases.push(("join.lua", join_keys[..12].to_vec(), good_join.clone()));
-    cases.push(("join.lua", join_keys.clone(), good_join[..6].to_vec()));
+    cases.push(("join.lua", join_keys.clone(), good_join[..7].to_vec()));
     let mut extra = good_join.clone();
     extra.push("world2".into());
     cases.push(("join.lua", join_keys.clone(), extra));
@@ -1090,6 +1112,31 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         vec![("/party_rating", json!("median"))],
         vec![("/seats", json!({"ready_check": true}))],
         vec![("/claim/lease_ms", json!(0))],
+        // Attributes and match rules: no list, an unknown type, rules
+        // without attributes, a rule on an undeclared attribute.
+        vec![("/attributes", json!("mode")), ("/retry_ms", json!(1000))],
+        vec![
+            (
+                "/attributes",
+                json!([{"name": "mode", "type": "blob", "trusted": false}]),
+            ),
+            ("/retry_ms", json!(1000)),
+        ],
+        vec![(
+            "/match_rules",
+            json!([{"name": "same", "kind": "equality", "attr": "mode", "top": true}]),
+        )],
+        vec![
+            (
+                "/attributes",
+                json!([{"name": "mode", "type": "string", "trusted": false}]),
+            ),
+            ("/retry_ms", json!(1000)),
+            (
+                "/match_rules",
+                json!([{"name": "same", "kind": "equality", "attr": "map", "top": true}]),
+            ),
+        ],
     ] {
         cases.push((
             "join.lua",
@@ -1254,9 +1301,10 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (0, ""),
         (2, "x"),
         (3, "eu=5"),
-        (4, "{}"),
-        (5, ""),
-        (6, "leader"),
+        (4, "mode=ranked"),
+        (5, "{}"),
+        (6, ""),
+        (7, "leader"),
     ] {
         cases.push((
             "party_create.lua",
@@ -1273,11 +1321,22 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     cases.push((
         "party_create.lua",
         party_create_keys.clone(),
-        good_party[..6].to_vec(),
+        good_party[..7].to_vec(),
     ));
     let party_join_keys = keys("party_join.lua", &["world1"]);
-    let party_join_args =
-        |config: String| s(&["friend", "world1.1-1", "", "", "", &config, "0", "world1"]);
+    let party_join_args = |config: String| {
+        s(&[
+            "friend",
+            "world1.1-1",
+            "",
+            "",
+            "",
+            "",
+            &config,
+            "0",
+            "world1",
+        ])
+    };
     let good_party_join = party_join_args(config(&fifo_config, &[]));
     for (i, bad) in [
         (0, ""),
@@ -1285,8 +1344,9 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (3, "x"),
         (3, "1e3"),
         (4, "eu=1"),
-        (6, "2"),
-        (7, ""),
+        (5, "mode=ranked"),
+        (7, "2"),
+        (8, ""),
     ] {
         cases.push((
             "party_join.lua",

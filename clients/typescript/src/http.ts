@@ -6,6 +6,7 @@ import type {
   AcceptResult,
   AssignmentRequest,
   AssignResult,
+  AttributesResult,
   BackfillKeepaliveResult,
   BackfillRequest,
   BackfillResult,
@@ -32,6 +33,7 @@ import type {
   RequestBody,
   ResultRequest,
   SuccessData,
+  TrustedAttributesRequest,
   WorldName,
 } from "./types.js";
 
@@ -140,6 +142,14 @@ export class MatchmakingClient {
   /** `PUT /v1/ratings/{playerId}`: a trusted rating write (a token with `ratings.writerScope`). */
   putRating(playerId: PlayerId, body: RatingRequest): Promise<RatingResult> {
     return this.call("rating", { playerId }, body);
+  }
+
+  /**
+   * `PUT /v1/attributes/{playerId}`: replaces a player's trusted attributes (those the rule set declares
+   * `"source": "trusted"`; `{attributes: {}}` clears them), a token with `attributeStore.writerScope`.
+   */
+  putAttributes(playerId: PlayerId, body: TrustedAttributesRequest): Promise<AttributesResult> {
+    return this.call("attributes", { playerId }, body);
   }
 
   /** `POST /v1/matching/matches/{matchId}/assignment`: the allocator names the match's server (a token with `servers.scope`). */

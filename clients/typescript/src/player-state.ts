@@ -12,6 +12,7 @@ import type {
   PartyView,
   PlayerId,
   RatingChange,
+  RuleOutcome,
   SeatAssignment,
   ServerMessage,
   WorldName,
@@ -31,6 +32,8 @@ export interface MatchCard {
   teamDifference?: number;
   region?: string;
   worstLatency?: number;
+  /** Worlds with match rules: each rule as it stood when the match formed (`shared`: the values an intersection found, e.g. the map to play). */
+  rules?: RuleOutcome[];
   /** A backfill seated this player in the running match. */
   backfill?: boolean;
   state: MatchState;
@@ -359,7 +362,7 @@ type MatchLike = { matchId: MatchId; worldType: WorldName; participants: PlayerI
 /** The card of a match record (a push, an answer, my-status); `me` picks this player's rating change. */
 function cardOf(m: MatchLike, state: MatchState, me: PlayerId): MatchCard {
   const card: MatchCard = { matchId: m.matchId, worldType: m.worldType, participants: [...m.participants], state };
-  for (const key of ["teams", "ratings", "spread", "teamDifference", "region", "worstLatency", "assignment", "result"] as const) {
+  for (const key of ["teams", "ratings", "spread", "teamDifference", "region", "worstLatency", "rules", "assignment", "result"] as const) {
     if (m[key] !== undefined) (card as unknown as Record<string, unknown>)[key] = m[key];
   }
   const changes = m["ratingChanges"] as Record<string, RatingChange> | undefined;

@@ -6,7 +6,12 @@ export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
 export interface RouteSpec {
   readonly method: HttpMethod;
   readonly path: string;
-  readonly scope?: "ratings.writerScope" | "servers.scope" | "admin.readScope" | "admin.actionScope";
+  readonly scope?:
+    | "ratings.writerScope"
+    | "attributeStore.writerScope"
+    | "servers.scope"
+    | "admin.readScope"
+    | "admin.actionScope";
 }
 
 /**
@@ -27,6 +32,7 @@ export const ROUTES = {
   cancelBackfill: { method: "DELETE", path: "/v1/matching/matches/{matchId}/backfill", scope: "servers.scope" },
   backfillKeepalive: { method: "POST", path: "/v1/matching/matches/{matchId}/backfill/keepalive", scope: "servers.scope" },
   rating: { method: "PUT", path: "/v1/ratings/{playerId}", scope: "ratings.writerScope" },
+  attributes: { method: "PUT", path: "/v1/attributes/{playerId}", scope: "attributeStore.writerScope" },
   createParty: { method: "POST", path: "/v1/parties" },
   joinParty: { method: "POST", path: "/v1/parties/{partyId}/join" },
   cancelParty: { method: "DELETE", path: "/v1/parties/{partyId}" },

@@ -34,12 +34,15 @@ export type PlayerId = Schemas["PlayerId"];
 export type MatchId = Schemas["MatchId"];
 export type PartyId = Schemas["PartyId"];
 export type ErrorCode = Schemas["ErrorCode"];
+export type AttributeName = Schemas["AttributeName"];
+export type RuleName = Schemas["RuleName"];
 
 // ---- request bodies ----------------------------------------------------------
 export type JoinRequest = RequestBody<"join">;
 export type LeaveRequest = RequestBody<"leave">;
 export type AcceptRequest = RequestBody<"accept">;
 export type RatingRequest = RequestBody<"rating">;
+export type TrustedAttributesRequest = RequestBody<"attributes">;
 export type CreatePartyRequest = RequestBody<"createParty">;
 export type JoinPartyRequest = RequestBody<"joinParty">;
 export type AssignmentRequest = RequestBody<"assign">;
@@ -56,6 +59,12 @@ export type SeatAssignment = Schemas["SeatAssignment"];
 export type MatchResult = Schemas["MatchResult"];
 export type RatingChange = Schemas["RatingChange"];
 export type Backfill = Schemas["Backfill"];
+/** One attribute's value: a token, a number, a list of tokens or a token -> number map. */
+export type AttributeValue = Schemas["AttributeValue"];
+/** One player's attribute values by attribute name (a join's `attributes`, a match record's per player). */
+export type Attributes = Schemas["Attributes"];
+/** A match rule as it stood when the match formed (a match record's `rules`). */
+export type RuleOutcome = Schemas["RuleOutcome"];
 
 export type JoinResult = SuccessData<"join">;
 export type LeaveResult = SuccessData<"leave">;
@@ -64,6 +73,7 @@ export type QueueStatusResult = SuccessData<"queueStatus">;
 export type MyStatusResult = SuccessData<"myStatus">;
 export type MatchViewResult = SuccessData<"match">;
 export type RatingResult = SuccessData<"rating">;
+export type AttributesResult = SuccessData<"attributes">;
 export type CreatePartyResult = SuccessData<"createParty">;
 export type JoinPartyResult = SuccessData<"joinParty">;
 export type CancelPartyResult = SuccessData<"cancelParty">;

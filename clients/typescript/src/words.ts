@@ -2,7 +2,7 @@
 // person reads: what a UI shows instead of raw JSON. A test holds the
 // message list to the spec's, so a new message needs its sentence here.
 import { matchOf, type PlayerState } from "./player-state.js";
-import type { MatchResult, PlayerId, RatingChange, ServerMessage } from "./types.js";
+import type { MatchResult, PlayerId, RatingChange, RuleOutcome, ServerMessage } from "./types.js";
 
 /** One sentence for a server message (`me`: the player, to leave out of "with ..."); a text frame is the heartbeat failure. */
 export function describeMessage(msg: ServerMessage | { type: "TEXT"; data: string }, me?: PlayerId): string {
@@ -109,10 +109,12 @@ export function describeState(state: PlayerState): string {
       break;
     case "MATCHED":
       if (match) parts.push(`match ${match.matchId}: waiting for a game server`);
+      if (match?.rules) parts.push(...sharedValues(match.rules));
       break;
     case "ASSIGNED":
       if (match?.assignment) parts.push(`match ${match.matchId}: connect to ${match.assignment.connection}`);
       else if (match) parts.push(`match ${match.matchId}: the game is on`);
+      if (match?.rules) parts.push(...sharedValues(match.rules));
       break;
     case "FINISHED":
       if (match) {
@@ -131,6 +133,11 @@ export function describeState(state: PlayerState): string {
   }
   if (state.note) parts.push(state.note);
   return parts.join(" · ");
+}
+
+/** What the match's intersection rules found in common (e.g. `commonMap: harbor`), the rules in force only. */
+function sharedValues(rules: RuleOutcome[]): string[] {
+  return rules.filter((r) => r.inForce && r.shared?.length).map((r) => `${r.name}: ${r.shared!.join(", ")}`);
 }
 
 function wait(seconds: number | null): string {

@@ -164,3 +164,22 @@ test("an operator's removal and cancellation are told as such", () => {
   const cancelled = describeMessage({ type: "MATCH_CANCELLED", matchId: "w.m1", worldType: "world1", reason: "OPERATOR", requeued: true }, "alice");
   assert.match(cancelled, /\(an operator cancelled it\); you are back in the queue/);
 });
+
+test("a match with rules keeps them on its card and names what its intersections found", () => {
+  const rules = [
+    { name: "commonMap", inForce: true, value: 1, shared: ["harbor"] },
+    { name: "sameBuild", inForce: false },
+    { name: "commonMode", inForce: false, value: 1, shared: ["ctf"] },
+  ];
+  const attributes = { ann: { maps: ["harbor", "mill"] }, ben: { maps: ["harbor"] } };
+  let s = run([push({ type: "MATCH_FOUND", ...record, attributes, rules, anchor: "ann", anchorWaitMs: 4210 })]);
+  assert.equal(s.phase, "MATCHED");
+  assert.deepEqual(s.matches[0]!.rules, rules);
+  assert.match(describeState(s), /commonMap: harbor/);
+  assert.doesNotMatch(describeState(s), /commonMode/, "a rule that was off decided nothing");
+  // A later push without them (a MATCH_ASSIGNED with the data left out) keeps them.
+  s = reduce(s, push({ type: "MATCH_ASSIGNED", ...record, assignment: seat }));
+  assert.equal(s.phase, "ASSIGNED");
+  assert.deepEqual(s.matches[0]!.rules, rules);
+  assert.match(describeState(s), /connect to 127\.0\.0\.1:7777 · commonMap: harbor/);
+});

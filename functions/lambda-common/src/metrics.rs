@@ -370,6 +370,10 @@ mod tests {
             region: None,
             latencies: None,
             worst_latency: None,
+            attributes: None,
+            rules: None,
+            anchor: None,
+            anchor_wait_ms: None,
         };
         let lines = request_match_lines(
             &[

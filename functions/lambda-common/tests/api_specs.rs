@@ -171,6 +171,9 @@ fn each_operations_security_is_its_routes_access_rule() {
             Access::Scope(ConfiguredScope::RatingsWriter) => {
                 serde_json::json!([{"ratingsWriterJwt": [ConfiguredScope::RatingsWriter.setting()]}])
             }
+            Access::Scope(ConfiguredScope::AttributesWriter) => {
+                serde_json::json!([{"attributesWriterJwt": [ConfiguredScope::AttributesWriter.setting()]}])
+            }
             Access::Scope(ConfiguredScope::Server) => {
                 serde_json::json!([{"serverJwt": [ConfiguredScope::Server.setting()]}])
             }
@@ -186,6 +189,7 @@ fn each_operations_security_is_its_routes_access_rule() {
     for scheme in [
         "playerJwt",
         "ratingsWriterJwt",
+        "attributesWriterJwt",
         "serverJwt",
         "adminReadJwt",
         "adminActionJwt",

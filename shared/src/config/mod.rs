@@ -3,10 +3,16 @@
 //! `MM_RULES_FILE`, see [`rules`]), or the FIFO shorthand
 //! `MM_WORLDS="world1:3,world2:5:300"` (name:team_size[:ticket_ttl_secs]).
 
+pub mod attributes;
 pub mod doc_table;
+pub mod match_rules;
 pub mod rules;
 mod world;
 
+pub use attributes::{AttributeCatalog, AttributeDecl, AttributeSource, AttributeType, Missing};
+pub use match_rules::{
+    CompareOp, ListAggregate, MatchRule, NumberAggregate, Relax, RuleKind, RuleValue,
+};
 pub use world::{
     BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
     RegionRules, World, WorldCatalog,
@@ -113,6 +119,13 @@ pub struct Settings {
     /// The operator's scopes (rule set `admin`); none: nobody may use the
     /// admin routes.
     pub admin: AdminScopes,
+    /// The declared player attributes (rule set `attributes`; empty with
+    /// the `MM_WORLDS` shorthand).
+    pub attributes: AttributeCatalog,
+    /// The scope (or claim) a caller's token must carry to write players'
+    /// trusted attributes (rule set `attributeStore.writerScope`); `None`:
+    /// nobody may (trusted attributes take their defaults).
+    pub attribute_writer_scope: Option<String>,
     /// How long a backfill stays open without its server renewing it.
     pub backfill_keepalive: Duration,
     /// Send one match event per durable match to the studio's allocator
@@ -240,12 +253,16 @@ impl Settings {
                     rules::Access {
                         server_scope: None,
                         admin: AdminScopes::default(),
+                        attributes: AttributeCatalog::default(),
+                        attribute_writer_scope: None,
                     },
                 ),
             };
         let rules::Access {
             server_scope,
             admin,
+            attributes,
+            attribute_writer_scope,
         } = access;
         let heartbeat_interval = secs("MM_HEARTBEAT_SECS", DEFAULT_HEARTBEAT.as_secs(), 1)?;
         let presence_timeout = secs(
@@ -304,6 +321,8 @@ impl Settings {
             backfill_keepalive: secs("MM_BACKFILL_KEEPALIVE_SECS", 15, 1)?,
             server_scope,
             admin,
+            attributes,
+            attribute_writer_scope,
             match_events: flag("MM_MATCH_EVENTS", false)?,
             matcher_sleep: flag("MM_MATCHER_SLEEP", false)?,
             presence_timeout,

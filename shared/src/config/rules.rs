@@ -15,9 +15,13 @@ use super::{
 use crate::domain::{RatingSystem, RatingUpdates, WorldName};
 use crate::error::ConfigError;
 
+mod attributes;
+mod fields;
+mod match_rules;
 mod regions;
 mod updates;
 
+use attributes::{AttributeStoreSection, Declarations};
 use regions::RegionsSection;
 pub use regions::MAX_REGIONS;
 use updates::{default_updates, UpdatesSection};
@@ -45,6 +49,10 @@ struct Document {
     servers: Option<ServersSection>,
     #[serde(default)]
     admin: Option<AdminSection>,
+    #[serde(default)]
+    attributes: Option<Declarations>,
+    #[serde(default, rename = "attributeStore")]
+    attribute_store: Option<AttributeStoreSection>,
     worlds: Vec<Value>,
 }
 
@@ -58,11 +66,14 @@ struct AdminSection {
 }
 
 /// What a rule set yields besides its worlds and ratings: who speaks for
-/// game servers and who may operate.
+/// game servers, who may operate, the declared player attributes and who
+/// may write the trusted ones.
 #[derive(Debug)]
 pub struct Access {
     pub server_scope: Option<String>,
     pub admin: super::AdminScopes,
+    pub attributes: super::AttributeCatalog,
+    pub attribute_writer_scope: Option<String>,
 }
 
 /// Who speaks for game servers (assignments, results).
@@ -176,6 +187,10 @@ struct WorldRules {
     rating: Option<RatingSection>,
     #[serde(default)]
     regions: Option<RegionsSection>,
+    #[serde(default)]
+    attributes: Option<Vec<String>>,
+    #[serde(default)]
+    rules: Option<Vec<Value>>,
 }
 
 #[derive(Deserialize, Default, PartialEq, Eq)]
@@ -333,6 +348,12 @@ pub fn parse(
             .and_then(RatingsSection::validate)
             .map_err(|e| err(format!("ratings: {e}")))?,
     };
+    let attributes = attributes::catalog(doc.attributes).map_err(err)?;
+    let attribute_writer_scope = doc
+        .attribute_store
+        .map(AttributeStoreSection::validate)
+        .transpose()
+        .map_err(err)?;
     let mut worlds = Vec::with_capacity(doc.worlds.len());
     for (i, value) in doc.worlds.into_iter().enumerate() {
         // Name the world in every message, even when the rest is wrong.
@@ -435,6 +456,8 @@ pub fn parse(
             .map(RegionsSection::validate)
             .transpose()
             .map_err(at)?;
+        let (world_attributes, match_rules) =
+            match_rules::world_rules(rules.attributes, rules.rules, &attributes).map_err(at)?;
         worlds.push(World {
             name,
             team_size: rules.team_size,
@@ -446,6 +469,8 @@ pub fn parse(
             mode,
             ready_check,
             regions,
+            attributes: world_attributes,
+            match_rules,
         });
     }
     let catalog = WorldCatalog::new(worlds).map_err(|e| err(e.reason))?;
@@ -479,9 +504,17 @@ pub fn parse(
         Access {
             server_scope,
             admin,
+            attributes,
+            attribute_writer_scope,
         },
     ))
 }
 
+#[cfg(test)]
+mod attribute_tests;
+#[cfg(test)]
+mod match_rules_tests;
+#[cfg(test)]
+mod rule_refusal_tests;
 #[cfg(test)]
 mod tests;

@@ -102,3 +102,27 @@ fn replica_acks_default_to_auto_and_parse_off_and_numbers() {
     let err = settings(&[("MM_REPLICA_ACK_TIMEOUT_MS", "0")]).expect_err("0 ms");
     assert_eq!(err.var, "MM_REPLICA_ACK_TIMEOUT_MS");
 }
+
+#[test]
+fn attributes_come_from_the_rule_set_and_the_shorthand_has_none() {
+    let s = settings(&[("MM_WORLDS", "duel:2")]).unwrap();
+    assert!(s.attributes.is_empty());
+    assert_eq!(s.attribute_writer_scope, None);
+    let s = settings(&[(
+        "MM_RULES",
+        r#"{"attributes": {"mode": {"type": "string"}, "league": {"type": "number", "source": "trusted"}},
+            "attributeStore": {"writerScope": "mm/attributes.write"},
+            "worlds": [{"name": "duel", "teamSize": 2,
+                        "rules": [{"name": "sameMode", "type": "equality", "attribute": "mode"}]}]}"#,
+    )])
+    .unwrap();
+    assert_eq!(s.attributes.len(), 2);
+    assert!(s.attributes.has_trusted());
+    assert_eq!(
+        s.attribute_writer_scope.as_deref(),
+        Some("mm/attributes.write")
+    );
+    let duel = s.worlds.get("duel").unwrap();
+    assert_eq!(duel.attributes, ["mode"]);
+    assert_eq!(duel.match_rules[0].name, "sameMode");
+}

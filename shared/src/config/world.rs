@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::rules;
+use super::{rules, MatchRule};
 use crate::domain::WorldName;
 use crate::error::ConfigError;
 
@@ -32,6 +32,11 @@ pub struct World {
     /// Regions: matches form only where every player's latency is within
     /// the anchor's cap.
     pub regions: Option<RegionRules>,
+    /// The player attributes the world takes, in the catalog's declaration
+    /// order: those its rules read and those its `attributes` lists.
+    pub attributes: Vec<String>,
+    /// Its match rules, in document order (compounds name others by index).
+    pub match_rules: Vec<MatchRule>,
 }
 
 /// A world's regions (the rule set's `regions` section): a match forms only
@@ -83,6 +88,8 @@ impl World {
             mode: MatchMode::Fifo,
             ready_check: None,
             regions: None,
+            attributes: Vec::new(),
+            match_rules: Vec::new(),
         }
     }
 

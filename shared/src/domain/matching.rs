@@ -45,6 +45,43 @@ pub struct MatchRecord {
     /// Worlds with regions: the highest of those latencies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worst_latency: Option<u32>,
+    /// Worlds with attributes: each participant's attribute values (those
+    /// with any), by player id, then by attribute name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<Box<PlayerAttributes>>,
+    /// Worlds with match rules: each rule as it stood when the match formed
+    /// (top-level rules and their operands, in the rule set's order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Box<Vec<RuleOutcome>>>,
+    /// Worlds with attributes: the first player of the ticket the match was
+    /// formed around, whose wait decided the rules in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<PlayerId>,
+    /// Worlds with attributes: how long the anchor had waited (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor_wait_ms: Option<u64>,
+}
+
+/// Attribute values by player id, then by attribute name.
+pub type PlayerAttributes =
+    std::collections::BTreeMap<String, serde_json::Map<String, serde_json::Value>>;
+
+/// A match rule as it stood when a match formed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleOutcome {
+    pub name: String,
+    /// Whether the rule applied (false: relaxed away at the anchor's wait).
+    pub in_force: bool,
+    /// The rule's number in force (a distance, a count, a reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+    /// Intersection rules: the values every ticket shared (sorted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<Vec<String>>,
+    /// `and` / `or` compounds: the operands that held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<Vec<String>>,
 }
 
 impl MatchRecord {

@@ -3,6 +3,7 @@
 //! here talks to Redis.
 
 mod admin;
+mod attributes;
 mod ids;
 pub mod integral;
 mod latency;
@@ -19,6 +20,10 @@ pub use admin::{
     AuditEntry, MatchesPage, OpenProposal, ProposalCancellation, TicketRemoval, TicketsPage,
     WaitingTicket, AUDIT_CAP, MAX_MATCHES_PAGE, MAX_NOTE_CHARS, MAX_TICKETS_PAGE,
 };
+pub use attributes::{
+    format_number, is_token, AttributeError, AttributeValue, TicketAttributes,
+    MAX_ATTRIBUTE_TOKEN_CHARS,
+};
 pub(crate) use ids::check_name;
 pub use ids::{
     ConnectionId, MatchId, PartyId, PlayerId, Rating, WorldName, MAX_CONNECTION_ID_CHARS,
@@ -32,8 +37,8 @@ pub use lifecycle::{
     MAX_TOKEN_CHARS,
 };
 pub use matching::{
-    MatchRecord, QueuePosition, QueueStatus, RatedTicket, RatingBucket, RatingDistribution,
-    WaitStats,
+    MatchRecord, PlayerAttributes, QueuePosition, QueueStatus, RatedTicket, RatingBucket,
+    RatingDistribution, RuleOutcome, WaitStats,
 };
 pub use notification::{
     MessageTooLarge, NotificationId, NotificationKind, OutboxEntry, RemovalReason, ServerMessage,

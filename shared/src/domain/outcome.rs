@@ -65,6 +65,9 @@ rejections! {
     RatingRequired { world_type: WorldName } = "RATING_REQUIRED",
     /// The player's rating is outside the configured range.
     InvalidRating { world_type: WorldName, rating: Rating } = "INVALID_RATING",
+    /// An attribute the world needs (`missing: refuse`) has no value from
+    /// its source (the body, or the trusted attribute store).
+    AttributesRequired { world_type: WorldName, attribute: String } = "ATTRIBUTES_REQUIRED",
 }
 
 /// The reply to a join.
@@ -157,6 +160,12 @@ pub enum PartyJoinOutcome {
     },
     /// No such party, or the player is not invited to it.
     NotFound,
+    /// The player's value of `attribute` differs from a member's, and a
+    /// rule of the world needs it equal across the match; nothing changed.
+    AttributesConflict {
+        world_type: WorldName,
+        attribute: String,
+    },
     /// The player's admission refused; nothing changed.
     Rejected(Rejection),
 }

@@ -171,7 +171,7 @@ impl Declaration {
              local CUR_SHAPE, CUR_KEYS, CUR_WORLDS, CUR_WORLD_COUNT\n\
              local WORLDS = {{}}\n\
              local function shape_of(features)\n  \
-             if type(features) ~= 'string' or not string.find(features, '^p?c?r?g?s?$') then return nil end\n  \
+             if type(features) ~= 'string' or not string.find(features, '^p?c?r?g?s?a?$') then return nil end\n  \
              local function pick(needs)\n    local names = {{}}\n    \
              for _, e in ipairs(needs) do\n      \
              if e[2] == '' or string.find(features, '[' .. e[2] .. ']') then names[#names + 1] = e[1] end\n    \

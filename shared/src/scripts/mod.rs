@@ -59,6 +59,10 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
         "_lifecycle.lua",
         include_str!("../../../lua/_lifecycle.lua"),
     ),
+    (
+        "_match_rules.lua",
+        include_str!("../../../lua/_match_rules.lua"),
+    ),
     ("_matching.lua", include_str!("../../../lua/_matching.lua")),
     ("_outbox.lua", include_str!("../../../lua/_outbox.lua")),
     ("_parties.lua", include_str!("../../../lua/_parties.lua")),
@@ -300,10 +304,10 @@ operations! {
     join {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
                OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               PlayerRatings, Conns, PlayerConns, Presence, MatcherAsleep, Backfills,
-               BackfillExpiry],
+               PlayerRatings, PlayerAttributes, Conns, PlayerConns, Presence, MatcherAsleep,
+               Backfills, BackfillExpiry],
         worlds: First,
-        args: [player, data, claimed, latencies, config, claim],
+        args: [player, data, claimed, latencies, attributes, config, claim],
     }
     leave {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
@@ -372,6 +376,11 @@ operations! {
         worlds: None,
         args: [for_world, player, rating, min, max],
     }
+    attributes_set {
+        keys: [PlayerAttributes],
+        worlds: None,
+        args: [player, attributes],
+    }
     sweep_tickets {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, MatcherAsleep],
         worlds: One,
@@ -431,17 +440,17 @@ operations! {
     }
     party_create {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
-               PartyExpiry, Proposals, PlayerRatings, Presence, MatcherAsleep],
+               PartyExpiry, Proposals, PlayerRatings, PlayerAttributes, Presence, MatcherAsleep],
         worlds: First,
-        args: [leader, data, claimed, latencies, config],
+        args: [leader, data, claimed, latencies, attributes, config],
         rest: invited,
     }
     party_join {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
                OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               PlayerRatings, Conns, PlayerConns, Presence, MatcherAsleep],
+               PlayerRatings, PlayerAttributes, Conns, PlayerConns, Presence, MatcherAsleep],
         worlds: First,
-        args: [player, party, data, claimed, latencies, config, claim],
+        args: [player, party, data, claimed, latencies, attributes, config, claim],
     }
     party_cancel {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,

@@ -246,8 +246,8 @@ fn invocations_carry_the_declared_keys_in_order() {
         keys.len(),
         SCRIPTS.form_matches.declaration.keys.len() + WorldKey::ALL.len()
     );
-    assert_eq!(keys.last().unwrap(), &layout.world(&w).backfill_ratings);
-    assert_eq!(inv.argv(), ["pcrgs", "0", "{}", "world1"]);
+    assert_eq!(keys.last().unwrap(), &layout.world(&w).attrs);
+    assert_eq!(inv.argv(), ["pcrgsa", "0", "{}", "world1"]);
     // A FIFO world's call without the features its keys need.
     let mut fifo = SCRIPTS
         .form_matches
@@ -263,6 +263,7 @@ fn invocations_carry_the_declared_keys_in_order() {
         block.due,
         block.region_queue,
         block.backfill_ratings,
+        block.attrs,
     ] {
         assert!(!keys.contains(&absent), "{absent}");
     }

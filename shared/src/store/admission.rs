@@ -106,6 +106,10 @@ impl MatchStore {
                 world_type: world(reply)?,
                 rating: reply.parsed("rating", Rating::parse)?,
             },
+            "ATTRIBUTES_REQUIRED" => Rejection::AttributesRequired {
+                world_type: world(reply)?,
+                attribute: reply.text("attribute")?,
+            },
             _ => return Ok(None),
         }))
     }

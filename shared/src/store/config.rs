@@ -14,6 +14,10 @@ use super::outbox_claim::{CLAIM_LEASE, YOUNG_CONNECTION};
 use crate::config::{BalanceRules, Settings, World};
 use crate::domain::WorldName;
 
+mod match_rules;
+
+use match_rules::{ScriptAttribute, ScriptRule};
+
 /// Every configured world's configuration string, by name.
 pub(super) struct WorldConfigs(HashMap<WorldName, String>);
 
@@ -72,6 +76,16 @@ struct ScriptConfig<'a> {
     ready_check: Option<ReadyCheck>,
     #[serde(skip_serializing_if = "Option::is_none")]
     regions: Option<Regions<'a>>,
+    /// The world's player attributes, in declaration order (absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attributes: Option<Vec<ScriptAttribute<'a>>>,
+    /// The world's match rules, in document order (absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    match_rules: Option<Vec<ScriptRule<'a>>>,
+    /// Worlds with attributes (matched around anchors): how long a failed
+    /// anchor waits before it is tried again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -190,6 +204,10 @@ fn encode(settings: &Settings, world: &World) -> String {
             retry_ms: millis(crate::config::rules::ANCHOR_RETRY),
             default_region: r.default_region.as_deref(),
         }),
+        attributes: match_rules::attributes(&settings.attributes, world),
+        match_rules: match_rules::rules(world),
+        retry_ms: (!world.attributes.is_empty())
+            .then(|| millis(crate::config::rules::ANCHOR_RETRY).max(1)),
     };
     // Serializing plain numbers, strings and booleans cannot fail.
     serde_json::to_string(&config).unwrap_or_default()

@@ -24,11 +24,16 @@ pub struct JoinInput<'a> {
     pub claimed: Option<Rating>,
     /// Worlds with regions: what the client measured.
     pub latencies: Option<&'a Latencies>,
+    /// Worlds with attributes: the client's attributes as the scripts take
+    /// them (`TicketAttributes::encode`; trusted ones are read by the
+    /// script from the attribute store).
+    pub attributes: Option<&'a str>,
 }
 
 impl JoinInput<'_> {
-    /// The `data`, `claimed` and `latencies` arguments, in that order (as
-    /// join.lua, party_create.lua and party_join.lua take them).
+    /// The `data`, `claimed`, `latencies` and `attributes` arguments, in
+    /// that order (as join.lua, party_create.lua and party_join.lua take
+    /// them).
     pub(super) fn add_args(&self, inv: &mut Invocation<'_>) {
         inv.arg(self.data.map_or("", TicketData::as_json))
             .arg(
@@ -36,7 +41,8 @@ impl JoinInput<'_> {
                     .map(|c| c.value().to_string())
                     .unwrap_or_default(),
             )
-            .arg(self.latencies.map(Latencies::as_arg).unwrap_or_default());
+            .arg(self.latencies.map(Latencies::as_arg).unwrap_or_default())
+            .arg(self.attributes.unwrap_or_default());
     }
 }
 
@@ -63,7 +69,7 @@ impl MatchStore {
         let input = JoinInput {
             data,
             claimed,
-            latencies: None,
+            ..JoinInput::default()
         };
         Ok(self.join_reply(world, player, &input, false).await?.outcome)
     }

@@ -6,6 +6,7 @@
 
 mod admin;
 mod admission;
+mod attributes_set;
 mod backfill;
 mod config;
 mod conn_heartbeat;
@@ -417,6 +418,9 @@ impl MatchStore {
             }
             if w.require_presence {
                 features = features.union(Features::PRESENCE);
+            }
+            if !w.attributes.is_empty() {
+                features = features.union(Features::ATTRIBUTES);
             }
         }
         features

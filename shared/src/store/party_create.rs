@@ -26,7 +26,7 @@ impl MatchStore {
         let input = JoinInput {
             data,
             claimed,
-            latencies: None,
+            ..JoinInput::default()
         };
         self.create_party_with(world, leader, invited, &input).await
     }

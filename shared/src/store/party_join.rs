@@ -31,7 +31,7 @@ impl MatchStore {
         let input = JoinInput {
             data,
             claimed,
-            latencies: None,
+            ..JoinInput::default()
         };
         self.join_party_claiming(world, party, player, &input, false)
             .await
@@ -113,6 +113,10 @@ impl MatchStore {
                 }
             }
             "NOT_FOUND" => PartyJoinOutcome::NotFound,
+            "ATTRIBUTES_CONFLICT" => PartyJoinOutcome::AttributesConflict {
+                world_type: reply.parsed("world", WorldName::parse)?,
+                attribute: reply.text("attribute")?,
+            },
             "PROPOSED" => PartyJoinOutcome::Proposed(reply.json::<ProposalView>("proposal")?),
             other => return self.refused(SCRIPT, other, reply, player, PartyJoinOutcome::Rejected),
         };

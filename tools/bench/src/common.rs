@@ -59,11 +59,11 @@ impl Config {
                     s.trim()
                         .parse::<u8>()
                         .ok()
-                        .filter(|n| (1..=10).contains(n))
-                        .ok_or_else(|| format!("BENCH_ROWS takes numbers 1..=10, got {s:?}"))
+                        .filter(|n| (1..=11).contains(n))
+                        .ok_or_else(|| format!("BENCH_ROWS takes numbers 1..=11, got {s:?}"))
                 })
                 .collect::<Res<Vec<u8>>>()?,
-            None => vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+            None => vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
         };
         let e2e_secs = match var("BENCH_E2E_SECS") {
             Some(v) => v

@@ -4,6 +4,7 @@
 //! is a ratio measured in the same run. Prints a table and writes it as
 //! Markdown (`bench-results/latest.md` by default). See docs/benchmark.md.
 
+mod attributes;
 mod backfill;
 mod common;
 mod durability;
@@ -70,7 +71,7 @@ async fn run(cfg: Config) -> Res<bool> {
         ..Default::default()
     };
     type Row = (u8, &'static str);
-    let rows: [Row; 10] = [
+    let rows: [Row; 11] = [
         (1, "scaling"),
         (2, "throughput"),
         (3, "matcher"),
@@ -81,6 +82,7 @@ async fn run(cfg: Config) -> Res<bool> {
         (8, "backfill"),
         (9, "durability"),
         (10, "instructions"),
+        (11, "attributes"),
     ];
     for (n, name) in rows {
         if !cfg.runs(n) {
@@ -98,6 +100,7 @@ async fn run(cfg: Config) -> Res<bool> {
             7 => regions::run(&cfg, &mut report).await,
             8 => backfill::run(&cfg, &mut report).await,
             9 => durability::run(&cfg, &mut report).await,
+            11 => attributes::run(&cfg, &mut report).await,
             _ => instructions::run(&cfg, &mut report).await,
         };
         match result {

@@ -469,6 +469,7 @@ var ROUTES = {
   cancelBackfill: { method: "DELETE", path: "/v1/matching/matches/{matchId}/backfill", scope: "servers.scope" },
   backfillKeepalive: { method: "POST", path: "/v1/matching/matches/{matchId}/backfill/keepalive", scope: "servers.scope" },
   rating: { method: "PUT", path: "/v1/ratings/{playerId}", scope: "ratings.writerScope" },
+  attributes: { method: "PUT", path: "/v1/attributes/{playerId}", scope: "attributeStore.writerScope" },
   createParty: { method: "POST", path: "/v1/parties" },
   joinParty: { method: "POST", path: "/v1/parties/{partyId}/join" },
   cancelParty: { method: "DELETE", path: "/v1/parties/{partyId}" },
@@ -561,6 +562,13 @@ var MatchmakingClient = class {
   /** `PUT /v1/ratings/{playerId}`: a trusted rating write (a token with `ratings.writerScope`). */
   putRating(playerId, body) {
     return this.call("rating", { playerId }, body);
+  }
+  /**
+   * `PUT /v1/attributes/{playerId}`: replaces a player's trusted attributes (those the rule set declares
+   * `"source": "trusted"`; `{attributes: {}}` clears them), a token with `attributeStore.writerScope`.
+   */
+  putAttributes(playerId, body) {
+    return this.call("attributes", { playerId }, body);
   }
   /** `POST /v1/matching/matches/{matchId}/assignment`: the allocator names the match's server (a token with `servers.scope`). */
   assignMatch(matchId, body) {
@@ -857,7 +865,7 @@ function upsert(matches, card) {
 }
 function cardOf(m, state, me) {
   const card = { matchId: m.matchId, worldType: m.worldType, participants: [...m.participants], state };
-  for (const key of ["teams", "ratings", "spread", "teamDifference", "region", "worstLatency", "assignment", "result"]) {
+  for (const key of ["teams", "ratings", "spread", "teamDifference", "region", "worstLatency", "rules", "assignment", "result"]) {
     if (m[key] !== void 0) card[key] = m[key];
   }
   const changes = m["ratingChanges"];
@@ -994,10 +1002,12 @@ function describeState(state) {
       break;
     case "MATCHED":
       if (match) parts.push(`match ${match.matchId}: waiting for a game server`);
+      if (match?.rules) parts.push(...sharedValues(match.rules));
       break;
     case "ASSIGNED":
       if (match?.assignment) parts.push(`match ${match.matchId}: connect to ${match.assignment.connection}`);
       else if (match) parts.push(`match ${match.matchId}: the game is on`);
+      if (match?.rules) parts.push(...sharedValues(match.rules));
       break;
     case "FINISHED":
       if (match) {
@@ -1016,6 +1026,9 @@ function describeState(state) {
   }
   if (state.note) parts.push(state.note);
   return parts.join(" \xB7 ");
+}
+function sharedValues(rules) {
+  return rules.filter((r) => r.inForce && r.shared?.length).map((r) => `${r.name}: ${r.shared.join(", ")}`);
 }
 function wait(seconds) {
   return seconds == null ? " \xB7 estimated wait unknown" : ` \xB7 estimated wait ${seconds} s`;

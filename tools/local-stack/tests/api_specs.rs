@@ -648,13 +648,25 @@ fn expect(answer: &Answer, status: u16, what: &str) {
 
 /// The scope of the studio's allocator and game servers in the flow's rules.
 const SERVER_SCOPE: &str = "matchmaking/servers";
+/// The trusted attribute store's writer scope in Schemathesis's run.
+const ATTRIBUTES_SCOPE: &str = "matchmaking/attributes.write";
 
 const FLOW_RULES: &str = r#"{
   "ratings": {"claim": "mmr", "default": 1500, "min": 0, "max": 5000,
               "writerScope": "matchmaking/ratings.write"},
   "servers": {"scope": "matchmaking/servers"},
   "admin": {"readScope": "matchmaking/admin.read", "actionScope": "matchmaking/admin.act"},
+  "attributeStore": {"writerScope": "matchmaking/attributes.write"},
+  "attributes": {
+    "modes": {"type": "stringList", "values": ["ffa", "ctf", "duel"], "maxItems": 3, "missing": "refuse"},
+    "level": {"type": "number", "min": 1, "max": 100, "default": 1},
+    "platform": {"type": "string", "source": "trusted", "values": ["pc", "console"], "default": "pc"}
+  },
   "worlds": [
+    {"name": "modes", "teamSize": 2, "attributes": ["platform"], "rules": [
+      {"name": "commonMode", "type": "intersection", "attribute": "modes"},
+      {"name": "levelClose", "type": "distance", "attribute": "level", "max": 10}
+    ]},
     {"name": "trio", "teamSize": 3},
     {"name": "squads", "teamSize": 2, "teams": 2},
     {"name": "duel", "teamSize": 2, "readyCheck": {"acceptSeconds": 3, "declineCooldownSeconds": 30}},
@@ -983,6 +995,104 @@ async fn every_answer_and_frame_of_an_end_to_end_run_fits_the_specs() {
         404,
         "UNKNOWN_WORLD",
     );
+
+    // Attributes: the trusted store behind its scope, a join's attributes
+    // checked, a match formed under the rules (its record and MATCH_FOUND
+    // carry the values and the rules as they stood).
+    let attributes_writer = support::token_with(
+        &run.stack,
+        "profile-service",
+        json!({"scp": ["matchmaking/attributes.write"]}),
+    )
+    .await;
+    let attributes = |who: &str| format!("/v1/attributes/{who}");
+    expect(
+        &run.call(
+            "PUT",
+            &attributes("m1"),
+            &outsider,
+            body(json!({"attributes": {"platform": "console"}})),
+        )
+        .await,
+        403,
+        "FORBIDDEN",
+    );
+    for (who, platform) in [("m1", "console"), ("m2", "console")] {
+        expect(
+            &run.call(
+                "PUT",
+                &attributes(who),
+                &attributes_writer,
+                body(json!({"attributes": {"platform": platform}})),
+            )
+            .await,
+            200,
+            "",
+        );
+    }
+    expect(
+        &run.call(
+            "PUT",
+            &attributes("m1"),
+            &attributes_writer,
+            body(json!({"attributes": {"platform": "switch"}})),
+        )
+        .await,
+        400,
+        "INVALID_ATTRIBUTES",
+    );
+    let m1 = run.player("m1").await;
+    let m2 = run.player("m2").await;
+    let join_modes = |p: &Player, attrs: Value| {
+        let token = p.token.clone();
+        let run = &run;
+        async move {
+            run.call(
+                "POST",
+                "/v1/matching/join",
+                &token,
+                Some(json!({"worldType": "modes", "attributes": attrs})),
+            )
+            .await
+        }
+    };
+    expect(
+        &join_modes(&m1, json!({"modes": ["ffa", "ffa"]})).await,
+        400,
+        "INVALID_ATTRIBUTES",
+    );
+    expect(
+        &join_modes(&m1, json!({"platform": "pc", "modes": ["ffa"]})).await,
+        400,
+        "INVALID_ATTRIBUTES",
+    );
+    expect(
+        &run.call(
+            "POST",
+            "/v1/matching/join",
+            &m1.token,
+            Some(json!({"worldType": "trio", "attributes": {"modes": ["ffa"]}})),
+        )
+        .await,
+        400,
+        "INVALID_ATTRIBUTES",
+    );
+    expect(
+        &join_modes(&m1, json!({"modes": ["ffa", "ctf"], "level": 20})).await,
+        200,
+        "QUEUED",
+    );
+    let a = join_modes(&m2, json!({"modes": ["ctf", "duel"], "level": 25})).await;
+    expect(&a, 200, "MATCHED");
+    let record = &a.body["data"]["match"];
+    assert_eq!(record["rules"][0]["shared"], json!(["ctf"]), "{record}");
+    assert_eq!(
+        record["attributes"]["m1"]["platform"], "console",
+        "{record}"
+    );
+    for p in [&m1, &m2] {
+        p.heard("MATCH_FOUND", 1, WAIT).await;
+    }
 
     // A party of two joins the queue as one ticket and is matched into one
     // team; invitations and progress are PARTY_UPDATE pushes.
@@ -2020,6 +2130,14 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
         .as_str()
         .expect("servers.scope")
         .to_owned();
+    // The trusted attribute store: a scope for this run when the local
+    // rules name none, and one trusted attribute to write.
+    if rules["attributeStore"]["writerScope"].as_str().is_none() {
+        rules["attributeStore"] = json!({ "writerScope": ATTRIBUTES_SCOPE });
+        rules["attributes"] = json!({
+            "platform": {"type": "string", "source": "trusted", "values": ["pc", "console"]}
+        });
+    }
     // Without the demo allocator, which would assign the matches that
     // Schemathesis's joins form: its players would then be IN_MATCH for the
     // rest of the run and never queue or match again.
@@ -2056,6 +2174,12 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
     )
     .await;
 
+    let attributes_token = support::token_with(
+        &stack,
+        "schemathesis-attributes",
+        json!({ "scp": [rules["attributeStore"]["writerScope"]] }),
+    )
+    .await;
     let admin = &rules["admin"];
     let admin_token = support::token_with(
         &stack,
@@ -2087,6 +2211,7 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
         .env("MM_WRITER_TOKEN", &writer_token)
         .env("MM_SERVER_TOKEN", &server_token)
         .env("MM_ADMIN_TOKEN", &admin_token)
+        .env("MM_ATTRIBUTES_TOKEN", &attributes_token)
         .current_dir(&work)
         .kill_on_drop(true);
     let started = std::time::Instant::now();

@@ -122,7 +122,7 @@ fn max_party_size(world: &str) -> usize {
 /// `data.error` codes of docs/http-api.md with their HTTP status: the
 /// table of its "Error codes" section, in its order (checked against the
 /// document by `the_error_code_table_is_the_documented_one`).
-const ERROR_CODES: [(&str, u16); 35] = [
+const ERROR_CODES: [(&str, u16); 38] = [
     ("UNAUTHORIZED", 401),
     ("INVALID_REQUEST", 400),
     ("UNKNOWN_WORLD", 404),
@@ -157,6 +157,9 @@ const ERROR_CODES: [(&str, u16); 35] = [
     ("INVALID_BACKFILL", 400),
     ("BACKFILL_NOT_FOUND", 404),
     ("MATCH_NOT_ASSIGNED", 409),
+    ("INVALID_ATTRIBUTES", 400),
+    ("ATTRIBUTES_REQUIRED", 409),
+    ("ATTRIBUTES_CONFLICT", 409),
     ("REDIS_UNAVAILABLE", 503),
 ];
 
@@ -1544,7 +1547,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 })
             };
         }
-        Route::Rating => {
+        Route::Rating | Route::Attributes => {
             let id = path_param(case, "playerId");
             if !valid_player_id(&id) {
                 return Refused(400, "INVALID_REQUEST", field("playerId"));
@@ -1634,10 +1637,11 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         body
     };
     let allowed: &[&str] = match route {
-        Route::Join => &["worldType", "data", "latencies"],
+        Route::Join => &["worldType", "data", "latencies", "attributes"],
         Route::Rating => &["rating", "worldType"],
-        Route::CreateParty => &["worldType", "members", "data", "latencies"],
-        Route::JoinParty => &["data", "latencies"],
+        Route::Attributes => &["attributes"],
+        Route::CreateParty => &["worldType", "members", "data", "latencies", "attributes"],
+        Route::JoinParty => &["data", "latencies", "attributes"],
         Route::Accept => &["matchId", "accept"],
         Route::Assign => &["connection", "properties", "players"],
         Route::Report => &["teamRanks", "playerRanks", "cancelled"],
@@ -1700,6 +1704,16 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         let Some(b) = before else { return unavailable };
         return expected_answer(b, id, sub, *accept);
     }
+    if route == Route::Attributes {
+        // An object of trusted attributes is required; the harness's rule
+        // set declares none, so any attribute is unknown (400) and only
+        // `{}` is well-formed, which no writer scope lets through (403).
+        return match body.get("attributes") {
+            None => invalid,
+            Some(Value::Object(a)) if a.is_empty() => Refused(403, "FORBIDDEN", None),
+            Some(_) => Refused(400, "INVALID_ATTRIBUTES", field("attributes")),
+        };
+    }
     if route == Route::Rating {
         // A number is required; the world is optional. The harness configures
         // no writer scope, so every well-formed write is forbidden.
@@ -1729,6 +1743,10 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             Ok(measured) => measured,
             Err(refused) => return refused,
         };
+        // No world of the harness declares attributes.
+        if body.get("attributes").is_some_and(|a| !a.is_null()) {
+            return Refused(400, "INVALID_ATTRIBUTES", field("attributes"));
+        }
         let Some(b) = before else { return unavailable };
         return expected_party_join(b, &id, sub, measured);
     }
@@ -1761,6 +1779,10 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 Ok(measured) => measured,
                 Err(refused) => return refused,
             };
+            // No world of the harness declares attributes.
+            if body.get("attributes").is_some_and(|a| !a.is_null()) {
+                return Refused(400, "INVALID_ATTRIBUTES", field("attributes"));
+            }
             let Some(b) = before else { return unavailable };
             if let Some(w) = b.solo_world(sub) {
                 return Refused(409, "ALREADY_QUEUED", Some(("worldType", json!(w))));
@@ -1795,6 +1817,10 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 Ok(measured) => measured,
                 Err(refused) => return refused,
             };
+            // No world of the harness declares attributes.
+            if body.get("attributes").is_some_and(|a| !a.is_null()) {
+                return Refused(400, "INVALID_ATTRIBUTES", field("attributes"));
+            }
             // The caller leads; listing them too, or anyone twice, counts once.
             let mut invited: Vec<String> = Vec::new();
             for m in members {

@@ -66,6 +66,84 @@ export interface components {
         AssignmentProperties: Record<string, unknown>;
         /** @description a place, 1 = first; at most the number of sides (teams, or players in a match without teams; a match has at most 100 players); equal places are a draw */
         Rank: number;
+        /**
+         * @description a player attribute the rule set declares (its top-level `attributes`)
+         * @example modes
+         */
+        AttributeName: string;
+        /**
+         * @description a string attribute's value, a list's item or a map's key, `[A-Za-z0-9._:-]`, at most the declaration's `maxLength` characters (at most 64, by default 32)
+         * @example ctf
+         */
+        AttributeToken: string;
+        /**
+         * @description One attribute's value, of its declared type: `string` a token (one
+         *     of the declaration's `values`, if it lists them); `number` a finite
+         *     number within the declaration's `min` and `max`; `stringList` 1 to
+         *     `maxItems` tokens, none twice (a repeat is refused, not merged);
+         *     `numberMap` 1 to `maxItems` token -> number entries. `maxItems` is
+         *     at most 32 (by default 8). Match records show lists and map keys
+         *     sorted.
+         * @example ctf
+         * @example 42
+         * @example [
+         *       "ctf",
+         *       "koth"
+         *     ]
+         * @example {
+         *       "sword": 3,
+         *       "bow": 1
+         *     }
+         */
+        AttributeValue: components["schemas"]["AttributeToken"] | number | components["schemas"]["AttributeToken"][] | {
+            [key: string]: number;
+        };
+        /**
+         * @description One player's attribute values by attribute name (at most 32, the
+         *     most a rule set declares), each valid for its declaration
+         *     (docs/rules.md, Attributes and match rules).
+         * @example {
+         *       "modes": [
+         *         "ctf",
+         *         "koth"
+         *       ],
+         *       "build": "1.4.2",
+         *       "level": 17
+         *     }
+         */
+        Attributes: {
+            [key: string]: components["schemas"]["AttributeValue"];
+        };
+        /**
+         * @description a match rule of the world (its `rules`), unique in the world
+         * @example sameMode
+         */
+        RuleName: string;
+        /**
+         * @description A match rule of the world as it stood when the match formed, at the
+         *     anchor's wait: the top-level rules and their operands (an off
+         *     compound's are left out), in the rule set's order. `value`,
+         *     `shared` and `held` only while the rule is in force.
+         * @example {
+         *       "name": "commonMode",
+         *       "inForce": true,
+         *       "value": 1,
+         *       "shared": [
+         *         "ctf"
+         *       ]
+         *     }
+         */
+        RuleOutcome: {
+            name: components["schemas"]["RuleName"];
+            /** @description `false`: the rule was off at formation (past its `optionalAfterSeconds`, or a relaxation step of `null`), so it held whatever the values */
+            inForce: boolean;
+            /** @description the rule's parameter in force, for rules with one (a distance's `max`, an intersection's `minCount`, a comparison's reference), after relaxation */
+            value?: number | string;
+            /** @description intersection rules, the values every ticket shared (sorted), e.g. the modes or maps the match may play */
+            shared?: components["schemas"]["AttributeToken"][];
+            /** @description `and` / `or` compounds, the operands that held */
+            held?: components["schemas"]["RuleName"][];
+        };
         /** @description what one player is told of a match's assignment (never another player's token) */
         SeatAssignment: {
             connection: components["schemas"]["Connection"];
@@ -175,6 +253,16 @@ export interface components {
             };
             /** @description worlds with regions, the highest of those latencies */
             worstLatency?: number;
+            /** @description worlds with attributes, each participant's attribute values (players with at least one), by player id */
+            attributes?: {
+                [key: string]: components["schemas"]["Attributes"];
+            };
+            /** @description worlds with match rules, each rule as it stood when the match formed (top-level rules and their operands, in the rule set's order) */
+            rules?: components["schemas"]["RuleOutcome"][];
+            /** @description worlds with attributes, the first player of the ticket the match was formed around, whose own wait decided the rule values in force */
+            anchor?: components["schemas"]["PlayerId"];
+            /** @description worlds with attributes, how long the anchor had waited when the match formed (ms) */
+            anchorWaitMs?: number;
             /**
              * @description present (and true) only when `playerData` did not fit and was left out
              * @constant
@@ -218,6 +306,16 @@ export interface components {
             };
             /** @description worlds with regions, the highest of those latencies */
             worstLatency?: number;
+            /** @description worlds with attributes, each participant's attribute values (players with at least one), by player id */
+            attributes?: {
+                [key: string]: components["schemas"]["Attributes"];
+            };
+            /** @description worlds with match rules, each rule as it stood when the match formed (top-level rules and their operands, in the rule set's order) */
+            rules?: components["schemas"]["RuleOutcome"][];
+            /** @description worlds with attributes, the first player of the ticket the match was formed around, whose own wait decided the rule values in force */
+            anchor?: components["schemas"]["PlayerId"];
+            /** @description worlds with attributes, how long the anchor had waited when the match formed (ms) */
+            anchorWaitMs?: number;
             assignment: components["schemas"]["SeatAssignment"];
             /**
              * @description present (and true) only when `playerData` did not fit and was left out

@@ -20,7 +20,9 @@ export interface paths {
          *     caller's connections also get a `QUEUED` push). A join that an open
          *     backfill takes answers `MATCHED` with the running match and its
          *     lifecycle (`MatchView`: its state and the caller's seat), as
-         *     my-status does.
+         *     my-status does. In a world with player attributes the body carries
+         *     the caller's client attributes (`attributes`), checked against the
+         *     rule set's declarations before anything is written.
          */
         post: operations["join"];
         delete?: never;
@@ -312,6 +314,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/attributes/{playerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a player's trusted attributes in the trusted attribute store
+         * @description Only for a token that carries the scope the rule set names in
+         *     `attributeStore.writerScope` (a game server, an admin tool); any
+         *     other caller, or any caller when no `attributeStore` is configured,
+         *     gets `403 FORBIDDEN` once the request itself was found well-formed
+         *     (a malformed write is a `400` whoever sends it). The scope is read
+         *     from the authorizer's parsed scopes and from the `scope` and `scp`
+         *     claims (a space-separated string or a JSON list). The body names
+         *     only attributes the rule set declares `"source": "trusted"`; they
+         *     replace everything stored for the player (`{}` clears it). Any other
+         *     name, or a value its declaration refuses, is
+         *     `400 INVALID_ATTRIBUTES` naming the attribute, and nothing is
+         *     written. A ticket already waiting keeps the attributes it joined
+         *     with; the player's next join (or party) reads these.
+         */
+        put: operations["attributes"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/parties": {
         parameters: {
             query?: never;
@@ -327,7 +361,8 @@ export interface paths {
          *     with a `PARTY_UPDATE` push. The leader may be listed in `members` too
          *     and duplicates count once; at least one other player is needed, and
          *     the party (leader included) may not be larger than the world's
-         *     `maxPartySize`. `data` is the leader's own ticket data.
+         *     `maxPartySize`. `data` is the leader's own ticket data, `attributes`
+         *     the leader's own client attributes (worlds with attributes).
          */
         post: operations["createParty"];
         delete?: never;
@@ -351,7 +386,10 @@ export interface paths {
          *     as one ticket (`QUEUED`) and may be matched (`MATCHED`) or proposed
          *     (`PROPOSED`) at once. A caller who has already joined gets the party
          *     as it stands. The body is optional (no body, an empty body and `{}`
-         *     are the same).
+         *     are the same). In a world with attributes, a joining member whose
+         *     value of an attribute that an equality rule compares differs from a
+         *     member's is refused (`409 ATTRIBUTES_CONFLICT`): a party plays under
+         *     one value.
          */
         post: operations["joinParty"];
         delete?: never;
@@ -648,6 +686,84 @@ export interface components {
         AssignmentProperties: Record<string, unknown>;
         /** @description a place, 1 = first; at most the number of sides (teams, or players in a match without teams; a match has at most 100 players); equal places are a draw */
         Rank: number;
+        /**
+         * @description a player attribute the rule set declares (its top-level `attributes`)
+         * @example modes
+         */
+        AttributeName: string;
+        /**
+         * @description a string attribute's value, a list's item or a map's key, `[A-Za-z0-9._:-]`, at most the declaration's `maxLength` characters (at most 64, by default 32)
+         * @example ctf
+         */
+        AttributeToken: string;
+        /**
+         * @description One attribute's value, of its declared type: `string` a token (one
+         *     of the declaration's `values`, if it lists them); `number` a finite
+         *     number within the declaration's `min` and `max`; `stringList` 1 to
+         *     `maxItems` tokens, none twice (a repeat is refused, not merged);
+         *     `numberMap` 1 to `maxItems` token -> number entries. `maxItems` is
+         *     at most 32 (by default 8). Match records show lists and map keys
+         *     sorted.
+         * @example ctf
+         * @example 42
+         * @example [
+         *       "ctf",
+         *       "koth"
+         *     ]
+         * @example {
+         *       "sword": 3,
+         *       "bow": 1
+         *     }
+         */
+        AttributeValue: components["schemas"]["AttributeToken"] | number | components["schemas"]["AttributeToken"][] | {
+            [key: string]: number;
+        };
+        /**
+         * @description One player's attribute values by attribute name (at most 32, the
+         *     most a rule set declares), each valid for its declaration
+         *     (docs/rules.md, Attributes and match rules).
+         * @example {
+         *       "modes": [
+         *         "ctf",
+         *         "koth"
+         *       ],
+         *       "build": "1.4.2",
+         *       "level": 17
+         *     }
+         */
+        Attributes: {
+            [key: string]: components["schemas"]["AttributeValue"];
+        };
+        /**
+         * @description a match rule of the world (its `rules`), unique in the world
+         * @example sameMode
+         */
+        RuleName: string;
+        /**
+         * @description A match rule of the world as it stood when the match formed, at the
+         *     anchor's wait: the top-level rules and their operands (an off
+         *     compound's are left out), in the rule set's order. `value`,
+         *     `shared` and `held` only while the rule is in force.
+         * @example {
+         *       "name": "commonMode",
+         *       "inForce": true,
+         *       "value": 1,
+         *       "shared": [
+         *         "ctf"
+         *       ]
+         *     }
+         */
+        RuleOutcome: {
+            name: components["schemas"]["RuleName"];
+            /** @description `false`: the rule was off at formation (past its `optionalAfterSeconds`, or a relaxation step of `null`), so it held whatever the values */
+            inForce: boolean;
+            /** @description the rule's parameter in force, for rules with one (a distance's `max`, an intersection's `minCount`, a comparison's reference), after relaxation */
+            value?: number | string;
+            /** @description intersection rules, the values every ticket shared (sorted), e.g. the modes or maps the match may play */
+            shared?: components["schemas"]["AttributeToken"][];
+            /** @description `and` / `or` compounds, the operands that held */
+            held?: components["schemas"]["RuleName"][];
+        };
         JoinRequest: {
             worldType: components["schemas"]["WorldName"];
             /** @description optional ticket data; `null` means none */
@@ -660,6 +776,17 @@ export interface components {
              *     malformed, it is `400 INVALID_LATENCIES`
              */
             latencies?: components["schemas"]["Latencies"] | null;
+            /**
+             * @description worlds with attributes: the player's client attributes (those
+             *     the rule set declares with `"source": "client"`, the default),
+             *     name -> value; `null` means none. A name the world does not
+             *     take, a trusted attribute, a value its declaration refuses, or a
+             *     required one (`"missing": "refuse"`) left out is
+             *     `400 INVALID_ATTRIBUTES` naming the attribute; in a world
+             *     without attributes any value but `null` is
+             *     `400 INVALID_ATTRIBUTES`
+             */
+            attributes?: components["schemas"]["Attributes"] | null;
         };
         LeaveRequest: {
             worldType: components["schemas"]["WorldName"];
@@ -674,6 +801,15 @@ export interface components {
             rating: number;
             /** @description the world the rating is for; absent or `null`, every world */
             worldType?: components["schemas"]["WorldName"] | null;
+        };
+        TrustedAttributesRequest: {
+            /**
+             * @description the player's trusted attributes (only those the rule set declares
+             *     with `"source": "trusted"`), replacing what is stored; `{}`
+             *     clears them. Any other name, or a value its declaration refuses,
+             *     is `400 INVALID_ATTRIBUTES`
+             */
+            attributes: components["schemas"]["Attributes"];
         };
         CreatePartyRequest: {
             worldType: components["schemas"]["WorldName"];
@@ -694,6 +830,17 @@ export interface components {
              *     malformed, it is `400 INVALID_LATENCIES`
              */
             latencies?: components["schemas"]["Latencies"] | null;
+            /**
+             * @description worlds with attributes: the player's client attributes (those
+             *     the rule set declares with `"source": "client"`, the default),
+             *     name -> value; `null` means none. A name the world does not
+             *     take, a trusted attribute, a value its declaration refuses, or a
+             *     required one (`"missing": "refuse"`) left out is
+             *     `400 INVALID_ATTRIBUTES` naming the attribute; in a world
+             *     without attributes any value but `null` is
+             *     `400 INVALID_ATTRIBUTES`
+             */
+            attributes?: components["schemas"]["Attributes"] | null;
         };
         JoinPartyRequest: {
             /** @description the joining player's optional ticket data; `null` means none */
@@ -706,6 +853,17 @@ export interface components {
              *     malformed, it is `400 INVALID_LATENCIES`
              */
             latencies?: components["schemas"]["Latencies"] | null;
+            /**
+             * @description worlds with attributes: the player's client attributes (those
+             *     the rule set declares with `"source": "client"`, the default),
+             *     name -> value; `null` means none. A name the world does not
+             *     take, a trusted attribute, a value its declaration refuses, or a
+             *     required one (`"missing": "refuse"`) left out is
+             *     `400 INVALID_ATTRIBUTES` naming the attribute; in a world
+             *     without attributes any value but `null` is
+             *     `400 INVALID_ATTRIBUTES`
+             */
+            attributes?: components["schemas"]["Attributes"] | null;
         };
         AssignmentRequest: {
             connection: components["schemas"]["Connection"];
@@ -840,6 +998,16 @@ export interface components {
             };
             /** @description worlds with regions, the highest of those latencies */
             worstLatency?: number;
+            /** @description worlds with attributes, each participant's attribute values (players with at least one), by player id */
+            attributes?: {
+                [key: string]: components["schemas"]["Attributes"];
+            };
+            /** @description worlds with match rules, each rule as it stood when the match formed (top-level rules and their operands, in the rule set's order) */
+            rules?: components["schemas"]["RuleOutcome"][];
+            /** @description worlds with attributes, the first player of the ticket the match was formed around, whose own wait decided the rule values in force */
+            anchor?: components["schemas"]["PlayerId"];
+            /** @description worlds with attributes, how long the anchor had waited when the match formed (ms) */
+            anchorWaitMs?: number;
         };
         /**
          * @description A match record (the same fields as `MatchRecord`) with what became
@@ -876,6 +1044,16 @@ export interface components {
             };
             /** @description worlds with regions, the highest of those latencies */
             worstLatency?: number;
+            /** @description worlds with attributes, each participant's attribute values (players with at least one), by player id */
+            attributes?: {
+                [key: string]: components["schemas"]["Attributes"];
+            };
+            /** @description worlds with match rules, each rule as it stood when the match formed (top-level rules and their operands, in the rule set's order) */
+            rules?: components["schemas"]["RuleOutcome"][];
+            /** @description worlds with attributes, the first player of the ticket the match was formed around, whose own wait decided the rule values in force */
+            anchor?: components["schemas"]["PlayerId"];
+            /** @description worlds with attributes, how long the anchor had waited when the match formed (ms) */
+            anchorWaitMs?: number;
             state: components["schemas"]["MatchState"];
             /** @description once a server is assigned, the caller's seat (their own token only) */
             assignment?: components["schemas"]["SeatAssignment"];
@@ -1076,6 +1254,13 @@ export interface components {
             rating: number;
             previousRating: number | null;
         };
+        AttributesStored: {
+            playerId: components["schemas"]["PlayerId"];
+            /** @description the trusted attributes now stored (`{}` after a clear) */
+            attributes: components["schemas"]["Attributes"];
+            /** @description what was stored before (`{}` for nothing); `null` when the stored entry no longer reads under the rule set's declarations */
+            previousAttributes: components["schemas"]["Attributes"] | null;
+        };
         PartyCancelled: {
             /** @constant */
             cancelled: true;
@@ -1211,14 +1396,14 @@ export interface components {
          * @description `data.error` of every error answer. The HTTP status is decided by the
          *     code: 400 `INVALID_REQUEST`, `INVALID_RATING`, `INVALID_PARTY`,
          *     `INVALID_LATENCIES`, `INVALID_ASSIGNMENT`, `INVALID_RESULT`,
-         *     `INVALID_BACKFILL`;
+         *     `INVALID_BACKFILL`, `INVALID_ATTRIBUTES`;
          *     401 `UNAUTHORIZED`; 403 `FORBIDDEN`; 404 `UNKNOWN_WORLD`,
          *     `NOT_QUEUED`, `NOT_FOUND`, `MATCH_NOT_FOUND`, `PARTY_NOT_FOUND`,
          *     `PROPOSAL_NOT_FOUND`, `BACKFILL_NOT_FOUND`; 405 `METHOD_NOT_ALLOWED`; 409 `ALREADY_QUEUED`,
          *     `NOT_CONNECTED`, `RATING_REQUIRED`, `LATENCY_REQUIRED`, `IN_PARTY`, `MEMBER_BUSY`,
          *     `PROPOSAL_PENDING`, `PROPOSAL_EXPIRED`, `COOLING_DOWN`, `IN_MATCH`,
          *     `ASSIGNMENT_CONFLICT`, `RESULT_CONFLICT`, `MATCH_FINISHED`,
-         *     `MATCH_NOT_ASSIGNED`;
+         *     `MATCH_NOT_ASSIGNED`, `ATTRIBUTES_REQUIRED`, `ATTRIBUTES_CONFLICT`;
          *     413 `PAYLOAD_TOO_LARGE`; 415 `UNSUPPORTED_MEDIA_TYPE`;
          *     503 `QUEUE_FULL`, `REDIS_UNAVAILABLE`. `NOT_FOUND` and
          *     `METHOD_NOT_ALLOWED` are answered only to a function invoked directly
@@ -1226,7 +1411,7 @@ export interface components {
          *     the API, API Gateway answers such requests itself (404 `Not Found`).
          * @enum {string}
          */
-        ErrorCode: "UNAUTHORIZED" | "INVALID_REQUEST" | "UNKNOWN_WORLD" | "ALREADY_QUEUED" | "NOT_QUEUED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "NOT_FOUND" | "QUEUE_FULL" | "REDIS_UNAVAILABLE" | "NOT_CONNECTED" | "MATCH_NOT_FOUND" | "FORBIDDEN" | "RATING_REQUIRED" | "INVALID_RATING" | "IN_PARTY" | "MEMBER_BUSY" | "PARTY_NOT_FOUND" | "INVALID_PARTY" | "PROPOSAL_PENDING" | "PROPOSAL_NOT_FOUND" | "PROPOSAL_EXPIRED" | "COOLING_DOWN" | "INVALID_LATENCIES" | "LATENCY_REQUIRED" | "IN_MATCH" | "INVALID_ASSIGNMENT" | "INVALID_RESULT" | "ASSIGNMENT_CONFLICT" | "RESULT_CONFLICT" | "MATCH_FINISHED" | "INVALID_BACKFILL" | "BACKFILL_NOT_FOUND" | "MATCH_NOT_ASSIGNED";
+        ErrorCode: "UNAUTHORIZED" | "INVALID_REQUEST" | "UNKNOWN_WORLD" | "ALREADY_QUEUED" | "NOT_QUEUED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "NOT_FOUND" | "QUEUE_FULL" | "REDIS_UNAVAILABLE" | "NOT_CONNECTED" | "MATCH_NOT_FOUND" | "FORBIDDEN" | "RATING_REQUIRED" | "INVALID_RATING" | "IN_PARTY" | "MEMBER_BUSY" | "PARTY_NOT_FOUND" | "INVALID_PARTY" | "PROPOSAL_PENDING" | "PROPOSAL_NOT_FOUND" | "PROPOSAL_EXPIRED" | "COOLING_DOWN" | "INVALID_LATENCIES" | "LATENCY_REQUIRED" | "IN_MATCH" | "INVALID_ASSIGNMENT" | "INVALID_RESULT" | "ASSIGNMENT_CONFLICT" | "RESULT_CONFLICT" | "MATCH_FINISHED" | "INVALID_BACKFILL" | "BACKFILL_NOT_FOUND" | "MATCH_NOT_ASSIGNED" | "INVALID_ATTRIBUTES" | "ATTRIBUTES_REQUIRED" | "ATTRIBUTES_CONFLICT";
         /** @description 401, a verified token whose `sub` is missing or not a usable player id */
         UnauthorizedError: {
             /** @constant */
@@ -1264,6 +1449,24 @@ export interface components {
             error: "INVALID_LATENCIES";
             /** @constant */
             field: "latencies";
+        };
+        /**
+         * @description 400, `attributes` refused, nothing written: a name the world does not
+         *     take (or, for `PUT /v1/attributes/{playerId}`, one the rule set does
+         *     not declare as trusted), a trusted attribute sent by a client, a
+         *     value of the wrong type, out of range, a bad token or one not among
+         *     the declared `values` or `keys`, too many items, an item twice, or a
+         *     required client attribute (`"missing": "refuse"`) left out; or any
+         *     `attributes` but `null` in a world without attributes (then no
+         *     `attribute`)
+         */
+        InvalidAttributesError: {
+            /** @constant */
+            error: "INVALID_ATTRIBUTES";
+            /** @constant */
+            field: "attributes";
+            /** @description the attribute at fault (an unknown name as it was sent, cut to 40 characters and `...`); empty when `attributes` itself is not an object */
+            attribute?: string;
         };
         /** @description 400, `POST /v1/parties` with no member besides the leader (`field: members`), or more than the world's `maxPartySize` */
         InvalidPartyError: {
@@ -1360,6 +1563,20 @@ export interface components {
             /** @constant */
             error: "LATENCY_REQUIRED";
             worldType: components["schemas"]["WorldName"];
+        };
+        /** @description 409, an attribute the world declares `"missing": "refuse"` has no value from its source: a trusted attribute of which the trusted attribute store holds none for the player (a client one left out of the body is `400 INVALID_ATTRIBUTES`) */
+        AttributesRequiredError: {
+            /** @constant */
+            error: "ATTRIBUTES_REQUIRED";
+            worldType: components["schemas"]["WorldName"];
+            attribute: components["schemas"]["AttributeName"];
+        };
+        /** @description 409, a party join whose value of the attribute differs from a member's, in a world where an equality rule compares it (a party plays under one value) */
+        AttributesConflictError: {
+            /** @constant */
+            error: "ATTRIBUTES_CONFLICT";
+            worldType: components["schemas"]["WorldName"];
+            attribute: components["schemas"]["AttributeName"];
         };
         /** @description 409, an invited player waits in a queue, belongs to a party, is in a pending proposal or cools down */
         MemberBusyError: {
@@ -1706,7 +1923,7 @@ export interface components {
         WorldTypePath: components["schemas"]["WorldName"];
         /** @description a match id; a malformed one is `400` (`field`) */
         MatchIdPath: components["schemas"]["MatchId"];
-        /** @description the player whose rating is written (percent-encoded in the path); a malformed one is `400` (`field`) */
+        /** @description the player whose rating or trusted attributes are written, or who is looked up (percent-encoded in the path); a malformed one is `400` (`field`) */
         PlayerIdPath: components["schemas"]["PlayerId"];
         /** @description a party id; a malformed one is `400` (`field`) */
         PartyIdPath: components["schemas"]["PartyId"];
@@ -1765,7 +1982,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description malformed request, bad ticket data or latencies, or an unusable rating */
+            /** @description malformed request, bad ticket data, latencies or attributes, or an unusable rating */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1775,7 +1992,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "400";
                         msg: string;
-                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"];
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"] | components["schemas"]["InvalidAttributesError"];
                     };
                 };
             };
@@ -1794,7 +2011,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the caller's state does not allow a join now (waiting, in a party or a proposal, cooling down, in an unfinished match) */
+            /** @description the caller's state does not allow a join now (waiting, in a party or a proposal, cooling down, in an unfinished match), or a value the world needs is missing (rating, latencies, a required attribute) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1804,7 +2021,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "409";
                         msg: string;
-                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["InPartyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
+                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["InPartyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["AttributesRequiredError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
                     };
                 };
             };
@@ -2404,7 +2621,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the player whose rating is written (percent-encoded in the path); a malformed one is `400` (`field`) */
+                /** @description the player whose rating or trusted attributes are written, or who is looked up (percent-encoded in the path); a malformed one is `400` (`field`) */
                 playerId: components["parameters"]["PlayerIdPath"];
             };
             cookie?: never;
@@ -2480,6 +2697,82 @@ export interface operations {
             503: components["responses"]["RedisUnavailable"];
         };
     };
+    attributes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the player whose rating or trusted attributes are written, or who is looked up (percent-encoded in the path); a malformed one is `400` (`field`) */
+                playerId: components["parameters"]["PlayerIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrustedAttributesRequest"];
+            };
+        };
+        responses: {
+            /** @description the trusted attributes are stored */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "200";
+                        msg: string;
+                        data: components["schemas"]["AttributesStored"];
+                    };
+                };
+            };
+            /** @description malformed request, or attributes the rule set does not declare as trusted or whose values it refuses */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "400";
+                        msg: string;
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidAttributesError"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description the token lacks the configured attribute writer scope (or none is configured) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "403";
+                        msg: string;
+                        data: components["schemas"]["ForbiddenError"];
+                    };
+                };
+            };
+            /** @description (API Gateway) the path matches no route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
     createParty: {
         parameters: {
             query?: never;
@@ -2508,7 +2801,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description malformed request, no other member or too many, bad latencies, or an unusable rating */
+            /** @description malformed request, no other member or too many, bad latencies or attributes, or an unusable rating */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2518,7 +2811,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "400";
                         msg: string;
-                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidPartyError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"];
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidPartyError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"] | components["schemas"]["InvalidAttributesError"];
                     };
                 };
             };
@@ -2537,7 +2830,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the leader or an invited player is busy (the leader playing a match is `IN_MATCH`) */
+            /** @description the leader or an invited player is busy (the leader playing a match is `IN_MATCH`), or a value the world needs of the leader is missing */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2547,7 +2840,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "409";
                         msg: string;
-                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["InPartyError"] | components["schemas"]["MemberBusyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
+                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["InPartyError"] | components["schemas"]["MemberBusyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["AttributesRequiredError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
                     };
                 };
             };
@@ -2589,7 +2882,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description malformed request or party id, bad ticket data or latencies, or an unusable rating */
+            /** @description malformed request or party id, bad ticket data, latencies or attributes, or an unusable rating */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2599,7 +2892,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "400";
                         msg: string;
-                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"];
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"] | components["schemas"]["InvalidAttributesError"];
                     };
                 };
             };
@@ -2618,7 +2911,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description the caller is busy */
+            /** @description the caller is busy, a value the world needs of the caller is missing, or the caller's attributes conflict with a member's */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2628,7 +2921,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "409";
                         msg: string;
-                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["InPartyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
+                        data: components["schemas"]["AlreadyQueuedError"] | components["schemas"]["ProposalPendingError"] | components["schemas"]["InPartyError"] | components["schemas"]["NotConnectedError"] | components["schemas"]["RatingRequiredError"] | components["schemas"]["LatencyRequiredError"] | components["schemas"]["AttributesRequiredError"] | components["schemas"]["AttributesConflictError"] | components["schemas"]["CoolingDownError"] | components["schemas"]["InMatchError"];
                     };
                 };
             };
@@ -2787,7 +3080,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the player whose rating is written (percent-encoded in the path); a malformed one is `400` (`field`) */
+                /** @description the player whose rating or trusted attributes are written, or who is looked up (percent-encoded in the path); a malformed one is `400` (`field`) */
                 playerId: components["parameters"]["PlayerIdPath"];
             };
             cookie?: never;
@@ -2861,7 +3154,7 @@ export interface operations {
             path: {
                 /** @description a world name; a malformed one is `400` (`field`), a well-formed one that is not configured `404 UNKNOWN_WORLD` */
                 worldType: components["parameters"]["WorldTypePath"];
-                /** @description the player whose rating is written (percent-encoded in the path); a malformed one is `400` (`field`) */
+                /** @description the player whose rating or trusted attributes are written, or who is looked up (percent-encoded in the path); a malformed one is `400` (`field`) */
                 playerId: components["parameters"]["PlayerIdPath"];
             };
             cookie?: never;

@@ -69,6 +69,9 @@ error_codes! {
     InvalidBackfill = "INVALID_BACKFILL",
     BackfillNotFound = "BACKFILL_NOT_FOUND",
     MatchNotAssigned = "MATCH_NOT_ASSIGNED",
+    InvalidAttributes = "INVALID_ATTRIBUTES",
+    AttributesRequired = "ATTRIBUTES_REQUIRED",
+    AttributesConflict = "ATTRIBUTES_CONFLICT",
 }
 
 impl ErrorCode {
@@ -81,7 +84,8 @@ impl ErrorCode {
             | ErrorCode::InvalidLatencies
             | ErrorCode::InvalidAssignment
             | ErrorCode::InvalidResult
-            | ErrorCode::InvalidBackfill => StatusCode::BAD_REQUEST,
+            | ErrorCode::InvalidBackfill
+            | ErrorCode::InvalidAttributes => StatusCode::BAD_REQUEST,
             ErrorCode::Forbidden => StatusCode::FORBIDDEN,
             ErrorCode::UnknownWorld
             | ErrorCode::NotQueued
@@ -103,7 +107,9 @@ impl ErrorCode {
             | ErrorCode::AssignmentConflict
             | ErrorCode::ResultConflict
             | ErrorCode::MatchFinished
-            | ErrorCode::MatchNotAssigned => StatusCode::CONFLICT,
+            | ErrorCode::MatchNotAssigned
+            | ErrorCode::AttributesRequired
+            | ErrorCode::AttributesConflict => StatusCode::CONFLICT,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -203,6 +209,17 @@ pub enum ErrorDetails {
     },
     NotFound {
         path: String,
+    },
+    /// The request field and the attribute at fault (INVALID_ATTRIBUTES).
+    Attribute {
+        field: &'static str,
+        attribute: String,
+    },
+    /// The world and the attribute at issue (ATTRIBUTES_REQUIRED,
+    /// ATTRIBUTES_CONFLICT).
+    WorldAttribute {
+        world_type: WorldName,
+        attribute: String,
     },
     /// A key twice in one object of the body (INVALID_REQUEST): the key and
     /// the JSON Pointer of its second occurrence.
@@ -403,6 +420,9 @@ mod tests {
             (ErrorCode::InvalidBackfill, 400, "INVALID_BACKFILL"),
             (ErrorCode::BackfillNotFound, 404, "BACKFILL_NOT_FOUND"),
             (ErrorCode::MatchNotAssigned, 409, "MATCH_NOT_ASSIGNED"),
+            (ErrorCode::InvalidAttributes, 400, "INVALID_ATTRIBUTES"),
+            (ErrorCode::AttributesRequired, 409, "ATTRIBUTES_REQUIRED"),
+            (ErrorCode::AttributesConflict, 409, "ATTRIBUTES_CONFLICT"),
         ];
         for (code, status, name) in codes {
             assert_eq!(code.as_str(), name);

@@ -12,6 +12,7 @@ use shared::{
 };
 use tracing::field::Empty;
 
+use super::attributes::attributes_for;
 use super::errors::{finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure};
 use super::rejection::{invalid_rating, rejected};
 use super::request::{
@@ -30,6 +31,9 @@ struct JoinBody {
     /// Worlds with regions: the client's latency to each region (ms).
     #[serde(default)]
     latencies: Option<Value>,
+    /// Worlds with attributes: the player's client attributes.
+    #[serde(default)]
+    attributes: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -135,10 +139,12 @@ async fn join_inner<P: Pusher>(
         _ => None,
     };
     let latencies = latencies_for(world, body.latencies.as_ref())?;
+    let attributes = attributes_for(store, world, body.attributes.as_ref())?;
     let input = JoinInput {
         data: data.as_ref(),
         claimed,
         latencies: latencies.as_ref(),
+        attributes: attributes.as_deref(),
     };
 
     match use_cases::join_and_notify(store, pusher, world, &player, &input).await? {

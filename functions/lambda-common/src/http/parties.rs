@@ -14,6 +14,7 @@ use shared::{
 };
 use tracing::field::Empty;
 
+use super::attributes::attributes_for;
 use super::errors::{
     envelope, finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure,
 };
@@ -37,6 +38,9 @@ struct CreatePartyBody {
     /// Worlds with regions: the leader's latency to each region (ms).
     #[serde(default)]
     latencies: Option<Value>,
+    /// Worlds with attributes: the leader's client attributes.
+    #[serde(default)]
+    attributes: Option<Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -48,6 +52,9 @@ struct JoinPartyBody {
     /// Worlds with regions: the player's latency to each region (ms).
     #[serde(default)]
     latencies: Option<Value>,
+    /// Worlds with attributes: the player's client attributes.
+    #[serde(default)]
+    attributes: Option<Value>,
 }
 
 /// `data` of a cancelled party.
@@ -126,10 +133,12 @@ async fn create_party_inner(store: &MatchStore, req: &Request) -> Result<Respons
     let data = ticket_data(body.data.as_ref())?;
     let claimed = rating_claim(store, world, req)?;
     let latencies = latencies_for(world, body.latencies.as_ref())?;
+    let attributes = attributes_for(store, world, body.attributes.as_ref())?;
     let input = JoinInput {
         data: data.as_ref(),
         claimed,
         latencies: latencies.as_ref(),
+        attributes: attributes.as_deref(),
     };
     let outcome = match use_cases::create_party(store, world, &leader, &members, &input).await? {
         Ok(outcome) => outcome,
@@ -195,10 +204,12 @@ async fn join_party_inner<P: Pusher>(
     let data = ticket_data(body.data.as_ref())?;
     let claimed = rating_claim(store, world, req)?;
     let latencies = latencies_for(world, body.latencies.as_ref())?;
+    let attributes = attributes_for(store, world, body.attributes.as_ref())?;
     let input = JoinInput {
         data: data.as_ref(),
         claimed,
         latencies: latencies.as_ref(),
+        attributes: attributes.as_deref(),
     };
     match use_cases::join_party(store, pusher, world, &id, &player, &input).await? {
         PartyJoinOutcome::Joined(party) | PartyJoinOutcome::AlreadyJoined(party) => Ok(ok(
@@ -224,6 +235,20 @@ async fn join_party_inner<P: Pusher>(
             },
         )),
         PartyJoinOutcome::NotFound => Err(party_not_found(&id)),
+        PartyJoinOutcome::AttributesConflict {
+            world_type,
+            attribute,
+        } => Err(ApiError::new(
+            ErrorCode::AttributesConflict,
+            format!(
+                "your {attribute} differs from a party member's, and {world_type} matches only equal {attribute} values"
+            ),
+        )
+        .with(ErrorDetails::WorldAttribute {
+            world_type,
+            attribute,
+        })
+        .into()),
         PartyJoinOutcome::Rejected(rejection) => Err(rejected(store, rejection)),
     }
 }

@@ -93,6 +93,16 @@ pub(super) fn rejected(store: &MatchStore, rejection: Rejection) -> Failure {
             format!("{world_type} matches by rating and no rating is known for you"),
             ErrorDetails::World { world_type },
         ),
+        Rejection::AttributesRequired {
+            world_type,
+            attribute,
+        } => (
+            format!("{world_type} needs a value of {attribute} for you and none is set"),
+            ErrorDetails::WorldAttribute {
+                world_type,
+                attribute,
+            },
+        ),
         Rejection::InvalidRating { world_type, rating } => {
             return invalid_rating(store, Some(world_type), &rating.to_string(), "store")
         }

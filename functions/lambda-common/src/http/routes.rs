@@ -69,6 +69,8 @@ pub enum Access {
 pub enum ConfiguredScope {
     /// `ratings.writerScope`: trusted rating writes (game servers, admin tools).
     RatingsWriter,
+    /// `attributeStore.writerScope`: trusted attribute writes.
+    AttributesWriter,
     /// `servers.scope`: the studio's allocator and game servers
     /// (assignments, results).
     Server,
@@ -85,6 +87,7 @@ impl ConfiguredScope {
     pub fn required(self, settings: &Settings) -> Option<&str> {
         match self {
             ConfiguredScope::RatingsWriter => settings.ratings.writer_scope.as_deref(),
+            ConfiguredScope::AttributesWriter => settings.attribute_writer_scope.as_deref(),
             ConfiguredScope::Server => settings.server_scope.as_deref(),
             ConfiguredScope::AdminRead => settings.admin.read.as_deref(),
             ConfiguredScope::AdminAction => settings.admin.action.as_deref(),
@@ -95,6 +98,7 @@ impl ConfiguredScope {
     pub const fn setting(self) -> &'static str {
         match self {
             ConfiguredScope::RatingsWriter => "ratings.writerScope",
+            ConfiguredScope::AttributesWriter => "attributeStore.writerScope",
             ConfiguredScope::Server => "servers.scope",
             ConfiguredScope::AdminRead => "admin.readScope",
             ConfiguredScope::AdminAction => "admin.actionScope",
@@ -106,6 +110,9 @@ impl ConfiguredScope {
         match self {
             ConfiguredScope::RatingsWriter => {
                 "writing ratings needs a token with the configured writer scope"
+            }
+            ConfiguredScope::AttributesWriter => {
+                "writing trusted attributes needs a token with the configured attribute writer scope"
             }
             ConfiguredScope::Server => {
                 "assignments, results and backfills need a token with the configured server scope"
@@ -175,6 +182,8 @@ route_table! {
     Match: GET "/v1/matching/matches/{matchId}" => Status, Access::Player;
     /// `PUT /v1/ratings/{playerId}`
     Rating: PUT "/v1/ratings/{playerId}" => Status, Access::Scope(ConfiguredScope::RatingsWriter);
+    /// `PUT /v1/attributes/{playerId}`
+    Attributes: PUT "/v1/attributes/{playerId}" => Status, Access::Scope(ConfiguredScope::AttributesWriter);
     /// `POST /v1/parties`
     CreateParty: POST "/v1/parties" => Join, Access::Player;
     /// `POST /v1/parties/{partyId}/join`

@@ -28,6 +28,14 @@ pub struct MatchEvent {
     pub fill: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub added: Option<Vec<AddedPlayer>>,
+    /// Worlds with match rules: each rule as it stood when the match
+    /// formed, the anchor and its wait (as in the record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Vec<crate::domain::matching::RuleOutcome>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<PlayerId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor_wait_ms: Option<u64>,
 }
 
 /// The kinds of match events (EventBridge `DetailType`s).
@@ -73,6 +81,9 @@ pub struct EventPlayer {
     /// Worlds with regions: the player's latency to the match's region (ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<u32>,
+    /// Worlds with attributes: the player's attribute values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl MatchEvent {
@@ -133,6 +144,11 @@ impl MatchEvent {
                 .as_ref()
                 .and_then(|l| l.get(p.as_str()))
                 .copied(),
+            attributes: record
+                .attributes
+                .as_ref()
+                .and_then(|a| a.get(p.as_str()))
+                .cloned(),
         };
         let teams = match &record.teams {
             Some(teams) => teams
@@ -151,6 +167,9 @@ impl MatchEvent {
             parties: record.parties.clone(),
             fill: None,
             added: None,
+            rules: record.rules.as_deref().cloned(),
+            anchor: record.anchor.clone(),
+            anchor_wait_ms: record.anchor_wait_ms,
         }
     }
 

@@ -66,6 +66,9 @@ pub struct Addition {
     /// Latency per player in the match's region (worlds with regions).
     #[serde(default)]
     pub latencies: Option<Vec<u32>>,
+    /// Attributes per player (worlds with attributes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<Vec<serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// A match's lifecycle as the scripts report it (`lua/_lifecycle.lua`).

@@ -71,6 +71,10 @@ fn match_found_sheds_ticket_data_to_fit_one_message() {
         region: None,
         latencies: None,
         worst_latency: None,
+        attributes: None,
+        rules: None,
+        anchor: None,
+        anchor_wait_ms: None,
     };
     let json = ServerMessage::match_found(record.clone())
         .to_bounded_json()
@@ -138,6 +142,10 @@ fn server_messages_have_a_type_tag() {
         region: None,
         latencies: None,
         worst_latency: None,
+        attributes: None,
+        rules: None,
+        anchor: None,
+        anchor_wait_ms: None,
     });
     assert_eq!(
         found.to_json(),
