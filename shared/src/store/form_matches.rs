@@ -47,12 +47,17 @@ impl MatchStore {
             &[&world.name],
             self.features(&[world]),
         );
-        // Rated worlds and worlds with regions are matched around anchors,
-        // a bounded number per call.
-        let limit = match (world.rating(), &world.regions) {
-            (Some(r), _) => u64::from(r.anchors_per_call),
-            (None, Some(_)) => u64::from(crate::config::rules::ANCHORS_PER_CALL),
-            (None, None) => max_groups,
+        // Rated worlds and worlds with regions or attributes are matched
+        // around anchors, a bounded number per call (the script refuses a
+        // limit of 0 for them: `max_groups` 0, the matcher tick's "no
+        // limit", applies to plain FIFO worlds only).
+        let anchored = world.regions.is_some()
+            || !world.attributes.is_empty()
+            || !world.match_rules.is_empty();
+        let limit = match world.rating() {
+            Some(r) => u64::from(r.anchors_per_call),
+            None if anchored => u64::from(crate::config::rules::ANCHORS_PER_CALL),
+            None => max_groups,
         };
         inv.arg(limit).arg(config.as_ref());
         let mut reply = Reply::new("form_matches.lua", self.invoke(&inv, false).await?)?;
