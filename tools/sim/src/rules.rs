@@ -241,6 +241,25 @@ pub fn describe(world: &World) -> String {
         ),
         None => ready,
     };
+    let ready = if world.attributes.is_empty() && world.match_rules.is_empty() {
+        ready
+    } else {
+        let top: Vec<&str> = world
+            .match_rules
+            .iter()
+            .filter(|r| r.top)
+            .map(|r| r.name.as_str())
+            .collect();
+        format!(
+            "{ready}; attributes {}; rules {}",
+            world.attributes.join(", "),
+            if top.is_empty() {
+                "none".to_owned()
+            } else {
+                top.join(", ")
+            }
+        )
+    };
     match &world.mode {
         MatchMode::Fifo => format!("FIFO, {shape}{parties}, ticket TTL {ttl}{ready}"),
         MatchMode::Rating(r) => format!(
