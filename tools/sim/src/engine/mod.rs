@@ -340,8 +340,52 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
         stats.refusal = a.refusal.describe().to_owned();
     }
     notes.append(&mut run.notes);
+    notes.extend(unaccounted(&store, &drive, &world, &run).await);
     run.notes = notes;
     run
+}
+
+/// What the core says of a few players who are neither matched (in a
+/// record the lane saw) nor waiting, in a world whose tickets cannot have
+/// expired yet: they should not exist, and the core's own status tells
+/// whether a record was missed or a ticket lost.
+async fn unaccounted(store: &MatchStore, drive: &Drive, world: &World, run: &Run) -> Vec<String> {
+    let lifetime = world.ticket_ttl.as_secs_f64();
+    let lost: Vec<usize> = run
+        .fates
+        .iter()
+        .enumerate()
+        .filter(|(p, f)| {
+            matches!(f, crate::outcome::Fate::Expired)
+                && drive.end - drive.scenario.arrivals[*p].time < lifetime
+        })
+        .map(|(p, _)| p)
+        .collect();
+    if lost.is_empty() {
+        return Vec::new();
+    }
+    let mut shown = Vec::new();
+    for &p in lost.iter().take(3) {
+        let id = &drive.scenario.arrivals[p].player;
+        let status = match shared::PlayerId::parse(id) {
+            Ok(player) => match store.player_status(&player).await {
+                Ok(s) => format!("{s:?}"),
+                Err(e) => format!("status unreadable: {e}"),
+            },
+            Err(e) => e.to_string(),
+        };
+        let status: String = status.chars().take(600).collect();
+        shown.push(format!(
+            "{id} (joined at {:.1} s): {status}",
+            drive.scenario.arrivals[p].time
+        ));
+    }
+    vec![format!(
+        "UNACCOUNTED: {} players are neither matched nor waiting, yet joined less than the ticket lifetime ({} s) before the end; the core's status of {}",
+        lost.len(),
+        crate::oracle::trim_float(lifetime),
+        shown.join("; ")
+    )]
 }
 
 /// Who is still there at the end.
