@@ -77,8 +77,25 @@ use shared::{ConnectionId, MatchStore, PlayerId, PlayerStatus, Settings, WorldNa
 /// `duel` (no cool-down, proposals that outlive any run) is played by the
 /// generators; `blitz` (1 s to accept, an hour's cool-down) only by the
 /// seeds, which wait for its proposals to run out (see [`HttpCase::late`]),
-/// so no generated answer races its clock.
-const RULES: &str = r#"{"worlds": [
+/// so no generated answer races its clock. `attr` and `vip` are worlds with
+/// player attributes (see [`ATTRIBUTES`]): `attr` takes client attributes
+/// of every type (one of them required) and a trusted one, and matches only
+/// equal `mode`s; `vip` takes only a trusted attribute it requires, which
+/// `PUT /v1/attributes/{playerId}` writes (with [`WRITER_SCOPE`]).
+const RULES: &str = r#"{
+  "attributes": {
+    "mode": {"type": "string", "values": ["ctf", "koth", "dm"]},
+    "level": {"type": "number", "min": 0, "max": 100},
+    "maps": {"type": "stringList", "values": ["harbor", "mill", "dunes", "peak", "canal"],
+             "maxItems": 3},
+    "loadout": {"type": "numberMap", "maxLength": 8, "maxItems": 2, "min": -10, "max": 10},
+    "build": {"type": "string", "maxLength": 8, "missing": "refuse"},
+    "platform": {"type": "string", "values": ["pc", "console"], "default": "pc"},
+    "rank": {"type": "number", "source": "trusted", "min": 0, "max": 5000},
+    "tier": {"type": "string", "source": "trusted", "values": ["bronze", "silver", "gold"],
+             "missing": "refuse"}},
+  "attributeStore": {"writerScope": "matchmaking/attributes.write"},
+  "worlds": [
     {"name": "world1", "teamSize": 4},
     {"name": "world2", "teamSize": 3},
     {"name": "duel", "teamSize": 2,
@@ -87,14 +104,18 @@ const RULES: &str = r#"{"worlds": [
      "readyCheck": {"acceptSeconds": 1, "declineCooldownSeconds": 3600}},
     {"name": "geo", "teamSize": 2,
      "regions": {"names": ["eu", "us"], "maxLatencyMs": 50, "widenPerSecond": 0,
-                 "maxLatencyCapMs": 100}}]}"#;
-const CONFIGURED: [&str; 5] = ["world1", "world2", "duel", "blitz", "geo"];
+                 "maxLatencyCapMs": 100}},
+    {"name": "attr", "teamSize": 2,
+     "attributes": ["level", "maps", "loadout", "build", "platform", "rank"],
+     "rules": [{"name": "sameMode", "type": "equality", "attribute": "mode"}]},
+    {"name": "vip", "teamSize": 2, "attributes": ["tier"]}]}"#;
+const CONFIGURED: [&str; 7] = ["world1", "world2", "duel", "blitz", "geo", "attr", "vip"];
 /// The regions of the world with regions (`geo`).
 const GEO_REGIONS: [&str; 2] = ["eu", "us"];
 /// The highest latency a client may report (ms).
 const MAX_LATENCY_MS: f64 = 10_000.0;
 /// The worlds generated cases name.
-const PLAYABLE: [&str; 3] = ["world1", "world2", "duel"];
+const PLAYABLE: [&str; 4] = ["world1", "world2", "duel", "attr"];
 const MAX_BODY_BYTES: usize = 8 * 1024;
 /// The routes that list a match's players with a part each (docs/http-api.md).
 const MAX_LIST_BODY_BYTES: usize = 64 * 1024;
@@ -102,12 +123,14 @@ const MAX_TICKET_DATA_BYTES: usize = 4096;
 const MAX_TICKET_DATA_DEPTH: usize = 16;
 /// Largest party, the leader included, by world: `maxPartySize`, which
 /// defaults to the team size.
-const MAX_PARTY_SIZE: [(&str, usize); 5] = [
+const MAX_PARTY_SIZE: [(&str, usize); 7] = [
     ("world1", 4),
     ("world2", 3),
     ("duel", 2),
     ("blitz", 2),
     ("geo", 2),
+    ("attr", 2),
+    ("vip", 2),
 ];
 /// `MM_QUEUE_CAPACITY` (its default).
 const QUEUE_CAPACITY: u64 = 1_000_000;
@@ -173,6 +196,8 @@ const COMMON_PLAYERS: [&str; 6] = ["alice", "bob", "carol", "dave", "erin", "fra
 const PARTY_PLAYERS: [&str; 6] = ["ann", "ben", "cat", "dan", "eve", "fay"];
 /// Players of the ready-check flow (also connected), in `duel`.
 const READY_PLAYERS: [&str; 6] = ["gus", "hal", "ivy", "jon", "kim", "lou"];
+/// Players of the attribute flow (also connected), in `attr` and `vip`.
+const ATTR_PLAYERS: [&str; 6] = ["mia", "noa", "oli", "pia", "quin", "rae"];
 
 fn proptest_cases(default: u32) -> u32 {
     std::env::var("MM_PROPTEST_CASES")
@@ -587,6 +612,7 @@ impl Harness {
             .iter()
             .chain(&PARTY_PLAYERS)
             .chain(&READY_PLAYERS)
+            .chain(&ATTR_PLAYERS)
             .enumerate()
         {
             let conn = format!("conn-{i}=");
@@ -920,6 +946,415 @@ fn latency_required(world: &str) -> Expected {
     Expected::Refused(409, "LATENCY_REQUIRED", Some(("worldType", json!(world))))
 }
 
+// ---------------------------------------------------------------------------
+// Player attributes (docs/http-api.md "Worlds with attributes", docs/rules.md)
+// ---------------------------------------------------------------------------
+
+/// `attributeStore.writerScope` of [`RULES`].
+const WRITER_SCOPE: &str = "matchmaking/attributes.write";
+
+/// An attribute's declared `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AttrKind {
+    Str,
+    Num,
+    List,
+    Map,
+}
+
+/// One attribute [`RULES`] declares, with what the docs say of the fields
+/// it leaves out (`maxLength` 32, `maxItems` 8, `min`..`max` -1e9..1e9).
+#[derive(Debug)]
+struct AttrDecl {
+    name: &'static str,
+    kind: AttrKind,
+    trusted: bool,
+    /// `values` (string, stringList) or `keys` (numberMap).
+    allowed: Option<&'static [&'static str]>,
+    max_length: usize,
+    max_items: usize,
+    min: f64,
+    max: f64,
+    /// `default`, as stored (a string's token).
+    default: Option<&'static str>,
+    /// `"missing": "refuse"`.
+    refuse: bool,
+}
+
+impl AttrDecl {
+    const fn new(name: &'static str, kind: AttrKind) -> Self {
+        Self {
+            name,
+            kind,
+            trusted: false,
+            allowed: None,
+            max_length: 32,
+            max_items: 8,
+            min: -1e9,
+            max: 1e9,
+            default: None,
+            refuse: false,
+        }
+    }
+}
+
+/// The declarations of [`RULES`], in its order (the stored encoding's).
+const ATTRIBUTES: [AttrDecl; 8] = [
+    AttrDecl {
+        allowed: Some(&["ctf", "koth", "dm"]),
+        ..AttrDecl::new("mode", AttrKind::Str)
+    },
+    AttrDecl {
+        min: 0.0,
+        max: 100.0,
+        ..AttrDecl::new("level", AttrKind::Num)
+    },
+    AttrDecl {
+        allowed: Some(&["harbor", "mill", "dunes", "peak", "canal"]),
+        max_items: 3,
+        ..AttrDecl::new("maps", AttrKind::List)
+    },
+    AttrDecl {
+        max_length: 8,
+        max_items: 2,
+        min: -10.0,
+        max: 10.0,
+        ..AttrDecl::new("loadout", AttrKind::Map)
+    },
+    AttrDecl {
+        max_length: 8,
+        refuse: true,
+        ..AttrDecl::new("build", AttrKind::Str)
+    },
+    AttrDecl {
+        allowed: Some(&["pc", "console"]),
+        default: Some("pc"),
+        ..AttrDecl::new("platform", AttrKind::Str)
+    },
+    AttrDecl {
+        trusted: true,
+        min: 0.0,
+        max: 5000.0,
+        ..AttrDecl::new("rank", AttrKind::Num)
+    },
+    AttrDecl {
+        trusted: true,
+        allowed: Some(&["bronze", "silver", "gold"]),
+        refuse: true,
+        ..AttrDecl::new("tier", AttrKind::Str)
+    },
+];
+
+/// The equality rules of the worlds: (world, attribute).
+const EQUALITY_RULES: [(&str, &str); 1] = [("attr", "mode")];
+
+fn attribute_decl(name: &str) -> Option<&'static AttrDecl> {
+    ATTRIBUTES.iter().find(|d| d.name == name)
+}
+
+/// A world's attributes: those its rules name and those it lists, in
+/// declaration order.
+fn world_attributes(world: &str) -> &'static [&'static str] {
+    match world {
+        "attr" => &[
+            "mode", "level", "maps", "loadout", "build", "platform", "rank",
+        ],
+        "vip" => &["tier"],
+        _ => &[],
+    }
+}
+
+/// `^[A-Za-z0-9._:-]{1,max}$`.
+fn attribute_token(s: &str, max: usize) -> bool {
+    (1..=max).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
+/// `value` as a value of `decl` (lists sorted, maps by key), or `None` when
+/// the docs refuse it: a string a token (among `values`, if listed); a
+/// number finite and within `min`..`max`; a list of 1 to `maxItems` such
+/// tokens, none twice; a map of 1 to `maxItems` token keys (among `keys`)
+/// to such numbers.
+fn attribute_value(decl: &AttrDecl, value: &Value) -> Option<Value> {
+    let token = |s: &str| {
+        attribute_token(s, decl.max_length) && decl.allowed.is_none_or(|a| a.contains(&s))
+    };
+    let number = |v: &Value| {
+        v.as_f64()
+            .filter(|n| n.is_finite() && (decl.min..=decl.max).contains(n))
+            .map(|n| n + 0.0)
+    };
+    let count = |n: usize| (1..=decl.max_items).contains(&n);
+    match decl.kind {
+        AttrKind::Str => value.as_str().filter(|s| token(s)).map(Value::from),
+        AttrKind::Num => number(value).map(Value::from),
+        AttrKind::List => {
+            let items = value.as_array().filter(|items| count(items.len()))?;
+            let mut out: Vec<&str> = items
+                .iter()
+                .map(|i| i.as_str().filter(|s| token(s)))
+                .collect::<Option<_>>()?;
+            out.sort_unstable();
+            let distinct = out.windows(2).all(|w| w[0] != w[1]);
+            distinct.then(|| json!(out))
+        }
+        AttrKind::Map => {
+            let entries = value.as_object().filter(|e| count(e.len()))?;
+            let mut out = Map::new();
+            for (key, v) in entries {
+                if !attribute_token(key, decl.max_length) {
+                    return None;
+                }
+                out.insert(key.clone(), Value::from(number(v)?));
+            }
+            Some(Value::Object(out))
+        }
+    }
+}
+
+/// The `attribute` an answer names for a name from a request: cut after 40
+/// characters (`...` added), so a huge name is not echoed whole.
+fn shown_attribute(name: &str) -> String {
+    match name.char_indices().nth(40) {
+        None => name.to_owned(),
+        Some((at, _)) => format!("{}...", &name[..at]),
+    }
+}
+
+/// 400 INVALID_ATTRIBUTES naming `attribute` (`Value::Null`: naming none).
+fn invalid_attributes(attribute: Value) -> Expected {
+    Expected::Refused(400, "INVALID_ATTRIBUTES", Some(("attribute", attribute)))
+}
+
+/// The client attributes a join, party creation or party join in `world`
+/// carries (`value`: the body's `attributes`), by name, defaults filled in;
+/// or the documented refusal. `null` is none. A world without attributes
+/// refuses any other value, naming no attribute. Otherwise a value that is
+/// not an object names the attribute `""`; each entry, in the order the
+/// handler reads the object in (the same `serde_json::Map`), must name a
+/// client attribute of the world and hold a valid value; then a client
+/// attribute left out takes its `default`, and one declared `"missing":
+/// "refuse"` without a default is refused.
+fn client_attributes(world: &str, value: Option<&Value>) -> Result<Map<String, Value>, Expected> {
+    let value = value.filter(|v| !v.is_null());
+    let names = world_attributes(world);
+    if names.is_empty() {
+        return match value {
+            None => Ok(Map::new()),
+            Some(_) => Err(invalid_attributes(Value::Null)),
+        };
+    }
+    let mut out = Map::new();
+    if let Some(value) = value {
+        let Value::Object(entries) = value else {
+            return Err(invalid_attributes(json!("")));
+        };
+        for (name, v) in entries {
+            let decl = names
+                .contains(&name.as_str())
+                .then(|| attribute_decl(name))
+                .flatten()
+                .filter(|d| !d.trusted)
+                .ok_or_else(|| invalid_attributes(json!(shown_attribute(name))))?;
+            let v = attribute_value(decl, v).ok_or_else(|| invalid_attributes(json!(name)))?;
+            out.insert(name.clone(), v);
+        }
+    }
+    for decl in names.iter().filter_map(|n| attribute_decl(n)) {
+        if decl.trusted || out.contains_key(decl.name) {
+            continue;
+        }
+        match decl.default {
+            Some(default) => {
+                out.insert(decl.name.to_owned(), json!(default));
+            }
+            None if decl.refuse => return Err(invalid_attributes(json!(decl.name))),
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The body of `PUT /v1/attributes/{playerId}`'s `attributes`: an object of
+/// trusted attributes (of any world) with valid values, or the documented
+/// refusal (as for [`client_attributes`]; a client attribute is refused).
+fn trusted_attributes(value: &Value) -> Result<Map<String, Value>, Expected> {
+    let Value::Object(entries) = value else {
+        return Err(invalid_attributes(json!("")));
+    };
+    let mut out = Map::new();
+    for (name, v) in entries {
+        let decl = attribute_decl(name)
+            .filter(|d| d.trusted)
+            .ok_or_else(|| invalid_attributes(json!(shown_attribute(name))))?;
+        let v = attribute_value(decl, v).ok_or_else(|| invalid_attributes(json!(name)))?;
+        out.insert(name.clone(), v);
+    }
+    Ok(out)
+}
+
+/// A number as the store writes it: Rust's `f64` Display.
+fn stored_number(v: &Value) -> String {
+    format!("{}", v.as_f64().unwrap_or(f64::NAN) + 0.0)
+}
+
+/// Attributes as the store encodes them (contract §3): `name=value` joined
+/// by `;` in declaration order; a list's items sorted and joined by `,`, a
+/// map's `key:number` entries sorted by key.
+fn encode_attributes(values: &Map<String, Value>) -> String {
+    ATTRIBUTES
+        .iter()
+        .filter_map(|d| {
+            let v = values.get(d.name)?;
+            let text = match d.kind {
+                AttrKind::Str => v.as_str().unwrap_or_default().to_owned(),
+                AttrKind::Num => stored_number(v),
+                AttrKind::List => {
+                    let mut items: Vec<&str> = v
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    items.sort_unstable();
+                    items.join(",")
+                }
+                AttrKind::Map => v
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, n)| (k.clone(), stored_number(n)))
+                    .collect::<BTreeMap<_, _>>()
+                    .into_iter()
+                    .map(|(k, n)| format!("{k}:{n}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
+            Some(format!("{}={text}", d.name))
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// An encoding read back as JSON (as the answers show attributes).
+fn decode_attributes(text: &str) -> Value {
+    let number = |s: &str| s.parse::<f64>().map_or(Value::Null, Value::from);
+    let mut out = Map::new();
+    for (name, value) in text.split(';').filter_map(|p| p.split_once('=')) {
+        let v = match attribute_decl(name).map(|d| d.kind) {
+            Some(AttrKind::Str) => json!(value),
+            Some(AttrKind::Num) => number(value),
+            Some(AttrKind::List) => json!(value.split(',').collect::<Vec<_>>()),
+            Some(AttrKind::Map) => Value::Object(
+                value
+                    .split(',')
+                    .filter_map(|e| e.rsplit_once(':'))
+                    .map(|(k, n)| (k.to_owned(), number(n)))
+                    .collect(),
+            ),
+            None => Value::Null,
+        };
+        out.insert(name.to_owned(), v);
+    }
+    Value::Object(out)
+}
+
+/// The value of `name` in an encoding.
+fn encoded_value<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    text.split(';')
+        .filter_map(|p| p.split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+}
+
+/// JSON equality with numbers compared by value (`42` and `42.0` alike).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether the caller's token carries [`WRITER_SCOPE`]: the authorizer's
+/// `scopes` (the harness sends `matchmaking/play` only) and the `scope` and
+/// `scp` claims as a list of strings in JSON, or as text split at
+/// whitespace and commas (brackets around it dropped).
+fn has_writer_scope(identity: &Identity) -> bool {
+    let Identity::Claims(claims) = identity else {
+        return false;
+    };
+    ["scope", "scp"]
+        .into_iter()
+        .filter_map(|name| claims.get(name))
+        .any(|v| match serde_json::from_str::<Vec<String>>(v) {
+            Ok(list) => list.iter().any(|s| s == WRITER_SCOPE),
+            Err(_) => v
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split(|c: char| c.is_ascii_whitespace() || c == ',')
+                .any(|s| s == WRITER_SCOPE),
+        })
+}
+
+/// 409 ATTRIBUTES_REQUIRED: a trusted attribute of `world` declared
+/// `"missing": "refuse"` (without a default) of which the store holds no
+/// value for `p`.
+fn attributes_required(b: &Before, world: &str, p: &str) -> Option<Expected> {
+    let stored = b.trusted.get(p).map_or("", String::as_str);
+    world_attributes(world)
+        .iter()
+        .filter_map(|n| attribute_decl(n))
+        .find(|d| {
+            d.trusted && d.refuse && d.default.is_none() && encoded_value(stored, d.name).is_none()
+        })
+        .map(|d| {
+            Expected::RefusedWith(
+                409,
+                "ATTRIBUTES_REQUIRED",
+                vec![("worldType", json!(world)), ("attribute", json!(d.name))],
+            )
+        })
+}
+
+/// 409 ATTRIBUTES_CONFLICT: a party join whose value of an attribute an
+/// equality rule of the world compares differs from a joined member's.
+fn attributes_conflict(party: &Value, world: &str, mine: &Map<String, Value>) -> Option<Expected> {
+    let members: Vec<&Value> = party["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["j"].as_f64() == Some(1.0))
+        .collect();
+    EQUALITY_RULES
+        .iter()
+        .filter(|(w, _)| *w == world)
+        .find(|(_, attr)| {
+            let Some(theirs) = mine.get(*attr).and_then(Value::as_str) else {
+                return false;
+            };
+            members.iter().any(|m| {
+                encoded_value(m["a"].as_str().unwrap_or_default(), attr)
+                    .is_some_and(|v| v != theirs)
+            })
+        })
+        .map(|(_, attr)| {
+            Expected::RefusedWith(
+                409,
+                "ATTRIBUTES_CONFLICT",
+                vec![("worldType", json!(world)), ("attribute", json!(attr))],
+            )
+        })
+}
+
 fn valid_ticket_data(data: Option<&Value>) -> bool {
     match data {
         None | Some(Value::Null) => true,
@@ -1092,6 +1527,8 @@ struct Before {
     cooldowns: BTreeMap<String, u64>,
     /// Player -> id of their latest match.
     last_match: BTreeMap<String, String>,
+    /// The trusted attribute store: player -> attributes as encoded.
+    trusted: BTreeMap<String, String>,
     /// Redis's clock (ms) when this was read: the script of the call runs
     /// at this time or later.
     now_ms: u64,
@@ -1162,6 +1599,10 @@ impl Before {
                 }
             }
         }
+        let trusted: BTreeMap<String, String> = store
+            .command(redis::cmd("HGETALL").arg(k.player_attributes()))
+            .await
+            .expect("HGETALL player-attributes");
         let now_ms = redis_now_ms(store).await;
         let mut queue_sizes = BTreeMap::new();
         for world in CONFIGURED {
@@ -1185,6 +1626,7 @@ impl Before {
                 .map(|(p, ms)| (p, ms as u64))
                 .collect(),
             last_match,
+            trusted,
             now_ms,
         }
     }
@@ -1259,6 +1701,18 @@ impl Before {
         let found = match token {
             // One who is free to join, if any.
             "@invitee" => invitees.iter().find(free).or(invitees.first()).cloned(),
+            // The same, of a party of a world with attributes.
+            "@attr-invitee" => {
+                let invitees: Vec<String> = self
+                    .parties
+                    .values()
+                    .filter(|p| matches!(p["world"].as_str(), Some("attr" | "vip")))
+                    .flat_map(party_members)
+                    .filter(|(_, joined)| !joined)
+                    .map(|(p, _)| p)
+                    .collect();
+                invitees.iter().find(free).or(invitees.first()).cloned()
+            }
             // One who has still to answer, if any.
             "@proposed" => self
                 .proposals
@@ -1278,10 +1732,10 @@ impl Before {
                 .map(|(p, _)| p.clone()),
             _ => self.solo_tickets.iter().next().cloned(),
         };
-        let fallback = if token == "@proposed" {
-            READY_PLAYERS[0]
-        } else {
-            PARTY_PLAYERS[0]
+        let fallback = match token {
+            "@proposed" => READY_PLAYERS[0],
+            "@attr-invitee" => ATTR_PLAYERS[0],
+            _ => PARTY_PLAYERS[0],
         };
         found.unwrap_or_else(|| fallback.to_owned())
     }
@@ -1390,9 +1844,17 @@ const MY_WORLD: &str = "@myworld";
 /// As the `sub` claim: `@invitee` a player invited to a party who has not
 /// joined it, `@partner` a player who has joined one, `@waiting` a player
 /// with a solo ticket (else `ann`), `@proposed` a player in a pending
-/// proposal, one who has not accepted yet if any (else `gus`); so generated
-/// party joins, cancels, leaves and answers find something to act on.
-const CALLER_PLACEHOLDERS: [&str; 4] = ["@invitee", "@partner", "@waiting", "@proposed"];
+/// proposal, one who has not accepted yet if any (else `gus`),
+/// `@attr-invitee` as `@invitee` for a party of `attr` or `vip` (else
+/// `mia`); so generated party joins, cancels, leaves and answers find
+/// something to act on.
+const CALLER_PLACEHOLDERS: [&str; 5] = [
+    "@invitee",
+    "@partner",
+    "@waiting",
+    "@proposed",
+    "@attr-invitee",
+];
 
 /// `case` with a caller placeholder replaced (the caller comes first: the
 /// other placeholders depend on who it is).
@@ -1461,6 +1923,8 @@ fn field(name: &str) -> Detail {
 enum Expected {
     /// A refusal with this status and `data.error` (and a detail of `data`).
     Refused(u16, &'static str, Detail),
+    /// A refusal with this status and `data.error`, and these details.
+    RefusedWith(u16, &'static str, Vec<(&'static str, Value)>),
     Ok(Success),
 }
 
@@ -1496,6 +1960,11 @@ enum Success {
     /// An answer after `acceptBy`: `409 PROPOSAL_EXPIRED`, and the proposal
     /// is cancelled as timed out (the one refusal that writes).
     Expired { proposal: Value },
+    /// A trusted attribute write: `player`'s entry is now `attributes`.
+    StoredAttributes {
+        player: String,
+        attributes: Map<String, Value>,
+    },
 }
 
 impl Success {
@@ -1704,16 +2173,6 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         let Some(b) = before else { return unavailable };
         return expected_answer(b, id, sub, *accept);
     }
-    if route == Route::Attributes {
-        // An object of trusted attributes is required; the harness's rule
-        // set declares none, so any attribute is unknown (400) and only
-        // `{}` is well-formed, which no writer scope lets through (403).
-        return match body.get("attributes") {
-            None => invalid,
-            Some(Value::Object(a)) if a.is_empty() => Refused(403, "FORBIDDEN", None),
-            Some(_) => Refused(400, "INVALID_ATTRIBUTES", field("attributes")),
-        };
-    }
     if route == Route::Rating {
         // A number is required; the world is optional. The harness configures
         // no writer scope, so every well-formed write is forbidden.
@@ -1730,6 +2189,26 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             Some(_) => invalid,
         };
     }
+    if route == Route::Attributes {
+        // `attributes` is required (`null` is a value, and not an object);
+        // the values are checked before the scope, and only then the store
+        // is written.
+        let Some(value) = body.get("attributes") else {
+            return invalid;
+        };
+        let attributes = match trusted_attributes(value) {
+            Ok(attributes) => attributes,
+            Err(refused) => return refused,
+        };
+        if !has_writer_scope(&case.identity) {
+            return Refused(403, "FORBIDDEN", Some(("required", json!(WRITER_SCOPE))));
+        }
+        let Some(_) = before else { return unavailable };
+        return Expected::Ok(Success::StoredAttributes {
+            player: path_param(case, "playerId"),
+            attributes,
+        });
+    }
     if route == Route::JoinParty {
         let id = party_param(case);
         // A party of a world that is not configured is not found.
@@ -1743,12 +2222,12 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             Ok(measured) => measured,
             Err(refused) => return refused,
         };
-        // No world of the harness declares attributes.
-        if body.get("attributes").is_some_and(|a| !a.is_null()) {
-            return Refused(400, "INVALID_ATTRIBUTES", field("attributes"));
-        }
+        let mine = match client_attributes(party_world(&id), body.get("attributes")) {
+            Ok(mine) => mine,
+            Err(refused) => return refused,
+        };
         let Some(b) = before else { return unavailable };
-        return expected_party_join(b, &id, sub, measured);
+        return expected_party_join(b, &id, sub, measured, &mine);
     }
     let Some(Value::String(world)) = body.get("worldType") else {
         return invalid;
@@ -1779,9 +2258,8 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 Ok(measured) => measured,
                 Err(refused) => return refused,
             };
-            // No world of the harness declares attributes.
-            if body.get("attributes").is_some_and(|a| !a.is_null()) {
-                return Refused(400, "INVALID_ATTRIBUTES", field("attributes"));
+            if let Err(refused) = client_attributes(world, body.get("attributes")) {
+                return refused;
             }
             let Some(b) = before else { return unavailable };
             if let Some(w) = b.solo_world(sub) {
@@ -1804,6 +2282,9 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             if world == "geo" && !measured {
                 return latency_required(world);
             }
+            if let Some(refused) = attributes_required(b, world, sub) {
+                return refused;
+            }
             Expected::Ok(Success::Joined)
         }
         Route::CreateParty => {
@@ -1817,9 +2298,8 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 Ok(measured) => measured,
                 Err(refused) => return refused,
             };
-            // No world of the harness declares attributes.
-            if body.get("attributes").is_some_and(|a| !a.is_null()) {
-                return Refused(400, "INVALID_ATTRIBUTES", field("attributes"));
+            if let Err(refused) = client_attributes(world, body.get("attributes")) {
+                return refused;
             }
             // The caller leads; listing them too, or anyone twice, counts once.
             let mut invited: Vec<String> = Vec::new();
@@ -1852,6 +2332,11 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             }
             if b.cooling(sub) {
                 return Refused(409, "COOLING_DOWN", None);
+            }
+            // The leader's admission (lua/_admission.lua) ends with the
+            // attributes; the invited players are looked at after it.
+            if let Some(refused) = attributes_required(b, world, sub) {
+                return refused;
             }
             if let Some(p) = invited.iter().find(|p| {
                 b.solo_world(p).is_some()
@@ -1938,7 +2423,13 @@ fn expected_answer(b: &Before, id: &str, sub: &str, accept: bool) -> Expected {
 }
 
 /// The store's part of a party join (the request itself is valid).
-fn expected_party_join(b: &Before, id: &str, sub: &str, measured: bool) -> Expected {
+fn expected_party_join(
+    b: &Before,
+    id: &str,
+    sub: &str,
+    measured: bool,
+    mine: &Map<String, Value>,
+) -> Expected {
     use Expected::Refused;
     let not_found = Refused(404, "PARTY_NOT_FOUND", Some(("partyId", json!(id))));
     let Some(party) = b.parties.get(id).filter(|p| p["world"] == party_world(id)) else {
@@ -1974,6 +2465,12 @@ fn expected_party_join(b: &Before, id: &str, sub: &str, measured: bool) -> Expec
     let world = party_world(id);
     if complete && b.queue_sizes.get(world).copied().unwrap_or(0) >= QUEUE_CAPACITY {
         return Refused(503, "QUEUE_FULL", Some(("worldType", json!(world))));
+    }
+    if let Some(refused) = attributes_required(b, world, sub) {
+        return refused;
+    }
+    if let Some(refused) = attributes_conflict(party, world, mine) {
+        return refused;
     }
     let party = party.clone();
     Expected::Ok(if complete {
@@ -2162,10 +2659,20 @@ async fn check_http(h: &Harness, original: &HttpCase) -> Outcome {
         }
     }
     let want = expected(&case, Some(&before));
+    if code == "INVALID_ATTRIBUTES" {
+        assert_eq!(body["data"]["field"], "attributes", "{body}: {context}");
+    }
     let success = match want {
         Expected::Refused(s, c, detail) => {
             assert_eq!((status, code.as_str()), (s, c), "{body}: {context}");
             if let Some((key, value)) = detail {
+                assert_eq!(body["data"][key], value, "data.{key}: {body}: {context}");
+            }
+            None
+        }
+        Expected::RefusedWith(s, c, details) => {
+            assert_eq!((status, code.as_str()), (s, c), "{body}: {context}");
+            for (key, value) in details {
                 assert_eq!(body["data"][key], value, "data.{key}: {body}: {context}");
             }
             None
@@ -2221,6 +2728,27 @@ async fn check_success(h: &Harness, success: &Success, o: &Observed<'_>) {
     party_keys.push(k.outbox());
     match success {
         Success::Read => o.assert_unchanged(),
+        Success::StoredAttributes { player, attributes } => {
+            // What is stored now, what was before (`{}` for nothing), and
+            // only that entry of the trusted store changed.
+            let previous = o.before.trusted.get(player).map_or("", String::as_str);
+            let encoded = encode_attributes(attributes);
+            assert_eq!(data["playerId"], json!(player), "{data}: {ctx}");
+            assert!(
+                same_json(&data["attributes"], &Value::Object(attributes.clone())),
+                "stored {attributes:?}: {data}: {ctx}"
+            );
+            assert!(
+                same_json(&data["previousAttributes"], &decode_attributes(previous)),
+                "previously {previous:?}: {data}: {ctx}"
+            );
+            assert_eq!(
+                after.trusted.get(player),
+                (!encoded.is_empty()).then_some(&encoded),
+                "{ctx}"
+            );
+            o.assert_changed_within(&[k.player_attributes()]);
+        }
         Success::Joined => {
             may_hear.insert(caller.to_string());
             match data["status"].as_str() {
@@ -3842,9 +4370,13 @@ fn outcome_name(function: Function, outcome: &Outcome) -> String {
         &outcome.code
     };
     let by = match outcome.route {
-        Some(r @ (Route::CreateParty | Route::JoinParty | Route::CancelParty | Route::Accept)) => {
-            format!("{r:?}")
-        }
+        Some(
+            r @ (Route::CreateParty
+            | Route::JoinParty
+            | Route::CancelParty
+            | Route::Accept
+            | Route::Attributes),
+        ) => format!("{r:?}"),
         _ => format!("{function:?}"),
     };
     format!("gen-{by}-{}-{}", outcome.status, slug(what)).to_lowercase()
@@ -4201,7 +4733,7 @@ async fn check_http_down(h: &Harness, case: &HttpCase) -> u16 {
     let code = body["data"]["error"].as_str().unwrap_or_default();
     // What needs the store is 503; the oracle says so without it.
     let want = match expected(&case, None) {
-        Expected::Refused(s, c, _) => (s, c),
+        Expected::Refused(s, c, _) | Expected::RefusedWith(s, c, _) => (s, c),
         Expected::Ok(success) => panic!("{success:?} without a store: {context}"),
     };
     assert_eq!((status, code), want, "{body}: {context}");
