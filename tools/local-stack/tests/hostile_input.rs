@@ -4567,6 +4567,24 @@ async fn corpus_replays_with_the_same_properties() {
         (Route::Report, 400, "INVALID_REQUEST"),
         (Route::Report, 403, "FORBIDDEN"),
         (Route::Report, 413, "PAYLOAD_TOO_LARGE"),
+        // The attribute seeds (`attr`, `vip` and the trusted store).
+        (Route::Join, 200, ""),
+        (Route::Join, 400, "INVALID_ATTRIBUTES"),
+        (Route::Join, 400, "INVALID_REQUEST"),
+        (Route::Join, 409, "ATTRIBUTES_REQUIRED"),
+        (Route::CreateParty, 400, "INVALID_ATTRIBUTES"),
+        (Route::CreateParty, 409, "ATTRIBUTES_REQUIRED"),
+        (Route::JoinParty, 400, "INVALID_ATTRIBUTES"),
+        (Route::JoinParty, 409, "ATTRIBUTES_CONFLICT"),
+        (Route::JoinParty, 409, "ATTRIBUTES_REQUIRED"),
+        (Route::Attributes, 200, ""),
+        (Route::Attributes, 400, "INVALID_ATTRIBUTES"),
+        (Route::Attributes, 400, "INVALID_REQUEST"),
+        (Route::Attributes, 401, "UNAUTHORIZED"),
+        (Route::Attributes, 403, "FORBIDDEN"),
+        (Route::Attributes, 405, "METHOD_NOT_ALLOWED"),
+        (Route::Attributes, 413, "PAYLOAD_TOO_LARGE"),
+        (Route::Attributes, 415, "UNSUPPORTED_MEDIA_TYPE"),
     ] {
         assert!(
             outcomes
@@ -4764,9 +4782,14 @@ fn with_redis_down_only_store_bound_requests_answer_503() {
     if let Err(e) = result {
         panic!("{e}");
     }
-    // The party and accept seeds too (their placeholders name nothing).
+    // The party, accept and attribute seeds too (their placeholders name
+    // nothing).
     for case in corpus::<HttpCase>("http", "seed-") {
-        if case.path.starts_with(PARTIES_PATH) || case.path == ACCEPT_PATH {
+        if case.path.starts_with(PARTIES_PATH)
+            || case.path == ACCEPT_PATH
+            || case.path.starts_with("/v1/attributes/")
+            || case.note.starts_with("attributes:")
+        {
             let status = rt.block_on(check_http_down(&h, &case));
             seen.borrow_mut().insert(status);
         }
