@@ -3449,32 +3449,38 @@ fn body_object() -> BoxedStrategy<Value> {
             0.25,
             prop_oneof![4 => any::<bool>().prop_map(Value::from), 1 => json_value()],
         ),
+        prop::option::weighted(0.2, attributes_strategy()),
     )
-        .prop_map(|(world, data, rating, members, extra, match_id, accept)| {
-            let mut m = Map::new();
-            if let Some(id) = match_id {
-                m.insert("matchId".into(), id);
-            }
-            if let Some(a) = accept {
-                m.insert("accept".into(), a);
-            }
-            if let Some(w) = world {
-                m.insert("worldType".into(), w);
-            }
-            if let Some(d) = data {
-                m.insert("data".into(), d);
-            }
-            if let Some(r) = rating {
-                m.insert("rating".into(), r);
-            }
-            if let Some(list) = members {
-                m.insert("members".into(), list);
-            }
-            for (k, v) in extra {
-                m.insert(k, v);
-            }
-            Value::Object(m)
-        })
+        .prop_map(
+            |(world, data, rating, members, extra, match_id, accept, attributes)| {
+                let mut m = Map::new();
+                if let Some(a) = attributes {
+                    m.insert("attributes".into(), a);
+                }
+                if let Some(id) = match_id {
+                    m.insert("matchId".into(), id);
+                }
+                if let Some(a) = accept {
+                    m.insert("accept".into(), a);
+                }
+                if let Some(w) = world {
+                    m.insert("worldType".into(), w);
+                }
+                if let Some(d) = data {
+                    m.insert("data".into(), d);
+                }
+                if let Some(r) = rating {
+                    m.insert("rating".into(), r);
+                }
+                if let Some(list) = members {
+                    m.insert("members".into(), list);
+                }
+                for (k, v) in extra {
+                    m.insert(k, v);
+                }
+                Value::Object(m)
+            },
+        )
         .boxed()
 }
 
@@ -3552,6 +3558,23 @@ fn body_strategy() -> BoxedStrategy<BodySpec> {
 }
 
 fn identity_strategy() -> BoxedStrategy<Identity> {
+    // Now and then a claim holds the attribute writer's scope (which only
+    // `scope` and `scp` grant), in the forms claims arrive in, or nearly.
+    let claim_value = prop_oneof![
+        8 => sub_strategy(),
+        1 => prop::sample::select(vec![
+            WRITER_SCOPE,
+            "matchmaking/play matchmaking/attributes.write",
+            "[\"matchmaking/attributes.write\"]",
+            "[matchmaking/attributes.write]",
+            "matchmaking/attributes.write,x",
+            "Matchmaking/attributes.write",
+            " matchmaking/attributes.write ",
+            "matchmaking/attributes.write\u{0}",
+            "[\"matchmaking/attributes.write x\"]",
+        ])
+        .prop_map(str::to_owned),
+    ];
     let other_claims = prop::collection::btree_map(
         prop::sample::select(vec![
             "username",
@@ -3561,9 +3584,10 @@ fn identity_strategy() -> BoxedStrategy<Identity> {
             "userId",
             "client_id",
             "scope",
+            "scp",
         ])
         .prop_map(str::to_owned),
-        sub_strategy(),
+        claim_value,
         0..3,
     );
     prop_oneof![
@@ -3844,6 +3868,11 @@ fn well_formed_case_strategy() -> BoxedStrategy<HttpCase> {
         ],
         // A party join's body: none, empty, whitespace, `{}`, or with data.
         prop::sample::select(vec![0u8, 1, 2, 3, 4, 4]),
+        // `attributes`: mostly valid ones in `attr`, now and then any.
+        (
+            prop::option::weighted(0.25, attributes_strategy()),
+            valid_attr_attributes(),
+        ),
     )
         .prop_map(
             |(
@@ -3858,7 +3887,12 @@ fn well_formed_case_strategy() -> BoxedStrategy<HttpCase> {
                 members,
                 party,
                 join_body,
+                (attributes, valid_attributes),
             )| {
+                let attributes = match world.as_str() {
+                    "attr" => Some(attributes.unwrap_or(valid_attributes)),
+                    _ => attributes,
+                };
                 headers.remove("content-type");
                 if let Some(ct) = content_type {
                     headers.insert("content-type".into(), ct.to_owned());
@@ -3900,6 +3934,9 @@ fn well_formed_case_strategy() -> BoxedStrategy<HttpCase> {
                                 let mut b = json!({});
                                 if let Some(d) = data {
                                     b["data"] = d;
+                                }
+                                if let Some(a) = attributes {
+                                    b["attributes"] = a;
                                 }
                                 pad(&mut b);
                                 Some(BodySpec::text(b.to_string()))
@@ -3949,6 +3986,9 @@ fn well_formed_case_strategy() -> BoxedStrategy<HttpCase> {
                 };
                 if let (Ask::Join | Ask::CreateParty, Some(d)) = (ask, data) {
                     body["data"] = d;
+                }
+                if let (Ask::Join | Ask::CreateParty, Some(a)) = (ask, attributes) {
+                    body["attributes"] = a;
                 }
                 if ask == Ask::CreateParty {
                     body["members"] = members;
@@ -4148,12 +4188,512 @@ fn ready_flow_strategy() -> BoxedStrategy<HttpCase> {
         .boxed()
 }
 
+/// Names in an `attributes` object: mostly declared ones (client and
+/// trusted), also near misses and hostile ones (long names are cut in
+/// answers).
+fn attribute_name_strategy() -> BoxedStrategy<String> {
+    prop_oneof![
+        8 => prop::sample::select(ATTRIBUTES.iter().map(|d| d.name).collect::<Vec<_>>())
+            .prop_map(str::to_owned),
+        2 => prop::sample::select(vec![
+            "Mode", "mode ", " mode", "MODE", "modes", "colour", "rating", "latencies", "",
+            "__proto__", "mode\u{0}", "ｍｏｄｅ", "a", "level.x", "maps[]",
+        ])
+        .prop_map(str::to_owned),
+        1 => prop::sample::select(vec![39usize, 40, 41, 100, 2000]).prop_map(|n| "m".repeat(n)),
+        1 => nasty_string(),
+    ]
+    .boxed()
+}
+
+/// Tokens and near tokens: declared values, around the length limits,
+/// characters outside `A-Za-z0-9._:-`, unicode look-alikes.
+fn attribute_token_strategy() -> BoxedStrategy<String> {
+    prop_oneof![
+        4 => prop::sample::select(vec![
+            "ctf", "koth", "dm", "pc", "console", "harbor", "mill", "dunes", "peak", "canal",
+            "bronze", "silver", "gold", "1.4.2", "a:b", "x_y-z", ".", ":", "-",
+        ])
+        .prop_map(str::to_owned),
+        2 => "[A-Za-z0-9._:-]{1,10}",
+        1 => prop::sample::select(vec![8usize, 9, 32, 33, 64, 65, 1000]).prop_map(|n| "t".repeat(n)),
+        2 => prop::sample::select(vec![
+            "", " ", "ctf ", "CTF", "ｃｔｆ", "ctf\u{0}", "é", "😀", "a/b", "a,b", "a;b", "a=b",
+            "a|b", "a b", "NaN", "Infinity", "-Infinity", "1e400", "-0", "null", "true",
+            "\u{202e}ftc", "ctf\n",
+        ])
+        .prop_map(str::to_owned),
+        1 => nasty_string(),
+    ]
+    .boxed()
+}
+
+/// Numbers around the declared ranges, huge, tiny, negative zero, and
+/// numbers written as strings.
+fn attribute_number_strategy() -> BoxedStrategy<Value> {
+    prop_oneof![
+        4 => (0u32..=100).prop_map(Value::from),
+        2 => (-11.0f64..111.0).prop_map(Value::from),
+        2 => prop::sample::select(vec![
+            json!(0), json!(100), json!(-0.0), json!(100.000_000_1), json!(-1e-300),
+            json!(1e-300), json!(101), json!(-1), json!(10), json!(-10), json!(10.5),
+            json!(-10.000_001), json!(5000), json!(5001), json!(1e9), json!(1e308),
+            json!(-1e308), json!(u64::MAX), json!(i64::MIN), json!(4.9e-324),
+        ]),
+        1 => any::<f64>().prop_map(Value::from),
+        1 => prop::sample::select(vec!["5", "NaN", "Infinity", "1e400", "0x10", ""])
+            .prop_map(Value::from),
+    ]
+    .boxed()
+}
+
+/// A value for any attribute: strings, numbers, lists (with repeats, too
+/// many, wrong item types), maps, and anything else.
+fn attribute_value_strategy() -> BoxedStrategy<Value> {
+    let item = prop_oneof![
+        6 => attribute_token_strategy().prop_map(Value::from),
+        1 => json_leaf(),
+    ];
+    prop_oneof![
+        3 => attribute_token_strategy().prop_map(Value::from),
+        3 => attribute_number_strategy(),
+        3 => prop::collection::vec(item, 0..5).prop_map(Value::Array),
+        1 => (attribute_token_strategy(), 2usize..5)
+            .prop_map(|(t, n)| json!(vec![t; n])),
+        1 => prop::sample::select(vec![4usize, 9, 33, 100]).prop_map(|n| {
+            json!((0..n).map(|i| format!("m{i}")).collect::<Vec<_>>())
+        }),
+        2 => prop::collection::btree_map(attribute_token_strategy(), attribute_number_strategy(), 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        1 => json_value(),
+    ]
+    .boxed()
+}
+
+/// Valid client attributes of `attr` (the required `build` now and then
+/// left out): tokens, numbers and lists drawn within the declarations.
+fn valid_attr_attributes() -> BoxedStrategy<Value> {
+    (
+        prop::option::weighted(0.7, prop::sample::select(vec!["ctf", "koth", "dm"])),
+        prop::option::weighted(
+            0.5,
+            prop_oneof![
+                (0u32..=100).prop_map(Value::from),
+                (0.0f64..=100.0).prop_map(Value::from)
+            ],
+        ),
+        prop::option::weighted(
+            0.4,
+            prop::collection::btree_set(
+                prop::sample::select(vec!["harbor", "mill", "dunes", "peak", "canal"]),
+                1..=3,
+            ),
+        ),
+        prop::option::weighted(
+            0.3,
+            prop::collection::btree_map("[A-Za-z0-9._:-]{1,8}", -10.0f64..=10.0, 1..=2),
+        ),
+        prop::option::weighted(0.95, "[A-Za-z0-9._:-]{1,8}"),
+        prop::option::weighted(0.3, prop::sample::select(vec!["pc", "console"])),
+        any::<bool>(),
+    )
+        .prop_map(|(mode, level, maps, loadout, build, platform, reversed)| {
+            let mut m = Map::new();
+            if let Some(v) = mode {
+                m.insert("mode".into(), json!(v));
+            }
+            if let Some(v) = level {
+                m.insert("level".into(), v);
+            }
+            if let Some(v) = maps {
+                // Any order: the store sorts them.
+                let mut v: Vec<&str> = v.into_iter().collect();
+                if reversed {
+                    v.reverse();
+                }
+                m.insert("maps".into(), json!(v));
+            }
+            if let Some(v) = loadout {
+                m.insert("loadout".into(), json!(v));
+            }
+            if let Some(v) = build {
+                m.insert("build".into(), json!(v));
+            }
+            if let Some(v) = platform {
+                m.insert("platform".into(), json!(v));
+            }
+            Value::Object(m)
+        })
+        .boxed()
+}
+
+/// Values of one attribute of `attr` at and just past its limits (and of
+/// other types), by name: lengths around `maxLength`, counts around
+/// `maxItems` (0 included), numbers at and past `min` and `max`, repeated
+/// and unknown items, keys too long or not tokens.
+fn boundary_value(name: &'static str) -> BoxedStrategy<Value> {
+    let other_type = || {
+        prop::sample::select(vec![
+            Value::Null,
+            json!(true),
+            json!(1),
+            json!("1"),
+            json!([]),
+            json!({}),
+            json!(["ctf"]),
+        ])
+    };
+    let number = |min: f64, max: f64| {
+        prop::sample::select(vec![
+            json!(min),
+            json!(max),
+            json!((min + max) / 2.0),
+            json!(-0.0),
+            json!(max + 1e-9 * max.abs().max(1.0)),
+            json!(min - 1e-9 * min.abs().max(1.0)),
+            json!(max + 1.0),
+            json!(min - 1.0),
+            json!(1e308),
+            json!(-1e308),
+            json!(u64::MAX),
+            json!("NaN"),
+            json!("Infinity"),
+            json!(max.to_string()),
+        ])
+    };
+    let token = |n: usize| {
+        prop::collection::vec(prop::sample::select(b"Az09._:-".to_vec()), n..=n)
+            .prop_map(|b| String::from_utf8(b).unwrap_or_default())
+    };
+    match name {
+        "mode" | "platform" => prop_oneof![
+            4 => prop::sample::select(vec![
+                "ctf", "koth", "dm", "pc", "console", "CTF", "ctf ", " ctf", "", "ｃｔｆ", "mac",
+                "ctf\u{0}", "dm:", "ctfctfctfctfctfctfctfctfctfctfctfc",
+            ])
+            .prop_map(Value::from),
+            1 => other_type(),
+        ]
+        .boxed(),
+        "build" => prop_oneof![
+            4 => (7usize..=9).prop_flat_map(token).prop_map(Value::from),
+            2 => prop::sample::select(vec!["", "1.4/2", "1 4", "1,4", "1;4", "1=4", "1|4", "é", "1.4\n"])
+                .prop_map(Value::from),
+            1 => other_type(),
+        ]
+        .boxed(),
+        "level" => prop_oneof![4 => number(0.0, 100.0), 1 => other_type()].boxed(),
+        "loadout" => {
+            let key = prop_oneof![
+                4 => (1usize..=9).prop_flat_map(token),
+                1 => prop::sample::select(vec!["", "a/b", "a b", "ａ", "a,b", "a;b"])
+                    .prop_map(str::to_owned),
+            ];
+            prop_oneof![
+                4 => prop::collection::btree_map(key, number(-10.0, 10.0), 0..=3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+                1 => other_type(),
+            ]
+            .boxed()
+        }
+        "maps" => {
+            // Mostly at `maxItems` (3) and just past it.
+            let values = vec!["harbor", "mill", "dunes", "peak", "canal"];
+            (
+                (
+                    Just(values).prop_shuffle(),
+                    prop::sample::select(vec![0usize, 1, 3, 3, 4, 4, 5]),
+                )
+                    .prop_map(|(mut v, n)| {
+                        v.truncate(n);
+                        v
+                    }),
+                prop::sample::select(vec![
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    Some(json!("harbor")),
+                    Some(json!("river")),
+                    Some(json!("Mill")),
+                    Some(json!(1)),
+                    Some(Value::Null),
+                ]),
+                any::<prop::sample::Index>(),
+            )
+                .prop_map(|(items, more, at)| {
+                    let mut items: Vec<Value> = items.into_iter().map(Value::from).collect();
+                    if let Some(more) = more {
+                        let at = at.index(items.len() + 1);
+                        items.insert(at, more);
+                    }
+                    Value::Array(items)
+                })
+                .boxed()
+        }
+        _ => prop_oneof![
+            3 => attribute_value_strategy(),
+            1 => number(0.0, 5000.0),
+            1 => prop::sample::select(vec!["bronze", "silver", "gold", "Gold", "platinum"])
+                .prop_map(Value::from),
+        ]
+        .boxed(),
+    }
+}
+
+/// Valid attributes of `attr` with one entry set to a value at or past its
+/// limits (see [`boundary_value`]), or a name added (trusted, unknown, near
+/// miss, long); now and then the required `build` left out too.
+fn near_valid_attr_attributes() -> BoxedStrategy<Value> {
+    let names = [
+        "mode",
+        "level",
+        "maps",
+        "loadout",
+        "build",
+        "platform",
+        "rank",
+        "tier",
+        "colour",
+        "Mode",
+        "a_name_far_longer_than_the_forty_characters_an_answer_shows",
+    ];
+    // Mostly `attr`'s own client attributes.
+    let edit = prop::strategy::Union::new_weighted(
+        names
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let weight = if i < 6 { 3 } else { 1 };
+                (weight, boundary_value(n).prop_map(move |v| (n, v)).boxed())
+            })
+            .collect(),
+    );
+    (valid_attr_attributes(), edit, prop::bool::weighted(0.1))
+        .prop_map(|(mut valid, (name, value), drop_build)| {
+            if let Value::Object(m) = &mut valid {
+                m.insert(name.to_owned(), value);
+                if drop_build {
+                    m.remove("build");
+                }
+            }
+            valid
+        })
+        .boxed()
+}
+
+/// Hostile `attributes`: any names with any values, many entries, values
+/// that are no object at all.
+fn hostile_attributes() -> BoxedStrategy<Value> {
+    prop_oneof![
+        4 => prop::collection::btree_map(attribute_name_strategy(), attribute_value_strategy(), 0..5)
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        1 => (1usize..40).prop_map(|n| {
+            Value::Object((0..n).map(|i| (format!("a{i}"), json!(i))).collect())
+        }),
+        2 => json_value(),
+    ]
+    .boxed()
+}
+
+/// Any `attributes`: valid ones of `attr`, near-valid ones, hostile ones,
+/// `null`.
+fn attributes_strategy() -> BoxedStrategy<Value> {
+    prop_oneof![
+        3 => valid_attr_attributes(),
+        3 => near_valid_attr_attributes(),
+        3 => hostile_attributes(),
+        1 => Just(Value::Null),
+        1 => Just(json!({})),
+    ]
+    .boxed()
+}
+
+/// The `attributes` of a trusted write: valid ones (each trusted attribute
+/// now and then), near-valid and client ones, hostile ones.
+fn trusted_attributes_strategy() -> BoxedStrategy<Value> {
+    let valid = (
+        prop::option::weighted(0.7, prop::sample::select(vec!["bronze", "silver", "gold"])),
+        prop::option::weighted(
+            0.5,
+            prop_oneof![
+                (0u32..=5000).prop_map(Value::from),
+                (0.0f64..=5000.0).prop_map(Value::from)
+            ],
+        ),
+    )
+        .prop_map(|(tier, rank)| {
+            let mut m = Map::new();
+            if let Some(t) = tier {
+                m.insert("tier".into(), json!(t));
+            }
+            if let Some(r) = rank {
+                m.insert("rank".into(), r);
+            }
+            Value::Object(m)
+        });
+    let edits = prop::sample::select(vec![
+        ("tier", json!("platinum")),
+        ("tier", json!("Gold")),
+        ("tier", json!(["gold"])),
+        ("tier", Value::Null),
+        ("rank", json!(5000)),
+        ("rank", json!(5000.5)),
+        ("rank", json!(-1)),
+        ("rank", json!("1500")),
+        ("rank", json!(1e308)),
+        ("mode", json!("ctf")),
+        ("build", json!("1.4")),
+        ("colour", json!("red")),
+    ]);
+    let near = (valid.clone(), edits).prop_map(|(mut v, (name, value))| {
+        v[name] = value;
+        v
+    });
+    prop_oneof![
+        7 => valid,
+        2 => near,
+        1 => hostile_attributes(),
+        1 => Just(Value::Null),
+    ]
+    .boxed()
+}
+
+/// Requests of the worlds with attributes among their own players (so
+/// their tickets and parties are theirs): joins of `attr` with valid and
+/// near-valid attributes (equal modes match, a party join with another
+/// mode conflicts), parties there, leaves and cancels; trusted writes,
+/// mostly with the writer scope, and joins and parties of `vip`, which
+/// needs one; joins of worlds without attributes that send some.
+fn attribute_flow_strategy() -> BoxedStrategy<HttpCase> {
+    (
+        0..26u8,
+        prop::sample::select(ATTR_PLAYERS.to_vec()),
+        prop::sample::select(ATTR_PLAYERS.to_vec()),
+        prop_oneof![
+            4 => valid_attr_attributes(),
+            5 => near_valid_attr_attributes(),
+            1 => attributes_strategy(),
+        ],
+        trusted_attributes_strategy(),
+        prop::sample::select(vec![
+            Some(WRITER_SCOPE),
+            Some(WRITER_SCOPE),
+            Some(WRITER_SCOPE),
+            Some("[\"matchmaking/play\",\"matchmaking/attributes.write\"]"),
+            Some("matchmaking/play matchmaking/attributes.write"),
+            Some("[matchmaking/play matchmaking/attributes.write]"),
+            Some("[matchmaking/play,matchmaking/attributes.write]"),
+            Some("matchmaking/attributes.writ"),
+            Some("Matchmaking/attributes.write"),
+            None,
+        ]),
+        prop::bool::weighted(0.5),
+    )
+        .prop_map(|(roll, player, mate, attributes, trusted, scope, scp)| {
+            let body = |v: Value| Some(BodySpec::text(v.to_string()));
+            let world = if roll % 4 == 3 { "vip" } else { "attr" };
+            let attributes_of = |world: &str| {
+                if world == "attr" {
+                    attributes.clone()
+                } else {
+                    // `vip` takes no client attribute: none, or whatever.
+                    [Value::Null, json!({}), attributes.clone()][usize::from(roll % 3)].clone()
+                }
+            };
+            let party_case = |sub: &str, path: &str, b: Option<BodySpec>| {
+                let mut case = post(Function::Join, path, b, claims(sub));
+                case.path_parameters = Some(BTreeMap::from([(
+                    "partyId".to_owned(),
+                    "@invited".to_owned(),
+                )]));
+                case
+            };
+            match roll {
+                0..=4 => post(
+                    Function::Join,
+                    "/v1/matching/join",
+                    body(json!({ "worldType": world, "attributes": attributes_of(world) })),
+                    claims(player),
+                ),
+                5..=8 => {
+                    let members: Vec<&str> = [mate].into_iter().filter(|m| *m != player).collect();
+                    post(
+                        Function::Join,
+                        "/v1/parties",
+                        body(json!({
+                            "worldType": world,
+                            "members": members,
+                            "attributes": attributes_of(world),
+                        })),
+                        claims(player),
+                    )
+                }
+                // With attributes (of `attr`), or none (as `vip` takes).
+                9..=11 => party_case(
+                    "@attr-invitee",
+                    "/v1/parties/@invited/join",
+                    body(json!({ "attributes": attributes })),
+                ),
+                12..=13 => party_case("@attr-invitee", "/v1/parties/@invited/join", None),
+                14..=15 => {
+                    let mut case =
+                        post(Function::Leave, "/v1/parties/@member", None, claims(player));
+                    case.method = "DELETE".into();
+                    case.path_parameters = Some(BTreeMap::from([(
+                        "partyId".to_owned(),
+                        "@member".to_owned(),
+                    )]));
+                    case
+                }
+                16..=17 => post(
+                    Function::Leave,
+                    "/v1/matching/leave",
+                    body(json!({ "worldType": MY_WORLD })),
+                    claims(player),
+                ),
+                // Worlds without attributes: anything but `null` is refused.
+                18..=19 => {
+                    let world = ["world2", "geo", "duel"][usize::from(roll % 3)];
+                    post(
+                        Function::Join,
+                        "/v1/matching/join",
+                        body(json!({ "worldType": world, "attributes": attributes })),
+                        claims(player),
+                    )
+                }
+                _ => {
+                    let mut identity = BTreeMap::from([("sub".to_owned(), "writer".to_owned())]);
+                    if let Some(scope) = scope {
+                        let name = if scp { "scp" } else { "scope" };
+                        identity.insert(name.to_owned(), scope.to_owned());
+                    }
+                    let mut case = post(
+                        Function::Status,
+                        &format!("/v1/attributes/{player}"),
+                        body(json!({ "attributes": trusted })),
+                        Identity::Claims(identity),
+                    );
+                    case.method = "PUT".into();
+                    if roll % 2 == 0 {
+                        case.path_parameters =
+                            Some(BTreeMap::from([("playerId".to_owned(), player.to_owned())]));
+                    }
+                    case
+                }
+            }
+        })
+        .boxed()
+}
+
 fn any_http_case_strategy() -> BoxedStrategy<HttpCase> {
     prop_oneof![
-        4 => http_case_strategy(),
-        2 => well_formed_case_strategy(),
-        2 => party_flow_strategy(),
-        2 => ready_flow_strategy(),
+        8 => http_case_strategy(),
+        4 => well_formed_case_strategy(),
+        4 => party_flow_strategy(),
+        4 => ready_flow_strategy(),
+        3 => attribute_flow_strategy(),
     ]
     .boxed()
 }
@@ -4382,6 +4922,11 @@ fn outcome_name(function: Function, outcome: &Outcome) -> String {
     format!("gen-{by}-{}-{}", outcome.status, slug(what)).to_lowercase()
 }
 
+/// Generated HTTP cases of a default run: 400 of the first four
+/// generators of [`any_http_case_strategy`] and, at its weight (3 of 23),
+/// 60 of the attribute flow beside them.
+const HTTP_CASES: u32 = 460;
+
 /// Arbitrary HTTP API events through the join, leave and status functions.
 #[test]
 fn arbitrary_http_requests_get_only_documented_answers() {
@@ -4390,7 +4935,7 @@ fn arbitrary_http_requests_get_only_documented_answers() {
     let seen = RefCell::new(HashSet::new());
     let counts = RefCell::new(BTreeMap::<(Function, u16), u32>::new());
     let outcomes = RefCell::new(BTreeMap::<Outcome, u32>::new());
-    let mut runner = runner(proptest_cases(400));
+    let mut runner = runner(proptest_cases(HTTP_CASES));
     let result = runner.run(&any_http_case_strategy(), |case| {
         let outcome = rt.block_on(check_http(&h, &case));
         *counts
@@ -4417,7 +4962,7 @@ fn arbitrary_http_requests_get_only_documented_answers() {
     // The generators must reach past the early refusals (only outcomes that
     // 400 cases reach with near certainty; a leave's 200 needs the caller
     // queued in that world and is left to the seeds and tests/identity.rs).
-    if proptest_cases(400) >= 400 {
+    if proptest_cases(HTTP_CASES) >= HTTP_CASES {
         let counts = counts.borrow();
         let by_status = |s: u16| counts.iter().filter(|((_, st), _)| *st == s).count();
         for want in [
@@ -4459,6 +5004,8 @@ fn arbitrary_http_requests_get_only_documented_answers() {
             (Route::Accept, 200, Some("")),
             (Route::Accept, 400, Some("INVALID_REQUEST")),
             (Route::Accept, 404, Some("PROPOSAL_NOT_FOUND")),
+            (Route::JoinParty, 400, Some("INVALID_ATTRIBUTES")),
+            (Route::Attributes, 200, Some("")),
         ] {
             assert!(
                 outcomes.keys().any(|o| o.route == Some(route)
@@ -4468,11 +5015,82 @@ fn arbitrary_http_requests_get_only_documented_answers() {
             );
         }
     }
+    if proptest_cases(HTTP_CASES) >= HTTP_CASES {
+        // Bad attributes are refused somewhere (the corpus has every
+        // route's refusal and the 409s of attributes).
+        assert!(
+            outcomes
+                .borrow()
+                .keys()
+                .any(|o| o.status == 400 && o.code == "INVALID_ATTRIBUTES"),
+            "no case answered 400 INVALID_ATTRIBUTES: {route_outcomes:?}"
+        );
+    }
     rt.block_on(async {
         let state = redis_state(&h.store).await;
         assert_only_known_keys(&h.store, &state, "after the whole run");
     });
 }
+
+/// The attribute flow alone, on a store of its own: every bad attribute
+/// gets its documented 4xx and changes nothing, valid ones are taken, the
+/// trusted store is written only with the writer scope.
+#[test]
+fn attribute_requests_get_only_documented_answers() {
+    let rt = runtime();
+    let h = rt.block_on(Harness::start("hostile-attributes"));
+    let seen = RefCell::new(HashSet::new());
+    let outcomes = RefCell::new(BTreeMap::<Outcome, u32>::new());
+    let cases = proptest_cases(ATTRIBUTE_CASES);
+    let mut runner = runner(cases);
+    let result = runner.run(&attribute_flow_strategy(), |case| {
+        let outcome = rt.block_on(check_http(&h, &case));
+        let name = outcome_name(case.function, &outcome);
+        if seen.borrow_mut().insert(name.clone()) {
+            save_to_corpus("http", &name, &case);
+        }
+        *outcomes.borrow_mut().entry(outcome).or_default() += 1;
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let route_outcomes: Vec<_> = outcomes
+        .borrow()
+        .iter()
+        .map(|(o, n)| format!("{:?} {} {}: {n}", o.route, o.status, o.code))
+        .collect();
+    eprintln!("attribute outcomes: {route_outcomes:?}");
+    // What 300 cases reach with near certainty (the 409s of attributes are
+    // rarer: the corpus has them).
+    if cases >= ATTRIBUTE_CASES {
+        for (route, status, code) in [
+            (Route::Join, 200, ""),
+            (Route::Join, 400, "INVALID_ATTRIBUTES"),
+            (Route::CreateParty, 201, ""),
+            (Route::CreateParty, 400, "INVALID_ATTRIBUTES"),
+            (Route::JoinParty, 400, "INVALID_ATTRIBUTES"),
+            (Route::Attributes, 200, ""),
+            (Route::Attributes, 400, "INVALID_ATTRIBUTES"),
+            (Route::Attributes, 403, "FORBIDDEN"),
+        ] {
+            assert!(
+                outcomes
+                    .borrow()
+                    .keys()
+                    .any(|o| o.route == Some(route) && o.status == status && o.code == code),
+                "no case answered {route:?} {status} {code}: {route_outcomes:?}"
+            );
+        }
+    }
+    rt.block_on(async {
+        let state = redis_state(&h.store).await;
+        assert_only_known_keys(&h.store, &state, "after the whole run");
+    });
+}
+
+/// Cases of a default run of [`attribute_requests_get_only_documented_answers`].
+const ATTRIBUTE_CASES: u32 = 300;
 
 /// Arbitrary `$connect` events through ws-connect.
 #[test]
