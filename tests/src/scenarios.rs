@@ -90,6 +90,7 @@ macro_rules! for_each_scenario {
             a_ready_check_keeps_regions_through_a_cancelled_proposal,
             an_optional_build_rule_matches_any_when_not_specified,
             cross_mode_matches_share_a_mode_until_the_rule_is_optional,
+            the_matcher_tick_forms_matches_in_a_fifo_world_with_attributes,
             a_distance_rule_widens_linearly_with_the_anchors_wait,
             same_mode_and_all_different_characters,
             a_compound_rule_records_the_branch_that_held,

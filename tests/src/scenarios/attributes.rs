@@ -177,6 +177,51 @@ pub async fn cross_mode_matches_share_a_mode_until_the_rule_is_optional(env: &En
     recheck(&store, &record);
 }
 
+/// The matcher's own tick (`shared::matcher::tick`, what the matcher
+/// Lambda runs: "no limit" for a FIFO world) forms matches in a FIFO world
+/// with attributes: such a world is matched around anchors, and its calls
+/// carry the anchors-per-call limit (the script refuses a limit of 0 for
+/// anchored worlds, so every tick failed and only joins formed matches).
+pub async fn the_matcher_tick_forms_matches_in_a_fifo_world_with_attributes(env: &Env) {
+    let rules = json!({
+        "attributes": {"modes": {"type": "stringList", "values": ["ctf", "dm"], "maxItems": 2,
+                                 "missing": "refuse"}},
+        "worlds": [{"name": "modes", "teamSize": 2,
+                    "rules": [{"name": "commonMode", "type": "intersection", "attribute": "modes"}]}]
+    });
+    let store = store_for(env, "attr-tick", &rules, false);
+    for (p, modes) in [
+        ("a", json!(["ctf"])),
+        ("b", json!(["dm"])),
+        ("c", json!(["dm", "ctf"])),
+    ] {
+        join_with(&store, "modes", p, json!({"modes": modes})).await;
+    }
+    let pusher = RecordingPusher::default();
+    // Anchors are due a tick after they join.
+    let record = eventually(
+        "a tick to form the match",
+        Duration::from_secs(3),
+        || async {
+            let report = shared::matcher::tick(&store, &pusher)
+                .await
+                .expect("the tick succeeds");
+            report.worlds.into_iter().flat_map(|w| w.formed).next()
+        },
+    )
+    .await;
+    assert_eq!(names(&record), ["a", "c"]);
+    assert_eq!(
+        outcome(&record, "commonMode").shared.as_deref(),
+        Some(&["ctf".to_string()][..])
+    );
+    recheck(&store, &record);
+    assert!(
+        waiting(&store, "b").await,
+        "b shares nothing with anyone left"
+    );
+}
+
 /// PlayFab's difference rule with linear expansion: a skill spread of 0.2
 /// widening by 0.1 a second up to 0.5, on the anchor's own wait; two
 /// players 0.4 apart meet after two seconds, and one 0.45 from the nearest

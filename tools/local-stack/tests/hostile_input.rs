@@ -77,8 +77,25 @@ use shared::{ConnectionId, MatchStore, PlayerId, PlayerStatus, Settings, WorldNa
 /// `duel` (no cool-down, proposals that outlive any run) is played by the
 /// generators; `blitz` (1 s to accept, an hour's cool-down) only by the
 /// seeds, which wait for its proposals to run out (see [`HttpCase::late`]),
-/// so no generated answer races its clock.
-const RULES: &str = r#"{"worlds": [
+/// so no generated answer races its clock. `attr` and `vip` are worlds with
+/// player attributes (see [`ATTRIBUTES`]): `attr` takes client attributes
+/// of every type (one of them required) and a trusted one, and matches only
+/// equal `mode`s; `vip` takes only a trusted attribute it requires, which
+/// `PUT /v1/attributes/{playerId}` writes (with [`WRITER_SCOPE`]).
+const RULES: &str = r#"{
+  "attributes": {
+    "mode": {"type": "string", "values": ["ctf", "koth", "dm"]},
+    "level": {"type": "number", "min": 0, "max": 100},
+    "maps": {"type": "stringList", "values": ["harbor", "mill", "dunes", "peak", "canal"],
+             "maxItems": 3},
+    "loadout": {"type": "numberMap", "maxLength": 8, "maxItems": 2, "min": -10, "max": 10},
+    "build": {"type": "string", "maxLength": 8, "missing": "refuse"},
+    "platform": {"type": "string", "values": ["pc", "console"], "default": "pc"},
+    "rank": {"type": "number", "source": "trusted", "min": 0, "max": 5000},
+    "tier": {"type": "string", "source": "trusted", "values": ["bronze", "silver", "gold"],
+             "missing": "refuse"}},
+  "attributeStore": {"writerScope": "matchmaking/attributes.write"},
+  "worlds": [
     {"name": "world1", "teamSize": 4},
     {"name": "world2", "teamSize": 3},
     {"name": "duel", "teamSize": 2,
@@ -87,14 +104,18 @@ const RULES: &str = r#"{"worlds": [
      "readyCheck": {"acceptSeconds": 1, "declineCooldownSeconds": 3600}},
     {"name": "geo", "teamSize": 2,
      "regions": {"names": ["eu", "us"], "maxLatencyMs": 50, "widenPerSecond": 0,
-                 "maxLatencyCapMs": 100}}]}"#;
-const CONFIGURED: [&str; 5] = ["world1", "world2", "duel", "blitz", "geo"];
+                 "maxLatencyCapMs": 100}},
+    {"name": "attr", "teamSize": 2,
+     "attributes": ["level", "maps", "loadout", "build", "platform", "rank"],
+     "rules": [{"name": "sameMode", "type": "equality", "attribute": "mode"}]},
+    {"name": "vip", "teamSize": 2, "attributes": ["tier"]}]}"#;
+const CONFIGURED: [&str; 7] = ["world1", "world2", "duel", "blitz", "geo", "attr", "vip"];
 /// The regions of the world with regions (`geo`).
 const GEO_REGIONS: [&str; 2] = ["eu", "us"];
 /// The highest latency a client may report (ms).
 const MAX_LATENCY_MS: f64 = 10_000.0;
 /// The worlds generated cases name.
-const PLAYABLE: [&str; 3] = ["world1", "world2", "duel"];
+const PLAYABLE: [&str; 4] = ["world1", "world2", "duel", "attr"];
 const MAX_BODY_BYTES: usize = 8 * 1024;
 /// The routes that list a match's players with a part each (docs/http-api.md).
 const MAX_LIST_BODY_BYTES: usize = 64 * 1024;
@@ -102,12 +123,14 @@ const MAX_TICKET_DATA_BYTES: usize = 4096;
 const MAX_TICKET_DATA_DEPTH: usize = 16;
 /// Largest party, the leader included, by world: `maxPartySize`, which
 /// defaults to the team size.
-const MAX_PARTY_SIZE: [(&str, usize); 5] = [
+const MAX_PARTY_SIZE: [(&str, usize); 7] = [
     ("world1", 4),
     ("world2", 3),
     ("duel", 2),
     ("blitz", 2),
     ("geo", 2),
+    ("attr", 2),
+    ("vip", 2),
 ];
 /// `MM_QUEUE_CAPACITY` (its default).
 const QUEUE_CAPACITY: u64 = 1_000_000;
@@ -173,6 +196,8 @@ const COMMON_PLAYERS: [&str; 6] = ["alice", "bob", "carol", "dave", "erin", "fra
 const PARTY_PLAYERS: [&str; 6] = ["ann", "ben", "cat", "dan", "eve", "fay"];
 /// Players of the ready-check flow (also connected), in `duel`.
 const READY_PLAYERS: [&str; 6] = ["gus", "hal", "ivy", "jon", "kim", "lou"];
+/// Players of the attribute flow (also connected), in `attr` and `vip`.
+const ATTR_PLAYERS: [&str; 6] = ["mia", "noa", "oli", "pia", "quin", "rae"];
 
 fn proptest_cases(default: u32) -> u32 {
     std::env::var("MM_PROPTEST_CASES")
@@ -587,6 +612,7 @@ impl Harness {
             .iter()
             .chain(&PARTY_PLAYERS)
             .chain(&READY_PLAYERS)
+            .chain(&ATTR_PLAYERS)
             .enumerate()
         {
             let conn = format!("conn-{i}=");
@@ -920,6 +946,415 @@ fn latency_required(world: &str) -> Expected {
     Expected::Refused(409, "LATENCY_REQUIRED", Some(("worldType", json!(world))))
 }
 
+// ---------------------------------------------------------------------------
+// Player attributes (docs/http-api.md "Worlds with attributes", docs/rules.md)
+// ---------------------------------------------------------------------------
+
+/// `attributeStore.writerScope` of [`RULES`].
+const WRITER_SCOPE: &str = "matchmaking/attributes.write";
+
+/// An attribute's declared `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AttrKind {
+    Str,
+    Num,
+    List,
+    Map,
+}
+
+/// One attribute [`RULES`] declares, with what the docs say of the fields
+/// it leaves out (`maxLength` 32, `maxItems` 8, `min`..`max` -1e9..1e9).
+#[derive(Debug)]
+struct AttrDecl {
+    name: &'static str,
+    kind: AttrKind,
+    trusted: bool,
+    /// `values` (string, stringList) or `keys` (numberMap).
+    allowed: Option<&'static [&'static str]>,
+    max_length: usize,
+    max_items: usize,
+    min: f64,
+    max: f64,
+    /// `default`, as stored (a string's token).
+    default: Option<&'static str>,
+    /// `"missing": "refuse"`.
+    refuse: bool,
+}
+
+impl AttrDecl {
+    const fn new(name: &'static str, kind: AttrKind) -> Self {
+        Self {
+            name,
+            kind,
+            trusted: false,
+            allowed: None,
+            max_length: 32,
+            max_items: 8,
+            min: -1e9,
+            max: 1e9,
+            default: None,
+            refuse: false,
+        }
+    }
+}
+
+/// The declarations of [`RULES`], in its order (the stored encoding's).
+const ATTRIBUTES: [AttrDecl; 8] = [
+    AttrDecl {
+        allowed: Some(&["ctf", "koth", "dm"]),
+        ..AttrDecl::new("mode", AttrKind::Str)
+    },
+    AttrDecl {
+        min: 0.0,
+        max: 100.0,
+        ..AttrDecl::new("level", AttrKind::Num)
+    },
+    AttrDecl {
+        allowed: Some(&["harbor", "mill", "dunes", "peak", "canal"]),
+        max_items: 3,
+        ..AttrDecl::new("maps", AttrKind::List)
+    },
+    AttrDecl {
+        max_length: 8,
+        max_items: 2,
+        min: -10.0,
+        max: 10.0,
+        ..AttrDecl::new("loadout", AttrKind::Map)
+    },
+    AttrDecl {
+        max_length: 8,
+        refuse: true,
+        ..AttrDecl::new("build", AttrKind::Str)
+    },
+    AttrDecl {
+        allowed: Some(&["pc", "console"]),
+        default: Some("pc"),
+        ..AttrDecl::new("platform", AttrKind::Str)
+    },
+    AttrDecl {
+        trusted: true,
+        min: 0.0,
+        max: 5000.0,
+        ..AttrDecl::new("rank", AttrKind::Num)
+    },
+    AttrDecl {
+        trusted: true,
+        allowed: Some(&["bronze", "silver", "gold"]),
+        refuse: true,
+        ..AttrDecl::new("tier", AttrKind::Str)
+    },
+];
+
+/// The equality rules of the worlds: (world, attribute).
+const EQUALITY_RULES: [(&str, &str); 1] = [("attr", "mode")];
+
+fn attribute_decl(name: &str) -> Option<&'static AttrDecl> {
+    ATTRIBUTES.iter().find(|d| d.name == name)
+}
+
+/// A world's attributes: those its rules name and those it lists, in
+/// declaration order.
+fn world_attributes(world: &str) -> &'static [&'static str] {
+    match world {
+        "attr" => &[
+            "mode", "level", "maps", "loadout", "build", "platform", "rank",
+        ],
+        "vip" => &["tier"],
+        _ => &[],
+    }
+}
+
+/// `^[A-Za-z0-9._:-]{1,max}$`.
+fn attribute_token(s: &str, max: usize) -> bool {
+    (1..=max).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
+/// `value` as a value of `decl` (lists sorted, maps by key), or `None` when
+/// the docs refuse it: a string a token (among `values`, if listed); a
+/// number finite and within `min`..`max`; a list of 1 to `maxItems` such
+/// tokens, none twice; a map of 1 to `maxItems` token keys (among `keys`)
+/// to such numbers.
+fn attribute_value(decl: &AttrDecl, value: &Value) -> Option<Value> {
+    let token = |s: &str| {
+        attribute_token(s, decl.max_length) && decl.allowed.is_none_or(|a| a.contains(&s))
+    };
+    let number = |v: &Value| {
+        v.as_f64()
+            .filter(|n| n.is_finite() && (decl.min..=decl.max).contains(n))
+            .map(|n| n + 0.0)
+    };
+    let count = |n: usize| (1..=decl.max_items).contains(&n);
+    match decl.kind {
+        AttrKind::Str => value.as_str().filter(|s| token(s)).map(Value::from),
+        AttrKind::Num => number(value).map(Value::from),
+        AttrKind::List => {
+            let items = value.as_array().filter(|items| count(items.len()))?;
+            let mut out: Vec<&str> = items
+                .iter()
+                .map(|i| i.as_str().filter(|s| token(s)))
+                .collect::<Option<_>>()?;
+            out.sort_unstable();
+            let distinct = out.windows(2).all(|w| w[0] != w[1]);
+            distinct.then(|| json!(out))
+        }
+        AttrKind::Map => {
+            let entries = value.as_object().filter(|e| count(e.len()))?;
+            let mut out = Map::new();
+            for (key, v) in entries {
+                if !attribute_token(key, decl.max_length) {
+                    return None;
+                }
+                out.insert(key.clone(), Value::from(number(v)?));
+            }
+            Some(Value::Object(out))
+        }
+    }
+}
+
+/// The `attribute` an answer names for a name from a request: cut after 40
+/// characters (`...` added), so a huge name is not echoed whole.
+fn shown_attribute(name: &str) -> String {
+    match name.char_indices().nth(40) {
+        None => name.to_owned(),
+        Some((at, _)) => format!("{}...", &name[..at]),
+    }
+}
+
+/// 400 INVALID_ATTRIBUTES naming `attribute` (`Value::Null`: naming none).
+fn invalid_attributes(attribute: Value) -> Expected {
+    Expected::Refused(400, "INVALID_ATTRIBUTES", Some(("attribute", attribute)))
+}
+
+/// The client attributes a join, party creation or party join in `world`
+/// carries (`value`: the body's `attributes`), by name, defaults filled in;
+/// or the documented refusal. `null` is none. A world without attributes
+/// refuses any other value, naming no attribute. Otherwise a value that is
+/// not an object names the attribute `""`; each entry, in the order the
+/// handler reads the object in (the same `serde_json::Map`), must name a
+/// client attribute of the world and hold a valid value; then a client
+/// attribute left out takes its `default`, and one declared `"missing":
+/// "refuse"` without a default is refused.
+fn client_attributes(world: &str, value: Option<&Value>) -> Result<Map<String, Value>, Expected> {
+    let value = value.filter(|v| !v.is_null());
+    let names = world_attributes(world);
+    if names.is_empty() {
+        return match value {
+            None => Ok(Map::new()),
+            Some(_) => Err(invalid_attributes(Value::Null)),
+        };
+    }
+    let mut out = Map::new();
+    if let Some(value) = value {
+        let Value::Object(entries) = value else {
+            return Err(invalid_attributes(json!("")));
+        };
+        for (name, v) in entries {
+            let decl = names
+                .contains(&name.as_str())
+                .then(|| attribute_decl(name))
+                .flatten()
+                .filter(|d| !d.trusted)
+                .ok_or_else(|| invalid_attributes(json!(shown_attribute(name))))?;
+            let v = attribute_value(decl, v).ok_or_else(|| invalid_attributes(json!(name)))?;
+            out.insert(name.clone(), v);
+        }
+    }
+    for decl in names.iter().filter_map(|n| attribute_decl(n)) {
+        if decl.trusted || out.contains_key(decl.name) {
+            continue;
+        }
+        match decl.default {
+            Some(default) => {
+                out.insert(decl.name.to_owned(), json!(default));
+            }
+            None if decl.refuse => return Err(invalid_attributes(json!(decl.name))),
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The body of `PUT /v1/attributes/{playerId}`'s `attributes`: an object of
+/// trusted attributes (of any world) with valid values, or the documented
+/// refusal (as for [`client_attributes`]; a client attribute is refused).
+fn trusted_attributes(value: &Value) -> Result<Map<String, Value>, Expected> {
+    let Value::Object(entries) = value else {
+        return Err(invalid_attributes(json!("")));
+    };
+    let mut out = Map::new();
+    for (name, v) in entries {
+        let decl = attribute_decl(name)
+            .filter(|d| d.trusted)
+            .ok_or_else(|| invalid_attributes(json!(shown_attribute(name))))?;
+        let v = attribute_value(decl, v).ok_or_else(|| invalid_attributes(json!(name)))?;
+        out.insert(name.clone(), v);
+    }
+    Ok(out)
+}
+
+/// A number as the store writes it: Rust's `f64` Display.
+fn stored_number(v: &Value) -> String {
+    format!("{}", v.as_f64().unwrap_or(f64::NAN) + 0.0)
+}
+
+/// Attributes as the store encodes them (contract §3): `name=value` joined
+/// by `;` in declaration order; a list's items sorted and joined by `,`, a
+/// map's `key:number` entries sorted by key.
+fn encode_attributes(values: &Map<String, Value>) -> String {
+    ATTRIBUTES
+        .iter()
+        .filter_map(|d| {
+            let v = values.get(d.name)?;
+            let text = match d.kind {
+                AttrKind::Str => v.as_str().unwrap_or_default().to_owned(),
+                AttrKind::Num => stored_number(v),
+                AttrKind::List => {
+                    let mut items: Vec<&str> = v
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    items.sort_unstable();
+                    items.join(",")
+                }
+                AttrKind::Map => v
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, n)| (k.clone(), stored_number(n)))
+                    .collect::<BTreeMap<_, _>>()
+                    .into_iter()
+                    .map(|(k, n)| format!("{k}:{n}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
+            Some(format!("{}={text}", d.name))
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// An encoding read back as JSON (as the answers show attributes).
+fn decode_attributes(text: &str) -> Value {
+    let number = |s: &str| s.parse::<f64>().map_or(Value::Null, Value::from);
+    let mut out = Map::new();
+    for (name, value) in text.split(';').filter_map(|p| p.split_once('=')) {
+        let v = match attribute_decl(name).map(|d| d.kind) {
+            Some(AttrKind::Str) => json!(value),
+            Some(AttrKind::Num) => number(value),
+            Some(AttrKind::List) => json!(value.split(',').collect::<Vec<_>>()),
+            Some(AttrKind::Map) => Value::Object(
+                value
+                    .split(',')
+                    .filter_map(|e| e.rsplit_once(':'))
+                    .map(|(k, n)| (k.to_owned(), number(n)))
+                    .collect(),
+            ),
+            None => Value::Null,
+        };
+        out.insert(name.to_owned(), v);
+    }
+    Value::Object(out)
+}
+
+/// The value of `name` in an encoding.
+fn encoded_value<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    text.split(';')
+        .filter_map(|p| p.split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+}
+
+/// JSON equality with numbers compared by value (`42` and `42.0` alike).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether the caller's token carries [`WRITER_SCOPE`]: the authorizer's
+/// `scopes` (the harness sends `matchmaking/play` only) and the `scope` and
+/// `scp` claims as a list of strings in JSON, or as text split at
+/// whitespace and commas (brackets around it dropped).
+fn has_writer_scope(identity: &Identity) -> bool {
+    let Identity::Claims(claims) = identity else {
+        return false;
+    };
+    ["scope", "scp"]
+        .into_iter()
+        .filter_map(|name| claims.get(name))
+        .any(|v| match serde_json::from_str::<Vec<String>>(v) {
+            Ok(list) => list.iter().any(|s| s == WRITER_SCOPE),
+            Err(_) => v
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split(|c: char| c.is_ascii_whitespace() || c == ',')
+                .any(|s| s == WRITER_SCOPE),
+        })
+}
+
+/// 409 ATTRIBUTES_REQUIRED: a trusted attribute of `world` declared
+/// `"missing": "refuse"` (without a default) of which the store holds no
+/// value for `p`.
+fn attributes_required(b: &Before, world: &str, p: &str) -> Option<Expected> {
+    let stored = b.trusted.get(p).map_or("", String::as_str);
+    world_attributes(world)
+        .iter()
+        .filter_map(|n| attribute_decl(n))
+        .find(|d| {
+            d.trusted && d.refuse && d.default.is_none() && encoded_value(stored, d.name).is_none()
+        })
+        .map(|d| {
+            Expected::RefusedWith(
+                409,
+                "ATTRIBUTES_REQUIRED",
+                vec![("worldType", json!(world)), ("attribute", json!(d.name))],
+            )
+        })
+}
+
+/// 409 ATTRIBUTES_CONFLICT: a party join whose value of an attribute an
+/// equality rule of the world compares differs from a joined member's.
+fn attributes_conflict(party: &Value, world: &str, mine: &Map<String, Value>) -> Option<Expected> {
+    let members: Vec<&Value> = party["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["j"].as_f64() == Some(1.0))
+        .collect();
+    EQUALITY_RULES
+        .iter()
+        .filter(|(w, _)| *w == world)
+        .find(|(_, attr)| {
+            let Some(theirs) = mine.get(*attr).and_then(Value::as_str) else {
+                return false;
+            };
+            members.iter().any(|m| {
+                encoded_value(m["a"].as_str().unwrap_or_default(), attr)
+                    .is_some_and(|v| v != theirs)
+            })
+        })
+        .map(|(_, attr)| {
+            Expected::RefusedWith(
+                409,
+                "ATTRIBUTES_CONFLICT",
+                vec![("worldType", json!(world)), ("attribute", json!(attr))],
+            )
+        })
+}
+
 fn valid_ticket_data(data: Option<&Value>) -> bool {
     match data {
         None | Some(Value::Null) => true,
@@ -1092,6 +1527,8 @@ struct Before {
     cooldowns: BTreeMap<String, u64>,
     /// Player -> id of their latest match.
     last_match: BTreeMap<String, String>,
+    /// The trusted attribute store: player -> attributes as encoded.
+    trusted: BTreeMap<String, String>,
     /// Redis's clock (ms) when this was read: the script of the call runs
     /// at this time or later.
     now_ms: u64,
@@ -1162,6 +1599,10 @@ impl Before {
                 }
             }
         }
+        let trusted: BTreeMap<String, String> = store
+            .command(redis::cmd("HGETALL").arg(k.player_attributes()))
+            .await
+            .expect("HGETALL player-attributes");
         let now_ms = redis_now_ms(store).await;
         let mut queue_sizes = BTreeMap::new();
         for world in CONFIGURED {
@@ -1185,6 +1626,7 @@ impl Before {
                 .map(|(p, ms)| (p, ms as u64))
                 .collect(),
             last_match,
+            trusted,
             now_ms,
         }
     }
@@ -1259,6 +1701,18 @@ impl Before {
         let found = match token {
             // One who is free to join, if any.
             "@invitee" => invitees.iter().find(free).or(invitees.first()).cloned(),
+            // The same, of a party of a world with attributes.
+            "@attr-invitee" => {
+                let invitees: Vec<String> = self
+                    .parties
+                    .values()
+                    .filter(|p| matches!(p["world"].as_str(), Some("attr" | "vip")))
+                    .flat_map(party_members)
+                    .filter(|(_, joined)| !joined)
+                    .map(|(p, _)| p)
+                    .collect();
+                invitees.iter().find(free).or(invitees.first()).cloned()
+            }
             // One who has still to answer, if any.
             "@proposed" => self
                 .proposals
@@ -1278,10 +1732,10 @@ impl Before {
                 .map(|(p, _)| p.clone()),
             _ => self.solo_tickets.iter().next().cloned(),
         };
-        let fallback = if token == "@proposed" {
-            READY_PLAYERS[0]
-        } else {
-            PARTY_PLAYERS[0]
+        let fallback = match token {
+            "@proposed" => READY_PLAYERS[0],
+            "@attr-invitee" => ATTR_PLAYERS[0],
+            _ => PARTY_PLAYERS[0],
         };
         found.unwrap_or_else(|| fallback.to_owned())
     }
@@ -1390,9 +1844,17 @@ const MY_WORLD: &str = "@myworld";
 /// As the `sub` claim: `@invitee` a player invited to a party who has not
 /// joined it, `@partner` a player who has joined one, `@waiting` a player
 /// with a solo ticket (else `ann`), `@proposed` a player in a pending
-/// proposal, one who has not accepted yet if any (else `gus`); so generated
-/// party joins, cancels, leaves and answers find something to act on.
-const CALLER_PLACEHOLDERS: [&str; 4] = ["@invitee", "@partner", "@waiting", "@proposed"];
+/// proposal, one who has not accepted yet if any (else `gus`),
+/// `@attr-invitee` as `@invitee` for a party of `attr` or `vip` (else
+/// `mia`); so generated party joins, cancels, leaves and answers find
+/// something to act on.
+const CALLER_PLACEHOLDERS: [&str; 5] = [
+    "@invitee",
+    "@partner",
+    "@waiting",
+    "@proposed",
+    "@attr-invitee",
+];
 
 /// `case` with a caller placeholder replaced (the caller comes first: the
 /// other placeholders depend on who it is).
@@ -1461,6 +1923,8 @@ fn field(name: &str) -> Detail {
 enum Expected {
     /// A refusal with this status and `data.error` (and a detail of `data`).
     Refused(u16, &'static str, Detail),
+    /// A refusal with this status and `data.error`, and these details.
+    RefusedWith(u16, &'static str, Vec<(&'static str, Value)>),
     Ok(Success),
 }
 
@@ -1496,6 +1960,11 @@ enum Success {
     /// An answer after `acceptBy`: `409 PROPOSAL_EXPIRED`, and the proposal
     /// is cancelled as timed out (the one refusal that writes).
     Expired { proposal: Value },
+    /// A trusted attribute write: `player`'s entry is now `attributes`.
+    StoredAttributes {
+        player: String,
+        attributes: Map<String, Value>,
+    },
 }
 
 impl Success {
@@ -1704,16 +2173,6 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         let Some(b) = before else { return unavailable };
         return expected_answer(b, id, sub, *accept);
     }
-    if route == Route::Attributes {
-        // An object of trusted attributes is required; the harness's rule
-        // set declares none, so any attribute is unknown (400) and only
-        // `{}` is well-formed, which no writer scope lets through (403).
-        return match body.get("attributes") {
-            None => invalid,
-            Some(Value::Object(a)) if a.is_empty() => Refused(403, "FORBIDDEN", None),
-            Some(_) => Refused(400, "INVALID_ATTRIBUTES", field("attributes")),
-        };
-    }
     if route == Route::Rating {
         // A number is required; the world is optional. The harness configures
         // no writer scope, so every well-formed write is forbidden.
@@ -1730,6 +2189,26 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             Some(_) => invalid,
         };
     }
+    if route == Route::Attributes {
+        // `attributes` is required (`null` is a value, and not an object);
+        // the values are checked before the scope, and only then the store
+        // is written.
+        let Some(value) = body.get("attributes") else {
+            return invalid;
+        };
+        let attributes = match trusted_attributes(value) {
+            Ok(attributes) => attributes,
+            Err(refused) => return refused,
+        };
+        if !has_writer_scope(&case.identity) {
+            return Refused(403, "FORBIDDEN", Some(("required", json!(WRITER_SCOPE))));
+        }
+        let Some(_) = before else { return unavailable };
+        return Expected::Ok(Success::StoredAttributes {
+            player: path_param(case, "playerId"),
+            attributes,
+        });
+    }
     if route == Route::JoinParty {
         let id = party_param(case);
         // A party of a world that is not configured is not found.
@@ -1743,12 +2222,12 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             Ok(measured) => measured,
             Err(refused) => return refused,
         };
-        // No world of the harness declares attributes.
-        if body.get("attributes").is_some_and(|a| !a.is_null()) {
-            return Refused(400, "INVALID_ATTRIBUTES", field("attributes"));
-        }
+        let mine = match client_attributes(party_world(&id), body.get("attributes")) {
+            Ok(mine) => mine,
+            Err(refused) => return refused,
+        };
         let Some(b) = before else { return unavailable };
-        return expected_party_join(b, &id, sub, measured);
+        return expected_party_join(b, &id, sub, measured, &mine);
     }
     let Some(Value::String(world)) = body.get("worldType") else {
         return invalid;
@@ -1779,9 +2258,8 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 Ok(measured) => measured,
                 Err(refused) => return refused,
             };
-            // No world of the harness declares attributes.
-            if body.get("attributes").is_some_and(|a| !a.is_null()) {
-                return Refused(400, "INVALID_ATTRIBUTES", field("attributes"));
+            if let Err(refused) = client_attributes(world, body.get("attributes")) {
+                return refused;
             }
             let Some(b) = before else { return unavailable };
             if let Some(w) = b.solo_world(sub) {
@@ -1804,6 +2282,9 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             if world == "geo" && !measured {
                 return latency_required(world);
             }
+            if let Some(refused) = attributes_required(b, world, sub) {
+                return refused;
+            }
             Expected::Ok(Success::Joined)
         }
         Route::CreateParty => {
@@ -1817,9 +2298,8 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 Ok(measured) => measured,
                 Err(refused) => return refused,
             };
-            // No world of the harness declares attributes.
-            if body.get("attributes").is_some_and(|a| !a.is_null()) {
-                return Refused(400, "INVALID_ATTRIBUTES", field("attributes"));
+            if let Err(refused) = client_attributes(world, body.get("attributes")) {
+                return refused;
             }
             // The caller leads; listing them too, or anyone twice, counts once.
             let mut invited: Vec<String> = Vec::new();
@@ -1852,6 +2332,11 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             }
             if b.cooling(sub) {
                 return Refused(409, "COOLING_DOWN", None);
+            }
+            // The leader's admission (lua/_admission.lua) ends with the
+            // attributes; the invited players are looked at after it.
+            if let Some(refused) = attributes_required(b, world, sub) {
+                return refused;
             }
             if let Some(p) = invited.iter().find(|p| {
                 b.solo_world(p).is_some()
@@ -1938,7 +2423,13 @@ fn expected_answer(b: &Before, id: &str, sub: &str, accept: bool) -> Expected {
 }
 
 /// The store's part of a party join (the request itself is valid).
-fn expected_party_join(b: &Before, id: &str, sub: &str, measured: bool) -> Expected {
+fn expected_party_join(
+    b: &Before,
+    id: &str,
+    sub: &str,
+    measured: bool,
+    mine: &Map<String, Value>,
+) -> Expected {
     use Expected::Refused;
     let not_found = Refused(404, "PARTY_NOT_FOUND", Some(("partyId", json!(id))));
     let Some(party) = b.parties.get(id).filter(|p| p["world"] == party_world(id)) else {
@@ -1974,6 +2465,12 @@ fn expected_party_join(b: &Before, id: &str, sub: &str, measured: bool) -> Expec
     let world = party_world(id);
     if complete && b.queue_sizes.get(world).copied().unwrap_or(0) >= QUEUE_CAPACITY {
         return Refused(503, "QUEUE_FULL", Some(("worldType", json!(world))));
+    }
+    if let Some(refused) = attributes_required(b, world, sub) {
+        return refused;
+    }
+    if let Some(refused) = attributes_conflict(party, world, mine) {
+        return refused;
     }
     let party = party.clone();
     Expected::Ok(if complete {
@@ -2162,10 +2659,20 @@ async fn check_http(h: &Harness, original: &HttpCase) -> Outcome {
         }
     }
     let want = expected(&case, Some(&before));
+    if code == "INVALID_ATTRIBUTES" {
+        assert_eq!(body["data"]["field"], "attributes", "{body}: {context}");
+    }
     let success = match want {
         Expected::Refused(s, c, detail) => {
             assert_eq!((status, code.as_str()), (s, c), "{body}: {context}");
             if let Some((key, value)) = detail {
+                assert_eq!(body["data"][key], value, "data.{key}: {body}: {context}");
+            }
+            None
+        }
+        Expected::RefusedWith(s, c, details) => {
+            assert_eq!((status, code.as_str()), (s, c), "{body}: {context}");
+            for (key, value) in details {
                 assert_eq!(body["data"][key], value, "data.{key}: {body}: {context}");
             }
             None
@@ -2221,6 +2728,27 @@ async fn check_success(h: &Harness, success: &Success, o: &Observed<'_>) {
     party_keys.push(k.outbox());
     match success {
         Success::Read => o.assert_unchanged(),
+        Success::StoredAttributes { player, attributes } => {
+            // What is stored now, what was before (`{}` for nothing), and
+            // only that entry of the trusted store changed.
+            let previous = o.before.trusted.get(player).map_or("", String::as_str);
+            let encoded = encode_attributes(attributes);
+            assert_eq!(data["playerId"], json!(player), "{data}: {ctx}");
+            assert!(
+                same_json(&data["attributes"], &Value::Object(attributes.clone())),
+                "stored {attributes:?}: {data}: {ctx}"
+            );
+            assert!(
+                same_json(&data["previousAttributes"], &decode_attributes(previous)),
+                "previously {previous:?}: {data}: {ctx}"
+            );
+            assert_eq!(
+                after.trusted.get(player),
+                (!encoded.is_empty()).then_some(&encoded),
+                "{ctx}"
+            );
+            o.assert_changed_within(&[k.player_attributes()]);
+        }
         Success::Joined => {
             may_hear.insert(caller.to_string());
             match data["status"].as_str() {
@@ -2921,32 +3449,38 @@ fn body_object() -> BoxedStrategy<Value> {
             0.25,
             prop_oneof![4 => any::<bool>().prop_map(Value::from), 1 => json_value()],
         ),
+        prop::option::weighted(0.2, attributes_strategy()),
     )
-        .prop_map(|(world, data, rating, members, extra, match_id, accept)| {
-            let mut m = Map::new();
-            if let Some(id) = match_id {
-                m.insert("matchId".into(), id);
-            }
-            if let Some(a) = accept {
-                m.insert("accept".into(), a);
-            }
-            if let Some(w) = world {
-                m.insert("worldType".into(), w);
-            }
-            if let Some(d) = data {
-                m.insert("data".into(), d);
-            }
-            if let Some(r) = rating {
-                m.insert("rating".into(), r);
-            }
-            if let Some(list) = members {
-                m.insert("members".into(), list);
-            }
-            for (k, v) in extra {
-                m.insert(k, v);
-            }
-            Value::Object(m)
-        })
+        .prop_map(
+            |(world, data, rating, members, extra, match_id, accept, attributes)| {
+                let mut m = Map::new();
+                if let Some(a) = attributes {
+                    m.insert("attributes".into(), a);
+                }
+                if let Some(id) = match_id {
+                    m.insert("matchId".into(), id);
+                }
+                if let Some(a) = accept {
+                    m.insert("accept".into(), a);
+                }
+                if let Some(w) = world {
+                    m.insert("worldType".into(), w);
+                }
+                if let Some(d) = data {
+                    m.insert("data".into(), d);
+                }
+                if let Some(r) = rating {
+                    m.insert("rating".into(), r);
+                }
+                if let Some(list) = members {
+                    m.insert("members".into(), list);
+                }
+                for (k, v) in extra {
+                    m.insert(k, v);
+                }
+                Value::Object(m)
+            },
+        )
         .boxed()
 }
 
@@ -3024,6 +3558,23 @@ fn body_strategy() -> BoxedStrategy<BodySpec> {
 }
 
 fn identity_strategy() -> BoxedStrategy<Identity> {
+    // Now and then a claim holds the attribute writer's scope (which only
+    // `scope` and `scp` grant), in the forms claims arrive in, or nearly.
+    let claim_value = prop_oneof![
+        8 => sub_strategy(),
+        1 => prop::sample::select(vec![
+            WRITER_SCOPE,
+            "matchmaking/play matchmaking/attributes.write",
+            "[\"matchmaking/attributes.write\"]",
+            "[matchmaking/attributes.write]",
+            "matchmaking/attributes.write,x",
+            "Matchmaking/attributes.write",
+            " matchmaking/attributes.write ",
+            "matchmaking/attributes.write\u{0}",
+            "[\"matchmaking/attributes.write x\"]",
+        ])
+        .prop_map(str::to_owned),
+    ];
     let other_claims = prop::collection::btree_map(
         prop::sample::select(vec![
             "username",
@@ -3033,9 +3584,10 @@ fn identity_strategy() -> BoxedStrategy<Identity> {
             "userId",
             "client_id",
             "scope",
+            "scp",
         ])
         .prop_map(str::to_owned),
-        sub_strategy(),
+        claim_value,
         0..3,
     );
     prop_oneof![
@@ -3316,6 +3868,11 @@ fn well_formed_case_strategy() -> BoxedStrategy<HttpCase> {
         ],
         // A party join's body: none, empty, whitespace, `{}`, or with data.
         prop::sample::select(vec![0u8, 1, 2, 3, 4, 4]),
+        // `attributes`: mostly valid ones in `attr`, now and then any.
+        (
+            prop::option::weighted(0.25, attributes_strategy()),
+            valid_attr_attributes(),
+        ),
     )
         .prop_map(
             |(
@@ -3330,7 +3887,12 @@ fn well_formed_case_strategy() -> BoxedStrategy<HttpCase> {
                 members,
                 party,
                 join_body,
+                (attributes, valid_attributes),
             )| {
+                let attributes = match world.as_str() {
+                    "attr" => Some(attributes.unwrap_or(valid_attributes)),
+                    _ => attributes,
+                };
                 headers.remove("content-type");
                 if let Some(ct) = content_type {
                     headers.insert("content-type".into(), ct.to_owned());
@@ -3372,6 +3934,9 @@ fn well_formed_case_strategy() -> BoxedStrategy<HttpCase> {
                                 let mut b = json!({});
                                 if let Some(d) = data {
                                     b["data"] = d;
+                                }
+                                if let Some(a) = attributes {
+                                    b["attributes"] = a;
                                 }
                                 pad(&mut b);
                                 Some(BodySpec::text(b.to_string()))
@@ -3421,6 +3986,9 @@ fn well_formed_case_strategy() -> BoxedStrategy<HttpCase> {
                 };
                 if let (Ask::Join | Ask::CreateParty, Some(d)) = (ask, data) {
                     body["data"] = d;
+                }
+                if let (Ask::Join | Ask::CreateParty, Some(a)) = (ask, attributes) {
+                    body["attributes"] = a;
                 }
                 if ask == Ask::CreateParty {
                     body["members"] = members;
@@ -3620,12 +4188,512 @@ fn ready_flow_strategy() -> BoxedStrategy<HttpCase> {
         .boxed()
 }
 
+/// Names in an `attributes` object: mostly declared ones (client and
+/// trusted), also near misses and hostile ones (long names are cut in
+/// answers).
+fn attribute_name_strategy() -> BoxedStrategy<String> {
+    prop_oneof![
+        8 => prop::sample::select(ATTRIBUTES.iter().map(|d| d.name).collect::<Vec<_>>())
+            .prop_map(str::to_owned),
+        2 => prop::sample::select(vec![
+            "Mode", "mode ", " mode", "MODE", "modes", "colour", "rating", "latencies", "",
+            "__proto__", "mode\u{0}", "ｍｏｄｅ", "a", "level.x", "maps[]",
+        ])
+        .prop_map(str::to_owned),
+        1 => prop::sample::select(vec![39usize, 40, 41, 100, 2000]).prop_map(|n| "m".repeat(n)),
+        1 => nasty_string(),
+    ]
+    .boxed()
+}
+
+/// Tokens and near tokens: declared values, around the length limits,
+/// characters outside `A-Za-z0-9._:-`, unicode look-alikes.
+fn attribute_token_strategy() -> BoxedStrategy<String> {
+    prop_oneof![
+        4 => prop::sample::select(vec![
+            "ctf", "koth", "dm", "pc", "console", "harbor", "mill", "dunes", "peak", "canal",
+            "bronze", "silver", "gold", "1.4.2", "a:b", "x_y-z", ".", ":", "-",
+        ])
+        .prop_map(str::to_owned),
+        2 => "[A-Za-z0-9._:-]{1,10}",
+        1 => prop::sample::select(vec![8usize, 9, 32, 33, 64, 65, 1000]).prop_map(|n| "t".repeat(n)),
+        2 => prop::sample::select(vec![
+            "", " ", "ctf ", "CTF", "ｃｔｆ", "ctf\u{0}", "é", "😀", "a/b", "a,b", "a;b", "a=b",
+            "a|b", "a b", "NaN", "Infinity", "-Infinity", "1e400", "-0", "null", "true",
+            "\u{202e}ftc", "ctf\n",
+        ])
+        .prop_map(str::to_owned),
+        1 => nasty_string(),
+    ]
+    .boxed()
+}
+
+/// Numbers around the declared ranges, huge, tiny, negative zero, and
+/// numbers written as strings.
+fn attribute_number_strategy() -> BoxedStrategy<Value> {
+    prop_oneof![
+        4 => (0u32..=100).prop_map(Value::from),
+        2 => (-11.0f64..111.0).prop_map(Value::from),
+        2 => prop::sample::select(vec![
+            json!(0), json!(100), json!(-0.0), json!(100.000_000_1), json!(-1e-300),
+            json!(1e-300), json!(101), json!(-1), json!(10), json!(-10), json!(10.5),
+            json!(-10.000_001), json!(5000), json!(5001), json!(1e9), json!(1e308),
+            json!(-1e308), json!(u64::MAX), json!(i64::MIN), json!(4.9e-324),
+        ]),
+        1 => any::<f64>().prop_map(Value::from),
+        1 => prop::sample::select(vec!["5", "NaN", "Infinity", "1e400", "0x10", ""])
+            .prop_map(Value::from),
+    ]
+    .boxed()
+}
+
+/// A value for any attribute: strings, numbers, lists (with repeats, too
+/// many, wrong item types), maps, and anything else.
+fn attribute_value_strategy() -> BoxedStrategy<Value> {
+    let item = prop_oneof![
+        6 => attribute_token_strategy().prop_map(Value::from),
+        1 => json_leaf(),
+    ];
+    prop_oneof![
+        3 => attribute_token_strategy().prop_map(Value::from),
+        3 => attribute_number_strategy(),
+        3 => prop::collection::vec(item, 0..5).prop_map(Value::Array),
+        1 => (attribute_token_strategy(), 2usize..5)
+            .prop_map(|(t, n)| json!(vec![t; n])),
+        1 => prop::sample::select(vec![4usize, 9, 33, 100]).prop_map(|n| {
+            json!((0..n).map(|i| format!("m{i}")).collect::<Vec<_>>())
+        }),
+        2 => prop::collection::btree_map(attribute_token_strategy(), attribute_number_strategy(), 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        1 => json_value(),
+    ]
+    .boxed()
+}
+
+/// Valid client attributes of `attr` (the required `build` now and then
+/// left out): tokens, numbers and lists drawn within the declarations.
+fn valid_attr_attributes() -> BoxedStrategy<Value> {
+    (
+        prop::option::weighted(0.7, prop::sample::select(vec!["ctf", "koth", "dm"])),
+        prop::option::weighted(
+            0.5,
+            prop_oneof![
+                (0u32..=100).prop_map(Value::from),
+                (0.0f64..=100.0).prop_map(Value::from)
+            ],
+        ),
+        prop::option::weighted(
+            0.4,
+            prop::collection::btree_set(
+                prop::sample::select(vec!["harbor", "mill", "dunes", "peak", "canal"]),
+                1..=3,
+            ),
+        ),
+        prop::option::weighted(
+            0.3,
+            prop::collection::btree_map("[A-Za-z0-9._:-]{1,8}", -10.0f64..=10.0, 1..=2),
+        ),
+        prop::option::weighted(0.95, "[A-Za-z0-9._:-]{1,8}"),
+        prop::option::weighted(0.3, prop::sample::select(vec!["pc", "console"])),
+        any::<bool>(),
+    )
+        .prop_map(|(mode, level, maps, loadout, build, platform, reversed)| {
+            let mut m = Map::new();
+            if let Some(v) = mode {
+                m.insert("mode".into(), json!(v));
+            }
+            if let Some(v) = level {
+                m.insert("level".into(), v);
+            }
+            if let Some(v) = maps {
+                // Any order: the store sorts them.
+                let mut v: Vec<&str> = v.into_iter().collect();
+                if reversed {
+                    v.reverse();
+                }
+                m.insert("maps".into(), json!(v));
+            }
+            if let Some(v) = loadout {
+                m.insert("loadout".into(), json!(v));
+            }
+            if let Some(v) = build {
+                m.insert("build".into(), json!(v));
+            }
+            if let Some(v) = platform {
+                m.insert("platform".into(), json!(v));
+            }
+            Value::Object(m)
+        })
+        .boxed()
+}
+
+/// Values of one attribute of `attr` at and just past its limits (and of
+/// other types), by name: lengths around `maxLength`, counts around
+/// `maxItems` (0 included), numbers at and past `min` and `max`, repeated
+/// and unknown items, keys too long or not tokens.
+fn boundary_value(name: &'static str) -> BoxedStrategy<Value> {
+    let other_type = || {
+        prop::sample::select(vec![
+            Value::Null,
+            json!(true),
+            json!(1),
+            json!("1"),
+            json!([]),
+            json!({}),
+            json!(["ctf"]),
+        ])
+    };
+    let number = |min: f64, max: f64| {
+        prop::sample::select(vec![
+            json!(min),
+            json!(max),
+            json!((min + max) / 2.0),
+            json!(-0.0),
+            json!(max + 1e-9 * max.abs().max(1.0)),
+            json!(min - 1e-9 * min.abs().max(1.0)),
+            json!(max + 1.0),
+            json!(min - 1.0),
+            json!(1e308),
+            json!(-1e308),
+            json!(u64::MAX),
+            json!("NaN"),
+            json!("Infinity"),
+            json!(max.to_string()),
+        ])
+    };
+    let token = |n: usize| {
+        prop::collection::vec(prop::sample::select(b"Az09._:-".to_vec()), n..=n)
+            .prop_map(|b| String::from_utf8(b).unwrap_or_default())
+    };
+    match name {
+        "mode" | "platform" => prop_oneof![
+            4 => prop::sample::select(vec![
+                "ctf", "koth", "dm", "pc", "console", "CTF", "ctf ", " ctf", "", "ｃｔｆ", "mac",
+                "ctf\u{0}", "dm:", "ctfctfctfctfctfctfctfctfctfctfctfc",
+            ])
+            .prop_map(Value::from),
+            1 => other_type(),
+        ]
+        .boxed(),
+        "build" => prop_oneof![
+            4 => (7usize..=9).prop_flat_map(token).prop_map(Value::from),
+            2 => prop::sample::select(vec!["", "1.4/2", "1 4", "1,4", "1;4", "1=4", "1|4", "é", "1.4\n"])
+                .prop_map(Value::from),
+            1 => other_type(),
+        ]
+        .boxed(),
+        "level" => prop_oneof![4 => number(0.0, 100.0), 1 => other_type()].boxed(),
+        "loadout" => {
+            let key = prop_oneof![
+                4 => (1usize..=9).prop_flat_map(token),
+                1 => prop::sample::select(vec!["", "a/b", "a b", "ａ", "a,b", "a;b"])
+                    .prop_map(str::to_owned),
+            ];
+            prop_oneof![
+                4 => prop::collection::btree_map(key, number(-10.0, 10.0), 0..=3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+                1 => other_type(),
+            ]
+            .boxed()
+        }
+        "maps" => {
+            // Mostly at `maxItems` (3) and just past it.
+            let values = vec!["harbor", "mill", "dunes", "peak", "canal"];
+            (
+                (
+                    Just(values).prop_shuffle(),
+                    prop::sample::select(vec![0usize, 1, 3, 3, 4, 4, 5]),
+                )
+                    .prop_map(|(mut v, n)| {
+                        v.truncate(n);
+                        v
+                    }),
+                prop::sample::select(vec![
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    Some(json!("harbor")),
+                    Some(json!("river")),
+                    Some(json!("Mill")),
+                    Some(json!(1)),
+                    Some(Value::Null),
+                ]),
+                any::<prop::sample::Index>(),
+            )
+                .prop_map(|(items, more, at)| {
+                    let mut items: Vec<Value> = items.into_iter().map(Value::from).collect();
+                    if let Some(more) = more {
+                        let at = at.index(items.len() + 1);
+                        items.insert(at, more);
+                    }
+                    Value::Array(items)
+                })
+                .boxed()
+        }
+        _ => prop_oneof![
+            3 => attribute_value_strategy(),
+            1 => number(0.0, 5000.0),
+            1 => prop::sample::select(vec!["bronze", "silver", "gold", "Gold", "platinum"])
+                .prop_map(Value::from),
+        ]
+        .boxed(),
+    }
+}
+
+/// Valid attributes of `attr` with one entry set to a value at or past its
+/// limits (see [`boundary_value`]), or a name added (trusted, unknown, near
+/// miss, long); now and then the required `build` left out too.
+fn near_valid_attr_attributes() -> BoxedStrategy<Value> {
+    let names = [
+        "mode",
+        "level",
+        "maps",
+        "loadout",
+        "build",
+        "platform",
+        "rank",
+        "tier",
+        "colour",
+        "Mode",
+        "a_name_far_longer_than_the_forty_characters_an_answer_shows",
+    ];
+    // Mostly `attr`'s own client attributes.
+    let edit = prop::strategy::Union::new_weighted(
+        names
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let weight = if i < 6 { 3 } else { 1 };
+                (weight, boundary_value(n).prop_map(move |v| (n, v)).boxed())
+            })
+            .collect(),
+    );
+    (valid_attr_attributes(), edit, prop::bool::weighted(0.1))
+        .prop_map(|(mut valid, (name, value), drop_build)| {
+            if let Value::Object(m) = &mut valid {
+                m.insert(name.to_owned(), value);
+                if drop_build {
+                    m.remove("build");
+                }
+            }
+            valid
+        })
+        .boxed()
+}
+
+/// Hostile `attributes`: any names with any values, many entries, values
+/// that are no object at all.
+fn hostile_attributes() -> BoxedStrategy<Value> {
+    prop_oneof![
+        4 => prop::collection::btree_map(attribute_name_strategy(), attribute_value_strategy(), 0..5)
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        1 => (1usize..40).prop_map(|n| {
+            Value::Object((0..n).map(|i| (format!("a{i}"), json!(i))).collect())
+        }),
+        2 => json_value(),
+    ]
+    .boxed()
+}
+
+/// Any `attributes`: valid ones of `attr`, near-valid ones, hostile ones,
+/// `null`.
+fn attributes_strategy() -> BoxedStrategy<Value> {
+    prop_oneof![
+        3 => valid_attr_attributes(),
+        3 => near_valid_attr_attributes(),
+        3 => hostile_attributes(),
+        1 => Just(Value::Null),
+        1 => Just(json!({})),
+    ]
+    .boxed()
+}
+
+/// The `attributes` of a trusted write: valid ones (each trusted attribute
+/// now and then), near-valid and client ones, hostile ones.
+fn trusted_attributes_strategy() -> BoxedStrategy<Value> {
+    let valid = (
+        prop::option::weighted(0.7, prop::sample::select(vec!["bronze", "silver", "gold"])),
+        prop::option::weighted(
+            0.5,
+            prop_oneof![
+                (0u32..=5000).prop_map(Value::from),
+                (0.0f64..=5000.0).prop_map(Value::from)
+            ],
+        ),
+    )
+        .prop_map(|(tier, rank)| {
+            let mut m = Map::new();
+            if let Some(t) = tier {
+                m.insert("tier".into(), json!(t));
+            }
+            if let Some(r) = rank {
+                m.insert("rank".into(), r);
+            }
+            Value::Object(m)
+        });
+    let edits = prop::sample::select(vec![
+        ("tier", json!("platinum")),
+        ("tier", json!("Gold")),
+        ("tier", json!(["gold"])),
+        ("tier", Value::Null),
+        ("rank", json!(5000)),
+        ("rank", json!(5000.5)),
+        ("rank", json!(-1)),
+        ("rank", json!("1500")),
+        ("rank", json!(1e308)),
+        ("mode", json!("ctf")),
+        ("build", json!("1.4")),
+        ("colour", json!("red")),
+    ]);
+    let near = (valid.clone(), edits).prop_map(|(mut v, (name, value))| {
+        v[name] = value;
+        v
+    });
+    prop_oneof![
+        7 => valid,
+        2 => near,
+        1 => hostile_attributes(),
+        1 => Just(Value::Null),
+    ]
+    .boxed()
+}
+
+/// Requests of the worlds with attributes among their own players (so
+/// their tickets and parties are theirs): joins of `attr` with valid and
+/// near-valid attributes (equal modes match, a party join with another
+/// mode conflicts), parties there, leaves and cancels; trusted writes,
+/// mostly with the writer scope, and joins and parties of `vip`, which
+/// needs one; joins of worlds without attributes that send some.
+fn attribute_flow_strategy() -> BoxedStrategy<HttpCase> {
+    (
+        0..26u8,
+        prop::sample::select(ATTR_PLAYERS.to_vec()),
+        prop::sample::select(ATTR_PLAYERS.to_vec()),
+        prop_oneof![
+            4 => valid_attr_attributes(),
+            5 => near_valid_attr_attributes(),
+            1 => attributes_strategy(),
+        ],
+        trusted_attributes_strategy(),
+        prop::sample::select(vec![
+            Some(WRITER_SCOPE),
+            Some(WRITER_SCOPE),
+            Some(WRITER_SCOPE),
+            Some("[\"matchmaking/play\",\"matchmaking/attributes.write\"]"),
+            Some("matchmaking/play matchmaking/attributes.write"),
+            Some("[matchmaking/play matchmaking/attributes.write]"),
+            Some("[matchmaking/play,matchmaking/attributes.write]"),
+            Some("matchmaking/attributes.writ"),
+            Some("Matchmaking/attributes.write"),
+            None,
+        ]),
+        prop::bool::weighted(0.5),
+    )
+        .prop_map(|(roll, player, mate, attributes, trusted, scope, scp)| {
+            let body = |v: Value| Some(BodySpec::text(v.to_string()));
+            let world = if roll % 4 == 3 { "vip" } else { "attr" };
+            let attributes_of = |world: &str| {
+                if world == "attr" {
+                    attributes.clone()
+                } else {
+                    // `vip` takes no client attribute: none, or whatever.
+                    [Value::Null, json!({}), attributes.clone()][usize::from(roll % 3)].clone()
+                }
+            };
+            let party_case = |sub: &str, path: &str, b: Option<BodySpec>| {
+                let mut case = post(Function::Join, path, b, claims(sub));
+                case.path_parameters = Some(BTreeMap::from([(
+                    "partyId".to_owned(),
+                    "@invited".to_owned(),
+                )]));
+                case
+            };
+            match roll {
+                0..=4 => post(
+                    Function::Join,
+                    "/v1/matching/join",
+                    body(json!({ "worldType": world, "attributes": attributes_of(world) })),
+                    claims(player),
+                ),
+                5..=8 => {
+                    let members: Vec<&str> = [mate].into_iter().filter(|m| *m != player).collect();
+                    post(
+                        Function::Join,
+                        "/v1/parties",
+                        body(json!({
+                            "worldType": world,
+                            "members": members,
+                            "attributes": attributes_of(world),
+                        })),
+                        claims(player),
+                    )
+                }
+                // With attributes (of `attr`), or none (as `vip` takes).
+                9..=11 => party_case(
+                    "@attr-invitee",
+                    "/v1/parties/@invited/join",
+                    body(json!({ "attributes": attributes })),
+                ),
+                12..=13 => party_case("@attr-invitee", "/v1/parties/@invited/join", None),
+                14..=15 => {
+                    let mut case =
+                        post(Function::Leave, "/v1/parties/@member", None, claims(player));
+                    case.method = "DELETE".into();
+                    case.path_parameters = Some(BTreeMap::from([(
+                        "partyId".to_owned(),
+                        "@member".to_owned(),
+                    )]));
+                    case
+                }
+                16..=17 => post(
+                    Function::Leave,
+                    "/v1/matching/leave",
+                    body(json!({ "worldType": MY_WORLD })),
+                    claims(player),
+                ),
+                // Worlds without attributes: anything but `null` is refused.
+                18..=19 => {
+                    let world = ["world2", "geo", "duel"][usize::from(roll % 3)];
+                    post(
+                        Function::Join,
+                        "/v1/matching/join",
+                        body(json!({ "worldType": world, "attributes": attributes })),
+                        claims(player),
+                    )
+                }
+                _ => {
+                    let mut identity = BTreeMap::from([("sub".to_owned(), "writer".to_owned())]);
+                    if let Some(scope) = scope {
+                        let name = if scp { "scp" } else { "scope" };
+                        identity.insert(name.to_owned(), scope.to_owned());
+                    }
+                    let mut case = post(
+                        Function::Status,
+                        &format!("/v1/attributes/{player}"),
+                        body(json!({ "attributes": trusted })),
+                        Identity::Claims(identity),
+                    );
+                    case.method = "PUT".into();
+                    if roll % 2 == 0 {
+                        case.path_parameters =
+                            Some(BTreeMap::from([("playerId".to_owned(), player.to_owned())]));
+                    }
+                    case
+                }
+            }
+        })
+        .boxed()
+}
+
 fn any_http_case_strategy() -> BoxedStrategy<HttpCase> {
     prop_oneof![
-        4 => http_case_strategy(),
-        2 => well_formed_case_strategy(),
-        2 => party_flow_strategy(),
-        2 => ready_flow_strategy(),
+        8 => http_case_strategy(),
+        4 => well_formed_case_strategy(),
+        4 => party_flow_strategy(),
+        4 => ready_flow_strategy(),
+        3 => attribute_flow_strategy(),
     ]
     .boxed()
 }
@@ -3842,13 +4910,22 @@ fn outcome_name(function: Function, outcome: &Outcome) -> String {
         &outcome.code
     };
     let by = match outcome.route {
-        Some(r @ (Route::CreateParty | Route::JoinParty | Route::CancelParty | Route::Accept)) => {
-            format!("{r:?}")
-        }
+        Some(
+            r @ (Route::CreateParty
+            | Route::JoinParty
+            | Route::CancelParty
+            | Route::Accept
+            | Route::Attributes),
+        ) => format!("{r:?}"),
         _ => format!("{function:?}"),
     };
     format!("gen-{by}-{}-{}", outcome.status, slug(what)).to_lowercase()
 }
+
+/// Generated HTTP cases of a default run: 400 of the first four
+/// generators of [`any_http_case_strategy`] and, at its weight (3 of 23),
+/// 60 of the attribute flow beside them.
+const HTTP_CASES: u32 = 460;
 
 /// Arbitrary HTTP API events through the join, leave and status functions.
 #[test]
@@ -3858,7 +4935,7 @@ fn arbitrary_http_requests_get_only_documented_answers() {
     let seen = RefCell::new(HashSet::new());
     let counts = RefCell::new(BTreeMap::<(Function, u16), u32>::new());
     let outcomes = RefCell::new(BTreeMap::<Outcome, u32>::new());
-    let mut runner = runner(proptest_cases(400));
+    let mut runner = runner(proptest_cases(HTTP_CASES));
     let result = runner.run(&any_http_case_strategy(), |case| {
         let outcome = rt.block_on(check_http(&h, &case));
         *counts
@@ -3885,7 +4962,7 @@ fn arbitrary_http_requests_get_only_documented_answers() {
     // The generators must reach past the early refusals (only outcomes that
     // 400 cases reach with near certainty; a leave's 200 needs the caller
     // queued in that world and is left to the seeds and tests/identity.rs).
-    if proptest_cases(400) >= 400 {
+    if proptest_cases(HTTP_CASES) >= HTTP_CASES {
         let counts = counts.borrow();
         let by_status = |s: u16| counts.iter().filter(|((_, st), _)| *st == s).count();
         for want in [
@@ -3927,6 +5004,8 @@ fn arbitrary_http_requests_get_only_documented_answers() {
             (Route::Accept, 200, Some("")),
             (Route::Accept, 400, Some("INVALID_REQUEST")),
             (Route::Accept, 404, Some("PROPOSAL_NOT_FOUND")),
+            (Route::JoinParty, 400, Some("INVALID_ATTRIBUTES")),
+            (Route::Attributes, 200, Some("")),
         ] {
             assert!(
                 outcomes.keys().any(|o| o.route == Some(route)
@@ -3936,11 +5015,82 @@ fn arbitrary_http_requests_get_only_documented_answers() {
             );
         }
     }
+    if proptest_cases(HTTP_CASES) >= HTTP_CASES {
+        // Bad attributes are refused somewhere (the corpus has every
+        // route's refusal and the 409s of attributes).
+        assert!(
+            outcomes
+                .borrow()
+                .keys()
+                .any(|o| o.status == 400 && o.code == "INVALID_ATTRIBUTES"),
+            "no case answered 400 INVALID_ATTRIBUTES: {route_outcomes:?}"
+        );
+    }
     rt.block_on(async {
         let state = redis_state(&h.store).await;
         assert_only_known_keys(&h.store, &state, "after the whole run");
     });
 }
+
+/// The attribute flow alone, on a store of its own: every bad attribute
+/// gets its documented 4xx and changes nothing, valid ones are taken, the
+/// trusted store is written only with the writer scope.
+#[test]
+fn attribute_requests_get_only_documented_answers() {
+    let rt = runtime();
+    let h = rt.block_on(Harness::start("hostile-attributes"));
+    let seen = RefCell::new(HashSet::new());
+    let outcomes = RefCell::new(BTreeMap::<Outcome, u32>::new());
+    let cases = proptest_cases(ATTRIBUTE_CASES);
+    let mut runner = runner(cases);
+    let result = runner.run(&attribute_flow_strategy(), |case| {
+        let outcome = rt.block_on(check_http(&h, &case));
+        let name = outcome_name(case.function, &outcome);
+        if seen.borrow_mut().insert(name.clone()) {
+            save_to_corpus("http", &name, &case);
+        }
+        *outcomes.borrow_mut().entry(outcome).or_default() += 1;
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let route_outcomes: Vec<_> = outcomes
+        .borrow()
+        .iter()
+        .map(|(o, n)| format!("{:?} {} {}: {n}", o.route, o.status, o.code))
+        .collect();
+    eprintln!("attribute outcomes: {route_outcomes:?}");
+    // What 300 cases reach with near certainty (the 409s of attributes are
+    // rarer: the corpus has them).
+    if cases >= ATTRIBUTE_CASES {
+        for (route, status, code) in [
+            (Route::Join, 200, ""),
+            (Route::Join, 400, "INVALID_ATTRIBUTES"),
+            (Route::CreateParty, 201, ""),
+            (Route::CreateParty, 400, "INVALID_ATTRIBUTES"),
+            (Route::JoinParty, 400, "INVALID_ATTRIBUTES"),
+            (Route::Attributes, 200, ""),
+            (Route::Attributes, 400, "INVALID_ATTRIBUTES"),
+            (Route::Attributes, 403, "FORBIDDEN"),
+        ] {
+            assert!(
+                outcomes
+                    .borrow()
+                    .keys()
+                    .any(|o| o.route == Some(route) && o.status == status && o.code == code),
+                "no case answered {route:?} {status} {code}: {route_outcomes:?}"
+            );
+        }
+    }
+    rt.block_on(async {
+        let state = redis_state(&h.store).await;
+        assert_only_known_keys(&h.store, &state, "after the whole run");
+    });
+}
+
+/// Cases of a default run of [`attribute_requests_get_only_documented_answers`].
+const ATTRIBUTE_CASES: u32 = 300;
 
 /// Arbitrary `$connect` events through ws-connect.
 #[test]
@@ -4035,6 +5185,24 @@ async fn corpus_replays_with_the_same_properties() {
         (Route::Report, 400, "INVALID_REQUEST"),
         (Route::Report, 403, "FORBIDDEN"),
         (Route::Report, 413, "PAYLOAD_TOO_LARGE"),
+        // The attribute seeds (`attr`, `vip` and the trusted store).
+        (Route::Join, 200, ""),
+        (Route::Join, 400, "INVALID_ATTRIBUTES"),
+        (Route::Join, 400, "INVALID_REQUEST"),
+        (Route::Join, 409, "ATTRIBUTES_REQUIRED"),
+        (Route::CreateParty, 400, "INVALID_ATTRIBUTES"),
+        (Route::CreateParty, 409, "ATTRIBUTES_REQUIRED"),
+        (Route::JoinParty, 400, "INVALID_ATTRIBUTES"),
+        (Route::JoinParty, 409, "ATTRIBUTES_CONFLICT"),
+        (Route::JoinParty, 409, "ATTRIBUTES_REQUIRED"),
+        (Route::Attributes, 200, ""),
+        (Route::Attributes, 400, "INVALID_ATTRIBUTES"),
+        (Route::Attributes, 400, "INVALID_REQUEST"),
+        (Route::Attributes, 401, "UNAUTHORIZED"),
+        (Route::Attributes, 403, "FORBIDDEN"),
+        (Route::Attributes, 405, "METHOD_NOT_ALLOWED"),
+        (Route::Attributes, 413, "PAYLOAD_TOO_LARGE"),
+        (Route::Attributes, 415, "UNSUPPORTED_MEDIA_TYPE"),
     ] {
         assert!(
             outcomes
@@ -4201,7 +5369,7 @@ async fn check_http_down(h: &Harness, case: &HttpCase) -> u16 {
     let code = body["data"]["error"].as_str().unwrap_or_default();
     // What needs the store is 503; the oracle says so without it.
     let want = match expected(&case, None) {
-        Expected::Refused(s, c, _) => (s, c),
+        Expected::Refused(s, c, _) | Expected::RefusedWith(s, c, _) => (s, c),
         Expected::Ok(success) => panic!("{success:?} without a store: {context}"),
     };
     assert_eq!((status, code), want, "{body}: {context}");
@@ -4232,9 +5400,14 @@ fn with_redis_down_only_store_bound_requests_answer_503() {
     if let Err(e) = result {
         panic!("{e}");
     }
-    // The party and accept seeds too (their placeholders name nothing).
+    // The party, accept and attribute seeds too (their placeholders name
+    // nothing).
     for case in corpus::<HttpCase>("http", "seed-") {
-        if case.path.starts_with(PARTIES_PATH) || case.path == ACCEPT_PATH {
+        if case.path.starts_with(PARTIES_PATH)
+            || case.path == ACCEPT_PATH
+            || case.path.starts_with("/v1/attributes/")
+            || case.note.starts_with("attributes:")
+        {
             let status = rt.block_on(check_http_down(&h, &case));
             seen.borrow_mut().insert(status);
         }

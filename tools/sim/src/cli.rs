@@ -3,7 +3,16 @@
 use std::path::PathBuf;
 
 use crate::engine::Refusal;
-use crate::scenario::PartySizes;
+use crate::scenario::{AttrSpec, LevelDist, ModeSpec, PartySizes};
+
+/// `--modes` unless given: the issue's four modes by popularity.
+pub const DEFAULT_MODES: &str = "ctf:50,koth:25,dm:15,tdm:10";
+/// `--levels` unless given (the attributes scenario).
+pub const DEFAULT_LEVELS: &str = "uniform:1,100";
+/// The attributes scenario's arrival rate unless `--rate`.
+pub const ATTRIBUTES_RATE: f64 = 2.0;
+/// The attributes scenario's trace length unless `--minutes`.
+pub const ATTRIBUTES_MINUTES: f64 = 10.0;
 
 pub const USAGE: &str = "\
 mm-sim: replay an arrival trace through the real matchmaking scripts on a
@@ -26,7 +35,28 @@ Trace (generated, the default, or read from a file):
                         or time,player,rating,party (seconds since the
                         start, player id, rating, party label: rows with
                         one label arrive as one party, the first leads),
-                        then optionally home and latency:<region> columns
+                        then optionally home, latency:<region> and
+                        attr:<name> columns
+
+Attributes (player attributes and match rules, docs/simulator.md#attributes):
+  --attributes          the attributes scenario: every player lists game
+                        modes (--modes, --modes-listed) and has a level
+                        (--levels); each rule set's world runs as written,
+                        with every player listing only their first mode
+                        (one queue per mode; worlds with an intersection
+                        rule) and without its rules; rate 2/s and
+                        tools/sim/rules/attributes/ unless given; no
+                        FIFO baseline, no oracle
+  --modes LIST          give players a stringList attribute `modes`:
+                        name:popularity pairs, a player's first choice
+                        drawn by popularity, each further one likewise
+                        among the rest      [ctf:50,koth:25,dm:15,tdm:10]
+  --modes-listed LIST   how many modes a player lists, count:probability
+                                               [1:0.4,2:0.3,3:0.3]
+  --levels DIST         give players a number attribute `level`:
+                        uniform:LO,HI (whole numbers) or normal:MEAN,SD
+                        (rounded)                        [uniform:1,100]
+  (a --trace brings its own: attr:<name> columns, a|b|c for lists)
 
 Regions (players in geographic clusters, docs/simulator.md#regions):
   --regions             the regions scenario: each player gets a home
@@ -147,6 +177,10 @@ pub struct Options {
     pub backfill: bool,
     pub leave_probability: f64,
     pub renew: f64,
+    /// The attributes scenario.
+    pub attributes: bool,
+    /// The attributes the generator draws (empty: none).
+    pub attr_spec: AttrSpec,
 }
 
 impl Default for Options {
@@ -189,6 +223,11 @@ impl Default for Options {
             backfill: false,
             leave_probability: 0.1,
             renew: 5.0,
+            attributes: false,
+            attr_spec: AttrSpec {
+                modes: None,
+                levels: None,
+            },
         }
     }
 }
@@ -233,6 +272,7 @@ fn positive(flag: &str, v: &str) -> Result<f64, String> {
 pub fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options::default();
     let mut generator_flags = Vec::new();
+    let (mut modes, mut modes_listed) = (None::<String>, None::<String>);
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -251,6 +291,20 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--regions" => o.regions = true,
             "--ratings" => o.ratings = true,
             "--backfill" => o.backfill = true,
+            "--attributes" => o.attributes = true,
+            "--modes" => {
+                modes = Some(value()?);
+                generator_flags.push(flag);
+            }
+            "--modes-listed" => {
+                modes_listed = Some(value()?);
+                generator_flags.push(flag);
+            }
+            "--levels" => {
+                o.attr_spec.levels =
+                    Some(LevelDist::parse(&value()?).map_err(|e| format!("{flag}: {e}"))?);
+                generator_flags.push(flag);
+            }
             "--players" => {
                 let n: usize = number(flag, &value()?)?;
                 if n < 2 {
@@ -401,13 +455,42 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             other => return Err(format!("unknown flag {other:?}; see --help")),
         }
     }
-    if [o.regions, o.ratings, o.backfill]
+    if [o.regions, o.ratings, o.backfill, o.attributes]
         .iter()
         .filter(|x| **x)
         .count()
         > 1
     {
-        return Err("--regions, --ratings and --backfill are separate scenarios: give one".into());
+        return Err(
+            "--regions, --ratings, --backfill and --attributes are separate scenarios: give one"
+                .into(),
+        );
+    }
+    // A --trace brings its own attributes (attr:<name> columns).
+    let drawn = o.attributes && o.trace.is_none();
+    if modes.is_some() || modes_listed.is_some() || drawn {
+        let modes = modes.as_deref().unwrap_or(DEFAULT_MODES);
+        o.attr_spec.modes = Some(
+            match modes_listed.as_deref() {
+                Some(listed) => ModeSpec::parse(modes, listed),
+                None => ModeSpec::parse_default_listing(modes),
+            }
+            .map_err(|e| format!("--modes: {e}"))?,
+        );
+    }
+    if drawn && o.attr_spec.levels.is_none() {
+        o.attr_spec.levels = LevelDist::parse(DEFAULT_LEVELS).ok();
+    }
+    if o.attributes {
+        if !generator_flags.contains(&"--rate") {
+            o.rate = ATTRIBUTES_RATE;
+        }
+        if !generator_flags.contains(&"--minutes") {
+            o.minutes = ATTRIBUTES_MINUTES;
+        }
+    }
+    if (o.ratings || o.backfill) && !o.attr_spec.is_empty() {
+        return Err("--modes, --modes-listed and --levels shape the arrival trace of the main run or --attributes".into());
     }
     if (o.regions || o.backfill) && !generator_flags.contains(&"--rate") {
         // The regions (issue 21) and backfill (issue 23) scenarios' rate.
@@ -493,6 +576,19 @@ mod tests {
             ("--answer-delay 5,1", "LO <= HI"),
             ("--instant-match maybe", "true or false"),
             ("--ratings --regions", "separate scenarios"),
+            ("--attributes --backfill", "separate scenarios"),
+            ("--modes ctf", "name:popularity"),
+            ("--modes ctf:1,ctf:2", "listed twice"),
+            ("--modes-listed 1:0.5,5:0.5", "1 to 4 modes"),
+            ("--modes-listed 1:0.5,2:0.4", "sum to"),
+            ("--levels uniform:9,1", "LO <= HI"),
+            ("--levels poisson:3,4", "neither uniform nor normal"),
+            (
+                "--trace t.csv --levels uniform:1,5",
+                "--trace replays a file; --levels",
+            ),
+            ("--ratings --modes ctf:1", "shape the arrival trace"),
+            ("--backfill --levels uniform:1,2", "shape the arrival trace"),
             ("--geography g.json", "add --regions"),
             (
                 "--regions --trace t.csv --geography g.json",
@@ -551,6 +647,36 @@ mod tests {
         assert_eq!(o.game_seconds, None);
         let o = parse(&args("--backfill --rate 10 --minutes 2")).unwrap();
         assert_eq!((o.rate, o.minutes), (10.0, 2.0));
+    }
+
+    #[test]
+    fn the_attributes_scenario_draws_modes_and_levels_unless_a_trace_is_given() {
+        let o = parse(&args("--attributes")).unwrap();
+        assert!(o.attributes);
+        assert_eq!((o.rate, o.minutes), (ATTRIBUTES_RATE, ATTRIBUTES_MINUTES));
+        let spec = &o.attr_spec;
+        assert_eq!(spec.modes, Some(ModeSpec::issue_default()));
+        assert_eq!(spec.levels, Some(LevelDist::Uniform(1, 100)));
+        let o = parse(&args(
+            "--attributes --rate 9 --modes a:3,b:1 --modes-listed 1:0.5,2:0.5 --levels normal:50,10",
+        ))
+        .unwrap();
+        assert_eq!(o.rate, 9.0);
+        let modes = o.attr_spec.modes.unwrap();
+        assert_eq!(modes.popularity, [("a".into(), 0.75), ("b".into(), 0.25)]);
+        assert_eq!(modes.listed, [(1, 0.5), (2, 0.5)]);
+        assert_eq!(o.attr_spec.levels, Some(LevelDist::Normal(50.0, 10.0)));
+        // A trace brings its own.
+        let o = parse(&args("--attributes --trace t.csv")).unwrap();
+        assert!(o.attr_spec.is_empty());
+        // Fewer modes than the default listing: it folds.
+        let o = parse(&args("--modes a:1,b:1")).unwrap();
+        assert_eq!(o.attr_spec.modes.unwrap().listed, [(1, 0.4), (2, 0.6)]);
+        // Without the scenario, only what is asked for.
+        let o = parse(&args("--modes-listed 1:1")).unwrap();
+        assert!(!o.attributes && o.attr_spec.levels.is_none());
+        assert_eq!(o.attr_spec.modes.unwrap().listed, [(1, 1.0)]);
+        assert!(parse(&[]).unwrap().attr_spec.is_empty());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::{cli, plot, regional, report, rules, simulate, Config};
 
 mod studies;
 
-use studies::{finish_regions, run_backfill, run_ratings};
+use studies::{finish_attributes, finish_regions, run_backfill, run_ratings};
 
 /// UTC time as `YYYYMMDD-HHMMSS`.
 pub fn utc_stamp(unix_secs: u64) -> String {
@@ -129,6 +129,8 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     let rule_paths = if opts.rules.is_empty() {
         let dir = if opts.regions {
             rules::default_dir().join("regions")
+        } else if opts.attributes {
+            rules::default_dir().join("attributes")
         } else {
             rules::default_dir()
         };
@@ -162,6 +164,8 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         rule_sets.len(),
         if opts.regions {
             ", each three ways (regions, best region only, latency ignored)"
+        } else if opts.attributes {
+            ", each as written, first choice only (with an intersection rule) and without rules"
         } else {
             " + FIFO"
         },
@@ -175,8 +179,8 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
         ticket_ttl_secs: opts.ticket_ttl,
         instant_match: opts.instant_match,
         drain: opts.drain,
-        // The oracle knows nothing of latencies.
-        oracle_periods: if opts.regions {
+        // The oracle knows nothing of latencies or attributes.
+        oracle_periods: if opts.regions || opts.attributes {
             Vec::new()
         } else {
             opts.oracle_periods.clone()
@@ -193,10 +197,14 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
             seed: opts.seed,
         },
         regions: opts.regions,
+        attributes: opts.attributes,
     };
     let outcome = simulate(&config).await?;
     if config.regions {
         return finish_regions(&opts, args, &config, &outcome, &out, &stamp, started);
+    }
+    if config.attributes {
+        return finish_attributes(&opts, args, &config, &outcome, &out, &stamp, started);
     }
     let frontier = report::frontier(&outcome.runs);
     let checks = report::acceptance(&config.scenario, &outcome.runs, &frontier);
@@ -252,9 +260,10 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     Ok(exit_status(&opts, &config, &outcome, &checks))
 }
 
-/// The trace of `--trace`, or one generated from the flags.
+/// The trace of `--trace`, or one generated from the flags (with the
+/// attributes of `--modes` and `--levels`, or the attributes scenario's).
 fn scenario_of(opts: &cli::Options) -> Result<Scenario, String> {
-    match &opts.trace {
+    let scenario = match &opts.trace {
         Some(path) => Scenario::from_csv_file(path),
         None => Scenario::generate(Generator {
             rate: opts.rate,
@@ -266,7 +275,12 @@ fn scenario_of(opts: &cli::Options) -> Result<Scenario, String> {
             party_sd: opts.party_sd.min(opts.sd),
         }),
     }
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    Ok(if opts.trace.is_none() && !opts.attr_spec.is_empty() {
+        scenario.with_attributes(&opts.attr_spec, opts.seed)
+    } else {
+        scenario
+    })
 }
 
 /// Writes `render(true)` as `<out>/report.md`, prints `render(false)`, then

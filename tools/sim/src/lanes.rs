@@ -3,7 +3,7 @@
 //! core and against the trace, and the FIFO baselines next to them.
 
 use crate::engine::{Answering, Route};
-use crate::outcome::{Shape, Variant};
+use crate::outcome::{AttrVariant, Shape, Variant};
 use crate::rules::{self, Environment, RuleSet};
 use crate::{oracle, Config};
 
@@ -18,6 +18,9 @@ pub(crate) struct Spec {
     /// world's latency cap.
     pub(crate) variant: Option<(Variant, f64)>,
     pub(crate) route: Route,
+    /// The attributes scenario: which way of playing the rule set, and the
+    /// world's rules as written.
+    pub(crate) attr: Option<(AttrVariant, Vec<shared::config::MatchRule>)>,
 }
 
 /// The lanes of `config`: each rule set (a ready-check rule set once per
@@ -27,6 +30,9 @@ pub(crate) struct Spec {
 pub(crate) fn lanes_of(config: &Config) -> Result<(Vec<Spec>, Shape), String> {
     if config.regions {
         return crate::regional::lanes_of(config);
+    }
+    if config.attributes {
+        return crate::attributes::lanes_of(config);
     }
     let probe = Environment {
         redis_url: "redis://127.0.0.1:1".into(),
@@ -103,6 +109,7 @@ pub(crate) fn lanes_of(config: &Config) -> Result<(Vec<Spec>, Shape), String> {
             shape,
             variant: None,
             route: Route::One,
+            attr: None,
         });
     }
     if shapes.is_empty() {
@@ -132,6 +139,7 @@ pub(crate) fn lanes_of(config: &Config) -> Result<(Vec<Spec>, Shape), String> {
             shape: *shape,
             variant: None,
             route: Route::One,
+            attr: None,
         });
     }
     // The most teams is the most constrained packing: a match it forms is

@@ -6,6 +6,7 @@
 //! offline oracle batches the same trace for several periods to trace the
 //! quality/wait frontier. See docs/simulator.md.
 
+pub mod attributes;
 pub mod backfill;
 pub mod cli;
 pub mod clock;
@@ -71,6 +72,12 @@ pub struct Config {
     /// a `regions` rule) is played three ways on a trace with latencies
     /// (see [`outcome::Variant`]); no FIFO baseline, no oracle.
     pub regions: bool,
+    /// The attributes scenario (`--attributes`): each rule set's world
+    /// (which has match rules) is played as written, with every player
+    /// listing only their first choice (a world with an intersection rule)
+    /// and without its rules (see [`outcome::AttrVariant`]); no FIFO
+    /// baseline, no oracle.
+    pub attributes: bool,
 }
 
 /// What a simulation produced.
@@ -167,6 +174,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
             shape,
             variant,
             route,
+            attr,
         } = spec;
         let env = Environment {
             redis_url: server.redis.url(),
@@ -189,7 +197,13 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
             ));
         }
         described.push((rs.label.clone(), rs.file.clone(), description));
-        let kind = if let Some((variant, cap)) = variant {
+        let kind = if let Some((variant, rules)) = attr.clone() {
+            Kind::Attributes {
+                file: rs.file.clone(),
+                variant,
+                rules,
+            }
+        } else if let Some((variant, cap)) = variant {
             Kind::Regional {
                 file: rs.file.clone(),
                 variant,
@@ -203,7 +217,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
                 relax: rules::relax_seconds(&world),
             }
         };
-        let label = if fifo || variant.is_some() {
+        let label = if fifo || variant.is_some() || attr.is_some() {
             rs.label.clone()
         } else {
             format!("{} ({})", rs.label, world.name)

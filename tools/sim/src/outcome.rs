@@ -72,6 +72,32 @@ pub struct FormedMatch {
     /// A trace with latencies: where the match plays and its members'
     /// worst latency there (from the trace).
     pub place: Option<Place>,
+    /// A world with attributes: the rules as its record states them, and
+    /// the offline oracle's verdict on the record.
+    pub rules: Option<Box<MatchRules>>,
+}
+
+/// What a match record of a world with attributes says about its rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchRules {
+    /// The arrival index of the anchor (the record's `anchor`).
+    pub anchor: Option<usize>,
+    /// How long the anchor had waited, simulated seconds (`anchorWaitMs`).
+    pub anchor_wait: Option<f64>,
+    /// The record's `rules`.
+    pub outcomes: Vec<shared::RuleOutcome>,
+    /// `shared::rules::recheck`'s objection, if any: a rule in force that
+    /// did not hold, or the record misstating what was in force.
+    pub violation: Option<String>,
+    /// Participants whose recorded attributes differ from what they sent.
+    pub misrecorded: usize,
+}
+
+impl MatchRules {
+    /// The record's outcome of rule `name`.
+    pub fn outcome(&self, name: &str) -> Option<&shared::RuleOutcome> {
+        self.outcomes.iter().find(|o| o.name == name)
+    }
 }
 
 /// Where a match plays, and how well for its worst-placed member.
@@ -100,6 +126,7 @@ impl FormedMatch {
             players,
             teams,
             place: None,
+            rules: None,
         }
     }
 }
@@ -123,6 +150,36 @@ pub enum Kind {
         variant: Variant,
         cap: f64,
     },
+    /// The attributes scenario (`--attributes`): one of the ways of playing
+    /// a rule set's world with attributes. `rules` are the world's rules as
+    /// written (every variant's: the report groups by them).
+    Attributes {
+        file: String,
+        variant: AttrVariant,
+        rules: Vec<shared::config::MatchRule>,
+    },
+}
+
+/// How the attributes scenario plays a rule set's world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttrVariant {
+    /// The world as written: players send every value they have.
+    AsWritten,
+    /// Every player lists only the first item of the list the world's
+    /// intersection rule reads (their first choice): one queue per value.
+    FirstChoiceOnly,
+    /// The world without its rules: nobody's attributes matter.
+    WithoutRules,
+}
+
+impl AttrVariant {
+    pub fn name(self) -> &'static str {
+        match self {
+            AttrVariant::AsWritten => "as written",
+            AttrVariant::FirstChoiceOnly => "first choice only",
+            AttrVariant::WithoutRules => "without rules",
+        }
+    }
 }
 
 /// How the regions scenario plays a rule set's world.

@@ -167,6 +167,14 @@ impl RuleSet {
             ("MM_QUEUE_CAPACITY", "0".to_owned()),
             // A busy two-core machine must not turn slow replies into errors.
             ("REDIS_TIMEOUT_MS", "15000".to_owned()),
+            // Simulated players register one connection and never send a
+            // heartbeat: as if their clients did, the registration must not
+            // lapse while they wait (after the default 150 s housekeeping
+            // would remove a waiting player's ticket as disconnected).
+            (
+                "MM_PRESENCE_TIMEOUT_SECS",
+                PRESENCE_TIMEOUT_SECS.to_string(),
+            ),
         ]);
         let settings = Settings::from_lookup(|k| vars.get(k).cloned())
             .map_err(|e| format!("rule set {}: {e}", self.file))?;
@@ -178,6 +186,10 @@ impl RuleSet {
         Ok((settings, world))
     }
 }
+
+/// How long a simulated player's connection stays registered without a
+/// heartbeat: longer than any run.
+pub const PRESENCE_TIMEOUT_SECS: u64 = 30 * 24 * 3600;
 
 /// The relax time of a world in seconds: from it on a rated anchor takes the
 /// nearest players whatever their rating. 0 for FIFO (no window at all).
@@ -240,6 +252,25 @@ pub fn describe(world: &World) -> String {
                 .map_or_else(String::new, |d| format!(", default region {d}")),
         ),
         None => ready,
+    };
+    let ready = if world.attributes.is_empty() && world.match_rules.is_empty() {
+        ready
+    } else {
+        let top: Vec<&str> = world
+            .match_rules
+            .iter()
+            .filter(|r| r.top)
+            .map(|r| r.name.as_str())
+            .collect();
+        format!(
+            "{ready}; attributes {}; rules {}",
+            world.attributes.join(", "),
+            if top.is_empty() {
+                "none".to_owned()
+            } else {
+                top.join(", ")
+            }
+        )
     };
     match &world.mode {
         MatchMode::Fifo => format!("FIFO, {shape}{parties}, ticket TTL {ttl}{ready}"),
@@ -331,6 +362,7 @@ mod tests {
         assert_eq!((world.team_size, world.ticket_ttl.as_secs()), (10, 900));
         assert_eq!(relax_seconds(&world), 0.0);
         assert_eq!(settings.queue_capacity, 0);
+        assert_eq!(settings.presence_timeout.as_secs(), PRESENCE_TIMEOUT_SECS);
     }
 
     #[test]

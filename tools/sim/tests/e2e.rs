@@ -70,6 +70,7 @@ async fn a_short_trace_adds_up_in_every_world() {
         accept_probabilities: vec![],
         answering: Answering::default(),
         regions: false,
+        attributes: false,
     };
     let outcome = simulate(&config).await.unwrap_or_else(|e| panic!("{e}"));
     assert!((outcome.measured_speed / 40.0 - 1.0).abs() < 0.05);
@@ -146,7 +147,9 @@ async fn a_short_trace_adds_up_in_every_world() {
             Kind::RuleSet { .. } => {
                 assert!(expired > arrivals / 2, "{}: {expired} expired", run.label);
             }
-            Kind::Regional { .. } => panic!("{}: not a regions run", run.label),
+            Kind::Regional { .. } | Kind::Attributes { .. } => {
+                panic!("{}: not a regions or attributes run", run.label)
+            }
         }
     }
 
@@ -262,6 +265,7 @@ fn config(name: &str, scenario: &Scenario, rule_sets: Vec<RuleSet>, seats: u32) 
         accept_probabilities: vec![],
         answering: Answering::default(),
         regions: false,
+        attributes: false,
     }
 }
 

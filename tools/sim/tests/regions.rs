@@ -79,6 +79,7 @@ async fn the_regions_scenario_accounts_for_everyone_and_respects_the_cap() {
         accept_probabilities: vec![],
         answering: Answering::default(),
         regions: true,
+        attributes: false,
     };
     let outcome = simulate(&config).await.unwrap_or_else(|e| panic!("{e}"));
     let labels: Vec<&str> = outcome.runs.iter().map(|r| r.label.as_str()).collect();

@@ -40,6 +40,46 @@ pub(super) fn finish_regions(
     Ok(exit_status(opts, config, outcome, &checks))
 }
 
+/// The attributes scenario's report: the done criteria, the tables and
+/// the charts per rule set.
+pub(super) fn finish_attributes(
+    opts: &cli::Options,
+    args: &[String],
+    config: &Config,
+    outcome: &crate::Outcome,
+    out: &Path,
+    stamp: &str,
+    started: Instant,
+) -> Result<i32, String> {
+    let checks = crate::attributes::criteria(&config.scenario, &outcome.runs);
+    let charts = crate::attributes::plot::charts(out, &config.scenario, &outcome.runs)?;
+    let ctx = report::Context {
+        title: format!("Attributes simulation {stamp} UTC"),
+        scenario: config.scenario.describe(),
+        acceptance_note: None,
+        team_size: config.team_size,
+        oracle_shape: outcome.oracle_shape,
+        drain: config.drain,
+        speed: config.speed,
+        measured_speed: outcome.measured_speed,
+        clock_error: outcome.clock_error,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        instant_match: config.instant_match,
+        rule_sets: outcome.rule_sets.clone(),
+        command: command_line(args),
+        core: core_version(),
+    };
+    let charts: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
+    publish(
+        out,
+        |full| {
+            crate::attributes::report::render(&ctx, &config.scenario, &outcome.runs, &checks, full)
+        },
+        &charts,
+    )?;
+    Ok(exit_status(opts, config, outcome, &checks))
+}
+
 /// The ratings scenario (`--ratings`): simulate, write the report and the
 /// charts, print.
 pub(super) async fn run_ratings(

@@ -3,15 +3,20 @@
 
 use std::collections::{HashMap, HashSet};
 
-use shared::{AnswerOutcome, MatchRecord, PlayerId};
+use shared::{AnswerOutcome, MatchRecord, PlayerId, Settings};
 
+use super::enter::ticket_attributes;
 use super::place::PlaceLog;
 use super::{answer, close, Drive, Entered, Route, Seen, MAX_LAG, MAX_SKIPPED};
 use crate::clock::SimClock;
-use crate::outcome::{Fate, FormedMatch, Kind, Run, Shape};
+use crate::outcome::{Fate, FormedMatch, Kind, MatchRules, Run, Shape};
+use crate::scenario::Scenario;
 use crate::stats::Dist;
 
-/// Turns what the lane saw into a [`Run`].
+/// Turns what the lane saw into a [`Run`]; `settings` are the lane's (its
+/// worlds and attribute catalog: the records of worlds with attributes are
+/// re-checked against them).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn assemble(
     label: String,
     kind: Kind,
@@ -20,6 +25,7 @@ pub(super) fn assemble(
     clock: &SimClock,
     seen: Seen,
     route: &Route,
+    settings: &Settings,
 ) -> Run {
     let Seen {
         joins,
@@ -125,6 +131,11 @@ pub(super) fn assemble(
     let mut party_mismatches = 0usize;
     let mut reported_parties = 0usize;
     let mut places = PlaceLog::default();
+    let mut rechecks = RecheckLog::default();
+    let first_only = match route {
+        Route::Attributes { first_only } => first_only.as_deref(),
+        _ => None,
+    };
     let index_of = |p: &PlayerId, unknown: &mut usize| -> Option<usize> {
         let i = drive.index.get(p.as_str()).copied();
         if i.is_none() {
@@ -162,8 +173,10 @@ pub(super) fn assemble(
             };
         }
         let place = places.place(route, drive, record, &players);
+        let rules = rechecks.check(settings, scenario, drive, record, first_only);
         let mut formed = FormedMatch::new(scenario, clock.sim_of_fake_ms(at), players, teams);
         formed.place = place;
+        formed.rules = rules;
         // Cross-check the core's own numbers when the record carries them.
         if let Some(theirs) = record.spread {
             reported_spreads += 1;
@@ -384,6 +397,7 @@ pub(super) fn assemble(
         });
     }
     notes.extend(places.notes(route));
+    notes.extend(rechecks.notes());
     Run {
         label,
         kind,
@@ -394,5 +408,126 @@ pub(super) fn assemble(
         failures,
         lagging: (!lagging.is_empty()).then(|| lagging.join("; ")),
         ready,
+    }
+}
+
+/// The records of worlds with attributes, re-checked.
+#[derive(Debug, Default)]
+struct RecheckLog {
+    records: usize,
+    violations: usize,
+    misrecorded: usize,
+    example: Option<String>,
+}
+
+impl RecheckLog {
+    /// `record`'s rules and the oracle's verdict, if its world has
+    /// attributes or rules: `shared::rules::recheck` (every rule in force
+    /// at the anchor's wait holds for the recorded attributes, and the
+    /// record states what was in force), and every participant's recorded
+    /// attributes against what it sent (from the trace).
+    fn check(
+        &mut self,
+        settings: &Settings,
+        scenario: &Scenario,
+        drive: &Drive,
+        record: &MatchRecord,
+        first_only: Option<&str>,
+    ) -> Option<Box<MatchRules>> {
+        let world = settings.worlds.get(record.world_type.as_str())?;
+        if world.attributes.is_empty() && world.match_rules.is_empty() {
+            return None;
+        }
+        let catalog = &settings.attributes;
+        self.records += 1;
+        let violation = shared::rules::recheck(world, catalog, record).err();
+        if let Some(v) = &violation {
+            self.violations += 1;
+            self.example.get_or_insert_with(|| v.clone());
+        }
+        let mut misrecorded = 0;
+        for id in &record.participants {
+            let Some(&p) = drive.index.get(id.as_str()) else {
+                continue;
+            };
+            let sent = ticket_attributes(catalog, scenario, p, world, first_only)
+                .and_then(Result::ok)
+                .map(|a| a.to_json())
+                .unwrap_or_else(|| serde_json::json!({}));
+            let recorded = record
+                .attributes
+                .as_ref()
+                .and_then(|a| a.get(id.as_str()))
+                .map_or_else(
+                    || serde_json::json!({}),
+                    |m| serde_json::Value::Object(m.clone()),
+                );
+            if !same_json(&sent, &recorded) {
+                misrecorded += 1;
+                self.example.get_or_insert_with(|| {
+                    format!(
+                        "match {}: {} sent {sent}, the record says {recorded}",
+                        record.match_id,
+                        id.as_str()
+                    )
+                });
+            }
+        }
+        self.misrecorded += misrecorded;
+        Some(Box::new(MatchRules {
+            anchor: record
+                .anchor
+                .as_ref()
+                .and_then(|a| drive.index.get(a.as_str()).copied()),
+            anchor_wait: record.anchor_wait_ms.map(|ms| ms as f64 / 1000.0),
+            outcomes: record.rules.as_deref().cloned().unwrap_or_default(),
+            violation,
+            misrecorded,
+        }))
+    }
+
+    fn notes(&self) -> Vec<String> {
+        if self.records == 0 {
+            return Vec::new();
+        }
+        let example = self
+            .example
+            .as_deref()
+            .map_or_else(String::new, |e| format!("; e.g. {e}"));
+        vec![if self.violations + self.misrecorded == 0 {
+            format!(
+                "the rules oracle (shared::rules::recheck) re-checked all {} match records with attributes: 0 violations; every participant's recorded attributes are those it sent",
+                self.records
+            )
+        } else {
+            format!(
+                "VIOLATION: the rules oracle (shared::rules::recheck) objects to {} of {} match records, and {} participants' recorded attributes differ from what they sent{example}",
+                self.violations, self.records, self.misrecorded
+            )
+        }]
+    }
+}
+
+/// JSON values equal as attribute values: numbers by value, lists as sets,
+/// objects key by key.
+fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            let sorted = |v: &Vec<Value>| {
+                let mut s: Vec<String> = v.iter().map(Value::to_string).collect();
+                s.sort();
+                s.dedup();
+                s
+            };
+            sorted(x) == sorted(y)
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
     }
 }

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use answer::{answer_proposals, AnswerLog};
 pub use answer::{Answering, Refusal, POLL_SECONDS};
 use enter::{connect, enter, Entered};
+pub use enter::{ticket_attributes, typed_value};
 
 use crate::clock::SimClock;
 use crate::outcome::{Kind, Run, Shape, Variant};
@@ -83,6 +84,10 @@ pub enum Route {
     One,
     /// The regions scenario.
     Regional(Arc<Regional>),
+    /// The attributes scenario: every arrival joins the lane's world;
+    /// `first_only` names a list attribute every player sends only the
+    /// first item of (their first choice: one queue per value).
+    Attributes { first_only: Option<String> },
 }
 
 /// How the regions scenario plays a lane (see [`Variant`]).
@@ -250,6 +255,10 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
         ))
     });
 
+    let first_only = match &route {
+        Route::Attributes { first_only } => first_only.clone(),
+        _ => None,
+    };
     let (join_tx, mut join_rx) = mpsc::unbounded_channel::<Joined>();
     let permits = Arc::new(Semaphore::new(drive.in_flight));
     for (group, arrival) in drive.scenario.groups.iter().enumerate() {
@@ -265,13 +274,14 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
         let scenario = drive.scenario.clone();
         let tx = join_tx.clone();
         let proposals = proposal_tx.clone();
+        let first_only = first_only.clone();
         tokio::spawn(async move {
             // Connected first, as a client is before it joins; the wait
             // starts with the join.
             let connected = connect(&store, &scenario, group).await;
             let now = clock.sim_now();
             let (party, result) = match connected {
-                Ok(()) => enter(&store, &world, &scenario, group).await,
+                Ok(()) => enter(&store, &world, &scenario, group, first_only.as_deref()).await,
                 Err(e) => (None, Err(e)),
             };
             if let Ok(Entered::Proposed(view)) = &result {
@@ -315,14 +325,67 @@ pub async fn drive(lane: Lane, drive: Drive) -> Run {
         end,
         skipped_ticks: skipped,
     };
-    let mut run = assemble::assemble(label, kind, shape, &drive, &clock, seen, &route);
+    let mut run = assemble::assemble(
+        label,
+        kind,
+        shape,
+        &drive,
+        &clock,
+        seen,
+        &route,
+        store.settings(),
+    );
     if let (Some(stats), Some(a)) = (run.ready.as_mut(), answering) {
         stats.accept_probability = a.accept_probability;
         stats.refusal = a.refusal.describe().to_owned();
     }
     notes.append(&mut run.notes);
+    notes.extend(unaccounted(&store, &drive, &world, &run).await);
     run.notes = notes;
     run
+}
+
+/// What the core says of a few players who are neither matched (in a
+/// record the lane saw) nor waiting, in a world whose tickets cannot have
+/// expired yet: they should not exist, and the core's own status tells
+/// whether a record was missed or a ticket lost.
+async fn unaccounted(store: &MatchStore, drive: &Drive, world: &World, run: &Run) -> Vec<String> {
+    let lifetime = world.ticket_ttl.as_secs_f64();
+    let lost: Vec<usize> = run
+        .fates
+        .iter()
+        .enumerate()
+        .filter(|(p, f)| {
+            matches!(f, crate::outcome::Fate::Expired)
+                && drive.end - drive.scenario.arrivals[*p].time < lifetime
+        })
+        .map(|(p, _)| p)
+        .collect();
+    if lost.is_empty() {
+        return Vec::new();
+    }
+    let mut shown = Vec::new();
+    for &p in lost.iter().take(3) {
+        let id = &drive.scenario.arrivals[p].player;
+        let status = match shared::PlayerId::parse(id) {
+            Ok(player) => match store.player_status(&player).await {
+                Ok(s) => format!("{s:?}"),
+                Err(e) => format!("status unreadable: {e}"),
+            },
+            Err(e) => e.to_string(),
+        };
+        let status: String = status.chars().take(600).collect();
+        shown.push(format!(
+            "{id} (joined at {:.1} s): {status}",
+            drive.scenario.arrivals[p].time
+        ));
+    }
+    vec![format!(
+        "UNACCOUNTED: {} players are neither matched nor waiting, yet joined less than the ticket lifetime ({} s) before the end; the core's status of {}",
+        lost.len(),
+        crate::oracle::trim_float(lifetime),
+        shown.join("; ")
+    )]
 }
 
 /// Who is still there at the end.

@@ -182,6 +182,7 @@ pub(crate) fn lanes_of(config: &Config) -> Result<(Vec<Spec>, Shape), String> {
                     worlds,
                     cap: region_rules.latency_cap_ms,
                 })),
+                attr: None,
             });
         }
     }

@@ -49,6 +49,7 @@ fn formed(players: Vec<usize>, region: usize, worst: u32) -> FormedMatch {
         teams: None,
         team_difference: None,
         place: Some(Place { region, worst }),
+        rules: None,
     }
 }
 

@@ -38,6 +38,7 @@ fn run(label: &str, kind: Kind, fates: Vec<Fate>, spreads: &[f64]) -> Run {
                 teams: None,
                 team_difference: None,
                 place: None,
+                rules: None,
             })
             .collect(),
         notes: vec![],

@@ -4,7 +4,8 @@ use std::path::Path;
 
 use std::collections::HashMap;
 
-use super::{Geo, Row, Scenario, Source, TraceError, MAX_LATENCY_MS};
+use super::attrs::column_name;
+use super::{Attrs, Geo, Row, Scenario, Source, TraceError, MAX_LATENCY_MS};
 
 impl Scenario {
     /// Reads a CSV file with the header `time,player,rating` or
@@ -28,14 +29,17 @@ impl Scenario {
     /// latencies: one `latency:<region>` column per region (milliseconds,
     /// empty: not measured; each row measures at least one) and optionally
     /// `home` (the region the player is counted in; by default the one it
-    /// measured lowest, also when the field is empty).
+    /// measured lowest, also when the field is empty). And attributes:
+    /// one `attr:<name>` column per attribute, each cell the player's raw
+    /// value (`a|b|c` for a list, `key:number|...` for a map; empty: no
+    /// value), typed by the rule set's declaration when a world reads it.
     pub fn from_csv(text: &str) -> Result<Self, TraceError> {
         let mut lines = text
             .lines()
             .enumerate()
             .map(|(i, l)| (i + 1, l.trim()))
             .filter(|(_, l)| !l.is_empty());
-        const HEADERS: &str = "time,player,rating (or time,player,rating,party), then optionally home and latency:<region> columns";
+        const HEADERS: &str = "time,player,rating (or time,player,rating,party), then optionally home, latency:<region> and attr:<name> columns";
         let (_, header) = lines
             .next()
             .ok_or_else(|| TraceError(format!("empty trace: expected the header {HEADERS}")))?;
@@ -51,9 +55,18 @@ impl Scenario {
         let with_party = columns.get(3) == Some(&"party");
         let mut home_column = None;
         let mut regions: Vec<(usize, String)> = Vec::new();
+        let mut attr_columns: Vec<(usize, String)> = Vec::new();
         for (i, c) in columns.iter().enumerate().skip(3 + usize::from(with_party)) {
             if *c == "home" && home_column.is_none() {
                 home_column = Some(i);
+            } else if let Some(name) = column_name(c) {
+                let name = name?;
+                if attr_columns.iter().any(|(_, known)| *known == name) {
+                    return Err(TraceError(format!(
+                        "line 1: column {c:?}: an attribute is named once"
+                    )));
+                }
+                attr_columns.push((i, name));
             } else if let Some(r) = c.strip_prefix("latency:") {
                 let valid = !r.is_empty()
                     && r.len() <= 32
@@ -77,6 +90,7 @@ impl Scenario {
         let width = columns.len();
         let mut rows = Vec::new();
         let mut geo_rows: HashMap<String, (Option<usize>, Vec<Option<u32>>)> = HashMap::new();
+        let mut attr_rows: HashMap<String, Vec<Option<String>>> = HashMap::new();
         for (line, row) in lines {
             let fields: Vec<&str> = row.split(',').map(str::trim).collect();
             if fields.len() != width {
@@ -117,6 +131,17 @@ impl Scenario {
                 let geo = geo_row(line, &fields, &regions, home_column)?;
                 geo_rows.insert(player.to_owned(), geo);
             }
+            if !attr_columns.is_empty() {
+                let values = attr_columns
+                    .iter()
+                    .map(|(c, _)| {
+                        Some(fields[*c])
+                            .filter(|v| !v.is_empty())
+                            .map(str::to_owned)
+                    })
+                    .collect();
+                attr_rows.insert(player.to_owned(), values);
+            }
             rows.push(Row {
                 time,
                 player: player.to_owned(),
@@ -154,6 +179,18 @@ impl Scenario {
                 home,
                 latency,
                 model: None,
+            });
+        }
+        if !attr_columns.is_empty() {
+            let values = scenario
+                .arrivals
+                .iter()
+                .map(|a| attr_rows.remove(&a.player).unwrap_or_default())
+                .collect();
+            scenario.attrs = Some(Attrs {
+                names: attr_columns.into_iter().map(|(_, n)| n).collect(),
+                values,
+                spec: None,
             });
         }
         Ok(scenario)

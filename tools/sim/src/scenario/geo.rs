@@ -258,13 +258,18 @@ impl Scenario {
 
     /// The trace as CSV, as `--trace` reads it: `time,player,rating,party`
     /// and, with latencies, `home` and one `latency:<region>` column per
-    /// region.
+    /// region; with attributes, one `attr:<name>` column per attribute.
     pub fn to_csv(&self) -> String {
         let mut out = String::from("time,player,rating,party");
         if let Some(geo) = &self.geo {
             out.push_str(",home");
             for r in &geo.regions {
                 out.push_str(&format!(",latency:{r}"));
+            }
+        }
+        if let Some(attrs) = &self.attrs {
+            for name in &attrs.names {
+                out.push_str(&format!(",attr:{name}"));
             }
         }
         out.push('\n');
@@ -278,6 +283,12 @@ impl Scenario {
                     if let Some(ms) = ms {
                         out.push_str(&ms.to_string());
                     }
+                }
+            }
+            if let Some(attrs) = &self.attrs {
+                for v in &attrs.values[i] {
+                    out.push(',');
+                    out.push_str(v.as_deref().unwrap_or(""));
                 }
             }
             out.push('\n');

@@ -8,6 +8,7 @@
 //! indexed like it); `groups` holds what arrives together: a solo player or
 //! a party, whose members are adjacent in `arrivals`, the leader first.
 
+mod attrs;
 mod csv;
 mod geo;
 mod parties;
@@ -21,6 +22,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Normal};
 
+pub use attrs::{AttrSpec, Attrs, LevelDist, ModeSpec, ITEM_SEPARATOR, LEVEL, MODES};
 pub use geo::{Geo, LatencyModel, MAX_LATENCY_MS};
 pub use parties::{PartySizes, MAX_PARTY};
 
@@ -90,6 +92,9 @@ pub struct Scenario {
     /// Each player's home region and latencies (the regions scenario, or a
     /// trace with `latency:<region>` columns).
     pub geo: Option<Geo>,
+    /// Each player's attributes (generated with `--modes` / `--levels` or
+    /// the attributes scenario, or a trace's `attr:<name>` columns).
+    pub attrs: Option<Attrs>,
 }
 
 /// A trace that cannot be used, with the line at fault.
@@ -314,6 +319,7 @@ impl Scenario {
             arrivals,
             groups,
             geo: None,
+            attrs: None,
         })
     }
     /// Time of the last arrival (0 for an empty trace).
@@ -406,6 +412,9 @@ impl Scenario {
                     "from the trace"
                 }
             ));
+        }
+        if let Some(attrs) = self.describe_attributes() {
+            out.push_str(&attrs);
         }
         out
     }
