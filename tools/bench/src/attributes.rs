@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use integration_tests::{settings_for, RedisServer};
 use shared::store::JoinInput;
-use shared::{JoinOutcome, LeaveOutcome, MatchStore, PlayerId, World};
+use shared::{JoinOutcome, MatchStore, PlayerId, World};
 
 use crate::common::{
     calls_between, commandstats, micros_since, raw_connection, script_breakdown, Config, Ctx, Res,
@@ -175,38 +175,7 @@ async fn join_cost(
         attributes: Some(&attrs),
         ..JoinInput::default()
     };
-    let mut per_join = Vec::new();
-    for rep in 0..reps {
-        let names: Vec<PlayerId> = (0..PROBES)
-            .map(|k| player(&format!("probe{rep}-{k}")))
-            .collect::<Res<_>>()?;
-        let before = commandstats(conn).await?;
-        for id in &names {
-            match p
-                .store
-                .join_reply(&p.world, id, &input, false)
-                .await
-                .ctx("probe join")?
-                .outcome
-            {
-                JoinOutcome::Queued(_) => {}
-                other => return Err(format!("probe join: {other:?}")),
-            }
-        }
-        let after = commandstats(conn).await?;
-        let (calls, us) = calls_between(&before, &after, SCRIPT_CALLS);
-        if calls != PROBES as u64 {
-            return Err(format!("{calls} script calls for {PROBES} probe joins"));
-        }
-        per_join.push(us as f64 / PROBES as f64);
-        for id in &names {
-            match p.store.leave(&p.world, id).await.ctx("probe leave")? {
-                LeaveOutcome::Left { .. } => {}
-                other => return Err(format!("probe leave: {other:?}")),
-            }
-        }
-    }
-    Ok(per_join)
+    crate::common::probe_join_cost(conn, &p.store, &p.world, &input, reps).await
 }
 
 pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {

@@ -423,3 +423,47 @@ pub fn fifo_store(url: &str, ns: &str, instant: bool) -> Res<(MatchStore, World)
     let world = configured_world(&store, "world1")?;
     Ok((store, world))
 }
+
+/// µs inside Redis per probe join into `world` with `input` (one value per
+/// batch of `probes` new players, `reps` batches), each batch left again
+/// after it was timed (rows 7a and 11a).
+pub async fn probe_join_cost(
+    conn: &mut redis::aio::MultiplexedConnection,
+    store: &shared::MatchStore,
+    world: &shared::World,
+    input: &shared::store::JoinInput<'_>,
+    reps: usize,
+) -> Res<Vec<f64>> {
+    const PROBES: usize = 200;
+    let mut per_join = Vec::new();
+    for rep in 0..reps {
+        let names: Vec<shared::PlayerId> = (0..PROBES)
+            .map(|k| shared::PlayerId::parse(&format!("probe{rep}-{k}")).ctx("player id"))
+            .collect::<Res<_>>()?;
+        let before = commandstats(conn).await?;
+        for id in &names {
+            match store
+                .join_reply(world, id, input, false)
+                .await
+                .ctx("probe join")?
+                .outcome
+            {
+                shared::JoinOutcome::Queued(_) => {}
+                other => return Err(format!("probe join: {other:?}")),
+            }
+        }
+        let after = commandstats(conn).await?;
+        let (calls, us) = calls_between(&before, &after, SCRIPT_CALLS);
+        if calls != PROBES as u64 {
+            return Err(format!("{calls} script calls for {PROBES} probe joins"));
+        }
+        per_join.push(us as f64 / PROBES as f64);
+        for id in &names {
+            match store.leave(world, id).await.ctx("probe leave")? {
+                shared::LeaveOutcome::Left { .. } => {}
+                other => return Err(format!("probe leave: {other:?}")),
+            }
+        }
+    }
+    Ok(per_join)
+}
