@@ -148,14 +148,19 @@ impl GameServer {
         let player = query.get("player")?.clone();
         let api = self.api.get()?;
         let view = api.view(match_id).await?;
-        let known = lock(&self.seats)
+        // The `BackfillFilled` event may have seated them while the view
+        // was read: that seat (no token) admits them. A player the
+        // allocator seated with a token must use it.
+        let seat = lock(&self.seats)
             .get(match_id)
-            .is_some_and(|seats| seats.contains_key(&player));
+            .and_then(|seats| seats.get(&player).cloned());
+        if let Some(token) = seat {
+            return token.is_empty().then_some(player);
+        }
         let listed = view["match"]["participants"]
             .as_array()
             .is_some_and(|ps| ps.iter().any(|p| p.as_str() == Some(player.as_str())));
-        // A player the allocator seated with a token must use it.
-        if known || !listed || view["state"] != "ASSIGNED" {
+        if !listed || view["state"] != "ASSIGNED" {
             return None;
         }
         self.seat_added(match_id, [player.clone()]);

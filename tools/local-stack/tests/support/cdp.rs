@@ -219,10 +219,17 @@ impl Browser {
                     return value.clone();
                 }
             }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; last: {outcome:?}"
-            );
+            if Instant::now() >= deadline {
+                // What the page saw: its log (newest first) and its matches.
+                let seen = self
+                    .try_eval(
+                        page,
+                        "[(document.getElementById('log') || {}).innerText, \
+                          (document.getElementById('matches') || {}).innerHTML]",
+                    )
+                    .await;
+                panic!("timed out waiting for {what}; last: {outcome:?}; the page: {seen:?}");
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
