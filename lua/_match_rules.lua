@@ -122,6 +122,7 @@ end
 -- Files a waiting ticket's attributes (a world with attributes).
 local function add(ctx, ticket, encoded)
   redis.call('HSET', ctx.k.attrs, ticket, encoded)
+  if ctx.loaded_attrs then ctx.loaded_attrs[ticket] = nil end
 end
 
 -- Removes `tickets`' attributes (one EXISTS in worlds without).
@@ -129,6 +130,10 @@ local function drop(ctx, tickets)
   local k = ctx.k
   if #tickets == 0 or not has(k, 'attrs') or redis.call('EXISTS', k.attrs) == 0 then return end
   chunked('HDEL', k.attrs, tickets, 1)
+  local loaded = ctx.loaded_attrs
+  if loaded then
+    for _, t in ipairs(tickets) do loaded[t] = nil end
+  end
 end
 
 -- A waiting ticket's stored attributes, to file back with it (a cancelled
@@ -144,12 +149,25 @@ end
 
 -- Loads the attributes of ticket infos that have none yet (`info.attrs`:
 -- one table per player; `info.attrs_text`: as stored).
+-- A call decodes a ticket's attributes once (ctx.loaded_attrs: ticket ->
+-- { text, decoded }): a matcher call's anchors read the same oldest
+-- tickets again and again. The decoded tables are only read.
 local function load(ctx, infos)
+  local loaded = ctx.loaded_attrs
+  if not loaded then
+    loaded = {}
+    ctx.loaded_attrs = loaded
+  end
   local todo, n = {}, 0
   for _, it in ipairs(infos) do
     if not it.attrs then
-      n = n + 1
-      todo[n] = it
+      local known = loaded[it.ticket]
+      if known then
+        it.attrs_text, it.attrs = known[1], known[2]
+      else
+        n = n + 1
+        todo[n] = it
+      end
     end
   end
   if n == 0 then return end
@@ -161,8 +179,10 @@ local function load(ctx, infos)
     local stored = redis.call('HMGET', ctx.k.attrs, unpack(tickets, i, last))
     for j = i, last do
       local s = stored[j - i + 1] or ''
-      todo[j].attrs_text = s
-      todo[j].attrs = decode_stored(s, by_name)
+      local it = todo[j]
+      it.attrs_text = s
+      it.attrs = decode_stored(s, by_name)
+      loaded[it.ticket] = { s, it.attrs }
     end
   end
 end
@@ -375,6 +395,185 @@ local function holds(cfg, m, partial)
   return ok
 end
 
+-- The distinct items of `list` that `set` holds (all of them: set nil).
+local function count_in(list, set)
+  local n, seen = 0, {}
+  for _, x in ipairs(list) do
+    if not seen[x] and (set == nil or set[x]) then
+      seen[x] = true
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- Rule `r`'s summary after taking ticket `it` (see fitter); false when
+-- the tickets taken break the rule.
+local function summarize(r, it)
+  local rule, v = r.rule, r.v
+  local kind, attr = rule.kind, rule.attr
+  if kind == 'equality' or kind == 'all_equal' then
+    for _, m in ipairs(it.attrs) do
+      local x = m[attr]
+      if x ~= nil then
+        if r.first == nil then r.first = x elseif x ~= r.first then return false end
+      end
+    end
+  elseif kind == 'all_different' then
+    for _, m in ipairs(it.attrs) do
+      local x = m[attr]
+      if x ~= nil then
+        if r.seen[x] then return false end
+        r.seen[x] = true
+      end
+    end
+  elseif kind == 'compare' then
+    local cmp = COMPARE[rule.op]
+    if type(v) == 'number' then
+      local x = ticket_number(it.attrs, attr, rule.party)
+      if x ~= nil and not cmp(x, v) then return false end
+    else
+      for _, m in ipairs(it.attrs) do
+        local x = m[attr]
+        if x ~= nil and not cmp(x, v) then return false end
+      end
+    end
+  elseif kind == 'distance' then
+    local x = ticket_number(it.attrs, attr, rule.party)
+    if x ~= nil then
+      if rule.from_anchor then
+        if r.ref ~= nil and math.abs(x - r.ref) > v then return false end
+      else
+        if x < r.lo then r.lo = x end
+        if x > r.hi then r.hi = x end
+        if r.hi - r.lo > v then return false end
+      end
+    end
+  else
+    local set = ticket_set(it.attrs, attr, rule.party)
+    if set then
+      if r.common then
+        local keep = {}
+        for x in pairs(r.common) do
+          if set[x] then keep[x] = true end
+        end
+        set = keep
+      end
+      r.common = set
+      local n = 0
+      for _ in pairs(set) do n = n + 1 end
+      if n < v then return false end
+    end
+  end
+  return true
+end
+
+-- Whether rule `r` (summarized over the tickets taken) still holds with
+-- ticket `it` too, without changing the summary.
+local function still_holds(r, it)
+  local rule, v = r.rule, r.v
+  local kind, attr = rule.kind, rule.attr
+  local members = it.attrs
+  if kind == 'intersection' then
+    -- A solo ticket's list is counted in place (no set is built).
+    local list = #members == 1 and members[1][attr]
+    if #members == 1 and list == nil then return true end
+    if list then return count_in(list, r.common) >= v end
+    local set = ticket_set(members, attr, rule.party)
+    if not set then return true end
+    local n = 0
+    for x in pairs(set) do
+      if r.common == nil or r.common[x] then n = n + 1 end
+    end
+    return n >= v
+  elseif kind == 'distance' and not rule.from_anchor then
+    local x = ticket_number(members, attr, rule.party)
+    if x == nil then return true end
+    return math.max(r.hi, x) - math.min(r.lo, x) <= v
+  elseif kind == 'compare' or kind == 'distance' then
+    return summarize(r, it)
+  elseif #members == 1 then
+    -- equality, all_equal, all_different: one value against the summary.
+    local x = members[1][attr]
+    if x == nil then return true end
+    if kind == 'all_different' then return not r.seen[x] end
+    return r.first == nil or x == r.first
+  end
+  -- A party: its members against the summary and each other, on a copy.
+  local copy = { rule = rule, v = v, first = r.first, seen = {} }
+  if kind == 'all_different' then
+    for x in pairs(r.seen) do copy.seen[x] = true end
+  end
+  return summarize(copy, it)
+end
+
+-- The rules `holds` checks on a partial match, one candidate at a time:
+-- `fits(info, chosen)` answers as holds(cfg, { items = chosen + info, a =
+-- a, wait = wait_ms }, true) does, from a summary of `chosen` (a match
+-- being filled around the anchor `a`, chosen[1] == a) that follows it as
+-- it grows: a candidate costs a few comparisons per rule instead of a pass
+-- over the whole match and a set per ticket. Compound rules are checked
+-- whole.
+local function fitter(cfg, a, wait_ms)
+  local rules = cfg.match_rules
+  local simple, compound = {}, {}
+  for i, rule in ipairs(rules) do
+    if rule.top and rule.monotone then
+      local on, v = in_force(rule, wait_ms)
+      if on then
+        local kind = rule.kind
+        if kind == 'not' or kind == 'and' or kind == 'or' then
+          compound[#compound + 1] = i
+        else
+          simple[#simple + 1] = { rule = rule, v = v }
+        end
+      end
+    end
+  end
+  -- The summary covers chosen[1..summarized], the last of them `last`.
+  local summarized, last, broken
+  local function reset()
+    summarized, last, broken = 0, nil, false
+    for _, r in ipairs(simple) do
+      r.first, r.seen, r.common, r.lo, r.hi = nil, {}, nil, math.huge, -math.huge
+      r.ref = r.rule.from_anchor and ticket_number(a.attrs, r.rule.attr, r.rule.party) or nil
+    end
+  end
+  reset()
+  local function take(chosen)
+    if summarized > #chosen or (summarized > 0 and chosen[summarized] ~= last) then reset() end
+    for j = summarized + 1, #chosen do
+      for _, r in ipairs(simple) do
+        if not summarize(r, chosen[j]) then broken = true end
+      end
+    end
+    summarized, last = #chosen, chosen[#chosen]
+  end
+  local m = { a = a, wait = wait_ms }
+  return function(info, chosen)
+    take(chosen)
+    if broken then return false end
+    for _, r in ipairs(simple) do
+      if not still_holds(r, info) then return false end
+    end
+    if #compound > 0 then
+      local n = #chosen
+      chosen[n + 1] = info
+      m.items = chosen
+      local ok = true
+      for _, i in ipairs(compound) do
+        if not check(rules, i, m) then
+          ok = false
+          break
+        end
+      end
+      chosen[n + 1] = nil
+      return ok
+    end
+    return true
+  end
+end
+
 -- A value as JSON (numbers exactly, lists and maps sorted).
 local function value_json(decl_type, x)
   if decl_type == 'string' then return quote(x) end
@@ -479,6 +678,7 @@ MatchRules.restore = restore
 MatchRules.load = load
 MatchRules.in_force = in_force
 MatchRules.holds = holds
+MatchRules.fitter = fitter
 MatchRules.record_fields = record_fields
 MatchRules.player_json = player_json
 MatchRules.players_json = players_json

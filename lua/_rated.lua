@@ -126,15 +126,21 @@ end
 -- (fill_exactly); then, with teams in a rated world, the balance check
 -- (`balance_window`: nil = none). `accept(info)` may refuse a candidate
 -- given those chosen so far; `final(items)` may refuse the whole match (see
--- with_rules). Returns the tickets' infos, or nil.
+-- with_rules). `opts.resume`, a table, keeps where the pass over the
+-- candidates stopped: a call with the same candidates and more after them
+-- goes on from there (what it would have chosen from them again).
+-- Returns the tickets' infos, or nil.
 local function fill_match(ctx, a, candidates, opts)
   local seats, teams = ctx.cfg.seats, ctx.cfg.teams
   local cap = seats / teams
   local need = seats - a.size
-  local remaining = need
-  local items, pool = { a }, {}
-  for _, info in ipairs(candidates) do
+  local kept = opts.resume
+  local remaining, items, pool, from = need, { a }, {}, 1
+  if kept and kept.items then remaining, items, pool, from = kept.remaining, kept.items, kept.pool, kept.from end
+  for i = from, #candidates do
     if remaining == 0 then break end
+    local info = candidates[i]
+    from = i + 1
     if info.size <= need and (not opts.accept or opts.accept(info, items)) then
       pool[#pool + 1] = info
       if info.size <= remaining then
@@ -147,6 +153,7 @@ local function fill_match(ctx, a, candidates, opts)
       end
     end
   end
+  if kept then kept.remaining, kept.items, kept.pool, kept.from = remaining, items, pool, from end
   if remaining > 0 then
     local picked = Teams.fill_exactly(a, pool, { need = need, teams = teams, cap = cap })
     if not picked then return nil end
@@ -196,14 +203,10 @@ local function with_rules(ctx, a, wait, opts)
   if not cfg.match_rules then return opts end
   local accept = opts.accept
   local m = { a = a, wait = wait }
+  local fits = MatchRules.fitter(cfg, a, wait)
   opts.accept = function(info, chosen)
     if accept and not accept(info, chosen) then return false end
-    local n = #chosen
-    chosen[n + 1] = info
-    m.items = chosen
-    local ok = MatchRules.holds(cfg, m, true)
-    chosen[n + 1] = nil
-    return ok
+    return fits(info, chosen)
   end
   opts.final = function(items)
     m.items = items
@@ -221,7 +224,8 @@ end
 local function rules_match(ctx, a, opts)
   local k, cfg = ctx.k, ctx.cfg
   local wait, r, w, gone = opts.wait, opts.rating, opts.window, opts.gone
-  local fill_opts = with_rules(ctx, a, wait, { wait = wait })
+  -- FIFO pages extend the candidates: each pass goes on from the last.
+  local fill_opts = with_rules(ctx, a, wait, { wait = wait, resume = not cfg.rules and {} or nil })
   -- An anchor that alone breaks a rule no ticket can mend (a build below
   -- the reference) cannot be matched: no candidate is read for it.
   if cfg.match_rules and not MatchRules.holds(cfg, { items = { a }, a = a, wait = wait }, true) then return nil end
