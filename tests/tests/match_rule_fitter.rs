@@ -173,7 +173,10 @@ fn simple_rule(rng: &mut StdRng, name: String, top: bool) -> Value {
     } else if numeric && rng.random_bool(0.2) {
         map.insert(
             "steps".into(),
-            json!([[10_000, map["value"].as_f64().unwrap_or(0.0) + 3.0], [20_000, 1]]),
+            json!([
+                [10_000, map["value"].as_f64().unwrap_or(0.0) + 3.0],
+                [20_000, 1]
+            ]),
         );
     }
     rule
