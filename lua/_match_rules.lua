@@ -535,7 +535,8 @@ local function fitter(cfg, a, wait_ms)
   local function reset()
     summarized, last, broken = 0, nil, false
     for _, r in ipairs(simple) do
-      r.first, r.seen, r.common, r.lo, r.hi = nil, {}, nil, math.huge, -math.huge
+      r.first, r.common, r.lo, r.hi = nil, nil, math.huge, -math.huge
+      r.seen = r.rule.kind == 'all_different' and {} or nil
       r.ref = r.rule.from_anchor and ticket_number(a.attrs, r.rule.attr, r.rule.party) or nil
     end
   end

@@ -224,11 +224,11 @@ end
 local function rules_match(ctx, a, opts)
   local k, cfg = ctx.k, ctx.cfg
   local wait, r, w, gone = opts.wait, opts.rating, opts.window, opts.gone
-  -- FIFO pages extend the candidates: each pass goes on from the last.
-  local fill_opts = with_rules(ctx, a, wait, { wait = wait, resume = not cfg.rules and {} or nil })
   -- An anchor that alone breaks a rule no ticket can mend (a build below
   -- the reference) cannot be matched: no candidate is read for it.
   if cfg.match_rules and not MatchRules.holds(cfg, { items = { a }, a = a, wait = wait }, true) then return nil end
+  -- FIFO pages extend the candidates: each pass goes on from the last.
+  local fill_opts = with_rules(ctx, a, wait, { wait = wait, resume = not cfg.rules and {} or nil })
   local page = (cfg.seats - a.size + 8) * 2
   local anchor_member = cfg.rules and Players.rating_member(a.seq, a.ticket)
   -- FIFO pages follow on from the last (their infos are kept); rated ones
