@@ -119,10 +119,69 @@ local function joining(ctx, player, client)
   return table.concat(parts, ';', 1, n)
 end
 
--- Files a waiting ticket's attributes (a world with attributes).
-local function add(ctx, ticket, encoded)
+-- The attr-queue's bands: a ticket's value of the world's first top-level
+-- equality rule names its band (a hash of the value into 1..BANDS; two
+-- values sharing a band are told apart by the rule itself), band 0 holds
+-- the tickets without a value (they match any); the score is band * BAND
+-- + the ticket's sequence, so each band lists its tickets oldest first.
+local BAND = 1099511627776
+local BANDS = 4095
+
+-- The index of the world's first top-level equality rule, or false.
+local function partition_rule(cfg)
+  if cfg.partition_rule == nil then
+    cfg.partition_rule = false
+    for i, rule in ipairs(cfg.match_rules or {}) do
+      if rule.top and rule.kind == 'equality' then
+        cfg.partition_rule = i
+        break
+      end
+    end
+  end
+  return cfg.partition_rule
+end
+
+local function band_of(value)
+  local text, h = tostring(value), 0
+  for i = 1, #text do h = (h * 31 + string.byte(text, i)) % BANDS end
+  return h + 1
+end
+
+-- The band of a ticket (its decoded members; a party's agree on the
+-- value, or some have none).
+local function ticket_band(attr, members)
+  for _, m in ipairs(members) do
+    if m[attr] ~= nil then return band_of(m[attr]) end
+  end
+  return 0
+end
+
+-- Files a waiting ticket's attributes (a world with attributes) and, with
+-- an equality rule, its band entry (`seq`: its queue sequence).
+local function add(ctx, ticket, encoded, seq)
   redis.call('HSET', ctx.k.attrs, ticket, encoded)
   if ctx.loaded_attrs then ctx.loaded_attrs[ticket] = nil end
+  local i = partition_rule(ctx.cfg)
+  if i then
+    local band = ticket_band(ctx.cfg.match_rules[i].attr, decode_stored(encoded, ctx.cfg.attributes.by_name))
+    redis.call('ZADD', ctx.k.attr_queue, string.format('%d', band * BAND + seq), ticket)
+  end
+end
+
+-- Up to `count` tickets of band `band` and of band 0 after the first
+-- `from` of each, merged oldest first: { { ticket, seq } ... }, and
+-- whether both bands had no more.
+local function band_candidates(k, band, from, count)
+  local out = {}
+  local whole = true
+  for _, b in ipairs({ band, 0 }) do
+    local list = redis.call('ZRANGEBYSCORE', k.attr_queue, string.format('%d', b * BAND),
+      '(' .. string.format('%d', (b + 1) * BAND), 'WITHSCORES', 'LIMIT', from, count)
+    for i = 1, #list, 2 do out[#out + 1] = { ticket = list[i], seq = tonumber(list[i + 1]) - b * BAND } end
+    if #list == 2 * count then whole = false end
+  end
+  table.sort(out, function(x, y) return x.seq < y.seq end)
+  return out, whole
 end
 
 -- Removes `tickets`' attributes (one EXISTS in worlds without).
@@ -130,6 +189,7 @@ local function drop(ctx, tickets)
   local k = ctx.k
   if #tickets == 0 or not has(k, 'attrs') or redis.call('EXISTS', k.attrs) == 0 then return end
   chunked('HDEL', k.attrs, tickets, 1)
+  if has(k, 'attr_queue') then chunked('ZREM', k.attr_queue, tickets, 1) end
   local loaded = ctx.loaded_attrs
   if loaded then
     for _, t in ipairs(tickets) do loaded[t] = nil end
@@ -143,8 +203,15 @@ local function capture(k, ticket)
   return redis.call('HGET', k.attrs, ticket) or nil
 end
 
-local function restore(k, ticket, stored)
+local function restore(k, ticket, stored, band_score)
   if stored then redis.call('HSET', k.attrs, ticket, stored) end
+  if band_score then redis.call('ZADD', k.attr_queue, band_score, ticket) end
+end
+
+-- A waiting ticket's band entry (its score), to file back with it, or nil.
+local function capture_band(k, ticket)
+  if not has(k, 'attr_queue') then return nil end
+  return redis.call('ZSCORE', k.attr_queue, ticket) or nil
 end
 
 -- Loads the attributes of ticket infos that have none yet (`info.attrs`:
@@ -210,6 +277,19 @@ local function in_force(rule, wait_ms)
     end
   end
   return true, v
+end
+
+-- The band an anchor's candidates are read from: its own value's, when
+-- the world's equality rule is in force at its wait and it has a value;
+-- else nil (the whole queue is read).
+local function anchor_band(cfg, a, wait_ms)
+  local i = partition_rule(cfg)
+  if not i then return nil end
+  local rule = cfg.match_rules[i]
+  if not in_force(rule, wait_ms) then return nil end
+  local band = ticket_band(rule.attr, a.attrs)
+  if band == 0 then return nil end
+  return band
 end
 
 -- A ticket's value of a number attribute, its members' aggregated by
@@ -676,6 +756,9 @@ MatchRules.add = add
 MatchRules.drop = drop
 MatchRules.capture = capture
 MatchRules.restore = restore
+MatchRules.capture_band = capture_band
+MatchRules.anchor_band = anchor_band
+MatchRules.band_candidates = band_candidates
 MatchRules.load = load
 MatchRules.in_force = in_force
 MatchRules.holds = holds

@@ -59,7 +59,8 @@ local function lift_tickets(ctx, id, items)
       d = (it.data and not it.party and it.data[1]) or Players.ticket_data(ctx, it.ticket),
       r = it.rating and num(it.rating) or '', p = it.players,
       g = it.regional or Regions.capture_regional(k, it.ticket, seq),
-      a = it.attrs_text or MatchRules.capture(k, it.ticket), u = ctx.cfg.anchored or nil,
+      a = it.attrs_text or MatchRules.capture(k, it.ticket), b = it.band or MatchRules.capture_band(k, it.ticket),
+      u = ctx.cfg.anchored or nil,
     }
     ids[i] = it.ticket
     if it.party then
@@ -179,7 +180,7 @@ local function cancel_proposal(ctx, k, p, reason, out)
         redis.call('ZADD', wk.ratings, e.r, Players.rating_member(e.seq, e.t))
       end
       Regions.restore_regional(wk, e.t, e.g)
-      MatchRules.restore(wk, e.t, e.a)
+      MatchRules.restore(wk, e.t, e.a, e.b)
       if e.r ~= '' or e.g or e.u then redis.call('ZADD', wk.due, now, e.t) end
       if party_id then
         local party = Parties.load_party(k, party_id)

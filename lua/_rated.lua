@@ -231,6 +231,9 @@ local function rules_match(ctx, a, opts)
   local fill_opts = with_rules(ctx, a, wait, { wait = wait, resume = not cfg.rules and {} or nil })
   local page = (cfg.seats - a.size + 8) * 2
   local anchor_member = cfg.rules and Players.rating_member(a.seq, a.ticket)
+  -- FIFO: with the world's equality rule in force, only the tickets of the
+  -- anchor's value (its band) and those without one can fit.
+  local band = not cfg.rules and MatchRules.anchor_band(cfg, a, wait)
   -- FIFO pages follow on from the last (their infos are kept); rated ones
   -- are read again, wider, nearest first.
   local infos, read = {}, 0
@@ -249,13 +252,19 @@ local function rules_match(ctx, a, opts)
       -- The queue still holds tickets an earlier attempt of this call took
       -- (they leave it when the call records its matches): ctx.taken.
       local taken = ctx.taken or {}
-      local list = redis.call('ZRANGE', k.queue, read, page - 1, 'WITHSCORES')
-      for i = 1, #list, 2 do
-        local t = list[i]
-        if t ~= a.ticket and not taken[t] then found[#found + 1] = { ticket = t, seq = tonumber(list[i + 1]) } end
+      local list, whole
+      if band then
+        list, whole = MatchRules.band_candidates(k, band, read, page - read)
+      else
+        local range = redis.call('ZRANGE', k.queue, read, page - 1, 'WITHSCORES')
+        list, whole = {}, #range < 2 * (page - read)
+        for i = 1, #range, 2 do list[#list + 1] = { ticket = range[i], seq = tonumber(range[i + 1]) } end
+      end
+      for _, c in ipairs(list) do
+        if c.ticket ~= a.ticket and not taken[c.ticket] then found[#found + 1] = c end
       end
       for _, info in ipairs(candidate_infos(ctx, found, gone)) do infos[#infos + 1] = info end
-      found.whole = #list < 2 * (page - read)
+      found.whole = whole
       read = page
     end
     local items = fill_match(ctx, a, infos, fill_opts)
@@ -446,9 +455,12 @@ local function anchored_attempt(ctx, anchor, known)
     tickets[i] = it.ticket
     members[i] = Players.rating_member(it.seq, it.ticket)
   end
+  -- A proposal files them back where they were if it is cancelled.
   if cfg.accept and cfg.regions then
-    -- A proposal files them back where they were if it is cancelled.
     for _, it in ipairs(items) do it.regional = Regions.capture_regional(k, it.ticket, it.seq) end
+  end
+  if cfg.accept and cfg.attributes then
+    for _, it in ipairs(items) do it.band = MatchRules.capture_band(k, it.ticket) end
   end
   Regions.drop_regional(ctx, tickets)
   MatchRules.drop(ctx, tickets)

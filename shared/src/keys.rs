@@ -170,6 +170,8 @@ key_layout! {
         backfill_ratings (BackfillRatings) = "backfill-ratings", "ZSET", "rated worlds: match id -> the backfill's reference rating";
         attrs (Attrs) = "attrs", "HASH",
             "worlds with attributes: ticket -> its players' attributes, `name=value;...` each, a party's members `|`-joined";
+        attr_queue (AttrQueue) = "attr-queue", "ZSET",
+            "worlds with an equality rule: ticket -> band(its value of the first one; 0: none) x 2^40 + seq (the tickets of each value, oldest first)";
     }
 }
 
@@ -245,7 +247,7 @@ impl WorldKey {
             WorldKey::Due => Features::RATED
                 .union(Features::REGIONS)
                 .union(Features::ATTRIBUTES),
-            WorldKey::Attrs => Features::ATTRIBUTES,
+            WorldKey::Attrs | WorldKey::AttrQueue => Features::ATTRIBUTES,
             WorldKey::Latencies | WorldKey::RegionQueue | WorldKey::RegionRatings => {
                 Features::REGIONS
             }

@@ -246,7 +246,7 @@ fn invocations_carry_the_declared_keys_in_order() {
         keys.len(),
         SCRIPTS.form_matches.declaration.keys.len() + WorldKey::ALL.len()
     );
-    assert_eq!(keys.last().unwrap(), &layout.world(&w).attrs);
+    assert_eq!(keys.last().unwrap(), &layout.world(&w).attr_queue);
     assert_eq!(inv.argv(), ["pcrgsa", "0", "{}", "world1"]);
     // A FIFO world's call without the features its keys need.
     let mut fifo = SCRIPTS
@@ -264,6 +264,7 @@ fn invocations_carry_the_declared_keys_in_order() {
         block.region_queue,
         block.backfill_ratings,
         block.attrs,
+        block.attr_queue,
     ] {
         assert!(!keys.contains(&absent), "{absent}");
     }

@@ -781,3 +781,97 @@ pub async fn racing_matchers_never_break_a_rule(env: &Env) {
         );
     }
 }
+
+/// The world's first equality rule partitions its queue (the attr-queue's
+/// bands, docs/rules.md): an anchor reads the tickets of its own value and
+/// those without one, so a rare mode is found behind more tickets of
+/// another than an attempt reads (256), which the whole queue's oldest
+/// tickets hid before. A ticket without a mode is found from any band; the
+/// bands hold exactly the waiting tickets, through matches, leaves and a
+/// declined ready check's requeue.
+pub async fn an_equality_rule_finds_a_rare_value_behind_the_candidate_window(env: &Env) {
+    let rules = json!({
+        "attributes": {
+            "mode": {"type": "string", "values": ["ffa", "duel"], "missing": "any"},
+            "level": {"type": "number", "min": 0, "max": 1000, "missing": "refuse"}
+        },
+        "worlds": [{"name": "rare", "teamSize": 2,
+                    "rules": [{"name": "sameMode", "type": "equality", "attribute": "mode"},
+                              {"name": "sameLevel", "type": "distance", "attribute": "level", "max": 0}]}]
+    });
+    let store = store_for(env, "attr-bands", &rules, true);
+    let bands = store.keys().world(&world_name("rare")).attr_queue;
+    // 300 of ffa that never pair (no two share a level), then two of duel.
+    for i in 0..300 {
+        let p = format!("f{i}");
+        let joined = join_with(&store, "rare", &p, json!({"mode": "ffa", "level": i})).await;
+        assert!(matches!(joined, JoinOutcome::Queued(_)), "{p}: {joined:?}");
+    }
+    let x = join_with(&store, "rare", "x", json!({"mode": "duel", "level": 500})).await;
+    assert!(matches!(x, JoinOutcome::Queued(_)), "{x:?}");
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "rare", "y", json!({"mode": "duel", "level": 500})).await
+    else {
+        panic!("y finds x, 300 tickets behind the oldest");
+    };
+    assert_eq!(names(&record), ["x", "y"]);
+    recheck(&store, &record);
+    assert_eq!(zcard_of(&store, bands.clone()).await, 300);
+    // No mode: filed in band 0, read by every anchor with a mode.
+    let w = join_with(&store, "rare", "w", json!({"level": 700})).await;
+    assert!(matches!(w, JoinOutcome::Queued(_)), "{w:?}");
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "rare", "v", json!({"mode": "duel", "level": 700})).await
+    else {
+        panic!("v finds w, who has no mode");
+    };
+    assert_eq!(names(&record), ["v", "w"]);
+    recheck(&store, &record);
+    // Leaves take their entries along.
+    for i in 0..10 {
+        store
+            .leave(world(&store, "rare"), &player(&format!("f{i}")))
+            .await
+            .expect("leave");
+    }
+    assert_eq!(zcard_of(&store, bands.clone()).await, 290);
+    let status = store
+        .queue_status(world(&store, "rare"))
+        .await
+        .expect("status");
+    assert_eq!(status.waiting, 290);
+
+    // A declined ready check files the other ticket back in its band.
+    let ready = json!({
+        "attributes": {"mode": {"type": "string", "values": ["ffa", "duel"], "missing": "refuse"}},
+        "worlds": [{"name": "ready", "teamSize": 2,
+                    "readyCheck": {"acceptSeconds": 30, "declineCooldownSeconds": 0},
+                    "rules": [{"name": "sameMode", "type": "equality", "attribute": "mode"}]}]
+    });
+    let store = store_for(env, "attr-bands-ready", &ready, true);
+    let bands = store.keys().world(&world_name("ready")).attr_queue;
+    join_with(&store, "ready", "a", json!({"mode": "duel"})).await;
+    let JoinOutcome::Proposed(view) =
+        join_with(&store, "ready", "b", json!({"mode": "duel"})).await
+    else {
+        panic!("a and b are proposed a match");
+    };
+    assert_eq!(zcard_of(&store, bands.clone()).await, 0);
+    store
+        .answer_proposal(&view.match_id, &player("b"), false)
+        .await
+        .expect("answer");
+    assert_eq!(
+        zcard_of(&store, bands.clone()).await,
+        1,
+        "a is back in its band"
+    );
+    let JoinOutcome::Proposed(view) =
+        join_with(&store, "ready", "c", json!({"mode": "duel"})).await
+    else {
+        panic!("c finds a in the duel band");
+    };
+    let mut proposed: Vec<&str> = view.participants.iter().map(PlayerId::as_str).collect();
+    proposed.sort_unstable();
+    assert_eq!(proposed, ["a", "c"]);
+}
