@@ -6,7 +6,7 @@ use std::path::Path;
 use super::{by_file, cluster_rows, find, overall, variant_of, ClusterRow};
 use crate::oracle::trim_float;
 use crate::outcome::{Run, Variant};
-use crate::report::{checks_table, teams_table, Check, Context, TICK_SECONDS};
+use crate::report::{checks_table, teams_table, write_header, Check, Context, TICK_SECONDS};
 use crate::scenario::Scenario;
 use crate::stats::Dist;
 
@@ -112,49 +112,12 @@ pub fn render(
     images: bool,
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# {}\n", ctx.title);
-    let _ = writeln!(out, "- **Trace:** {}", ctx.scenario);
-    let _ = writeln!(
-        out,
-        "- **Matching:** matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
-        trim_float(TICK_SECONDS),
-        if ctx.instant_match { "on" } else { "off" },
-        trim_float(ctx.drain)
-    );
-    let _ = writeln!(
-        out,
-        "- **Time compression:** one redis-server per matcher under libfaketime at x{} (measured x{:.2} through `redis.call('TIME')`{}); wall time {:.1} s",
-        trim_float(ctx.speed),
-        ctx.measured_speed,
-        ctx.clock_error
-            .map_or_else(String::new, |e| format!(", clock model off by {e:+.3} s simulated at the end")),
-        ctx.wall_seconds
-    );
-    let _ = writeln!(out, "- **Command:** `{}`", ctx.command);
-    if let Some(core) = &ctx.core {
-        let _ = writeln!(out, "- **Core:** git {core}");
-    }
-    for (label, file, world) in &ctx.rule_sets {
-        let _ = writeln!(out, "- **{label}** (`{file}`): {world}");
-    }
-    out.push('\n');
-    for run in runs.iter() {
-        if let Some(why) = &run.lagging {
-            let _ = writeln!(
-                out,
-                "> **TOO SLOW:** {} did not keep up with x{}: {why}. Its numbers are distorted; rerun with a lower `--speed` (or on a quieter machine).\n",
-                run.label,
-                trim_float(ctx.speed)
-            );
-        }
-    }
-    for run in runs.iter().filter(|r| r.failures > 0) {
-        let _ = writeln!(
-            out,
-            "> **ERRORS:** {} joins or ticks of {} failed (see *Run diagnostics*): its numbers do not show what the rules do.\n",
-            run.failures, run.label
-        );
-    }
+    write_header(&mut out, ctx, runs, &format!(
+            "matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
+            trim_float(TICK_SECONDS),
+            if ctx.instant_match { "on" } else { "off" },
+            trim_float(ctx.drain)
+        ), "matcher");
     if let Some(model) = scenario.geo.as_ref().and_then(|g| g.model.as_ref()) {
         out.push_str("## Latency model\n\n");
         out.push_str(&model.markdown());

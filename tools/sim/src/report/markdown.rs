@@ -227,36 +227,17 @@ pub fn checks_table(checks: &[Check]) -> String {
     out
 }
 
-/// The whole report. `images` adds the chart links and the oracle's
-/// per-decile tables (the file); without it, it is the terminal version.
-pub fn render(
-    ctx: &Context,
-    scenario: &Scenario,
-    runs: &[Run],
-    checks: &[Check],
-    images: bool,
-) -> String {
-    let frontier = frontier(runs);
-    let deciles = Deciles::new(scenario);
-    let mut out = String::new();
+/// The head every study's report starts with: the title, the trace, how
+/// it was matched (`matching`), the time compression (one redis-server per
+/// `per`), the command, the core and the rule sets; then a warning for each
+/// run that lagged or had failures.
+pub fn write_header(out: &mut String, ctx: &Context, runs: &[Run], matching: &str, per: &str) {
     let _ = writeln!(out, "# {}\n", ctx.title);
     let _ = writeln!(out, "- **Trace:** {}", ctx.scenario);
+    let _ = writeln!(out, "- **Matching:** {matching}");
     let _ = writeln!(
         out,
-        "- **Matching:** {} players per match (the oracle: {}), matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
-        ctx.team_size,
-        if ctx.oracle_shape.teams > 1 {
-            format!("{} teams of {}", ctx.oracle_shape.teams, ctx.oracle_shape.team_size)
-        } else {
-            "one team".to_owned()
-        },
-        trim_float(TICK_SECONDS),
-        if ctx.instant_match { "on" } else { "off" },
-        trim_float(ctx.drain)
-    );
-    let _ = writeln!(
-        out,
-        "- **Time compression:** one redis-server per rule set under libfaketime at x{} (measured x{:.2} through `redis.call('TIME')`{}); wall time {:.1} s",
+        "- **Time compression:** one redis-server per {per} under libfaketime at x{} (measured x{:.2} through `redis.call('TIME')`{}); wall time {:.1} s",
         trim_float(ctx.speed),
         ctx.measured_speed,
         ctx.clock_error
@@ -288,6 +269,32 @@ pub fn render(
             run.failures, run.label
         );
     }
+}
+
+/// The whole report. `images` adds the chart links and the oracle's
+/// per-decile tables (the file); without it, it is the terminal version.
+pub fn render(
+    ctx: &Context,
+    scenario: &Scenario,
+    runs: &[Run],
+    checks: &[Check],
+    images: bool,
+) -> String {
+    let frontier = frontier(runs);
+    let deciles = Deciles::new(scenario);
+    let mut out = String::new();
+    write_header(&mut out, ctx, runs, &format!(
+            "{} players per match (the oracle: {}), matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
+            ctx.team_size,
+            if ctx.oracle_shape.teams > 1 {
+                format!("{} teams of {}", ctx.oracle_shape.teams, ctx.oracle_shape.team_size)
+            } else {
+                "one team".to_owned()
+            },
+            trim_float(TICK_SECONDS),
+            if ctx.instant_match { "on" } else { "off" },
+            trim_float(ctx.drain)
+        ), "rule set");
 
     out.push_str("## Acceptance checks\n\n");
     if let Some(note) = &ctx.acceptance_note {
