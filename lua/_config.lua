@@ -27,6 +27,8 @@
 --                    steps? = [ [after_ms, value or null] ] } ]
 --                  (worlds with attributes; see _match_rules.lua)
 --   retry_ms? (> 0)  worlds with attributes: how long a failed anchor waits
+--   candidate_window? (16..4096)  worlds with match rules: most candidates
+--                    an attempt reads (absent: 256; see _match_rules.lua)
 --   regions? = { names = [name...] (1..16, distinct), max_latency, widen_per_second,
 --                latency_cap (ms, >= max_latency), max_spread? (ms), retry_ms (> 0),
 --                default_region? (a join without latencies plays there) }
@@ -261,6 +263,12 @@ local function parse_world_config(s)
     local err
     parsed.match_rules, err = match_rules(c.match_rules, parsed.attributes)
     if not parsed.match_rules then return nil, err end
+  end
+  if c.candidate_window ~= nil then
+    if not parsed.match_rules or not is_int(c.candidate_window, 16) or c.candidate_window > 4096 then
+      return nil, 'candidate_window must be an integer 16..4096 in a world with match rules'
+    end
+    parsed.scan_limit = c.candidate_window
   end
   parsed.retry_ms = (parsed.rules and parsed.rules.retry_ms) or (parsed.regions and c.regions.retry_ms)
     or (parsed.attributes and c.retry_ms)

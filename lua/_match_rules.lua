@@ -14,13 +14,14 @@
 -- joining): a rule whose number relaxes takes the value in force then, and
 -- a rule that is off holds. Only top-level rules (those no compound names)
 -- must hold; a compound's operands are checked as its parts.
--- @include _lib
+-- @include _lib _players
 
 local MatchRules = {}
 do
 
 -- Most candidates an anchor of a world with rules looks at (pages growing
--- fourfold from a few per seat): a rule that no index serves is checked on
+-- fourfold from a few per seat) unless its `candidateWindow` says
+-- otherwise (cfg.scan_limit): a rule that no index serves is checked on
 -- this bounded window (docs/rules.md; the simulator measures what it costs).
 local SCAN_LIMIT = 256
 
@@ -119,101 +120,6 @@ local function joining(ctx, player, client)
   return table.concat(parts, ';', 1, n)
 end
 
--- The attr-queue's bands: a ticket's value of the world's first top-level
--- equality rule names its band (a hash of the value into 1..BANDS; two
--- values sharing a band are told apart by the rule itself), band 0 holds
--- the tickets without a value (they match any); the score is band * BAND
--- + the ticket's sequence, so each band lists its tickets oldest first.
-local BAND = 1099511627776
-local BANDS = 4095
-
--- The index of the world's first top-level equality rule, or false.
-local function partition_rule(cfg)
-  if cfg.partition_rule == nil then
-    cfg.partition_rule = false
-    for i, rule in ipairs(cfg.match_rules or {}) do
-      if rule.top and rule.kind == 'equality' then
-        cfg.partition_rule = i
-        break
-      end
-    end
-  end
-  return cfg.partition_rule
-end
-
-local function band_of(value)
-  local text, h = tostring(value), 0
-  for i = 1, #text do h = (h * 31 + string.byte(text, i)) % BANDS end
-  return h + 1
-end
-
--- The band of a ticket (its decoded members; a party's agree on the
--- value, or some have none).
-local function ticket_band(attr, members)
-  for _, m in ipairs(members) do
-    if m[attr] ~= nil then return band_of(m[attr]) end
-  end
-  return 0
-end
-
--- Files a waiting ticket's attributes (a world with attributes) and, with
--- an equality rule, its band entry (`seq`: its queue sequence).
-local function add(ctx, ticket, encoded, seq)
-  redis.call('HSET', ctx.k.attrs, ticket, encoded)
-  if ctx.loaded_attrs then ctx.loaded_attrs[ticket] = nil end
-  local i = partition_rule(ctx.cfg)
-  if i then
-    local band = ticket_band(ctx.cfg.match_rules[i].attr, decode_stored(encoded, ctx.cfg.attributes.by_name))
-    redis.call('ZADD', ctx.k.attr_queue, string.format('%d', band * BAND + seq), ticket)
-  end
-end
-
--- Up to `count` tickets of band `band` and of band 0 after the first
--- `from` of each, merged oldest first: { { ticket, seq } ... }, and
--- whether both bands had no more.
-local function band_candidates(k, band, from, count)
-  local out = {}
-  local whole = true
-  for _, b in ipairs({ band, 0 }) do
-    local list = redis.call('ZRANGEBYSCORE', k.attr_queue, string.format('%d', b * BAND),
-      '(' .. string.format('%d', (b + 1) * BAND), 'WITHSCORES', 'LIMIT', from, count)
-    for i = 1, #list, 2 do out[#out + 1] = { ticket = list[i], seq = tonumber(list[i + 1]) - b * BAND } end
-    if #list == 2 * count then whole = false end
-  end
-  table.sort(out, function(x, y) return x.seq < y.seq end)
-  return out, whole
-end
-
--- Removes `tickets`' attributes (one EXISTS in worlds without).
-local function drop(ctx, tickets)
-  local k = ctx.k
-  if #tickets == 0 or not has(k, 'attrs') or redis.call('EXISTS', k.attrs) == 0 then return end
-  chunked('HDEL', k.attrs, tickets, 1)
-  if has(k, 'attr_queue') then chunked('ZREM', k.attr_queue, tickets, 1) end
-  local loaded = ctx.loaded_attrs
-  if loaded then
-    for _, t in ipairs(tickets) do loaded[t] = nil end
-  end
-end
-
--- A waiting ticket's stored attributes, to file back with it (a cancelled
--- ready check requeues its tickets), or nil.
-local function capture(k, ticket)
-  if not has(k, 'attrs') then return nil end
-  return redis.call('HGET', k.attrs, ticket) or nil
-end
-
-local function restore(k, ticket, stored, band_score)
-  if stored then redis.call('HSET', k.attrs, ticket, stored) end
-  if band_score then redis.call('ZADD', k.attr_queue, band_score, ticket) end
-end
-
--- A waiting ticket's band entry (its score), to file back with it, or nil.
-local function capture_band(k, ticket)
-  if not has(k, 'attr_queue') then return nil end
-  return redis.call('ZSCORE', k.attr_queue, ticket) or nil
-end
-
 -- Loads the attributes of ticket infos that have none yet (`info.attrs`:
 -- one table per player; `info.attrs_text`: as stored).
 -- A call decodes a ticket's attributes once (ctx.loaded_attrs: ticket ->
@@ -279,19 +185,6 @@ local function in_force(rule, wait_ms)
   return true, v
 end
 
--- The band an anchor's candidates are read from: its own value's, when
--- the world's equality rule is in force at its wait and it has a value;
--- else nil (the whole queue is read).
-local function anchor_band(cfg, a, wait_ms)
-  local i = partition_rule(cfg)
-  if not i then return nil end
-  local rule = cfg.match_rules[i]
-  if not in_force(rule, wait_ms) then return nil end
-  local band = ticket_band(rule.attr, a.attrs)
-  if band == 0 then return nil end
-  return band
-end
-
 -- A ticket's value of a number attribute, its members' aggregated by
 -- `party` (avg, min, max); nil when no member has one.
 local function ticket_number(members, attr, party)
@@ -332,6 +225,231 @@ local function ticket_set(members, attr, party)
     end
   end
   return set
+end
+
+-- The queue's indexes (docs/rules.md, "Indexed, not scanned"): the first
+-- top-level rule of each indexed kind files every waiting ticket, so that
+-- an anchor reads only tickets that can fit it:
+--   attr-queue (equality): ticket -> band(its value) * BAND + seq;
+--   attr-values (intersection, FIFO worlds): `<value>|<ticket>` ->
+--     band(value) * BAND + seq for each value of its list;
+--   attr-numbers (distance, FIFO worlds): `<seq>:<ticket>` -> its number.
+-- A band is a hash of the value into 1..BANDS (two values sharing one are
+-- told apart by the rule itself) and lists its tickets oldest first; band
+-- 0 (and +inf) holds the tickets without a value, which fit any. A rated
+-- world's candidates come by rating: only its equality rule is filed.
+local BAND = 1099511627776
+local BANDS = 4095
+
+-- The index of the world's first top-level rule of each indexed kind
+-- (false: none).
+local function indexed_rules(cfg)
+  local found = cfg.indexed_rules
+  if found then return found end
+  found = { equality = false, intersection = false, distance = false }
+  for i, rule in ipairs(cfg.match_rules or {}) do
+    local kind = rule.kind
+    if rule.top and found[kind] == false and (kind == 'equality' or not cfg.rules) then found[kind] = i end
+  end
+  found.any = (found.equality or found.intersection or found.distance) and true or false
+  cfg.indexed_rules = found
+  return found
+end
+
+local function band_of(value)
+  local text, h = tostring(value), 0
+  for i = 1, #text do h = (h * 31 + string.byte(text, i)) % BANDS end
+  return h + 1
+end
+
+-- A ticket's value of an equality attribute: its first member's that has
+-- one (a party's agree, or some have none), or nil.
+local function first_value(members, attr)
+  for _, m in ipairs(members) do
+    if m[attr] ~= nil then return m[attr] end
+  end
+  return nil
+end
+
+local function band_score(band, seq)
+  return string.format('%d', band * BAND + seq)
+end
+
+-- A waiting ticket's index entries, flat: key name, score, member, ...
+-- (`members`: its decoded attributes; `seq`: its queue sequence).
+local function index_entries(cfg, ticket, members, seq)
+  local found, rules = indexed_rules(cfg), cfg.match_rules
+  local out, n = {}, 0
+  local function put(key, score, member)
+    out[n + 1], out[n + 2], out[n + 3] = key, score, member
+    n = n + 3
+  end
+  if found.equality then
+    local x = first_value(members, rules[found.equality].attr)
+    put('attr_queue', band_score(x ~= nil and band_of(x) or 0, seq), ticket)
+  end
+  if found.intersection then
+    local rule = rules[found.intersection]
+    local set = ticket_set(members, rule.attr, rule.party)
+    if set then
+      for v in pairs(set) do put('attr_values', band_score(band_of(v), seq), v .. '|' .. ticket) end
+    else
+      put('attr_values', band_score(0, seq), '|' .. ticket)
+    end
+  end
+  if found.distance then
+    local rule = rules[found.distance]
+    local x = ticket_number(members, rule.attr, rule.party)
+    put('attr_numbers', x and num(x) or '+inf', Players.rating_member(seq, ticket))
+  end
+  return out
+end
+
+local function file_entries(k, entries)
+  for i = 1, #entries, 3 do redis.call('ZADD', k[entries[i]], entries[i + 1], entries[i + 2]) end
+end
+
+-- Files a waiting ticket's attributes (a world with attributes) and its
+-- index entries (`seq`: its queue sequence).
+local function add(ctx, ticket, encoded, seq)
+  redis.call('HSET', ctx.k.attrs, ticket, encoded)
+  if ctx.loaded_attrs then ctx.loaded_attrs[ticket] = nil end
+  local cfg = ctx.cfg
+  if indexed_rules(cfg).any then
+    file_entries(ctx.k, index_entries(cfg, ticket, decode_stored(encoded, cfg.attributes.by_name), seq))
+  end
+end
+
+-- Removes `tickets`' attributes and index entries (one EXISTS in worlds
+-- without). Leaves and sweeps have no configuration, so the entries are
+-- named from what is stored: a list entry for every item of every value
+-- (a superset), a number entry from the queue's sequence (a dropped
+-- ticket is still queued).
+local function drop(ctx, tickets)
+  local k = ctx.k
+  if #tickets == 0 or not has(k, 'attrs') or redis.call('EXISTS', k.attrs) == 0 then return end
+  if has(k, 'attr_values') and redis.call('EXISTS', k.attr_values) == 1 then
+    local members = {}
+    for i = 1, #tickets, CHUNK do
+      local last = math.min(i + CHUNK - 1, #tickets)
+      local stored = redis.call('HMGET', k.attrs, unpack(tickets, i, last))
+      for j = i, last do
+        local t = tickets[j]
+        members[#members + 1] = '|' .. t
+        for text in string.gmatch(stored[j - i + 1] or '', '=([^;|]*)') do
+          for item in string.gmatch(text, '[^,]+') do members[#members + 1] = item .. '|' .. t end
+        end
+      end
+    end
+    chunked('ZREM', k.attr_values, members, 1)
+  end
+  if has(k, 'attr_numbers') and redis.call('EXISTS', k.attr_numbers) == 1 then
+    local members = {}
+    for _, t in ipairs(tickets) do
+      local seq = redis.call('ZSCORE', k.queue, t)
+      if seq then members[#members + 1] = Players.rating_member(tonumber(seq), t) end
+    end
+    if #members > 0 then chunked('ZREM', k.attr_numbers, members, 1) end
+  end
+  chunked('HDEL', k.attrs, tickets, 1)
+  if has(k, 'attr_queue') then chunked('ZREM', k.attr_queue, tickets, 1) end
+  local loaded = ctx.loaded_attrs
+  if loaded then
+    for _, t in ipairs(tickets) do loaded[t] = nil end
+  end
+end
+
+-- A waiting ticket's stored attributes, to file back with it (a cancelled
+-- ready check requeues its tickets), or nil.
+local function capture(k, ticket)
+  if not has(k, 'attrs') then return nil end
+  return redis.call('HGET', k.attrs, ticket) or nil
+end
+
+-- A waiting ticket's index entries, to file back with it (the requeue has
+-- no configuration), or nil.
+local function capture_index(cfg, ticket, stored, seq)
+  if not stored or not cfg.attributes or not indexed_rules(cfg).any then return nil end
+  return index_entries(cfg, ticket, decode_stored(stored, cfg.attributes.by_name), seq)
+end
+
+-- Files a requeued ticket back: its stored attributes and its captured
+-- index entries (a proposal stored before attr-values and attr-numbers
+-- holds its attr-queue score alone).
+local function restore(k, ticket, stored, entries)
+  if stored then redis.call('HSET', k.attrs, ticket, stored) end
+  if type(entries) == 'table' then
+    file_entries(k, entries)
+  elseif entries then
+    redis.call('ZADD', k.attr_queue, entries, ticket)
+  end
+end
+
+-- Where an anchor's candidates are read from while an indexed rule is in
+-- force at its wait and the anchor has a value: { key, bands } (equality:
+-- its value's band and band 0; intersection: its values' bands and band
+-- 0) or { near = its number, within = the distance in force }; nil: the
+-- whole queue. The equality index is preferred, then the intersection's.
+local function anchor_source(cfg, a, wait_ms)
+  local found, rules = indexed_rules(cfg), cfg.match_rules
+  if not found.any then return nil end
+  local i = found.equality
+  if i and in_force(rules[i], wait_ms) then
+    local x = first_value(a.attrs, rules[i].attr)
+    if x ~= nil then return { key = 'attr_queue', bands = { band_of(x), 0 } } end
+  end
+  i = found.intersection
+  if i then
+    local rule = rules[i]
+    local on, v = in_force(rule, wait_ms)
+    local set = on and v >= 1 and ticket_set(a.attrs, rule.attr, rule.party)
+    if set then
+      local bands, seen = {}, {}
+      for x in pairs(set) do
+        local b = band_of(x)
+        if not seen[b] then
+          seen[b] = true
+          bands[#bands + 1] = b
+        end
+      end
+      table.sort(bands)
+      bands[#bands + 1] = 0
+      return { key = 'attr_values', bands = bands }
+    end
+  end
+  i = found.distance
+  if i then
+    local rule = rules[i]
+    local on, v = in_force(rule, wait_ms)
+    local x = on and ticket_number(a.attrs, rule.attr, rule.party)
+    if x then return { near = x, within = v } end
+  end
+  return nil
+end
+
+-- Up to `count` tickets of each of `source`'s bands after the first `from`
+-- of each, merged oldest first: { { ticket, seq } ... }, each ticket once
+-- per attempt (source.seen), and whether no band had more.
+local function band_candidates(k, source, from, count)
+  local key = source.key
+  local seen = source.seen or {}
+  source.seen = seen
+  local out, whole = {}, true
+  for _, b in ipairs(source.bands) do
+    local list = redis.call('ZRANGEBYSCORE', k[key], string.format('%d', b * BAND),
+      '(' .. string.format('%d', (b + 1) * BAND), 'WITHSCORES', 'LIMIT', from, count)
+    for i = 1, #list, 2 do
+      local ticket = list[i]
+      if key == 'attr_values' then ticket = string.match(ticket, '^[^|]*|(.*)$') end
+      if not seen[ticket] then
+        seen[ticket] = true
+        out[#out + 1] = { ticket = ticket, seq = tonumber(list[i + 1]) - b * BAND }
+      end
+    end
+    if #list == 2 * count then whole = false end
+  end
+  table.sort(out, function(x, y) return x.seq < y.seq end)
+  return out, whole
 end
 
 local COMPARE = {
@@ -756,8 +874,8 @@ MatchRules.add = add
 MatchRules.drop = drop
 MatchRules.capture = capture
 MatchRules.restore = restore
-MatchRules.capture_band = capture_band
-MatchRules.anchor_band = anchor_band
+MatchRules.capture_index = capture_index
+MatchRules.anchor_source = anchor_source
 MatchRules.band_candidates = band_candidates
 MatchRules.load = load
 MatchRules.in_force = in_force

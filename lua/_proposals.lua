@@ -54,12 +54,14 @@ local function lift_tickets(ctx, id, items)
   local entries, ids = {}, {}
   for i, it in ipairs(items) do
     local _, seq, joined, deadline = Players.waiting_ticket(k, it.ticket)
+    local attrs = it.attrs_text or MatchRules.capture(k, it.ticket)
     entries[i] = {
       t = it.ticket, seq = seq, joined = joined, deadline = deadline,
       d = (it.data and not it.party and it.data[1]) or Players.ticket_data(ctx, it.ticket),
       r = it.rating and num(it.rating) or '', p = it.players,
       g = it.regional or Regions.capture_regional(k, it.ticket, seq),
-      a = it.attrs_text or MatchRules.capture(k, it.ticket), b = it.band or MatchRules.capture_band(k, it.ticket),
+      a = attrs,
+      b = attrs and MatchRules.capture_index(ctx.cfg, it.ticket, attrs, seq),
       u = ctx.cfg.anchored or nil,
     }
     ids[i] = it.ticket

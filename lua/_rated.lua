@@ -63,6 +63,25 @@ local function nearest(ratings_key, r, w, fetch)
   return out
 end
 
+-- A FIFO world's candidates near the anchor's number (a distance rule's
+-- index, attr-numbers): the `page` nearest on each side within the
+-- distance in force, and the `page` oldest without a number, oldest
+-- first: { { ticket, seq } ... }, and whether that was all of them.
+local function number_candidates(k, source, page)
+  local near = nearest(k.attr_numbers, source.near, source.within, page)
+  local missing = redis.call('ZRANGEBYSCORE', k.attr_numbers, '+inf', '+inf', 'LIMIT', 0, page)
+  local members = {}
+  for i, c in ipairs(near) do members[i] = c[1] end
+  for _, m in ipairs(missing) do members[#members + 1] = m end
+  -- Members start with the zero-padded sequence: sorting them sorts by age.
+  table.sort(members)
+  local out = {}
+  for i, m in ipairs(members) do
+    out[i] = { ticket = Players.member_ticket(m), seq = tonumber(string.sub(m, 1, Players.SEQ_DIGITS)) }
+  end
+  return out, #near < page and #missing < page
+end
+
 -- Whether an anchor of rating `r` that has waited `wait_ms` can find
 -- `seats_needed` more seats within its window at all, counting each other
 -- ticket there as at most `ticket_seats` seats: one ZCOUNT (O(log N))
@@ -227,15 +246,16 @@ local function rules_match(ctx, a, opts)
   -- An anchor that alone breaks a rule no ticket can mend (a build below
   -- the reference) cannot be matched: no candidate is read for it.
   if cfg.match_rules and not MatchRules.holds(cfg, { items = { a }, a = a, wait = wait }, true) then return nil end
-  -- FIFO pages extend the candidates: each pass goes on from the last.
-  local fill_opts = with_rules(ctx, a, wait, { wait = wait, resume = not cfg.rules and {} or nil })
-  local page = (cfg.seats - a.size + 8) * 2
+  -- FIFO: while an indexed rule is in force, only the tickets its index
+  -- gives for the anchor's value can fit (MatchRules.anchor_source).
+  local source = not cfg.rules and MatchRules.anchor_source(cfg, a, wait) or nil
+  local near = source and source.near
+  -- FIFO pages go on from the last (their infos are kept); rated pages and
+  -- those nearest a number are read again, wider.
+  local fill_opts = with_rules(ctx, a, wait, { wait = wait, resume = not cfg.rules and not near and {} or nil })
+  local limit = cfg.scan_limit or MatchRules.SCAN_LIMIT
+  local page = math.min((cfg.seats - a.size + 8) * 2, limit)
   local anchor_member = cfg.rules and Players.rating_member(a.seq, a.ticket)
-  -- FIFO: with the world's equality rule in force, only the tickets of the
-  -- anchor's value (its band) and those without one can fit.
-  local band = not cfg.rules and MatchRules.anchor_band(cfg, a, wait)
-  -- FIFO pages follow on from the last (their infos are kept); rated ones
-  -- are read again, wider, nearest first.
   local infos, read = {}, 0
   while true do
     local found = {}
@@ -253,25 +273,31 @@ local function rules_match(ctx, a, opts)
       -- (they leave it when the call records its matches): ctx.taken.
       local taken = ctx.taken or {}
       local list, whole
-      if band then
-        list, whole = MatchRules.band_candidates(k, band, read, page - read)
+      if near then
+        list, whole = number_candidates(k, source, page)
+      elseif source then
+        -- Two bands' worth of candidates per page, shared by the bands.
+        local per = math.ceil(2 * page / #source.bands)
+        list, whole = MatchRules.band_candidates(k, source, read, per - read)
+        read = per
       else
         local range = redis.call('ZRANGE', k.queue, read, page - 1, 'WITHSCORES')
         list, whole = {}, #range < 2 * (page - read)
         for i = 1, #range, 2 do list[#list + 1] = { ticket = range[i], seq = tonumber(range[i + 1]) } end
+        read = page
       end
       for _, c in ipairs(list) do
         if c.ticket ~= a.ticket and not taken[c.ticket] then found[#found + 1] = c end
       end
+      if near then infos = {} end
       for _, info in ipairs(candidate_infos(ctx, found, gone)) do infos[#infos + 1] = info end
       found.whole = whole
-      read = page
     end
     local items = fill_match(ctx, a, infos, fill_opts)
     -- A short page was the whole window.
     local whole = found.whole or (cfg.rules and #found < page - 1)
-    if items or whole or page >= MatchRules.SCAN_LIMIT then return items end
-    page = math.min(page * 4, MatchRules.SCAN_LIMIT)
+    if items or whole or page >= limit then return items end
+    page = math.min(page * 4, limit)
   end
 end
 
@@ -458,9 +484,6 @@ local function anchored_attempt(ctx, anchor, known)
   -- A proposal files them back where they were if it is cancelled.
   if cfg.accept and cfg.regions then
     for _, it in ipairs(items) do it.regional = Regions.capture_regional(k, it.ticket, it.seq) end
-  end
-  if cfg.accept and cfg.attributes then
-    for _, it in ipairs(items) do it.band = MatchRules.capture_band(k, it.ticket) end
   end
   Regions.drop_regional(ctx, tickets)
   MatchRules.drop(ctx, tickets)

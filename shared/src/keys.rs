@@ -172,6 +172,10 @@ key_layout! {
             "worlds with attributes: ticket -> its players' attributes, `name=value;...` each, a party's members `|`-joined";
         attr_queue (AttrQueue) = "attr-queue", "ZSET",
             "worlds with an equality rule: ticket -> band(its value of the first one; 0: none) x 2^40 + seq (the tickets of each value, oldest first)";
+        attr_values (AttrValues) = "attr-values", "ZSET",
+            "FIFO worlds with an intersection rule: `<value>|<ticket>` -> band(value) x 2^40 + seq, one per value of the first one's list (`|<ticket>` in band 0: no list)";
+        attr_numbers (AttrNumbers) = "attr-numbers", "ZSET",
+            "FIFO worlds with a distance rule: `<seq, 12 digits>:<ticket>` -> its number of the first one (`+inf`: none)";
     }
 }
 
@@ -247,7 +251,10 @@ impl WorldKey {
             WorldKey::Due => Features::RATED
                 .union(Features::REGIONS)
                 .union(Features::ATTRIBUTES),
-            WorldKey::Attrs | WorldKey::AttrQueue => Features::ATTRIBUTES,
+            WorldKey::Attrs
+            | WorldKey::AttrQueue
+            | WorldKey::AttrValues
+            | WorldKey::AttrNumbers => Features::ATTRIBUTES,
             WorldKey::Latencies | WorldKey::RegionQueue | WorldKey::RegionRatings => {
                 Features::REGIONS
             }

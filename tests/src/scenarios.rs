@@ -99,6 +99,8 @@ macro_rules! for_each_scenario {
             a_backfill_keeps_the_rules_of_its_match,
             racing_matchers_never_break_a_rule,
             an_equality_rule_finds_a_rare_value_behind_the_candidate_window,
+            intersection_and_distance_rules_find_a_fit_behind_the_candidate_window,
+            a_wider_candidate_window_finds_what_an_unindexed_rule_missed,
             an_assignment_reaches_every_participant_with_their_own_token,
             a_player_in_a_game_queues_again_only_after_its_result,
             a_player_holds_a_seat_in_one_unfinished_match_at_most,

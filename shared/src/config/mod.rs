@@ -15,7 +15,7 @@ pub use match_rules::{
 };
 pub use world::{
     BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
-    RegionRules, World, WorldCatalog,
+    RegionRules, World, WorldCatalog, DEFAULT_CANDIDATE_WINDOW, MAX_CANDIDATE_WINDOW,
 };
 
 use std::time::Duration;

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{
     BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
-    RegionRules, World, WorldCatalog,
+    RegionRules, World, WorldCatalog, DEFAULT_CANDIDATE_WINDOW, MAX_CANDIDATE_WINDOW,
 };
 use crate::domain::{RatingSystem, RatingUpdates, WorldName};
 use crate::error::ConfigError;
@@ -191,6 +191,8 @@ struct WorldRules {
     attributes: Option<Vec<String>>,
     #[serde(default)]
     rules: Option<Vec<Value>>,
+    #[serde(default)]
+    candidate_window: Option<u32>,
 }
 
 #[derive(Deserialize, Default, PartialEq, Eq)]
@@ -458,6 +460,19 @@ pub fn parse(
             .map_err(at)?;
         let (world_attributes, match_rules) =
             match_rules::world_rules(rules.attributes, rules.rules, &attributes).map_err(at)?;
+        let candidate_window = match rules.candidate_window {
+            None => DEFAULT_CANDIDATE_WINDOW,
+            Some(_) if match_rules.is_empty() => {
+                return Err(at("candidateWindow: only for worlds with rules".into()))
+            }
+            Some(n) if u64::from(n) < 2 * seats || n > MAX_CANDIDATE_WINDOW => {
+                return Err(at(format!(
+                    "candidateWindow: must be 2 x the seats ({})..={MAX_CANDIDATE_WINDOW}, got {n}",
+                    2 * seats
+                )))
+            }
+            Some(n) => n,
+        };
         worlds.push(World {
             name,
             team_size: rules.team_size,
@@ -471,6 +486,7 @@ pub fn parse(
             regions,
             attributes: world_attributes,
             match_rules,
+            candidate_window,
         });
     }
     let catalog = WorldCatalog::new(worlds).map_err(|e| err(e.reason))?;

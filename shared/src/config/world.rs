@@ -37,7 +37,15 @@ pub struct World {
     pub attributes: Vec<String>,
     /// Its match rules, in document order (compounds name others by index).
     pub match_rules: Vec<MatchRule>,
+    /// Most candidates one attempt of a world with match rules reads
+    /// (`candidateWindow`, docs/rules.md).
+    pub candidate_window: u32,
 }
+
+/// `candidateWindow` unless declared, and its bounds (the upper one bounds
+/// a matcher call's work).
+pub const DEFAULT_CANDIDATE_WINDOW: u32 = 256;
+pub const MAX_CANDIDATE_WINDOW: u32 = 4096;
 
 /// A world's regions (the rule set's `regions` section): a match forms only
 /// in a region where every member's latency is within the cap of the
@@ -90,6 +98,7 @@ impl World {
             regions: None,
             attributes: Vec::new(),
             match_rules: Vec::new(),
+            candidate_window: DEFAULT_CANDIDATE_WINDOW,
         }
     }
 

@@ -246,7 +246,7 @@ fn invocations_carry_the_declared_keys_in_order() {
         keys.len(),
         SCRIPTS.form_matches.declaration.keys.len() + WorldKey::ALL.len()
     );
-    assert_eq!(keys.last().unwrap(), &layout.world(&w).attr_queue);
+    assert_eq!(keys.last().unwrap(), &layout.world(&w).attr_numbers);
     assert_eq!(inv.argv(), ["pcrgsa", "0", "{}", "world1"]);
     // A FIFO world's call without the features its keys need.
     let mut fifo = SCRIPTS
@@ -265,6 +265,8 @@ fn invocations_carry_the_declared_keys_in_order() {
         block.backfill_ratings,
         block.attrs,
         block.attr_queue,
+        block.attr_values,
+        block.attr_numbers,
     ] {
         assert!(!keys.contains(&absent), "{absent}");
     }

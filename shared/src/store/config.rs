@@ -86,6 +86,9 @@ struct ScriptConfig<'a> {
     /// anchor waits before it is tried again.
     #[serde(skip_serializing_if = "Option::is_none")]
     retry_ms: Option<u64>,
+    /// Worlds with match rules and a `candidateWindow` of their own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    candidate_window: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -208,6 +211,8 @@ fn encode(settings: &Settings, world: &World) -> String {
         match_rules: match_rules::rules(world),
         retry_ms: (!world.attributes.is_empty())
             .then(|| millis(crate::config::rules::ANCHOR_RETRY).max(1)),
+        candidate_window: (world.candidate_window != crate::config::DEFAULT_CANDIDATE_WINDOW)
+            .then_some(world.candidate_window),
     };
     // Serializing plain numbers, strings and booleans cannot fail.
     serde_json::to_string(&config).unwrap_or_default()

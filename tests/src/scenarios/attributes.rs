@@ -769,6 +769,20 @@ pub async fn racing_matchers_never_break_a_rule(env: &Env) {
         indexed, queued,
         "the attribute index holds exactly the waiting tickets"
     );
+    // Each waiting ticket has a number entry and at least one list entry
+    // (`<value>|<ticket>`; `|<ticket>`: no list), and no other has any.
+    let numbered: BTreeSet<String> = members_of(&store, &k.attr_numbers)
+        .await
+        .iter()
+        .map(|m| m.split_once(':').expect("<seq>:<ticket>").1.to_string())
+        .collect();
+    assert_eq!(numbered, queued, "attr-numbers holds the waiting tickets");
+    let listed: BTreeSet<String> = members_of(&store, &k.attr_values)
+        .await
+        .iter()
+        .map(|m| m.split_once('|').expect("<value>|<ticket>").1.to_string())
+        .collect();
+    assert_eq!(listed, queued, "attr-values holds the waiting tickets");
     for i in 0..players {
         let p = format!("p{i}");
         let matched = seen.contains_key(&p);
@@ -874,4 +888,224 @@ pub async fn an_equality_rule_finds_a_rare_value_behind_the_candidate_window(env
     let mut proposed: Vec<&str> = view.participants.iter().map(PlayerId::as_str).collect();
     proposed.sort_unstable();
     assert_eq!(proposed, ["a", "c"]);
+}
+
+/// The members of a world's index key, as stored.
+async fn members_of(store: &MatchStore, key: &str) -> Vec<String> {
+    store
+        .command(redis::cmd("ZRANGE").arg(key).arg(0).arg(-1))
+        .await
+        .expect("zrange")
+}
+
+/// A FIFO world's first intersection rule and first distance rule index
+/// its queue too (attr-values: a band per listed value; attr-numbers: the
+/// tickets by number; docs/rules.md): an anchor with a list reads the
+/// tickets sharing one of its values (and those without a list), one with
+/// a number the tickets nearest it within the distance in force (and those
+/// without one), so a fitting ticket is found behind more unfitting ones
+/// than an attempt reads. The entries hold exactly the waiting tickets,
+/// through matches, leaves and a declined ready check's requeue.
+pub async fn intersection_and_distance_rules_find_a_fit_behind_the_candidate_window(env: &Env) {
+    let rules = json!({
+        "attributes": {
+            "maps": {"type": "stringList", "values": ["dust", "nuke", "inferno", "mirage"], "maxItems": 4,
+                     "missing": "any"},
+            "level": {"type": "number", "min": 0, "max": 10000, "missing": "any"},
+            "rank": {"type": "number", "min": 0, "max": 10000, "missing": "refuse"}
+        },
+        "worlds": [
+            {"name": "maps", "teamSize": 2,
+             "rules": [{"name": "commonMap", "type": "intersection", "attribute": "maps"},
+                       {"name": "sameRank", "type": "comparison", "attribute": "rank", "op": "allEqual"}]},
+            {"name": "levels", "teamSize": 2,
+             "rules": [{"name": "nearLevel", "type": "distance", "attribute": "level", "max": 5},
+                       {"name": "sameRank", "type": "comparison", "attribute": "rank", "op": "allEqual"}]}
+        ]
+    });
+    let store = store_for(env, "attr-indexes", &rules, true);
+    let values = store.keys().world(&world_name("maps")).attr_values;
+    let numbers = store.keys().world(&world_name("levels")).attr_numbers;
+    // 300 tickets per world that never pair (no two share a rank: a rule no
+    // index serves), ahead of the two that fit each other.
+    for i in 0..300 {
+        let p = format!("m{i}");
+        let joined = join_with(&store, "maps", &p, json!({"maps": ["dust"], "rank": i})).await;
+        assert!(matches!(joined, JoinOutcome::Queued(_)), "{p}: {joined:?}");
+        let p = format!("l{i}");
+        let joined = join_with(&store, "levels", &p, json!({"level": i * 10, "rank": i})).await;
+        assert!(matches!(joined, JoinOutcome::Queued(_)), "{p}: {joined:?}");
+    }
+    assert_eq!(members_of(&store, &values).await.len(), 300);
+    assert_eq!(members_of(&store, &numbers).await.len(), 300);
+
+    let x = join_with(
+        &store,
+        "maps",
+        "x",
+        json!({"maps": ["nuke", "inferno"], "rank": 5000}),
+    )
+    .await;
+    assert!(matches!(x, JoinOutcome::Queued(_)), "{x:?}");
+    assert!(members_of(&store, &values)
+        .await
+        .contains(&"inferno|x".to_string()));
+    let JoinOutcome::Matched { record, .. } = join_with(
+        &store,
+        "maps",
+        "y",
+        json!({"maps": ["inferno", "mirage"], "rank": 5000}),
+    )
+    .await
+    else {
+        panic!("y finds x through the inferno band, 300 tickets behind the oldest");
+    };
+    assert_eq!(names(&record), ["x", "y"]);
+    assert_eq!(
+        outcome(&record, "commonMap").shared.as_deref(),
+        Some(&["inferno".to_string()][..])
+    );
+    recheck(&store, &record);
+    // No list: in band 0, read by every anchor with one.
+    join_with(&store, "maps", "w", json!({"rank": 7000})).await;
+    let JoinOutcome::Matched { record, .. } = join_with(
+        &store,
+        "maps",
+        "v",
+        json!({"maps": ["mirage"], "rank": 7000}),
+    )
+    .await
+    else {
+        panic!("v finds w, who lists no map");
+    };
+    assert_eq!(names(&record), ["v", "w"]);
+    recheck(&store, &record);
+
+    let x = join_with(&store, "levels", "x2", json!({"level": 5000, "rank": 5000})).await;
+    assert!(matches!(x, JoinOutcome::Queued(_)), "{x:?}");
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "levels", "y2", json!({"level": 5004, "rank": 5000})).await
+    else {
+        panic!("y2 finds x2 within 5 levels, 300 tickets behind the oldest");
+    };
+    assert_eq!(names(&record), ["x2", "y2"]);
+    recheck(&store, &record);
+    // No level: filed at +inf, read by every anchor with one.
+    join_with(&store, "levels", "w2", json!({"rank": 7000})).await;
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "levels", "v2", json!({"level": 9000, "rank": 7000})).await
+    else {
+        panic!("v2 finds w2, who has no level");
+    };
+    assert_eq!(names(&record), ["v2", "w2"]);
+    recheck(&store, &record);
+
+    // Matches and leaves take their entries along.
+    for i in 0..10 {
+        for (w, p) in [("maps", format!("m{i}")), ("levels", format!("l{i}"))] {
+            store
+                .leave(world(&store, w), &player(&p))
+                .await
+                .expect("leave");
+        }
+    }
+    let listed = members_of(&store, &values).await;
+    assert_eq!(listed.len(), 290, "{listed:?}");
+    assert!(listed.iter().all(|m| m.starts_with("dust|m")), "{listed:?}");
+    let listed = members_of(&store, &numbers).await;
+    assert_eq!(listed.len(), 290);
+    assert!(listed.iter().all(|m| m.contains(":l")), "{listed:?}");
+
+    // A declined ready check files the other ticket's entries back.
+    let ready = json!({
+        "attributes": {
+            "maps": {"type": "stringList", "values": ["dust", "nuke"], "maxItems": 2, "missing": "any"},
+            "level": {"type": "number", "min": 0, "max": 100, "missing": "any"}
+        },
+        "worlds": [{"name": "ready", "teamSize": 2,
+                    "readyCheck": {"acceptSeconds": 30, "declineCooldownSeconds": 0},
+                    "rules": [{"name": "commonMap", "type": "intersection", "attribute": "maps"},
+                              {"name": "nearLevel", "type": "distance", "attribute": "level", "max": 5}]}]
+    });
+    let store = store_for(env, "attr-indexes-ready", &ready, true);
+    let k = store.keys().world(&world_name("ready"));
+    join_with(
+        &store,
+        "ready",
+        "a",
+        json!({"maps": ["dust", "nuke"], "level": 40}),
+    )
+    .await;
+    let before = (
+        members_of(&store, &k.attr_values).await,
+        members_of(&store, &k.attr_numbers).await,
+    );
+    let mut listed = before.0.clone();
+    listed.sort_unstable();
+    assert_eq!(listed, ["dust|a", "nuke|a"]);
+    assert_eq!(before.1.len(), 1);
+    let JoinOutcome::Proposed(view) =
+        join_with(&store, "ready", "b", json!({"maps": ["nuke"], "level": 42})).await
+    else {
+        panic!("a and b are proposed a match");
+    };
+    assert!(members_of(&store, &k.attr_values).await.is_empty());
+    assert!(members_of(&store, &k.attr_numbers).await.is_empty());
+    store
+        .answer_proposal(&view.match_id, &player("b"), false)
+        .await
+        .expect("answer");
+    let after = (
+        members_of(&store, &k.attr_values).await,
+        members_of(&store, &k.attr_numbers).await,
+    );
+    assert_eq!(after, before, "a is back in its bands and at its number");
+    let JoinOutcome::Proposed(view) =
+        join_with(&store, "ready", "c", json!({"maps": ["dust"], "level": 44})).await
+    else {
+        panic!("c finds a");
+    };
+    let mut proposed: Vec<&str> = view.participants.iter().map(PlayerId::as_str).collect();
+    proposed.sort_unstable();
+    assert_eq!(proposed, ["a", "c"]);
+}
+
+/// A rule no index serves (here an `allEqual` comparison) is checked on the
+/// candidate window: the only other player of a rank, behind 300 of other
+/// ranks, is not found by an attempt that reads 256 (the documented cost);
+/// a world whose `candidateWindow` is wider than the tickets ahead finds
+/// them.
+pub async fn a_wider_candidate_window_finds_what_an_unindexed_rule_missed(env: &Env) {
+    let rules = json!({
+        "attributes": {"rank": {"type": "number", "min": 0, "max": 10000, "missing": "refuse"}},
+        "worlds": [
+            {"name": "narrow", "teamSize": 2,
+             "rules": [{"name": "sameRank", "type": "comparison", "attribute": "rank", "op": "allEqual"}]},
+            {"name": "wide", "teamSize": 2, "candidateWindow": 512,
+             "rules": [{"name": "sameRank", "type": "comparison", "attribute": "rank", "op": "allEqual"}]}
+        ]
+    });
+    let store = store_for(env, "attr-window", &rules, true);
+    for w in ["narrow", "wide"] {
+        for i in 0..300 {
+            let p = format!("{w}{i}");
+            let joined = join_with(&store, w, &p, json!({"rank": i})).await;
+            assert!(matches!(joined, JoinOutcome::Queued(_)), "{p}: {joined:?}");
+        }
+        let x = format!("{w}-x");
+        let joined = join_with(&store, w, &x, json!({"rank": 5000})).await;
+        assert!(matches!(joined, JoinOutcome::Queued(_)), "{joined:?}");
+    }
+    let y = join_with(&store, "narrow", "narrow-y", json!({"rank": 5000})).await;
+    assert!(
+        matches!(y, JoinOutcome::Queued(_)),
+        "256 candidates do not reach narrow-x: {y:?}"
+    );
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "wide", "wide-y", json!({"rank": 5000})).await
+    else {
+        panic!("512 candidates reach wide-x");
+    };
+    assert_eq!(names(&record), ["wide-x", "wide-y"]);
+    recheck(&store, &record);
 }

@@ -296,6 +296,18 @@ fn bad_rule_sets_name_the_world_and_the_field() {
             "world \"a\": maxPartySize",
         ),
         (
+            r#"{"worlds": [{"name": "a", "teamSize": 5, "candidateWindow": 512}]}"#,
+            "world \"a\": candidateWindow: only for worlds with rules",
+        ),
+        (
+            r#"{"attributes": {"m": {"type": "string"}}, "worlds": [{"name": "a", "teamSize": 10, "candidateWindow": 19, "rules": [{"name": "r", "type": "equality", "attribute": "m"}]}]}"#,
+            "world \"a\": candidateWindow: must be 2 x the seats (20)..=4096, got 19",
+        ),
+        (
+            r#"{"attributes": {"m": {"type": "string"}}, "worlds": [{"name": "a", "teamSize": 2, "candidateWindow": 4097, "rules": [{"name": "r", "type": "equality", "attribute": "m"}]}]}"#,
+            "world \"a\": candidateWindow: must be 2 x the seats (4)..=4096, got 4097",
+        ),
+        (
             r#"{"worlds": [{"name": "a", "teamSize": 5, "teams": 2, "balance": {"baseWindow": 1, "widenPerSecond": 1, "maxWindow": 5}}]}"#,
             "world \"a\": balance: only for rated",
         ),

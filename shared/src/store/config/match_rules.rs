@@ -187,7 +187,7 @@ mod tests {
             "unused": {"type": "string"}
           },
           "worlds": [
-            {"name": "arena", "teamSize": 2, "attributes": ["roles"], "rules": [
+            {"name": "arena", "teamSize": 2, "attributes": ["roles"], "candidateWindow": 64, "rules": [
               {"name": "sameMap", "type": "equality", "attribute": "map"},
               {"name": "modes", "type": "intersection", "attribute": "mode", "minCount": 2,
                "relax": {"perSecond": 0.5, "limit": 1}, "optionalAfterSeconds": 30},
@@ -210,6 +210,7 @@ mod tests {
         let configs = WorldConfigs::new(&s);
         let arena = s.worlds.get("arena").unwrap();
         let v: serde_json::Value = serde_json::from_str(&configs.get(&s, arena).unwrap()).unwrap();
+        assert_eq!(v["candidate_window"], 64);
         assert_eq!(
             v["attributes"],
             json!([
