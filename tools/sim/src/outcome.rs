@@ -170,6 +170,10 @@ pub enum AttrVariant {
     FirstChoiceOnly,
     /// The world without its rules: nobody's attributes matter.
     WithoutRules,
+    /// The world as written with the widest `candidateWindow`: what the
+    /// default window costs, against attempts that see (nearly) the whole
+    /// queue.
+    WideWindow,
 }
 
 impl AttrVariant {
@@ -178,6 +182,7 @@ impl AttrVariant {
             AttrVariant::AsWritten => "as written",
             AttrVariant::FirstChoiceOnly => "first choice only",
             AttrVariant::WithoutRules => "without rules",
+            AttrVariant::WideWindow => "window 4096",
         }
     }
 }

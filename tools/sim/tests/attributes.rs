@@ -248,7 +248,7 @@ fn a_player_sends_the_trace_values_the_world_declares_typed_and_encoded_by_the_c
 fn the_shipped_attribute_rule_sets_are_valid() {
     let dir = sim::rules::default_dir().join("attributes");
     let files = sim::rules::expand(std::slice::from_ref(&dir)).unwrap();
-    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(files.len(), 3, "{files:?}");
     for f in files {
         let rs = RuleSet::from_file(&f, None).unwrap();
         let (settings, world) = rs
@@ -331,8 +331,10 @@ async fn the_attributes_scenario_accounts_for_everyone_and_breaks_no_rule() {
             "crossmode as written",
             "crossmode first choice only",
             "crossmode without rules",
+            "crossmode window 4096",
             "level as written",
             "level without rules",
+            "level window 4096",
         ]
     );
     let attrs = scenario.attrs.as_ref().unwrap();

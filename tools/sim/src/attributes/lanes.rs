@@ -1,8 +1,10 @@
 //! The lanes of the attributes scenario: each rule set's world as written,
 //! with every player listing only their first choice (a world with an
-//! intersection rule) and without its rules, each on its own server.
+//! intersection rule), without its rules and with the widest candidate
+//! window, each on its own server.
 
 use serde_json::Value;
+use shared::config::MAX_CANDIDATE_WINDOW;
 
 use super::intersection_rule;
 use crate::engine::Route;
@@ -46,6 +48,13 @@ pub fn variant_rule_set(rs: &RuleSet, variant: AttrVariant) -> Result<RuleSet, S
                 obj.remove("rules");
             }
             notes.push(format!("{}: rules removed", rs.world));
+        }
+        AttrVariant::WideWindow => {
+            driven["candidateWindow"] = Value::from(MAX_CANDIDATE_WINDOW);
+            notes.push(format!(
+                "{}: candidateWindow {MAX_CANDIDATE_WINDOW} (an attempt reads up to that many candidates)",
+                rs.world
+            ));
         }
     }
     doc["worlds"] = Value::Array(vec![driven]);
@@ -108,6 +117,7 @@ pub(crate) fn lanes_of(config: &Config) -> Result<(Vec<Spec>, Shape), String> {
             (AttrVariant::AsWritten, "a"),
             (AttrVariant::FirstChoiceOnly, "f"),
             (AttrVariant::WithoutRules, "n"),
+            (AttrVariant::WideWindow, "w"),
         ] {
             if variant == AttrVariant::FirstChoiceOnly && list.is_none() {
                 continue;

@@ -224,6 +224,42 @@ pub fn percentile_counting_unmatched(waits: &[f64], unmatched: usize, p: f64) ->
     (!all.is_empty()).then(|| percentile_sorted(&all, p))
 }
 
+/// What the default candidate window costs one rule set: its world as
+/// written against the same world with the widest window, on the same
+/// players.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCost {
+    pub written: Overall,
+    pub wide: Overall,
+    /// p50 and p95 of every player's wait, the unmatched counted as the
+    /// longest: (as written, widest window).
+    pub p50_all: (Option<f64>, Option<f64>),
+    pub p95_all: (Option<f64>, Option<f64>),
+}
+
+/// The window's cost among `runs` (one rule set's), when both were played.
+pub fn window_cost(runs: &[&Run]) -> Option<WindowCost> {
+    let written = find(runs, AttrVariant::AsWritten)?;
+    let wide = find(runs, AttrVariant::WideWindow)?;
+    let all = |run: &Run, p: f64| {
+        let waits: Vec<f64> = run
+            .fates
+            .iter()
+            .filter_map(|f| match f {
+                Fate::Matched { wait, .. } => Some(*wait),
+                _ => None,
+            })
+            .collect();
+        percentile_counting_unmatched(&waits, run.fates.len() - waits.len(), p)
+    };
+    Some(WindowCost {
+        written: overall(written),
+        wide: overall(wide),
+        p50_all: (all(written, 50.0), all(wide, 50.0)),
+        p95_all: (all(written, 95.0), all(wide, 95.0)),
+    })
+}
+
 /// The players of one group (by number of modes listed, or by first
 /// choice) under one matcher.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::{
     by_file, distance_in_force, distance_rule, find, first_choice_rows, intersection_rule,
     listed_rows, modes_played, over_rule, overall, player_spread, spread_edges, spread_points,
-    spread_rows, variant_of, GroupRow, MANY,
+    spread_rows, variant_of, window_cost, GroupRow, WindowCost, MANY,
 };
 use crate::oracle::trim_float;
 use crate::outcome::{AttrVariant, Run};
@@ -28,6 +28,63 @@ fn num(v: f64) -> String {
 
 fn opt(d: Option<Dist>, f: impl Fn(Dist) -> f64) -> String {
     d.map_or_else(|| "–".into(), |d| num(f(d)))
+}
+
+/// The world as written against the widest candidate window, side by side.
+pub(super) fn window_table(c: &WindowCost) -> String {
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if a.is_finite() && b.is_finite() && b > 0.0 => {
+            format!("{:.2}x", a / b)
+        }
+        _ => "–".into(),
+    };
+    let cell = |v: Option<f64>| v.map_or_else(|| "–".into(), num);
+    let mut out = String::new();
+    out.push_str(
+        "| | window 256 (as written) | window 4096 | 256 against 4096 |\n|---|---:|---:|---:|\n",
+    );
+    let _ = writeln!(
+        out,
+        "| matches | {} | {} | |",
+        c.written.matches, c.wide.matches
+    );
+    let unmatched = |o: &super::Overall| o.expired + o.waiting + o.refused;
+    let _ = writeln!(
+        out,
+        "| unmatched (expired / waiting / refused) | {} | {} | |",
+        unmatched(&c.written),
+        unmatched(&c.wide)
+    );
+    for (label, f) in [
+        (
+            "wait p50 of the matched",
+            (|d: Dist| d.p50) as fn(Dist) -> f64,
+        ),
+        ("wait p95 of the matched", |d: Dist| d.p95),
+        ("wait mean of the matched", |d: Dist| d.mean),
+    ] {
+        let (a, b) = (c.written.wait.map(f), c.wide.wait.map(f));
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {} |",
+            cell(a),
+            cell(b),
+            ratio(a, b)
+        );
+    }
+    for (label, (a, b)) in [
+        ("wait p50, the unmatched as the longest", c.p50_all),
+        ("wait p95, the unmatched as the longest", c.p95_all),
+    ] {
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {} |",
+            cell(a),
+            cell(b),
+            ratio(a, b)
+        );
+    }
+    out
 }
 
 /// The file stem of a rule set file: the charts' prefix.
@@ -419,7 +476,7 @@ pub fn render(
     }
 
     out.push_str("## How it is played\n\n");
-    out.push_str("Each rule set's world is played on the same trace, each way on its own server: **as written** (every player sends every attribute the trace gives them), **first choice only** (a world with an intersection rule: every player sends only the first item of that list, their first choice, so that only players with the same first choice can meet: one queue per mode, in one world) and **without rules** (the world without its `rules`: nobody's attributes matter, a plain queue). Waits are in simulated seconds, from each join to its match. Players are grouped by what the trace gives them (the number of modes they list, their first choice), whatever the variant sent.\n\n");
+    out.push_str("Each rule set's world is played on the same trace, each way on its own server: **as written** (every player sends every attribute the trace gives them), **first choice only** (a world with an intersection rule: every player sends only the first item of that list, their first choice, so that only players with the same first choice can meet: one queue per mode, in one world), **without rules** (the world without its `rules`: nobody's attributes matter, a plain queue) and **window 4096** (as written, with `candidateWindow` 4 096 instead of the default 256: what the bounded candidate window costs, against attempts that read up to 4 096 waiting tickets). Waits are in simulated seconds, from each join to its match. Players are grouped by what the trace gives them (the number of modes they list, their first choice), whatever the variant sent.\n\n");
 
     for (file, list) in by_file(runs) {
         let _ = writeln!(out, "## {}\n", stem(&file));
@@ -440,6 +497,11 @@ pub fn render(
         out.push_str("### All players\n\n");
         out.push_str(&overall_table(&list));
         out.push('\n');
+        if let Some(cost) = window_cost(&list) {
+            out.push_str("### What the candidate window costs\n\nThe same world as written, with attempts reading at most 256 candidates (the default `candidateWindow`) and at most 4 096:\n\n");
+            out.push_str(&window_table(&cost));
+            out.push('\n');
+        }
         let total = scenario.arrivals.len();
         if let Some((rule, attribute)) = intersection_rule(rules) {
             let _ = writeln!(out, "### Wait by the number of modes listed\n");

@@ -300,3 +300,47 @@ fn spreads_are_bucketed_against_the_number_in_force() {
     assert_eq!(rule_distance(&s, &m, &from_anchor), Some(2.0));
     assert!(from_anchor.in_force(Duration::from_secs(1)).is_some());
 }
+
+#[test]
+fn the_window_cost_compares_the_world_as_written_with_the_widest_window() {
+    assert!(AttrVariant::WideWindow
+        .name()
+        .ends_with(&shared::config::MAX_CANDIDATE_WINDOW.to_string()));
+    // As written: two matched (waits 10, 30) and two still waiting; the
+    // widest window: all four matched (waits 1, 2, 3, 4).
+    let written = run(
+        AttrVariant::AsWritten,
+        vec![],
+        vec![
+            matched(10.0, 0),
+            matched(30.0, 0),
+            Fate::Waiting,
+            Fate::Waiting,
+        ],
+        vec![],
+    );
+    let wide = run(
+        AttrVariant::WideWindow,
+        vec![],
+        vec![
+            matched(1.0, 0),
+            matched(2.0, 0),
+            matched(3.0, 1),
+            matched(4.0, 1),
+        ],
+        vec![],
+    );
+    assert_eq!(window_cost(&[&written]), None);
+    let cost = window_cost(&[&wide, &written]).expect("both played");
+    assert_eq!(cost.written.waiting, 2);
+    assert_eq!(cost.wide.waiting, 0);
+    // The unmatched count as the longest: p95 of the written is infinite.
+    assert_eq!(cost.p95_all.0, Some(f64::INFINITY));
+    let p50 = cost.p50_all;
+    assert!(p50.0.unwrap() > p50.1.unwrap(), "{p50:?}");
+    let table = report::window_table(&cost);
+    assert!(
+        table.contains("| unmatched (expired / waiting / refused) | 2 | 0 | |"),
+        "{table}"
+    );
+}
