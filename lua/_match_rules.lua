@@ -241,8 +241,23 @@ end
 local BAND = 1099511627776
 local BANDS = 4095
 
+-- Whether rule `rule` drives every anchor's read: its attribute always
+-- has a value (refused when missing, or a default) and it is never off
+-- (an intersection's count never below 1).
+local function always_drives(cfg, rule)
+  local decl = cfg.attributes.by_name[rule.attr]
+  if not (decl and (decl.refuse or decl.default ~= nil)) or rule.optional_ms then return false end
+  local floor = rule.kind == 'intersection' and 1 or nil
+  if rule.linear and floor and rule.linear.limit < floor then return false end
+  for _, step in ipairs(rule.steps or {}) do
+    if step[2] == false or (floor and step[2] < floor) then return false end
+  end
+  return true
+end
+
 -- The index of the world's first top-level rule of each indexed kind
--- (false: none).
+-- (false: none, or no anchor would read it: an earlier kind always
+-- drives).
 local function indexed_rules(cfg)
   local found = cfg.indexed_rules
   if found then return found end
@@ -250,6 +265,12 @@ local function indexed_rules(cfg)
   for i, rule in ipairs(cfg.match_rules or {}) do
     local kind = rule.kind
     if rule.top and found[kind] == false and (kind == 'equality' or not cfg.rules) then found[kind] = i end
+  end
+  local rules = cfg.match_rules
+  if found.equality and always_drives(cfg, rules[found.equality]) then
+    found.intersection, found.distance = false, false
+  elseif found.intersection and always_drives(cfg, rules[found.intersection]) then
+    found.distance = false
   end
   found.any = (found.equality or found.intersection or found.distance) and true or false
   cfg.indexed_rules = found

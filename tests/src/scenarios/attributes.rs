@@ -597,11 +597,13 @@ pub async fn a_backfill_keeps_the_rules_of_its_match(env: &Env) {
 /// some players leave. No player is matched twice, no ticket is lost (each
 /// is matched, still waiting or has left), every record satisfies every
 /// rule in force at its formation (the oracle re-checks each), and the
-/// attribute index holds exactly the waiting tickets.
+/// attributes and every index (a ticket without a mode reads the maps'
+/// index, one without maps too the levels') hold exactly the waiting
+/// tickets.
 pub async fn racing_matchers_never_break_a_rule(env: &Env) {
     let rules = json!({
         "attributes": {
-            "mode": {"type": "string", "values": ["ranked", "casual"], "missing": "refuse"},
+            "mode": {"type": "string", "values": ["ranked", "casual"], "missing": "any"},
             "build": {"type": "number", "min": 0, "max": 10, "default": 5},
             "level": {"type": "number", "min": 0, "max": 100, "missing": "refuse"},
             "maps": {"type": "stringList", "values": ["dust", "nuke", "mirage", "inferno"], "maxItems": 4,
@@ -625,10 +627,18 @@ pub async fn racing_matchers_never_break_a_rule(env: &Env) {
             .map(|(_, name)| *name)
             .collect();
         let mut v = json!({
-            "mode": if i.is_multiple_of(3) { "casual" } else { "ranked" },
             "build": (i % 7) as f64,
             "level": ((i * 37) % 100) as f64,
         });
+        // Without a mode (one in eleven) an anchor reads the map index, and
+        // without maps too the level index: every index is raced.
+        if !i.is_multiple_of(11) {
+            v["mode"] = json!(if i.is_multiple_of(3) {
+                "casual"
+            } else {
+                "ranked"
+            });
+        }
         if !maps.is_empty() {
             v["maps"] = json!(maps);
         }
@@ -912,9 +922,14 @@ pub async fn intersection_and_distance_rules_find_a_fit_behind_the_candidate_win
             "maps": {"type": "stringList", "values": ["dust", "nuke", "inferno", "mirage"], "maxItems": 4,
                      "missing": "any"},
             "level": {"type": "number", "min": 0, "max": 10000, "missing": "any"},
-            "rank": {"type": "number", "min": 0, "max": 10000, "missing": "refuse"}
+            "rank": {"type": "number", "min": 0, "max": 10000, "missing": "refuse"},
+            "mode": {"type": "string", "missing": "refuse"}
         },
         "worlds": [
+            {"name": "moded", "teamSize": 2,
+             "rules": [{"name": "sameMode", "type": "equality", "attribute": "mode"},
+                       {"name": "commonMap", "type": "intersection", "attribute": "maps"},
+                       {"name": "nearLevel", "type": "distance", "attribute": "level", "max": 5}]},
             {"name": "maps", "teamSize": 2,
              "rules": [{"name": "commonMap", "type": "intersection", "attribute": "maps"},
                        {"name": "sameRank", "type": "comparison", "attribute": "rank", "op": "allEqual"}]},
@@ -938,6 +953,19 @@ pub async fn intersection_and_distance_rules_find_a_fit_behind_the_candidate_win
     }
     assert_eq!(members_of(&store, &values).await.len(), 300);
     assert_eq!(members_of(&store, &numbers).await.len(), 300);
+    // Where every ticket has a mode and the equality rule never lapses, it
+    // drives every read: the other two indexes are not kept.
+    join_with(
+        &store,
+        "moded",
+        "m",
+        json!({"mode": "ffa", "maps": ["dust"], "level": 1}),
+    )
+    .await;
+    let moded = store.keys().world(&world_name("moded"));
+    assert_eq!(members_of(&store, &moded.attr_queue).await.len(), 1);
+    assert!(members_of(&store, &moded.attr_values).await.is_empty());
+    assert!(members_of(&store, &moded.attr_numbers).await.is_empty());
 
     let x = join_with(
         &store,

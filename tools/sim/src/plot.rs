@@ -46,6 +46,62 @@ pub(crate) fn err(e: impl std::fmt::Display) -> String {
     format!("drawing a chart: {e}")
 }
 
+/// A pair of series in colour `c`, labelled once: `solid` as a line with
+/// dots (a p50 or a mean), `dashed` as a dashed line with rings (its p95).
+pub(crate) fn solid_and_dashed<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    label: String,
+    c: RGBColor,
+    solid: &[(f64, f64)],
+    dashed: &[(f64, f64)],
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(LineSeries::new(solid.to_vec(), c.stroke_width(2)))
+        .map_err(err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    chart
+        .draw_series(solid.iter().map(|p| Circle::new(*p, 3, c.filled())))
+        .map_err(err)?;
+    chart
+        .draw_series(DashedLineSeries::new(
+            dashed.to_vec(),
+            6,
+            4,
+            c.stroke_width(2),
+        ))
+        .map_err(err)?;
+    chart
+        .draw_series(dashed.iter().map(|p| Circle::new(*p, 3, c.stroke_width(1))))
+        .map_err(err)?;
+    Ok(())
+}
+
+/// The series' legend, in every chart's style, at `position`.
+pub(crate) fn legend<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged,
+    Y: Ranged,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)
+}
+
 /// Mean wait against mean spread: the oracle's curve (one point per T),
 /// every rule set and FIFO as a point.
 pub fn frontier_chart(path: &Path, runs: &[Run]) -> Result<(), String> {
@@ -140,14 +196,7 @@ pub fn frontier_chart(path: &Path, runs: &[Run]) -> Result<(), String> {
             ))
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)?;
     Ok(())
 }
@@ -314,29 +363,9 @@ pub(crate) fn wait_lines(
         } else {
             color(i)
         };
-        chart
-            .draw_series(LineSeries::new(p50.clone(), c.stroke_width(2)))
-            .map_err(err)?
-            .label(format!("{label} {solid} / p95"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-        chart
-            .draw_series(p50.iter().map(|p| Circle::new(*p, 3, c.filled())))
-            .map_err(err)?;
-        chart
-            .draw_series(DashedLineSeries::new(p95.clone(), 6, 4, c.stroke_width(2)))
-            .map_err(err)?;
-        chart
-            .draw_series(p95.iter().map(|p| Circle::new(*p, 3, c.stroke_width(1))))
-            .map_err(err)?;
+        solid_and_dashed(&mut chart, format!("{label} {solid} / p95"), c, &p50, &p95)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(err)?;
     Ok(())
 }
@@ -400,14 +429,7 @@ pub(crate) fn linear_lines(
                 });
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)?;
     Ok(())
 }

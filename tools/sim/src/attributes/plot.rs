@@ -11,7 +11,7 @@ use super::{
     intersection_rule, listed_rows, player_spread, spread_points, variant_of,
 };
 use crate::outcome::{AttrVariant, Run};
-use crate::plot::{color, err, Series, FLOOR};
+use crate::plot::{color, err, legend, solid_and_dashed, Series, FLOOR};
 use crate::scenario::Scenario;
 use crate::stats::mean;
 
@@ -94,29 +94,9 @@ pub fn listed_chart(
         .map_err(err)?;
     for (i, (label, p50, p95)) in series.into_iter().enumerate() {
         let c = color(i);
-        chart
-            .draw_series(LineSeries::new(p50.clone(), c.stroke_width(2)))
-            .map_err(err)?
-            .label(format!("{label} p50 / p95"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-        chart
-            .draw_series(p50.iter().map(|p| Circle::new(*p, 3, c.filled())))
-            .map_err(err)?;
-        chart
-            .draw_series(DashedLineSeries::new(p95.clone(), 6, 4, c.stroke_width(2)))
-            .map_err(err)?;
-        chart
-            .draw_series(p95.iter().map(|p| Circle::new(*p, 3, c.stroke_width(1))))
-            .map_err(err)?;
+        solid_and_dashed(&mut chart, format!("{label} p50 / p95"), c, &p50, &p95)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)?;
     Ok(())
 }
@@ -212,14 +192,7 @@ pub fn spread_chart(
             .label(format!("without rules: mean spread {m:.1}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], red.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)?;
     Ok(())
 }

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use super::cluster_rows;
 use crate::outcome::Run;
-use crate::plot::{color, err, wait_lines, Series, FLOOR};
+use crate::plot::{color, err, legend, solid_and_dashed, wait_lines, Series, FLOOR};
 use crate::scenario::Scenario;
 use crate::stats::Dist;
 
@@ -113,29 +113,9 @@ pub fn latency_chart(
         .map_err(err)?;
     for (i, (label, mean, p95)) in lines.into_iter().enumerate() {
         let c = color(i);
-        chart
-            .draw_series(LineSeries::new(mean.clone(), c.stroke_width(2)))
-            .map_err(err)?
-            .label(format!("{label} mean / p95"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-        chart
-            .draw_series(mean.iter().map(|p| Circle::new(*p, 3, c.filled())))
-            .map_err(err)?;
-        chart
-            .draw_series(DashedLineSeries::new(p95.clone(), 6, 4, c.stroke_width(2)))
-            .map_err(err)?;
-        chart
-            .draw_series(p95.iter().map(|p| Circle::new(*p, 3, c.stroke_width(1))))
-            .map_err(err)?;
+        solid_and_dashed(&mut chart, format!("{label} mean / p95"), c, &mean, &p95)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(err)?;
     Ok(())
 }
