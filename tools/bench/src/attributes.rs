@@ -22,12 +22,8 @@ use integration_tests::{settings_for, RedisServer};
 use shared::store::JoinInput;
 use shared::{JoinOutcome, MatchStore, PlayerId, World};
 
-use crate::common::{
-    calls_between, commandstats, micros_since, raw_connection, script_breakdown, Config, Ctx, Res,
-    SCRIPT_CALLS,
-};
+use crate::common::{interleaved_join_cost, matcher_calls, raw_connection, Config, Ctx, Res};
 use crate::report::{count, dur, Report, Table, Verdict};
-use crate::stats::summarize;
 
 const WORLD: &str = "modes";
 const MODES: [&str; 4] = ["ffa", "ctf", "duel", "koth"];
@@ -164,20 +160,6 @@ async fn populate(url: &str, ns: &str, n: usize) -> Res<Population> {
     Ok(Population { store, world, n })
 }
 
-/// 11a: µs inside Redis per probe join (median of `reps` batches).
-async fn join_cost(
-    conn: &mut redis::aio::MultiplexedConnection,
-    p: &Population,
-    reps: usize,
-) -> Res<Vec<f64>> {
-    let attrs = encoded(&p.store, &p.world, &probe_attributes())?;
-    let input = JoinInput {
-        attributes: Some(&attrs),
-        ..JoinInput::default()
-    };
-    crate::common::probe_join_cost(conn, &p.store, &p.world, &input, reps).await
-}
-
 pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let server = RedisServer::start();
     let url = server.url();
@@ -194,14 +176,24 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         pops.push(populate(&url, &format!("g{n}"), n).await?);
         eprintln!("  [11] filled in {:.1} s", t.elapsed().as_secs_f64());
     }
-    // 11a, sizes interleaved so machine noise hits both alike.
-    let (mut small, mut large) = (Vec::new(), Vec::new());
-    for _ in 0..reps {
-        small.extend(join_cost(&mut conn, &pops[0], 1).await?);
-        large.extend(join_cost(&mut conn, &pops[1], 1).await?);
-    }
-    let (small, large) = (summarize(&small), summarize(&large));
-    let ratio = large.median / small.median.max(f64::MIN_POSITIVE);
+    let attrs = pops
+        .iter()
+        .map(|p| encoded(&p.store, &p.world, &probe_attributes()))
+        .collect::<Res<Vec<String>>>()?;
+    let inputs: Vec<JoinInput> = attrs
+        .iter()
+        .map(|a| JoinInput {
+            attributes: Some(a),
+            ..JoinInput::default()
+        })
+        .collect();
+    let (small, large, ratio) = interleaved_join_cost(
+        &mut conn,
+        (&pops[0].store, &pops[0].world, &inputs[0]),
+        (&pops[1].store, &pops[1].world, &inputs[1]),
+        reps,
+    )
+    .await?;
     report.check(
         &format!(
             "11a. join into a world with 4 rules at {} waiting ÷ at 1 k (inside Redis)",
@@ -218,51 +210,22 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
 
     // 11b: one matcher call with `big` waiting; every ticket is due.
     let p = &pops[1];
-    let (mut inside, mut formed, mut client) = (Vec::new(), Vec::new(), Vec::new());
-    let mut breakdown = String::new();
-    for rep in 0..reps {
-        let before = commandstats(&mut conn).await?;
-        let t = Instant::now();
-        let batch = p
-            .store
-            .form_matches(&p.world, 0)
-            .await
-            .ctx("form_matches")?;
-        client.push(micros_since(t));
-        let after = commandstats(&mut conn).await?;
-        let (_, us) = calls_between(&before, &after, SCRIPT_CALLS);
-        if batch.matches.is_empty() {
-            return Err("no match formed in a world of a million waiting".into());
+    let calls = matcher_calls(&mut conn, &p.store, &p.world, reps, |m| {
+        if m.participants.len() != 10 {
+            return Err(format!("odd match: {m:?}"));
         }
-        for m in &batch.matches {
-            if m.participants.len() != 10 {
-                return Err(format!("odd match: {m:?}"));
-            }
-            shared::rules::recheck(&p.world, &p.store.settings().attributes, m)
-                .map_err(|e| format!("a match breaks the rules: {e}"))?;
-        }
-        if rep == 0 {
-            breakdown = script_breakdown(&before, &after, 1.0).0;
-        }
-        inside.push(us as f64);
-        formed.push(batch.matches.len() as f64);
-    }
-    let (inside, formed, client) = (summarize(&inside), summarize(&formed), summarize(&client));
+        shared::rules::recheck(&p.world, &p.store.settings().attributes, m)
+            .map_err(|e| format!("a match breaks the rules: {e}"))
+    })
+    .await?;
     report.check(
         &format!(
             "11b. matcher with 4 rules: one call (50 anchors) with {} waiting, inside Redis",
             count(p.n as f64)
         ),
-        format!(
-            "{} ({}–{}); {} matches formed; client {}",
-            dur(inside.median),
-            dur(inside.min),
-            dur(inside.max),
-            count(formed.median),
-            dur(client.median)
-        ),
+        calls.result(),
         "<= 50 ms",
-        Verdict::of(inside.median <= 50_000.0),
+        Verdict::of(calls.inside.median <= 50_000.0),
     );
     let mut table = Table::new(
         "11. A world with attributes and 4 match rules (2 x 5 FIFO)",
@@ -272,29 +235,16 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
              never matched), FCALL time per join (`INFO commandstats`), sizes interleaved over {reps} batches \
              each. 11b: `form_matches` with every ticket due, {reps} calls in a row (each takes ~{} of the {} \
              waiting); every match formed is re-checked by the rules oracle.",
-            count(formed.median * 10.0),
+            count(calls.formed.median * 10.0),
             count(p.n as f64)
         ),
         &["what", "median", "min–max"],
     );
-    table.row(vec![
-        "11a. join at 1 k, inside Redis".into(),
-        dur(small.median),
-        format!("{}–{}", dur(small.min), dur(small.max)),
-    ]);
-    table.row(vec![
-        format!("11a. join at {}, inside Redis", count(big as f64)),
-        dur(large.median),
-        format!("{}–{}", dur(large.min), dur(large.max)),
-    ]);
-    table.row(vec![
-        "11b. one matcher call, inside Redis".into(),
-        dur(inside.median),
-        format!("{}–{}", dur(inside.min), dur(inside.max)),
-    ]);
+    calls.rows(&mut table, "11", big, &small, &large);
     report.tables.push(table);
     report.note(format!(
-        "Rules matcher call (first repetition): {breakdown}"
+        "Rules matcher call (first repetition): {}",
+        calls.breakdown
     ));
     drop(pops);
     drop(server);
