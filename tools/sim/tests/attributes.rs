@@ -246,8 +246,9 @@ fn a_player_sends_the_trace_values_the_world_declares_typed_and_encoded_by_the_c
 
 #[test]
 fn the_shipped_attribute_rule_sets_are_valid() {
-    let dir = sim::rules::default_dir().join("attributes");
-    let files = sim::rules::expand(std::slice::from_ref(&dir)).unwrap();
+    // The attributes scenario's two, and the candidate window's study.
+    let dirs = ["attributes", "window"].map(|d| sim::rules::default_dir().join(d));
+    let files = sim::rules::expand(&dirs).unwrap();
     assert_eq!(files.len(), 3, "{files:?}");
     for f in files {
         let rs = RuleSet::from_file(&f, None).unwrap();
