@@ -22,8 +22,9 @@ use integration_tests::{settings_for, RedisServer};
 use shared::store::JoinInput;
 use shared::{JoinOutcome, MatchStore, PlayerId, World};
 
-use crate::common::{interleaved_join_cost, matcher_calls, raw_connection, Config, Ctx, Res};
+use crate::common::{raw_connection, Config, Ctx, Res};
 use crate::report::{count, dur, Report, Table, Verdict};
+use crate::scaled::{interleaved_join_cost, matcher_calls};
 
 const WORLD: &str = "modes";
 const MODES: [&str; 4] = ["ffa", "ctf", "duel", "koth"];

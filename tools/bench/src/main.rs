@@ -16,6 +16,7 @@ mod matcher;
 mod rated;
 mod regions;
 mod report;
+mod scaled;
 mod scaling;
 mod stats;
 mod throughput;

@@ -276,14 +276,7 @@ mod tests {
         let s = Scenario::poisson(50.0, 300.0, 1500.0, 300.0, 3).unwrap();
         let stats = |period: f64| {
             let r = run(&s, team(10), period, 400.0);
-            let waits: Vec<f64> = r
-                .fates
-                .iter()
-                .filter_map(|f| match f {
-                    Fate::Matched { wait, .. } => Some(*wait),
-                    _ => None,
-                })
-                .collect();
+            let waits = crate::report::waits(&r);
             let spread = r.matches.iter().map(|m| m.spread).sum::<f64>() / r.matches.len() as f64;
             (waits.iter().sum::<f64>() / waits.len() as f64, spread)
         };

@@ -12,6 +12,7 @@
 mod lanes;
 pub mod plot;
 pub mod report;
+mod tables;
 #[cfg(test)]
 mod tests;
 
@@ -187,14 +188,7 @@ pub struct Overall {
 }
 
 pub fn overall(run: &Run) -> Overall {
-    let waits: Vec<f64> = run
-        .fates
-        .iter()
-        .filter_map(|f| match f {
-            Fate::Matched { wait, .. } => Some(*wait),
-            _ => None,
-        })
-        .collect();
+    let waits = crate::report::waits(run);
     let count = |want: fn(&Fate) -> bool| run.fates.iter().filter(|f| want(f)).count();
     let checked: Vec<_> = run
         .matches
@@ -242,14 +236,7 @@ pub fn window_cost(runs: &[&Run]) -> Option<WindowCost> {
     let written = find(runs, AttrVariant::AsWritten)?;
     let wide = find(runs, AttrVariant::WideWindow)?;
     let all = |run: &Run, p: f64| {
-        let waits: Vec<f64> = run
-            .fates
-            .iter()
-            .filter_map(|f| match f {
-                Fate::Matched { wait, .. } => Some(*wait),
-                _ => None,
-            })
-            .collect();
+        let waits = crate::report::waits(run);
         percentile_counting_unmatched(&waits, run.fates.len() - waits.len(), p)
     };
     Some(WindowCost {

@@ -338,7 +338,7 @@ fn the_window_cost_compares_the_world_as_written_with_the_widest_window() {
     assert_eq!(cost.p95_all.0, Some(f64::INFINITY));
     let p50 = cost.p50_all;
     assert!(p50.0.unwrap() > p50.1.unwrap(), "{p50:?}");
-    let table = report::window_table(&cost);
+    let table = tables::window_table(&cost);
     assert!(
         table.contains("| unmatched (expired / waiting / refused) | 2 | 0 | |"),
         "{table}"

@@ -76,14 +76,7 @@ pub struct Overall {
 }
 
 pub fn overall(scenario: &Scenario, run: &Run, cap: f64) -> Overall {
-    let waits: Vec<f64> = run
-        .fates
-        .iter()
-        .filter_map(|f| match f {
-            Fate::Matched { wait, .. } => Some(*wait),
-            _ => None,
-        })
-        .collect();
+    let waits = crate::report::waits(run);
     let latencies: Vec<f64> = run
         .matches
         .iter()

@@ -1,0 +1,166 @@
+//! Rows 7 and 11: a world at 1 k and at 1 M waiting. A probe join's cost
+//! inside Redis at both sizes, and matcher calls with every ticket due.
+
+use redis::aio::MultiplexedConnection;
+use shared::{MatchStore, World};
+
+use crate::common::{
+    calls_between, commandstats, micros_since, script_breakdown, Ctx, Res, SCRIPT_CALLS,
+};
+
+/// µs inside Redis per probe join into `world` with `input` (one value per
+/// batch of `probes` new players, `reps` batches), each batch left again
+/// after it was timed (rows 7a and 11a).
+pub async fn probe_join_cost(
+    conn: &mut redis::aio::MultiplexedConnection,
+    store: &shared::MatchStore,
+    world: &shared::World,
+    input: &shared::store::JoinInput<'_>,
+    reps: usize,
+) -> Res<Vec<f64>> {
+    const PROBES: usize = 200;
+    let mut per_join = Vec::new();
+    for rep in 0..reps {
+        let names: Vec<shared::PlayerId> = (0..PROBES)
+            .map(|k| shared::PlayerId::parse(&format!("probe{rep}-{k}")).ctx("player id"))
+            .collect::<Res<_>>()?;
+        let before = commandstats(conn).await?;
+        for id in &names {
+            match store
+                .join_reply(world, id, input, false)
+                .await
+                .ctx("probe join")?
+                .outcome
+            {
+                shared::JoinOutcome::Queued(_) => {}
+                other => return Err(format!("probe join: {other:?}")),
+            }
+        }
+        let after = commandstats(conn).await?;
+        let (calls, us) = calls_between(&before, &after, SCRIPT_CALLS);
+        if calls != PROBES as u64 {
+            return Err(format!("{calls} script calls for {PROBES} probe joins"));
+        }
+        per_join.push(us as f64 / PROBES as f64);
+        for id in &names {
+            match store.leave(world, id).await.ctx("probe leave")? {
+                shared::LeaveOutcome::Left { .. } => {}
+                other => return Err(format!("probe leave: {other:?}")),
+            }
+        }
+    }
+    Ok(per_join)
+}
+
+/// A join's cost inside Redis at two sizes (rows 7a and 11a): `reps`
+/// batches each, the sizes interleaved so machine noise hits both alike.
+/// Returns both summaries and the ratio of their medians.
+pub async fn interleaved_join_cost(
+    conn: &mut MultiplexedConnection,
+    small: (&MatchStore, &World, &shared::store::JoinInput<'_>),
+    large: (&MatchStore, &World, &shared::store::JoinInput<'_>),
+    reps: usize,
+) -> Res<(crate::stats::Summary, crate::stats::Summary, f64)> {
+    let (mut at_small, mut at_large) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        at_small.extend(probe_join_cost(conn, small.0, small.1, small.2, 1).await?);
+        at_large.extend(probe_join_cost(conn, large.0, large.1, large.2, 1).await?);
+    }
+    let (s, l) = (
+        crate::stats::summarize(&at_small),
+        crate::stats::summarize(&at_large),
+    );
+    let ratio = l.median / s.median.max(f64::MIN_POSITIVE);
+    Ok((s, l, ratio))
+}
+
+/// `reps` matcher calls in a row (rows 7b and 11b): the time inside Redis,
+/// the matches formed and the client's time per call, and the first
+/// call's command breakdown.
+pub struct MatcherCalls {
+    pub inside: crate::stats::Summary,
+    pub formed: crate::stats::Summary,
+    pub client: crate::stats::Summary,
+    pub breakdown: String,
+}
+
+/// Runs `reps` matcher calls in `world`, each forming at least one match
+/// and every match passing `check`.
+pub async fn matcher_calls(
+    conn: &mut MultiplexedConnection,
+    store: &MatchStore,
+    world: &World,
+    reps: usize,
+    check: impl Fn(&shared::MatchRecord) -> Res<()>,
+) -> Res<MatcherCalls> {
+    let (mut inside, mut formed, mut client) = (Vec::new(), Vec::new(), Vec::new());
+    let mut breakdown = String::new();
+    for rep in 0..reps {
+        let before = commandstats(conn).await?;
+        let t = std::time::Instant::now();
+        let batch = store.form_matches(world, 0).await.ctx("form_matches")?;
+        client.push(micros_since(t));
+        let after = commandstats(conn).await?;
+        let (_, us) = calls_between(&before, &after, SCRIPT_CALLS);
+        if batch.matches.is_empty() {
+            return Err("no match formed in a world of a million waiting".into());
+        }
+        for m in &batch.matches {
+            check(m)?;
+        }
+        if rep == 0 {
+            breakdown = script_breakdown(&before, &after, 1.0).0;
+        }
+        inside.push(us as f64);
+        formed.push(batch.matches.len() as f64);
+    }
+    Ok(MatcherCalls {
+        inside: crate::stats::summarize(&inside),
+        formed: crate::stats::summarize(&formed),
+        client: crate::stats::summarize(&client),
+        breakdown,
+    })
+}
+
+impl MatcherCalls {
+    /// The check's result cell: median (min–max), matches, client time.
+    pub fn result(&self) -> String {
+        use crate::report::{count, dur};
+        format!(
+            "{} ({}–{}); {} matches formed; client {}",
+            dur(self.inside.median),
+            dur(self.inside.min),
+            dur(self.inside.max),
+            count(self.formed.median),
+            dur(self.client.median)
+        )
+    }
+
+    /// The row's table lines: `<row>a` at 1 k and at `big`, `<row>b`.
+    pub fn rows(
+        &self,
+        table: &mut crate::report::Table,
+        row: &str,
+        big: usize,
+        small: &crate::stats::Summary,
+        large: &crate::stats::Summary,
+    ) {
+        use crate::report::{count, dur};
+        let range = |s: &crate::stats::Summary| format!("{}–{}", dur(s.min), dur(s.max));
+        table.row(vec![
+            format!("{row}a. join at 1 k, inside Redis"),
+            dur(small.median),
+            range(small),
+        ]);
+        table.row(vec![
+            format!("{row}a. join at {}, inside Redis", count(big as f64)),
+            dur(large.median),
+            range(large),
+        ]);
+        table.row(vec![
+            format!("{row}b. one matcher call, inside Redis"),
+            dur(self.inside.median),
+            range(&self.inside),
+        ]);
+    }
+}
