@@ -23,8 +23,8 @@ use shared::store::JoinInput;
 use shared::{JoinOutcome, MatchStore, PlayerId, World};
 
 use crate::common::{raw_connection, Config, Ctx, Res};
-use crate::report::{count, dur, Report, Table, Verdict};
-use crate::scaled::{interleaved_join_cost, matcher_calls};
+use crate::report::{count, Report, Table, Verdict};
+use crate::scaled::{interleaved_join_cost, join_ratio_check, matcher_calls};
 
 const WORLD: &str = "modes";
 const MODES: [&str; 4] = ["ffa", "ctf", "duel", "koth"];
@@ -195,18 +195,15 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         reps,
     )
     .await?;
-    report.check(
+    join_ratio_check(
+        report,
         &format!(
             "11a. join into a world with 4 rules at {} waiting ÷ at 1 k (inside Redis)",
             count(big as f64)
         ),
-        format!(
-            "{ratio:.2}x ({} vs {} per join)",
-            dur(large.median),
-            dur(small.median)
-        ),
-        "<= 1.5x",
-        Verdict::of(ratio <= 1.5),
+        &small,
+        &large,
+        ratio,
     );
 
     // 11b: one matcher call with `big` waiting; every ticket is due.

@@ -21,8 +21,8 @@ use shared::store::JoinInput;
 use shared::{JoinOutcome, Latencies, MatchStore, PlayerId, World};
 
 use crate::common::{raw_connection, Config, Ctx, Res};
-use crate::report::{count, dur, Report, Table, Verdict};
-use crate::scaled::{interleaved_join_cost, matcher_calls};
+use crate::report::{count, Report, Table, Verdict};
+use crate::scaled::{interleaved_join_cost, join_ratio_check, matcher_calls};
 
 const WORLD: &str = "geo";
 const REGIONS: [&str; 5] = ["na-east", "na-west", "eu", "asia", "oceania"];
@@ -190,18 +190,15 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         reps,
     )
     .await?;
-    report.check(
+    join_ratio_check(
+        report,
         &format!(
             "7a. join with 5 regions at {} waiting ÷ at 1 k (inside Redis)",
             count(big as f64)
         ),
-        format!(
-            "{ratio:.2}x ({} vs {} per join)",
-            dur(large.median),
-            dur(small.median)
-        ),
-        "<= 1.5x",
-        Verdict::of(ratio <= 1.5),
+        &small,
+        &large,
+        ratio,
     );
 
     // 7b: one matcher call with `big` waiting; every ticket is due.

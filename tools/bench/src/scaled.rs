@@ -164,3 +164,24 @@ impl MatcherCalls {
         ]);
     }
 }
+
+/// Checks row `label`'s join ratio (rows 7a and 11a) against 1.5x.
+pub fn join_ratio_check(
+    report: &mut crate::report::Report,
+    label: &str,
+    small: &crate::stats::Summary,
+    large: &crate::stats::Summary,
+    ratio: f64,
+) {
+    use crate::report::{dur, Verdict};
+    report.check(
+        label,
+        format!(
+            "{ratio:.2}x ({} vs {} per join)",
+            dur(large.median),
+            dur(small.median)
+        ),
+        "<= 1.5x",
+        Verdict::of(ratio <= 1.5),
+    );
+}

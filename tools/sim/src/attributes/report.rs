@@ -11,7 +11,7 @@ use super::{
 };
 use crate::oracle::trim_float;
 use crate::outcome::{AttrVariant, Run};
-use crate::report::{checks_table, write_header, Check, Context, TICK_SECONDS};
+use crate::report::{checks_table, ticking, write_header, Check, Context};
 use crate::scenario::Scenario;
 use crate::stats::Dist;
 
@@ -305,12 +305,7 @@ pub fn render(
     images: bool,
 ) -> String {
     let mut out = String::new();
-    write_header(&mut out, ctx, runs, &format!(
-            "matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
-            trim_float(TICK_SECONDS),
-            if ctx.instant_match { "on" } else { "off" },
-            trim_float(ctx.drain)
-        ), "matcher");
+    write_header(&mut out, ctx, runs, &ticking(ctx), "matcher");
 
     out.push_str("## Done criteria\n\n");
     let _ = writeln!(

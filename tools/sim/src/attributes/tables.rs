@@ -48,24 +48,11 @@ pub(super) fn window_table(c: &WindowCost) -> String {
         unmatched(&c.written),
         unmatched(&c.wide)
     );
-    for (label, f) in [
-        (
-            "wait p50 of the matched",
-            (|d: Dist| d.p50) as fn(Dist) -> f64,
-        ),
-        ("wait p95 of the matched", |d: Dist| d.p95),
-        ("wait mean of the matched", |d: Dist| d.mean),
-    ] {
-        let (a, b) = (c.written.wait.map(f), c.wide.wait.map(f));
-        let _ = writeln!(
-            out,
-            "| {label} | {} | {} | {} |",
-            cell(a),
-            cell(b),
-            ratio(a, b)
-        );
-    }
+    let matched = |f: fn(Dist) -> f64| (c.written.wait.map(f), c.wide.wait.map(f));
     for (label, (a, b)) in [
+        ("wait p50 of the matched", matched(|d| d.p50)),
+        ("wait p95 of the matched", matched(|d| d.p95)),
+        ("wait mean of the matched", matched(|d| d.mean)),
         ("wait p50, the unmatched as the longest", c.p50_all),
         ("wait p95, the unmatched as the longest", c.p95_all),
     ] {

@@ -4,9 +4,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::{by_file, cluster_rows, find, overall, variant_of, ClusterRow};
-use crate::oracle::trim_float;
 use crate::outcome::{Run, Variant};
-use crate::report::{checks_table, teams_table, write_header, Check, Context, TICK_SECONDS};
+use crate::report::{checks_table, teams_table, ticking, write_header, Check, Context};
 use crate::scenario::Scenario;
 use crate::stats::Dist;
 
@@ -112,12 +111,7 @@ pub fn render(
     images: bool,
 ) -> String {
     let mut out = String::new();
-    write_header(&mut out, ctx, runs, &format!(
-            "matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
-            trim_float(TICK_SECONDS),
-            if ctx.instant_match { "on" } else { "off" },
-            trim_float(ctx.drain)
-        ), "matcher");
+    write_header(&mut out, ctx, runs, &ticking(ctx), "matcher");
     if let Some(model) = scenario.geo.as_ref().and_then(|g| g.model.as_ref()) {
         out.push_str("## Latency model\n\n");
         out.push_str(&model.markdown());

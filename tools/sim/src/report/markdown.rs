@@ -231,6 +231,17 @@ pub fn checks_table(checks: &[Check]) -> String {
 /// it was matched (`matching`), the time compression (one redis-server per
 /// `per`), the command, the core and the rule sets; then a warning for each
 /// run that lagged or had failures.
+/// How every run was ticked: the header's matching line, after what a
+/// report puts before it.
+pub fn ticking(ctx: &Context) -> String {
+    format!(
+        "matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
+        trim_float(TICK_SECONDS),
+        if ctx.instant_match { "on" } else { "off" },
+        trim_float(ctx.drain)
+    )
+}
+
 pub fn write_header(out: &mut String, ctx: &Context, runs: &[Run], matching: &str, per: &str) {
     let _ = writeln!(out, "# {}\n", ctx.title);
     let _ = writeln!(out, "- **Trace:** {}", ctx.scenario);
@@ -283,18 +294,25 @@ pub fn render(
     let frontier = frontier(runs);
     let deciles = Deciles::new(scenario);
     let mut out = String::new();
-    write_header(&mut out, ctx, runs, &format!(
-            "{} players per match (the oracle: {}), matcher tick every {} s (simulated), instant match {}, drain {} s after the last arrival",
+    write_header(
+        &mut out,
+        ctx,
+        runs,
+        &format!(
+            "{} players per match (the oracle: {}), {}",
             ctx.team_size,
             if ctx.oracle_shape.teams > 1 {
-                format!("{} teams of {}", ctx.oracle_shape.teams, ctx.oracle_shape.team_size)
+                format!(
+                    "{} teams of {}",
+                    ctx.oracle_shape.teams, ctx.oracle_shape.team_size
+                )
             } else {
                 "one team".to_owned()
             },
-            trim_float(TICK_SECONDS),
-            if ctx.instant_match { "on" } else { "off" },
-            trim_float(ctx.drain)
-        ), "rule set");
+            ticking(ctx)
+        ),
+        "rule set",
+    );
 
     out.push_str("## Acceptance checks\n\n");
     if let Some(note) = &ctx.acceptance_note {

@@ -9,7 +9,7 @@ mod tests;
 pub use checks::{acceptance, Check};
 pub use markdown::{
     checks_table, decile_table, party_table, ready_table, render, summary_table, teams_table,
-    write_header, Context,
+    ticking, write_header, Context,
 };
 
 use crate::frontier::{Frontier, Point};
