@@ -34,7 +34,7 @@
 -- them in its addition, or when none left),
 -- open = { seats per team }, counts = { players per team }, sums = {
 -- rating sum per team } (rated), ref (reference rating, rated), region }.
--- @include _lib _backfill_store _match_rules _matching _players _proposals _rated _regions _tickets
+-- @include _lib _backfill_store _blocks _match_rules _matching _players _proposals _rated _regions _tickets
 
 local Backfill = {}
 do
@@ -43,6 +43,19 @@ do
 local BACKFILLS_PER_JOIN = 8
 -- Backfills one matcher call serves (bounds the call's time).
 local BACKFILLS_PER_CALL = 1000
+
+-- Whether a player of ticket info `it` and one that backfill `b`'s match
+-- has had (or that its pending proposals hold) are in a block pair.
+local function blocked_from_backfill(ctx, b, it)
+  if not Blocks.any_blocks(ctx) then return false end
+  local players = {}
+  for i, m in ipairs(b.members) do players[i] = m end
+  for _, id in ipairs(b.pending or {}) do
+    local p = Proposals.load_proposal(ctx.k, id)
+    for _, q in ipairs(p and p.players or {}) do players[#players + 1] = q end
+  end
+  return Blocks.blocked_between(ctx, it.players, players)
+end
 
 -- The team of backfill `b` the ticket `it` (a ticket info with .lat, its
 -- latencies, in worlds with regions) may take seats in, or nil (see the
@@ -56,6 +69,7 @@ local function backfill_team(ctx, b, it)
       if m == p then return nil end
     end
   end
+  if blocked_from_backfill(ctx, b, it) then return nil end
   if b.region then
     local cap = Regions.latency_cap(cfg.regions, wait)
     for j in ipairs(it.players) do
@@ -284,7 +298,7 @@ local function serve_backfills(ctx, limit)
         local it = backfill_info(ctx, c.ticket, c.rating)
         if it and ctx.cfg.presence and not Matching.all_present(k.presence, it.players, ctx.now) then
           gone[#gone + 1] = c.ticket
-        elseif it then
+        elseif it and not Blocks.blocked_with(ctx, it, items) then
           local t = backfill_team(ctx, b, it)
           if t then
             take_seats(b, it, t)

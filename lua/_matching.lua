@@ -4,7 +4,7 @@
 -- rate, ratings, due; players, matches, match_expiry, match_seq, outbox,
 -- presence and the party and proposal keys), world, now, cfg = the world's
 -- configuration, proposed = matches made proposals so far (ready checks) }.
--- @include _lib _parties _players _proposals _regions _teams _tickets
+-- @include _lib _blocks _parties _players _proposals _regions _teams _tickets
 
 local Matching = {}
 do
@@ -385,7 +385,8 @@ end
 -- completed rules out every later ticket of its size (the pool only
 -- shrinks). Bounded by RESCUE_WORK and `limit` matches (nil: no limit).
 -- Returns the matches found, each a list of ticket infos.
-local function rescue_stranded(waiting, cfg, limit)
+local function rescue_stranded(ctx, waiting, limit)
+  local cfg = ctx.cfg
   local seats, teams = cfg.seats, cfg.teams
   local found, failed, budget = {}, {}, RESCUE_WORK
   local i = 1
@@ -394,21 +395,32 @@ local function rescue_stranded(waiting, cfg, limit)
     if failed[a.size] then
       i = i + 1
     else
-      local pool = {}
+      local pool, kept_apart = {}, false
       for j, it in ipairs(waiting) do
-        if j ~= i then pool[#pool + 1] = it end
+        if j ~= i then
+          if Blocks.blocked_with(ctx, it, { a }) then
+            kept_apart = true
+          else
+            pool[#pool + 1] = it
+          end
+        end
       end
       local picked, work = Teams.fill_exactly(a, pool, {
         need = seats - a.size, teams = teams, cap = seats / teams, budget = budget,
       })
       local cut_short = work > budget
       budget = budget - work
+      local items = picked and { a }
       if picked then
-        local items, taken = { a }, { [a] = true }
-        for n, j in ipairs(picked) do
-          items[n + 1] = pool[j]
-          taken[pool[j]] = true
-        end
+        for n, j in ipairs(picked) do items[n + 1] = pool[j] end
+      end
+      if items and Blocks.blocked_among(ctx, items) then
+        -- The exact fill holds a blocked pair: this anchor waits (rare;
+        -- the next ticket is tried).
+        i = i + 1
+      elseif items then
+        local taken = {}
+        for _, it in ipairs(items) do taken[it] = true end
         found[#found + 1] = items
         local rest = {}
         for _, it in ipairs(waiting) do
@@ -418,7 +430,9 @@ local function rescue_stranded(waiting, cfg, limit)
       elseif cut_short then
         break
       else
-        failed[a.size] = true
+        -- Without pairs kept from it, no later ticket of this size can be
+        -- completed either.
+        if not kept_apart then failed[a.size] = true end
         i = i + 1
       end
     end
@@ -452,7 +466,7 @@ local function form_fifo_general(ctx, opts)
     elseif info and info.size <= cap then
       local placed = false
       for i, m in ipairs(open) do
-        if m.seats + info.size <= seats then
+        if m.seats + info.size <= seats and not Blocks.blocked_with(ctx, info, m.items) then
           m.items[#m.items + 1] = info
           if teams == 1 or Teams.can_pack(m.items, teams, cap) then
             m.seats = m.seats + info.size
@@ -487,7 +501,7 @@ local function form_fifo_general(ctx, opts)
     if #waiting > 0 then
       table.sort(waiting, function(a, b) return a.pos < b.pos end)
       local limit = max_groups > 0 and max_groups - #done or nil
-      for _, items in ipairs(rescue_stranded(waiting, cfg, limit)) do
+      for _, items in ipairs(rescue_stranded(ctx, waiting, limit)) do
         done[#done + 1] = items
       end
     end
@@ -504,6 +518,15 @@ local function form_fifo_general(ctx, opts)
   end
   local records, ids = record_groups(ctx, done, {})
   return records, ids, #gone, #tickets == opts.scan and (#records > 0 or (ctx.proposed or 0) > 0)
+end
+
+-- form_matches' reply from the general FIFO path, after `expired` tickets
+-- were swept and `absent` removed.
+local function fifo_general_reply(ctx, opts, expired, absent)
+  local records, ids, removed, more = form_fifo_general(ctx, {
+    max_groups = opts.max_groups, scan = math.min(opts.scan or FIFO_SCAN, FIFO_SCAN), only = opts.only,
+  })
+  return records, ids, expired, absent + removed, more
 end
 
 -- Forms up to `opts.max_groups` (0 = all) complete matches (cfg.seats
@@ -526,10 +549,7 @@ local function form_matches(ctx, opts)
     return {}, {}, #expired, 0, true
   end
   if cfg.teams > 1 or cfg.accept or (opts.parties_queued or Parties.queued_parties(k)) > 0 then
-    local records, ids, removed, more = form_fifo_general(ctx, {
-      max_groups = opts.max_groups, scan = math.min(opts.scan or FIFO_SCAN, FIFO_SCAN), only = opts.only,
-    })
-    return records, ids, #expired, removed, more
+    return fifo_general_reply(ctx, opts, #expired, 0)
   end
   local size = redis.call('ZCARD', k.queue)
   local groups = math.floor(size / seats)
@@ -543,6 +563,11 @@ local function form_matches(ctx, opts)
   groups = math.floor(#players / seats)
   if groups == 0 then
     return {}, {}, #expired, removed, false
+  end
+  -- A player in a block pair among them: matches are formed one ticket at
+  -- a time (form_fifo_general), each kept clear of pairs.
+  if Blocks.any_blocks(ctx) and #Blocks.flagged(ctx, players) > 0 then
+    return fifo_general_reply(ctx, opts, #expired, removed)
   end
   -- Without presence removals the players are the queue's first ranks.
   local records, ids = record_matches(ctx, players, groups, { front = removed == 0 and not cfg.presence })

@@ -8,7 +8,7 @@
 -- same way (and is lifted at `relax_ms` too).
 -- rules (cfg.rules, see _config.lua): { base, per_sec, max, relax_ms,
 -- retry_ms, balance = { base, per_sec, max, relax_ms } or nil }.
--- @include _lib _match_rules _matching _players _regions _teams _tickets
+-- @include _lib _blocks _match_rules _matching _players _regions _teams _tickets
 
 local Rated = {}
 do
@@ -160,7 +160,7 @@ local function fill_match(ctx, a, candidates, opts)
     if remaining == 0 then break end
     local info = candidates[i]
     from = i + 1
-    if info.size <= need and (not opts.accept or opts.accept(info, items)) then
+    if info.size <= need and (not opts.accept or opts.accept(info, items)) and not Blocks.blocked_with(ctx, info, items) then
       pool[#pool + 1] = info
       if info.size <= remaining then
         items[#items + 1] = info
@@ -179,6 +179,9 @@ local function fill_match(ctx, a, candidates, opts)
     items = { a }
     for i, j in ipairs(picked) do items[i + 1] = pool[j] end
     if opts.check and not opts.check(items) then return nil end
+    -- The pool's tickets were each kept clear of those chosen before them,
+    -- not of one another.
+    if Blocks.blocked_among(ctx, items) then return nil end
   end
   if opts.final and not opts.final(items) then return nil end
   if teams > 1 and ctx.cfg.rules then

@@ -12,7 +12,7 @@
 --
 -- KEYS   players match_seq matches match_expiry match_lifecycle outbox notes counters
 -- KEYS   parties party_expiry proposals proposal_expiry presence matcher_asleep
--- KEYS   backfills backfill_expiry
+-- KEYS   backfills backfill_expiry block_pairs block_counts
 -- WORLDS the world to match
 -- ARGV   limit    FIFO: most matches to form in this call (0 = all);
 --                 rating: most anchors to try in this call (> 0)

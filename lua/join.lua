@@ -5,7 +5,7 @@
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
 -- KEYS   player_ratings player_attributes conns player_conns presence matcher_asleep
--- KEYS   backfills backfill_expiry
+-- KEYS   backfills backfill_expiry block_pairs block_counts
 -- WORLDS the joined world, then the world of the player's ticket when it is
 --        another (the store learns it from a STALE answer)
 -- ARGV   player   the player id

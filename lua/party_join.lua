@@ -8,6 +8,7 @@
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
 -- KEYS   player_ratings player_attributes conns player_conns presence matcher_asleep
+-- KEYS   block_pairs block_counts
 -- WORLDS the party's world (the world part of the party id), then the world
 --        of the player's ticket when it is another (see STALE)
 -- ARGV   player   the player id

@@ -148,6 +148,12 @@ key_layout! {
         backfills (Backfills) = "backfills", "HASH",
             "match id -> its open backfill JSON (seats per team, keep-alive deadline; see lua/_backfill.lua)";
         backfill_expiry (BackfillExpiry) = "backfill-expiry", "ZSET", "`<world>|<match>` -> when the backfill lapses unless renewed (ms)";
+        avoid (Avoid) = "avoid", "HASH",
+            "namespaces with block lists: player -> their avoid list, player ids `\\n`-joined (PUT /v1/avoid/{playerId})";
+        block_pairs (BlockPairs) = "block-pairs", "HASH",
+            "namespaces with block lists: `<lo>\\n<hi>` (two player ids in byte order) -> 1 lo avoids hi, 2 hi avoids lo, 3 both (see lua/_blocks.lua)";
+        block_counts (BlockCounts) = "block-counts", "HASH",
+            "namespaces with block lists: player -> the block pairs they are in (no field at 0)";
         audit (Audit) = "audit", "LIST",
             "the operators' actions, newest first, JSON each (capped: see lua/audit_append.lua)";
     }
@@ -201,9 +207,12 @@ impl Features {
     pub const PRESENCE: Features = Features(1 << 4);
     /// A world with player attributes (and match rules).
     pub const ATTRIBUTES: Features = Features(1 << 5);
-    pub const ALL: Features = Features((1 << 6) - 1);
+    /// The namespace keeps block lists (rule set `blockLists`): every
+    /// match and backfill of every world is checked against them.
+    pub const BLOCKS: Features = Features(1 << 6);
+    pub const ALL: Features = Features((1 << 7) - 1);
     /// The letter of each feature, in bit order.
-    const LETTERS: [char; 6] = ['p', 'c', 'r', 'g', 's', 'a'];
+    const LETTERS: [char; 7] = ['p', 'c', 'r', 'g', 's', 'a', 'b'];
 
     pub const fn union(self, other: Features) -> Features {
         Features(self.0 | other.0)
@@ -212,6 +221,13 @@ impl Features {
     /// Whether a key that needs `needs` is reached (`NONE`: always).
     pub const fn reach(self, needs: Features) -> bool {
         needs.0 == 0 || self.0 & needs.0 != 0
+    }
+
+    /// The Lua pattern every `letters()` matches: each letter at most once,
+    /// in bit order.
+    pub fn letters_pattern() -> String {
+        let each: String = Self::LETTERS.iter().map(|c| format!("{c}?")).collect();
+        format!("^{each}$")
     }
 
     /// The set as the scripts take it: one letter per feature.
@@ -235,6 +251,9 @@ impl NamespaceKey {
             NamespaceKey::PlayerRatings => Features::RATED,
             NamespaceKey::PlayerAttributes => Features::ATTRIBUTES,
             NamespaceKey::Presence => Features::PRESENCE,
+            NamespaceKey::Avoid | NamespaceKey::BlockPairs | NamespaceKey::BlockCounts => {
+                Features::BLOCKS
+            }
             // Backfill keys are reached in every world: a running match of
             // any world may ask for players (the store does not require
             // game servers for it, only the HTTP route does).

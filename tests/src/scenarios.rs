@@ -20,6 +20,7 @@ use crate::{eventually, settings_for};
 mod admin;
 mod attributes;
 mod backfill;
+mod blocks;
 mod invariants;
 mod lifecycle;
 mod parties;
@@ -29,6 +30,7 @@ mod sleep;
 pub use admin::*;
 pub use attributes::*;
 pub use backfill::*;
+pub use blocks::*;
 pub use invariants::*;
 pub use lifecycle::*;
 pub use parties::*;
@@ -122,6 +124,11 @@ macro_rules! for_each_scenario {
             the_matcher_sleeps_only_when_idle_and_work_wakes_it,
             an_operator_pages_through_a_queue_and_removes_a_ticket,
             an_operator_cancels_a_proposal_and_lists_matches,
+            an_avoid_list_is_kept_as_pairs_in_both_directions,
+            a_blocked_pair_never_forms_the_only_possible_match,
+            parties_and_teams_keep_blocked_players_apart,
+            a_rated_match_skips_a_blocked_neighbour,
+            a_backfill_never_seats_a_blocked_player,
         );
     };
 }

@@ -96,6 +96,23 @@ impl ReplicaAcks {
     }
 }
 
+/// Players' avoid lists (rule set `blockLists`, docs/rules.md "Block
+/// lists"): written by the server scope, kept in every world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockLists {
+    /// The most players one avoid list may hold.
+    pub max_entries: usize,
+}
+
+impl BlockLists {
+    /// `maxEntries` unless the rule set says otherwise (FlexMatch's recipe
+    /// allows 100 ids in a list attribute).
+    pub const DEFAULT_MAX_ENTRIES: usize = 100;
+    /// The largest `maxEntries`: bounds a write's work (two pair updates
+    /// per id) and a match's check (pairs of listed players only).
+    pub const MAX_ENTRIES: usize = 1000;
+}
+
 /// Everything the core needs to know.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -126,6 +143,9 @@ pub struct Settings {
     /// trusted attributes (rule set `attributeStore.writerScope`); `None`:
     /// nobody may (trusted attributes take their defaults).
     pub attribute_writer_scope: Option<String>,
+    /// Players' avoid lists (rule set `blockLists`); `None`: off, and no
+    /// call carries their keys.
+    pub block_lists: Option<BlockLists>,
     /// How long a backfill stays open without its server renewing it.
     pub backfill_keepalive: Duration,
     /// Send one match event per durable match to the studio's allocator
@@ -255,6 +275,7 @@ impl Settings {
                         admin: AdminScopes::default(),
                         attributes: AttributeCatalog::default(),
                         attribute_writer_scope: None,
+                        block_lists: None,
                     },
                 ),
             };
@@ -263,6 +284,7 @@ impl Settings {
             admin,
             attributes,
             attribute_writer_scope,
+            block_lists,
         } = access;
         let heartbeat_interval = secs("MM_HEARTBEAT_SECS", DEFAULT_HEARTBEAT.as_secs(), 1)?;
         let presence_timeout = secs(
@@ -323,6 +345,7 @@ impl Settings {
             admin,
             attributes,
             attribute_writer_scope,
+            block_lists,
             match_events: flag("MM_MATCH_EVENTS", false)?,
             matcher_sleep: flag("MM_MATCHER_SLEEP", false)?,
             presence_timeout,

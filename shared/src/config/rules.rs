@@ -53,6 +53,8 @@ struct Document {
     attributes: Option<Declarations>,
     #[serde(default, rename = "attributeStore")]
     attribute_store: Option<AttributeStoreSection>,
+    #[serde(default, rename = "blockLists")]
+    block_lists: Option<BlockListsSection>,
     worlds: Vec<Value>,
 }
 
@@ -74,6 +76,32 @@ pub struct Access {
     pub admin: super::AdminScopes,
     pub attributes: super::AttributeCatalog,
     pub attribute_writer_scope: Option<String>,
+    pub block_lists: Option<super::BlockLists>,
+}
+
+/// `blockLists`, as written in the document.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BlockListsSection {
+    max_entries: Option<u64>,
+}
+
+impl BlockListsSection {
+    fn validate(self) -> Result<super::BlockLists, String> {
+        use super::BlockLists;
+        let max = self
+            .max_entries
+            .unwrap_or(BlockLists::DEFAULT_MAX_ENTRIES as u64);
+        if !(1..=BlockLists::MAX_ENTRIES as u64).contains(&max) {
+            return Err(format!(
+                "blockLists.maxEntries: must be 1..={}, got {max}",
+                BlockLists::MAX_ENTRIES
+            ));
+        }
+        Ok(BlockLists {
+            max_entries: max as usize,
+        })
+    }
 }
 
 /// Who speaks for game servers (assignments, results).
@@ -356,6 +384,11 @@ pub fn parse(
         .map(AttributeStoreSection::validate)
         .transpose()
         .map_err(err)?;
+    let block_lists = doc
+        .block_lists
+        .map(BlockListsSection::validate)
+        .transpose()
+        .map_err(err)?;
     let mut worlds = Vec::with_capacity(doc.worlds.len());
     for (i, value) in doc.worlds.into_iter().enumerate() {
         // Name the world in every message, even when the rest is wrong.
@@ -522,6 +555,7 @@ pub fn parse(
             admin,
             attributes,
             attribute_writer_scope,
+            block_lists,
         },
     ))
 }

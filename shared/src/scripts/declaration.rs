@@ -164,6 +164,7 @@ impl Declaration {
                     .collect(),
             )
         };
+        let pattern = crate::keys::Features::letters_pattern();
         let mut out = format!(
             "local NS_NEEDS, WORLD_NEEDS = {{ {ns} }}, {{ {world} }}\n\
              local SHAPES = {{}}\n\
@@ -171,7 +172,7 @@ impl Declaration {
              local CUR_SHAPE, CUR_KEYS, CUR_WORLDS, CUR_WORLD_COUNT\n\
              local WORLDS = {{}}\n\
              local function shape_of(features)\n  \
-             if type(features) ~= 'string' or not string.find(features, '^p?c?r?g?s?a?$') then return nil end\n  \
+             if type(features) ~= 'string' or not string.find(features, '{pattern}') then return nil end\n  \
              local function pick(needs)\n    local names = {{}}\n    \
              for _, e in ipairs(needs) do\n      \
              if e[2] == '' or string.find(features, '[' .. e[2] .. ']') then names[#names + 1] = e[1] end\n    \

@@ -46,6 +46,7 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
         include_str!("../../../lua/_admission.lua"),
     ),
     ("_backfill.lua", include_str!("../../../lua/_backfill.lua")),
+    ("_blocks.lua", include_str!("../../../lua/_blocks.lua")),
     (
         "_backfill_store.lua",
         include_str!("../../../lua/_backfill_store.lua"),
@@ -305,7 +306,7 @@ operations! {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
                OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
                PlayerRatings, PlayerAttributes, Conns, PlayerConns, Presence, MatcherAsleep,
-               Backfills, BackfillExpiry],
+               Backfills, BackfillExpiry, BlockPairs, BlockCounts],
         worlds: First,
         args: [player, data, claimed, latencies, attributes, config, claim],
     }
@@ -323,7 +324,7 @@ operations! {
     form_matches {
         keys: [Players, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters,
                Parties, PartyExpiry, Proposals, ProposalExpiry, Presence, MatcherAsleep, Backfills,
-               BackfillExpiry],
+               BackfillExpiry, BlockPairs, BlockCounts],
         worlds: One,
         args: [limit, config],
     }
@@ -380,6 +381,11 @@ operations! {
         keys: [PlayerAttributes],
         worlds: None,
         args: [player, attributes],
+    }
+    avoid_set {
+        keys: [Avoid, BlockPairs, BlockCounts],
+        worlds: None,
+        args: [player, players, max],
     }
     sweep_tickets {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, MatcherAsleep],
@@ -448,7 +454,7 @@ operations! {
     party_join {
         keys: [Players, TicketSeq, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox,
                OutboxMeta, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
-               PlayerRatings, PlayerAttributes, Conns, PlayerConns, Presence, MatcherAsleep],
+               PlayerRatings, PlayerAttributes, Conns, PlayerConns, Presence, MatcherAsleep, BlockPairs, BlockCounts],
         worlds: First,
         args: [player, party, data, claimed, latencies, attributes, config, claim],
     }

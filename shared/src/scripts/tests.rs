@@ -247,7 +247,7 @@ fn invocations_carry_the_declared_keys_in_order() {
         SCRIPTS.form_matches.declaration.keys.len() + WorldKey::ALL.len()
     );
     assert_eq!(keys.last().unwrap(), &layout.world(&w).attr_numbers);
-    assert_eq!(inv.argv(), ["pcrgsa", "0", "{}", "world1"]);
+    assert_eq!(inv.argv(), ["pcrgsab", "0", "{}", "world1"]);
     // A FIFO world's call without the features its keys need.
     let mut fifo = SCRIPTS
         .form_matches

@@ -7,6 +7,7 @@
 mod admin;
 mod admission;
 mod attributes_set;
+mod avoid_set;
 mod backfill;
 mod config;
 mod conn_heartbeat;
@@ -401,6 +402,9 @@ impl MatchStore {
     pub fn features(&self, worlds: &[&crate::config::World]) -> Features {
         let settings = &self.inner.settings;
         let mut features = Features::NONE;
+        if settings.block_lists.is_some() {
+            features = features.union(Features::BLOCKS);
+        }
         for w in settings.worlds.iter() {
             if w.max_party_size > 1 {
                 features = features.union(Features::PARTIES);
