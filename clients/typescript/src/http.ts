@@ -7,6 +7,8 @@ import type {
   AssignmentRequest,
   AssignResult,
   AttributesResult,
+  AvoidRequest,
+  AvoidResult,
   BackfillKeepaliveResult,
   BackfillRequest,
   BackfillResult,
@@ -150,6 +152,14 @@ export class MatchmakingClient {
    */
   putAttributes(playerId: PlayerId, body: TrustedAttributesRequest): Promise<AttributesResult> {
     return this.call("attributes", { playerId }, body);
+  }
+
+  /**
+   * `PUT /v1/avoid/{playerId}`: replaces a player's avoid list (block lists; `{players: []}` clears it): the player and
+   * every listed player are never matched or backfilled together. A token with `servers.scope`.
+   */
+  putAvoidList(playerId: PlayerId, body: AvoidRequest): Promise<AvoidResult> {
+    return this.call("avoid", { playerId }, body);
   }
 
   /** `POST /v1/matching/matches/{matchId}/assignment`: the allocator names the match's server (a token with `servers.scope`). */

@@ -33,6 +33,7 @@ export const ROUTES = {
   backfillKeepalive: { method: "POST", path: "/v1/matching/matches/{matchId}/backfill/keepalive", scope: "servers.scope" },
   rating: { method: "PUT", path: "/v1/ratings/{playerId}", scope: "ratings.writerScope" },
   attributes: { method: "PUT", path: "/v1/attributes/{playerId}", scope: "attributeStore.writerScope" },
+  avoid: { method: "PUT", path: "/v1/avoid/{playerId}", scope: "servers.scope" },
   createParty: { method: "POST", path: "/v1/parties" },
   joinParty: { method: "POST", path: "/v1/parties/{partyId}/join" },
   cancelParty: { method: "DELETE", path: "/v1/parties/{partyId}" },

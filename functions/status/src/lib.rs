@@ -24,6 +24,7 @@ pub async fn handle(app: &App, req: Request) -> Result<Response<Body>, Error> {
         Some(Route::Match) => http::match_record(&app.store, req).await,
         Some(Route::Rating) => http::put_rating(&app.store, req).await,
         Some(Route::Attributes) => http::put_attributes(&app.store, req).await,
+        Some(Route::Avoid) => http::put_avoid(&app.store, req).await,
         Some(Route::Assign) => http::assign(&app.store, req).await,
         Some(Route::Report) => http::report(&app.store, req).await,
         Some(Route::Backfill) => http::backfill(&app.store, req).await,

@@ -95,6 +95,7 @@ const RULES: &str = r#"{
     "tier": {"type": "string", "source": "trusted", "values": ["bronze", "silver", "gold"],
              "missing": "refuse"}},
   "attributeStore": {"writerScope": "matchmaking/attributes.write"},
+  "blockLists": {"maxEntries": 4},
   "worlds": [
     {"name": "world1", "teamSize": 4},
     {"name": "world2", "teamSize": 3},
@@ -950,6 +951,8 @@ fn latency_required(world: &str) -> Expected {
 // Player attributes (docs/http-api.md "Worlds with attributes", docs/rules.md)
 // ---------------------------------------------------------------------------
 
+/// `blockLists.maxEntries` of [`RULES`].
+const MAX_AVOIDED: usize = 4;
 /// `attributeStore.writerScope` of [`RULES`].
 const WRITER_SCOPE: &str = "matchmaking/attributes.write";
 
@@ -2016,7 +2019,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 })
             };
         }
-        Route::Rating | Route::Attributes => {
+        Route::Rating | Route::Attributes | Route::Avoid => {
             let id = path_param(case, "playerId");
             if !valid_player_id(&id) {
                 return Refused(400, "INVALID_REQUEST", field("playerId"));
@@ -2109,6 +2112,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         Route::Join => &["worldType", "data", "latencies", "attributes"],
         Route::Rating => &["rating", "worldType"],
         Route::Attributes => &["attributes"],
+        Route::Avoid => &["players"],
         Route::CreateParty => &["worldType", "members", "data", "latencies", "attributes"],
         Route::JoinParty => &["data", "latencies", "attributes"],
         Route::Accept => &["matchId", "accept"],
@@ -2208,6 +2212,31 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
             player: path_param(case, "playerId"),
             attributes,
         });
+    }
+    if route == Route::Avoid {
+        // `players` is required: distinct player ids, not the player's
+        // own, at most `blockLists.maxEntries` (4); the harness configures
+        // no server scope, so every well-formed write is forbidden.
+        let Some(value) = body.get("players") else {
+            return invalid;
+        };
+        let own = path_param(case, "playerId");
+        let listed = value.as_array().and_then(|list| {
+            list.iter()
+                .map(|p| p.as_str().filter(|p| valid_player_id(p)))
+                .collect::<Option<Vec<&str>>>()
+        });
+        let good = listed.is_some_and(|ids| {
+            let distinct: BTreeSet<&str> = ids.iter().copied().collect();
+            ids.len() <= MAX_AVOIDED
+                && distinct.len() == ids.len()
+                && !distinct.contains(own.as_str())
+        });
+        return if good {
+            Refused(403, "FORBIDDEN", None)
+        } else {
+            Refused(400, "INVALID_REQUEST", field("players"))
+        };
     }
     if route == Route::JoinParty {
         let id = party_param(case);
@@ -5203,6 +5232,13 @@ async fn corpus_replays_with_the_same_properties() {
         (Route::Attributes, 405, "METHOD_NOT_ALLOWED"),
         (Route::Attributes, 413, "PAYLOAD_TOO_LARGE"),
         (Route::Attributes, 415, "UNSUPPORTED_MEDIA_TYPE"),
+        // The avoid-list seeds (no servers.scope in the harness).
+        (Route::Avoid, 400, "INVALID_REQUEST"),
+        (Route::Avoid, 401, "UNAUTHORIZED"),
+        (Route::Avoid, 403, "FORBIDDEN"),
+        (Route::Avoid, 405, "METHOD_NOT_ALLOWED"),
+        (Route::Avoid, 413, "PAYLOAD_TOO_LARGE"),
+        (Route::Avoid, 415, "UNSUPPORTED_MEDIA_TYPE"),
     ] {
         assert!(
             outcomes

@@ -346,6 +346,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/avoid/{playerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a player's avoid list (block lists)
+         * @description Only for a token that carries the rule set's `servers.scope` (the
+         *     studio's servers, which know whom a player blocked); any other
+         *     caller gets `403 FORBIDDEN` once the request itself was found
+         *     well-formed (a malformed write is a `400` whoever sends it). The
+         *     list replaces what was stored (`[]` clears it). From then on the
+         *     player and every listed player are never put in one match or one
+         *     backfill, in any world of the namespace, whichever of them listed
+         *     the other; matches already formed stand. A list is at most the
+         *     rule set's `blockLists.maxEntries` (100 unless set) distinct player
+         *     ids, never the player's own. Bad lists, and every write when the
+         *     rule set has no `blockLists`, are `400 INVALID_REQUEST` with
+         *     `field: "players"`, and nothing is written.
+         */
+        put: operations["avoid"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/parties": {
         parameters: {
             query?: never;
@@ -1260,6 +1291,21 @@ export interface components {
             attributes: components["schemas"]["Attributes"];
             /** @description what was stored before (`{}` for nothing); `null` when the stored entry no longer reads under the rule set's declarations */
             previousAttributes: components["schemas"]["Attributes"] | null;
+        };
+        AvoidRequest: {
+            /**
+             * @description the players this one avoids, replacing the stored list (`[]`
+             *     clears it): distinct ids, never the player's own, at most the
+             *     rule set's `blockLists.maxEntries` (100 unless set, at most 1000)
+             */
+            players: components["schemas"]["PlayerId"][];
+        };
+        AvoidStored: {
+            playerId: components["schemas"]["PlayerId"];
+            /** @description the avoid list now stored (`[]` after a clear) */
+            players: components["schemas"]["PlayerId"][];
+            /** @description the list stored before (`[]` for none) */
+            previousPlayers: components["schemas"]["PlayerId"][];
         };
         PartyCancelled: {
             /** @constant */
@@ -2744,6 +2790,82 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             /** @description the token lacks the configured attribute writer scope (or none is configured) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "403";
+                        msg: string;
+                        data: components["schemas"]["ForbiddenError"];
+                    };
+                };
+            };
+            /** @description (API Gateway) the path matches no route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    avoid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the player whose rating or trusted attributes are written, or who is looked up (percent-encoded in the path); a malformed one is `400` (`field`) */
+                playerId: components["parameters"]["PlayerIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AvoidRequest"];
+            };
+        };
+        responses: {
+            /** @description the avoid list is stored */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["NoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "200";
+                        msg: string;
+                        data: components["schemas"]["AvoidStored"];
+                    };
+                };
+            };
+            /** @description malformed request, a bad list (not player ids, the player's own id, an id twice, too many), or a rule set without block lists */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        resultCode: "400";
+                        msg: string;
+                        data: components["schemas"]["InvalidRequestError"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description the token lacks the configured server scope (or none is configured) */
             403: {
                 headers: {
                     [name: string]: unknown;

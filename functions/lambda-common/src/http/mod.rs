@@ -12,6 +12,7 @@
 mod admin;
 mod admin_actions;
 mod attributes;
+mod avoid;
 mod duplicate_keys;
 mod errors;
 mod handlers;
@@ -30,6 +31,7 @@ pub use admin_actions::{
     admin_cancel_proposal, admin_finish_match, admin_remove_ticket, admin_void_match,
 };
 pub use attributes::put_attributes;
+pub use avoid::put_avoid;
 pub use errors::{envelope, not_found, ApiError, ErrorCode, ErrorDetails};
 pub use handlers::{join, leave, match_record, my_status, put_rating, queue_status};
 pub use lifecycle::{assign, backfill, backfill_keepalive, cancel_backfill, report};

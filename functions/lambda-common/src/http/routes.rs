@@ -115,7 +115,7 @@ impl ConfiguredScope {
                 "writing trusted attributes needs a token with the configured attribute writer scope"
             }
             ConfiguredScope::Server => {
-                "assignments, results and backfills need a token with the configured server scope"
+                "assignments, results, backfills and avoid lists need a token with the configured server scope"
             }
             ConfiguredScope::AdminRead => {
                 "the operator's reads need a token with the configured admin read scope"
@@ -184,6 +184,8 @@ route_table! {
     Rating: PUT "/v1/ratings/{playerId}" => Status, Access::Scope(ConfiguredScope::RatingsWriter);
     /// `PUT /v1/attributes/{playerId}`
     Attributes: PUT "/v1/attributes/{playerId}" => Status, Access::Scope(ConfiguredScope::AttributesWriter);
+    /// `PUT /v1/avoid/{playerId}`
+    Avoid: PUT "/v1/avoid/{playerId}" => Status, Access::Scope(ConfiguredScope::Server);
     /// `POST /v1/parties`
     CreateParty: POST "/v1/parties" => Join, Access::Player;
     /// `POST /v1/parties/{partyId}/join`

@@ -393,3 +393,32 @@ fn bad_rule_sets_name_the_world_and_the_field() {
         assert!(err.reason.contains(says), "{doc}: {err}");
     }
 }
+
+#[test]
+fn block_lists_are_off_unless_declared_and_bounded() {
+    let worlds = r#""worlds": [{"name": "duel", "teamSize": 2}]"#;
+    let lists = |section: &str| {
+        parse("MM_RULES", &format!("{{{section}{worlds}}}"), TTL).map(|(_, _, a)| a.block_lists)
+    };
+    assert_eq!(lists("").unwrap(), None);
+    assert_eq!(
+        lists(r#""blockLists": {}, "#).unwrap(),
+        Some(super::super::BlockLists {
+            max_entries: super::super::BlockLists::DEFAULT_MAX_ENTRIES
+        })
+    );
+    assert_eq!(
+        lists(r#""blockLists": {"maxEntries": 1000}, "#)
+            .unwrap()
+            .map(|b| b.max_entries),
+        Some(1000)
+    );
+    let refused = lists(r#""blockLists": {"maxEntries": 0}, "#).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "configuration MM_RULES: blockLists.maxEntries: must be 1..=1000, got 0"
+    );
+    assert!(lists(r#""blockLists": {"maxEntries": 1001}, "#).is_err());
+    let typo = lists(r#""blockLists": {"maxEntires": 5}, "#).unwrap_err();
+    assert!(typo.to_string().contains("maxEntires"), "{typo}");
+}
