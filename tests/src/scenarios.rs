@@ -129,6 +129,7 @@ macro_rules! for_each_scenario {
             parties_and_teams_keep_blocked_players_apart,
             a_rated_match_skips_a_blocked_neighbour,
             a_backfill_never_seats_a_blocked_player,
+            racing_matchers_never_match_a_blocked_pair,
         );
     };
 }

@@ -236,3 +236,242 @@ pub async fn a_backfill_never_seats_a_blocked_player(env: &Env) {
         PlayerStatus::Queued(_)
     ));
 }
+
+/// The racing run's worlds: FIFO 1 v 1 (the fast path), FIFO 2 v 2 (one
+/// ticket at a time, and backfills) and rated 3-player matches.
+const RACING_RULES: &str = r#"{"servers": {"scope": "matchmaking/server"},
+  "blockLists": {"maxEntries": 6},
+  "worlds": [
+    {"name": "duel", "teamSize": 1, "teams": 2},
+    {"name": "squad", "teamSize": 2, "teams": 2},
+    {"name": "ranked", "teamSize": 3, "mode": "rating",
+     "rating": {"baseWindow": 300, "widenPerSecond": 300, "maxWindow": 3000,
+                "relaxAfterSeconds": 600}}]}"#;
+
+/// Players of the racing run, and the one pair (q1, q2) whose block is
+/// lifted and restored throughout.
+const RACING_PLAYERS: usize = 60;
+
+fn unordered(a: &str, b: &str) -> (String, String) {
+    if a < b {
+        (a.to_owned(), b.to_owned())
+    } else {
+        (b.to_owned(), a.to_owned())
+    }
+}
+
+/// Concurrency: clients join, leave and ask for their status in three
+/// worlds while two matchers race, a game server assigns squads, opens a
+/// backfill in each and finishes them, and one block is lifted and
+/// restored again and again. No match or backfill ever holds two players
+/// of a pair that stood throughout (every record and every addition is
+/// re-checked), no player is twice in one match, and no ticket is lost:
+/// each successful join is matched, seated by a backfill, left, or still
+/// waiting.
+pub async fn racing_matchers_never_match_a_blocked_pair(env: &Env) {
+    let store = env.store_with("avoid-racing", "", &[("MM_RULES", RACING_RULES)]);
+    let names: Vec<String> = (0..RACING_PLAYERS).map(|i| format!("q{i}")).collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
+    for i in (0..RACING_PLAYERS).step_by(3) {
+        let mut listed: Vec<&str> = Vec::new();
+        while listed.len() < 4 {
+            let j = rng.random_range(0..RACING_PLAYERS);
+            if j != i && !listed.contains(&names[j].as_str()) {
+                listed.push(&names[j]);
+            }
+        }
+        avoid(&store, &names[i], &listed).await;
+        for q in listed {
+            pairs.insert(unordered(&names[i], q));
+        }
+    }
+    assert!(!pairs.contains(&unordered("q1", "q2")));
+
+    let formed: Arc<Mutex<Vec<MatchRecord>>> = Arc::default();
+    let done = Arc::new(AtomicBool::new(false));
+    let mut background = Vec::new();
+    for _ in 0..2 {
+        let (store, formed, done) = (store.clone(), formed.clone(), done.clone());
+        background.push(tokio::spawn(async move {
+            let worlds: Vec<_> = store.settings().worlds.iter().cloned().collect();
+            while !done.load(Ordering::Relaxed) {
+                for w in &worlds {
+                    let batch = store.form_matches(w, 0).await.expect("form matches");
+                    formed.lock().unwrap().extend(batch.matches);
+                }
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    {
+        let (store, done) = (store.clone(), done.clone());
+        background.push(tokio::spawn(async move {
+            let mut on = false;
+            while !done.load(Ordering::Relaxed) {
+                on = !on;
+                avoid(&store, "q1", if on { &["q2"] } else { &[] }).await;
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    {
+        let (store, formed, done) = (store.clone(), formed.clone(), done.clone());
+        background.push(tokio::spawn(async move {
+            let a: Assignment =
+                serde_json::from_value(serde_json::json!({"connection": "10.0.0.1:7777"})).unwrap();
+            let two: shared::MatchReport =
+                serde_json::from_value(serde_json::json!({"teamRanks": [1, 2]})).unwrap();
+            let one: shared::MatchReport =
+                serde_json::from_value(serde_json::json!({"cancelled": true})).unwrap();
+            let (mut served, mut running) = (0, Vec::new());
+            while !done.load(Ordering::Relaxed) {
+                let fresh: Vec<MatchRecord> = {
+                    let all = formed.lock().unwrap();
+                    let out = all[served..].to_vec();
+                    served = all.len();
+                    out
+                };
+                // Matches from the previous round end; this round's open a seat.
+                for (id, teams) in running.drain(..) {
+                    let report = if teams > 1 { &two } else { &one };
+                    shared::use_cases::report_result(&store, &id, report)
+                        .await
+                        .expect("result");
+                }
+                // A player plays one unfinished match at a time: every match
+                // is assigned and finished, each squad opening a seat first.
+                for m in &fresh {
+                    store.assign_match(&m.match_id, &a).await.expect("assign");
+                    if m.world_type == "squad" {
+                        let t = m.teams.clone().expect("teams");
+                        let stay = vec![vec![t[0][0].clone()], t[1].clone()];
+                        store
+                            .request_backfill(&m.match_id, &stay, None)
+                            .await
+                            .expect("backfill");
+                    }
+                    running.push((
+                        m.match_id.clone(),
+                        world(&store, m.world_type.as_str()).teams,
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }));
+    }
+
+    // Per player: successful joins and leaves.
+    let ledger: Arc<Mutex<HashMap<String, (u64, u64)>>> = Arc::default();
+    let mut clients = Vec::new();
+    for c in 0..6 {
+        let (store, formed, ledger) = (store.clone(), formed.clone(), ledger.clone());
+        let mine: Vec<String> = names[c * 10..c * 10 + 10].to_vec();
+        clients.push(tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(100 + c as u64);
+            let worlds = ["duel", "squad", "ranked"];
+            // Where each player last queued: leaves go there.
+            let mut queued_in: HashMap<String, &str> = HashMap::new();
+            for _ in 0..400 {
+                let p = &mine[rng.random_range(0..mine.len())];
+                let mut name = worlds[rng.random_range(0..worlds.len())];
+                if rng.random_range(0..100) >= 60 {
+                    name = queued_in.get(p).copied().unwrap_or(name);
+                }
+                let w = world(&store, name);
+                match rng.random_range(0..100) {
+                    0..60 => {
+                        let rating = (w.name.as_str() == "ranked").then(|| {
+                            let n: f64 = p[1..].parse().unwrap();
+                            shared::Rating::new(1000.0 + (n * 37.0) % 500.0).unwrap()
+                        });
+                        let outcome = store.join(w, &player(p), None, rating).await.expect("join");
+                        let taken = match outcome {
+                            JoinOutcome::Queued(_) | JoinOutcome::Backfilled { .. } => true,
+                            JoinOutcome::Matched { record, .. } => {
+                                formed.lock().unwrap().push(record);
+                                true
+                            }
+                            _ => false,
+                        };
+                        if taken {
+                            queued_in.insert(p.clone(), name);
+                            ledger.lock().unwrap().entry(p.clone()).or_default().0 += 1;
+                        }
+                    }
+                    60..80 => {
+                        let left = store.leave(w, &player(p)).await.expect("leave");
+                        if matches!(left, shared::LeaveOutcome::Left { .. }) {
+                            ledger.lock().unwrap().entry(p.clone()).or_default().1 += 1;
+                        }
+                    }
+                    _ => {
+                        store.player_status(&player(p)).await.expect("status");
+                    }
+                }
+            }
+        }));
+    }
+    for c in clients {
+        c.await.expect("client");
+    }
+    done.store(true, Ordering::Relaxed);
+    for t in background {
+        t.await.expect("background task");
+    }
+
+    let formed = formed.lock().unwrap().clone();
+    let mut in_matches: HashMap<String, u64> = HashMap::new();
+    let mut additions = 0;
+    for m in &formed {
+        let distinct: BTreeSet<&PlayerId> = m.participants.iter().collect();
+        assert_eq!(distinct.len(), m.participants.len(), "{m:?}");
+        for (i, a) in m.participants.iter().enumerate() {
+            *in_matches.entry(a.to_string()).or_default() += 1;
+            for b in &m.participants[i + 1..] {
+                assert!(
+                    !pairs.contains(&unordered(a.as_str(), b.as_str())),
+                    "{a} and {b} avoid each other, yet met in {m:?}"
+                );
+            }
+        }
+        let Some(joined) = store.match_record(&m.match_id).await.unwrap() else {
+            continue;
+        };
+        let mut seated: Vec<&PlayerId> = m.participants.iter().collect();
+        for addition in &joined.lifecycle.additions {
+            for p in &addition.players {
+                for q in &seated {
+                    assert!(
+                        !pairs.contains(&unordered(p.as_str(), q.as_str())),
+                        "{p} was backfilled into a match with {q}, whom they avoid: {joined:?}"
+                    );
+                }
+                *in_matches.entry(p.to_string()).or_default() += 1;
+                additions += 1;
+            }
+            seated.extend(addition.players.iter());
+        }
+    }
+    let ledger = ledger.lock().unwrap().clone();
+    let mut joins = 0;
+    for p in &names {
+        let (tickets, left) = ledger.get(p).copied().unwrap_or_default();
+        let matched = in_matches.get(p).copied().unwrap_or(0);
+        let waiting = matches!(
+            store.player_status(&player(p)).await.unwrap(),
+            PlayerStatus::Queued(_)
+        );
+        assert_eq!(
+            tickets,
+            matched + left + u64::from(waiting),
+            "{p}: {tickets} tickets, {matched} matched, {left} left, waiting {waiting}"
+        );
+        joins += tickets;
+    }
+    assert!(
+        formed.len() > 50 && additions > 0 && joins > 200,
+        "{} matches, {additions} additions, {joins} joins",
+        formed.len()
+    );
+}
