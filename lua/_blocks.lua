@@ -65,14 +65,9 @@ local function flagged(ctx, players)
   return out
 end
 
--- Whether any player of `these` and any of `those` (player id lists) are
--- in one pair.
-local function blocked_between(ctx, these, those)
-  if not any_blocks(ctx) then return false end
-  local a = flagged(ctx, these)
-  if #a == 0 then return false end
-  local b = flagged(ctx, those)
-  if #b == 0 then return false end
+-- Whether a player of `a` and one of `b` (lists of players in some pair,
+-- from flagged) are in one pair: one HMGET of their pair fields.
+local function paired(ctx, a, b)
   local fields = {}
   for _, x in ipairs(a) do
     for _, y in ipairs(b) do
@@ -90,17 +85,31 @@ local function blocked_between(ctx, these, those)
   return false
 end
 
+-- Whether any player of `these` and any of `those` (player id lists) are
+-- in one pair.
+local function blocked_between(ctx, these, those)
+  if not any_blocks(ctx) then return false end
+  local a = flagged(ctx, these)
+  if #a == 0 then return false end
+  local b = flagged(ctx, those)
+  return #b > 0 and paired(ctx, a, b)
+end
+
 -- Whether the players of ticket info `info` and those of the infos `items`
--- are in one pair.
+-- are in one pair. Most tickets have no player in any pair: that is found
+-- before the others' players are gathered.
 local function blocked_with(ctx, info, items)
   if not any_blocks(ctx) then return false end
+  local a = flagged(ctx, info.players)
+  if #a == 0 then return false end
   local those = {}
   for _, it in ipairs(items) do
     if it ~= info then
       for _, p in ipairs(it.players) do those[#those + 1] = p end
     end
   end
-  return blocked_between(ctx, info.players, those)
+  local b = flagged(ctx, those)
+  return #b > 0 and paired(ctx, a, b)
 end
 
 -- Whether two of the infos `items` (different tickets) hold a pair.

@@ -59,8 +59,8 @@ impl Config {
                     s.trim()
                         .parse::<u8>()
                         .ok()
-                        .filter(|n| (1..=11).contains(n))
-                        .ok_or_else(|| format!("BENCH_ROWS takes numbers 1..=11, got {s:?}"))
+                        .filter(|n| (1..=12).contains(n))
+                        .ok_or_else(|| format!("BENCH_ROWS takes numbers 1..=12, got {s:?}"))
                 })
                 .collect::<Res<Vec<u8>>>()?,
             None => vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],

@@ -6,6 +6,7 @@
 
 mod attributes;
 mod backfill;
+mod blocks;
 mod common;
 mod durability;
 mod e2e;
@@ -72,7 +73,7 @@ async fn run(cfg: Config) -> Res<bool> {
         ..Default::default()
     };
     type Row = (u8, &'static str);
-    let rows: [Row; 11] = [
+    let rows: [Row; 12] = [
         (1, "scaling"),
         (2, "throughput"),
         (3, "matcher"),
@@ -84,6 +85,7 @@ async fn run(cfg: Config) -> Res<bool> {
         (9, "durability"),
         (10, "instructions"),
         (11, "attributes"),
+        (12, "block lists"),
     ];
     for (n, name) in rows {
         if !cfg.runs(n) {
@@ -102,6 +104,7 @@ async fn run(cfg: Config) -> Res<bool> {
             8 => backfill::run(&cfg, &mut report).await,
             9 => durability::run(&cfg, &mut report).await,
             11 => attributes::run(&cfg, &mut report).await,
+            12 => blocks::run(&cfg, &mut report).await,
             _ => instructions::run(&cfg, &mut report).await,
         };
         match result {

@@ -1,0 +1,213 @@
+//! Row 12: block lists (docs/rules.md, *Block lists*) in a 2 x 5 FIFO
+//! world where one player in ten avoids ten others (`maxEntries` 20).
+//!
+//! * 12a: a join's cost inside Redis with 1 M waiting ÷ with 1 k waiting
+//!   (quick: 100 k): probes join with instant matching off and leave again
+//!   after the timed batch;
+//! * 12b: one matcher call with 1 M waiting, inside Redis: the oldest 2 000
+//!   tickets placed one at a time, each kept clear of the pairs of the
+//!   match it goes into.
+//!
+//! The populations are filled through real joins (64 at a time) and real
+//! avoid-list writes (`set_avoid_list`); player `i` avoids when `i` is a
+//! multiple of 10, ten players spread over the whole population, so most
+//! pairs name a waiting player.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use integration_tests::{settings_for, RedisServer};
+use shared::store::JoinInput;
+use shared::{JoinOutcome, MatchStore, PlayerId, World};
+
+use crate::common::{raw_connection, Config, Ctx, Res};
+use crate::report::{count, Report, Table, Verdict};
+use crate::scaled::{interleaved_join_cost, join_ratio_check, matcher_calls};
+
+const WORLD: &str = "arena";
+/// Players per avoid list, and one avoider in this many players.
+const AVOIDED: usize = 10;
+const AVOIDER_EVERY: usize = 10;
+/// Joins (and list writes) in flight while filling.
+const FILL_CONCURRENCY: usize = 64;
+/// Probes per timed batch of 12a.
+const PROBES: usize = 200;
+
+fn rules() -> String {
+    serde_json::json!({
+        "blockLists": {"maxEntries": 20},
+        "worlds": [{"name": WORLD, "teamSize": 5, "teams": 2, "ticketTtlSeconds": 86_400}]
+    })
+    .to_string()
+}
+
+fn player(i: usize) -> Res<PlayerId> {
+    PlayerId::parse(&format!("b{i:07}")).ctx("player id")
+}
+
+/// Whom avoider `i` of a population of `n` avoids (splitmix64 spread).
+fn avoided_by(i: usize, n: usize) -> Res<Vec<PlayerId>> {
+    let mut out = BTreeSet::new();
+    let mut z = i as u64;
+    while out.len() < AVOIDED.min(n - 1) {
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut x = z;
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let j = ((x ^ (x >> 31)) % n as u64) as usize;
+        if j != i {
+            out.insert(j);
+        }
+    }
+    out.into_iter().map(player).collect()
+}
+
+struct Population {
+    store: MatchStore,
+    world: World,
+    n: usize,
+}
+
+async fn populate(url: &str, ns: &str, n: usize) -> Res<Population> {
+    let store = MatchStore::new(settings_for(
+        url,
+        false,
+        ns,
+        "",
+        &[
+            ("MM_WORLDS", ""),
+            ("MM_RULES", &rules()),
+            ("MM_INSTANT_MATCH", "false"),
+            ("MM_QUEUE_CAPACITY", "0"),
+        ],
+    ))
+    .ctx("build the store")?;
+    let world = store
+        .settings()
+        .worlds
+        .get(WORLD)
+        .cloned()
+        .ok_or("the world is not configured")?;
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..FILL_CONCURRENCY {
+        let (store, world, next) = (store.clone(), world.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    return Ok::<(), String>(());
+                }
+                let p = player(i)?;
+                if i % AVOIDER_EVERY == 0 {
+                    store
+                        .set_avoid_list(&p, &avoided_by(i, n)?)
+                        .await
+                        .ctx("avoid list")?;
+                }
+                match store
+                    .join_reply(&world, &p, &JoinInput::default(), false)
+                    .await
+                    .ctx("fill join")?
+                    .outcome
+                {
+                    JoinOutcome::Queued(_) => {}
+                    other => return Err(format!("filling: {other:?}")),
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    Ok(Population { store, world, n })
+}
+
+pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
+    let server = RedisServer::start();
+    let url = server.url();
+    let big = if cfg.quick { 100_000 } else { 1_000_000 };
+    let reps = if cfg.quick { cfg.reps.min(3) } else { cfg.reps };
+    let mut conn = raw_connection(&url).await?;
+    let mut pops = Vec::new();
+    for n in [1_000, big] {
+        eprintln!(
+            "  [12] filling {} players, one in {AVOIDER_EVERY} avoiding {AVOIDED} (real joins and writes)",
+            count(n as f64)
+        );
+        let t = Instant::now();
+        pops.push(populate(&url, &format!("k{n}"), n).await?);
+        eprintln!("  [12] filled in {:.1} s", t.elapsed().as_secs_f64());
+    }
+    let input = JoinInput::default();
+    let (small, large, ratio) = interleaved_join_cost(
+        &mut conn,
+        (&pops[0].store, &pops[0].world, &input),
+        (&pops[1].store, &pops[1].world, &input),
+        reps,
+    )
+    .await?;
+    join_ratio_check(
+        report,
+        &format!(
+            "12a. join into a world with block lists at {} waiting ÷ at 1 k (inside Redis)",
+            count(big as f64)
+        ),
+        &small,
+        &large,
+        ratio,
+    );
+
+    // 12b: one matcher call with `big` waiting; every match is re-checked
+    // against the lists.
+    let p = &pops[1];
+    let calls = matcher_calls(&mut conn, &p.store, &p.world, reps, |m| {
+        if m.participants.len() != 10 {
+            return Err(format!("odd match: {m:?}"));
+        }
+        let index = |q: &PlayerId| q.as_str()[1..].parse::<usize>().unwrap_or(usize::MAX);
+        for a in &m.participants {
+            let i = index(a);
+            if i % AVOIDER_EVERY != 0 {
+                continue;
+            }
+            let listed = avoided_by(i, p.n)?;
+            if let Some(b) = m.participants.iter().find(|b| listed.contains(b)) {
+                return Err(format!("{a} avoids {b}, yet they met in {}", m.match_id));
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    report.check(
+        &format!(
+            "12b. matcher with block lists: one call with {} waiting, inside Redis",
+            count(p.n as f64)
+        ),
+        calls.result(),
+        "<= 50 ms",
+        Verdict::of(calls.inside.median <= 50_000.0),
+    );
+    let mut table = Table::new(
+        "12. Block lists (2 x 5 FIFO, one player in ten avoiding ten)",
+        &format!(
+            "Populations filled by real joins and avoid-list writes (instant matching off). 12a: {PROBES} probe \
+             joins per batch, FCALL time per join (`INFO commandstats`), sizes interleaved over {reps} batches \
+             each. 12b: `form_matches`, {reps} calls in a row (each forms ~{} matches of the {} waiting, placing \
+             the oldest 2 000 tickets one at a time); every match is re-checked against the avoid lists.",
+            count(calls.formed.median),
+            count(p.n as f64)
+        ),
+        &["what", "median", "min–max"],
+    );
+    calls.rows(&mut table, "12", big, &small, &large);
+    report.tables.push(table);
+    report.note(format!(
+        "Block-list matcher call (first repetition): {}",
+        calls.breakdown
+    ));
+    drop(pops);
+    drop(server);
+    Ok(())
+}
