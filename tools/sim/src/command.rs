@@ -11,7 +11,7 @@ use crate::{cli, plot, regional, report, rules, simulate, Config};
 
 mod studies;
 
-use studies::{finish_attributes, finish_regions, run_backfill, run_ratings};
+use studies::{finish_attributes, finish_regions, run_backfill, run_blocks, run_ratings};
 
 /// UTC time as `YYYYMMDD-HHMMSS`.
 pub fn utc_stamp(unix_secs: u64) -> String {
@@ -98,6 +98,9 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     }
     if opts.backfill {
         return run_backfill(&opts, args, started).await;
+    }
+    if opts.blocks {
+        return run_blocks(&opts, args, started).await;
     }
     let scenario = scenario_of(&opts)?;
     let scenario = if opts.regions && opts.trace.is_none() {

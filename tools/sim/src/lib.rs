@@ -8,6 +8,7 @@
 
 pub mod attributes;
 pub mod backfill;
+pub mod blocks;
 pub mod cli;
 pub mod clock;
 mod command;

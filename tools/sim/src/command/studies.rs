@@ -1,4 +1,5 @@
-//! The studies with reports of their own: regions, ratings and backfill.
+//! The studies with reports of their own: regions, attributes, ratings,
+//! backfill and block lists.
 
 use super::*;
 
@@ -207,6 +208,83 @@ pub(super) async fn run_backfill(
         &out,
         |full| crate::backfill::report::render(&ctx, &outcome, &checks, full),
         &charts,
+    )?;
+    for l in &outcome.lanes {
+        if let Some(why) = &l.lagging {
+            eprintln!(
+                "mm-sim: WARNING: {} did not keep up with x{}: {why}; rerun with a lower --speed",
+                l.label, opts.speed
+            );
+        }
+    }
+    Ok(scenario_status(
+        opts,
+        outcome.lanes.iter().map(|l| (l.label.as_str(), l.failures)),
+        &checks,
+    ))
+}
+
+/// The block-list scenario (`--blocks`): simulate, write the report and
+/// the charts, print.
+pub(super) async fn run_blocks(
+    opts: &cli::Options,
+    args: &[String],
+    started: Instant,
+) -> Result<i32, String> {
+    let rule_sets = rule_sets_or(opts, "blocks")?;
+    let (out, stamp) = out_dir(opts);
+    let config = crate::blocks::Config {
+        rule_sets,
+        players: opts.players,
+        lists: opts.avoid,
+        rate: opts.rate,
+        seconds: opts.minutes * 60.0,
+        away: opts.away,
+        mean: opts.mean,
+        sd: opts.sd,
+        seed: opts.seed,
+        drain: opts.drain,
+        speed: opts.speed,
+        in_flight: opts.in_flight,
+        redis_server: opts.redis_server.clone(),
+        work_dir: out.clone(),
+    };
+    eprintln!(
+        "simulating {} players avoiding {}–{} others each, arrivals at {}/s for {} min, through {} rule set(s), each with and without block lists, at x{} (about {:.0} s)...",
+        config.players,
+        config.lists.0,
+        config.lists.1,
+        crate::oracle::trim_float(config.rate),
+        crate::oracle::trim_float(opts.minutes),
+        config.rule_sets.len(),
+        opts.speed,
+        (config.seconds + config.drain) / opts.speed + 3.0
+    );
+    let outcome = crate::blocks::simulate(&config).await?;
+    let checks = crate::blocks::analysis::criteria(&outcome.lanes, &outcome.population);
+    let charts = crate::blocks::plot::charts(&out, &outcome)?;
+    let ctx = crate::blocks::report::Context {
+        title: format!("Block lists simulation {stamp} UTC"),
+        mean: config.mean,
+        sd: config.sd,
+        seed: config.seed,
+        drain: config.drain,
+        speed: config.speed,
+        measured_speed: outcome.measured_speed,
+        clock_error: outcome.clock_error,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        command: command_line(args),
+        core: core_version(),
+        charts: charts
+            .iter()
+            .filter_map(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .collect(),
+    };
+    let shown: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
+    publish(
+        &out,
+        |full| crate::blocks::report::render(&ctx, &outcome, &checks, full),
+        &shown,
     )?;
     for l in &outcome.lanes {
         if let Some(why) = &l.lagging {

@@ -6,6 +6,8 @@
 //! result through the route's use case (`use_cases::report_result`); the
 //! real matcher ticks every simulated second. The outcome model
 //! ([`Performance`]) decides who wins from each player's hidden true skill.
+//! The block-list study (`--blocks`) starts its lanes and ticks them here
+//! too, and plays no game.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -43,6 +45,7 @@ pub struct Servers {
     clocks: Vec<SimClock>,
     /// Each server's measured clock speed.
     pub speeds: Vec<f64>,
+    speed: f64,
 }
 
 impl Servers {
@@ -53,6 +56,20 @@ impl Servers {
             .copied()
             .max_by(|a, b| (a / speed - 1.0).abs().total_cmp(&(b / speed - 1.0).abs()))
             .unwrap_or(speed)
+    }
+
+    /// Anchors every lane's clock on one common simulated time 0, 300 ms
+    /// of real time from now (again: before a first arrival, after what a
+    /// study did to its stores first). Returns the clocks, lane by lane.
+    pub async fn anchor(&mut self) -> Result<Vec<SimClock>, String> {
+        let origin = Instant::now() + Duration::from_millis(300);
+        let mut clocks = Vec::new();
+        for control in self.controls.iter_mut() {
+            let reading = clock::read(control, 7).await?;
+            clocks.push(SimClock::new(origin, reading, self.speed));
+        }
+        self.clocks.clone_from(&clocks);
+        Ok(clocks)
     }
 
     /// Per lane: its server's CPU use; and the clock model's worst error
@@ -114,30 +131,24 @@ pub async fn start(
         controls.push(server.control);
         redis.push(server.redis);
     }
-    let origin = Instant::now() + Duration::from_millis(300);
-    let mut clocks = Vec::new();
-    for control in controls.iter_mut() {
-        let reading = clock::read(control, 7).await?;
-        clocks.push(SimClock::new(origin, reading, speed));
-    }
-    for ((label, store, matcher, world), clock) in pending.into_iter().zip(clocks.iter()) {
+    let mut servers = Servers {
+        redis,
+        controls,
+        clocks: Vec::new(),
+        speeds,
+        speed,
+    };
+    let clocks = servers.anchor().await?;
+    for ((label, store, matcher, world), clock) in pending.into_iter().zip(clocks) {
         lanes.push(Lane {
             label,
             store,
             matcher,
             world,
-            clock: *clock,
+            clock,
         });
     }
-    Ok((
-        lanes,
-        Servers {
-            redis,
-            controls,
-            clocks,
-            speeds,
-        },
-    ))
+    Ok((lanes, servers))
 }
 
 /// Sleeps until simulated time `t` of `clock`.
@@ -454,67 +465,4 @@ pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn places_rank_the_highest_first_and_share_ties() {
-        assert_eq!(places(&[3.0, 9.0, 1.0]), [2, 1, 3]);
-        assert_eq!(places(&[5.0, 7.0, 7.0, 1.0]), [3, 1, 1, 4]);
-        assert_eq!(places(&[]), Vec::<u32>::new());
-    }
-
-    #[test]
-    fn the_noise_is_the_same_for_the_same_player_and_game() {
-        let m = Performance {
-            noise: 150.0,
-            seed: 7,
-        };
-        assert_eq!(m.of(1500.0, 3, 4), m.of(1500.0, 3, 4));
-        assert_ne!(m.of(1500.0, 3, 4), m.of(1500.0, 3, 5));
-        assert_ne!(m.of(1500.0, 3, 4), m.of(1500.0, 4, 4));
-        // The noise has sd `noise`.
-        let draws: Vec<f64> = (0..4000).map(|g| m.of(0.0, 1, g) / 150.0).collect();
-        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
-        let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / draws.len() as f64;
-        assert!(
-            mean.abs() < 0.06 && (var - 1.0).abs() < 0.08,
-            "{mean} {var}"
-        );
-        let quiet = Performance {
-            noise: 0.0,
-            seed: 1,
-        };
-        assert_eq!(quiet.of(1234.0, 0, 0), 1234.0);
-    }
-
-    #[test]
-    fn reports_rank_teams_by_their_sums_or_every_player() {
-        let p = |s: &str| PlayerId::parse(s).unwrap();
-        let mut record: MatchRecord = serde_json::from_value(serde_json::json!({
-            "matchId": "m1", "worldType": "w", "participants": ["a", "b", "c", "d"],
-            "matchedAt": 1, "teams": [["a", "b"], ["c", "d"]]
-        }))
-        .unwrap();
-        let perf: BTreeMap<PlayerId, f64> = [("a", 10.0), ("b", 1.0), ("c", 5.0), ("d", 5.0)]
-            .map(|(k, v)| (p(k), v))
-            .into();
-        let r = report_for(&record, &perf);
-        assert_eq!(r.team_ranks, Some(vec![1, 2]), "11 against 10");
-        assert!(r.placing(&record).unwrap().is_some());
-        record.teams = None;
-        let r = report_for(&record, &perf);
-        let ranks = r.player_ranks.clone().unwrap();
-        assert_eq!(ranks[&p("a")], 1);
-        assert_eq!(ranks[&p("b")], 4);
-        assert_eq!((ranks[&p("c")], ranks[&p("d")]), (2, 2));
-        assert!(r.placing(&record).unwrap().is_some());
-    }
-
-    #[test]
-    fn spreads_and_team_differences() {
-        assert_eq!(spread(&[1.0, 5.0, 3.0]), 4.0);
-        assert_eq!(spread(&[2.0]), 0.0);
-        assert_eq!(team_difference(&[vec![1.0, 3.0], vec![4.0], vec![]]), 2.0);
-    }
-}
+mod tests;
