@@ -36,17 +36,22 @@ local function any_blocks(ctx)
   return on
 end
 
+-- What flagged returns when no player is in a pair (never written to).
+local NO_PLAYERS = {}
+
 -- The players among `players` who are in some pair, as a list; counts are
--- read once per player and call (ctx.block_flags).
+-- read once per player and call (ctx.block_flags). Called for every ticket
+-- a match is formed from, so it makes no table it does not return.
 local function flagged(ctx, players)
   local flags = ctx.block_flags
   if not flags then
     flags = {}
     ctx.block_flags = flags
   end
-  local unknown, n = {}, 0
+  local unknown, n = nil, 0
   for _, p in ipairs(players) do
     if flags[p] == nil then
+      unknown = unknown or {}
       n = n + 1
       unknown[n] = p
     end
@@ -58,9 +63,12 @@ local function flagged(ctx, players)
     for j = i, last do flags[unknown[j]] = counts[j - i + 1] ~= false end
     i = last + 1
   end
-  local out = {}
+  local out = NO_PLAYERS
   for _, p in ipairs(players) do
-    if flags[p] then out[#out + 1] = p end
+    if flags[p] then
+      if out == NO_PLAYERS then out = {} end
+      out[#out + 1] = p
+    end
   end
   return out
 end
@@ -102,14 +110,21 @@ local function blocked_with(ctx, info, items)
   if not any_blocks(ctx) then return false end
   local a = flagged(ctx, info.players)
   if #a == 0 then return false end
-  local those = {}
+  -- The others' players were flagged when they were chosen.
+  local flags, b = ctx.block_flags, nil
   for _, it in ipairs(items) do
     if it ~= info then
-      for _, p in ipairs(it.players) do those[#those + 1] = p end
+      for _, p in ipairs(it.players) do
+        local f = flags[p]
+        if f == nil then f = #flagged(ctx, { p }) > 0 end
+        if f then
+          b = b or {}
+          b[#b + 1] = p
+        end
+      end
     end
   end
-  local b = flagged(ctx, those)
-  return #b > 0 and paired(ctx, a, b)
+  return b ~= nil and paired(ctx, a, b)
 end
 
 -- Whether two of the infos `items` (different tickets) hold a pair.

@@ -456,6 +456,9 @@ local function form_fifo_general(ctx, opts)
   local seats, teams = cfg.seats, cfg.teams
   local cap = seats / teams
   local tickets = redis.call('ZRANGE', k.queue, 0, opts.scan - 1)
+  -- Whose players are in a block pair, for all solo tickets at once (a
+  -- party's members are read when it is placed).
+  if Blocks.any_blocks(ctx) then Blocks.flagged(ctx, tickets) end
   local open, done, gone, unplaced = {}, {}, {}, {}
   for pos, t in ipairs(tickets) do
     if max_groups > 0 and #done >= max_groups then break end

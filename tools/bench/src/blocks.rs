@@ -6,7 +6,9 @@
 //!   after the timed batch;
 //! * 12b: one matcher call with 1 M waiting, inside Redis: the oldest 2 000
 //!   tickets placed one at a time, each kept clear of the pairs of the
-//!   match it goes into.
+//!   match it goes into;
+//! * 12c (info): the same call in the same world and population without
+//!   block lists, what 12b is compared with.
 //!
 //! The populations are filled through real joins (64 at a time) and real
 //! avoid-list writes (`set_avoid_list`); player `i` avoids when `i` is a
@@ -34,12 +36,14 @@ const FILL_CONCURRENCY: usize = 64;
 /// Probes per timed batch of 12a.
 const PROBES: usize = 200;
 
-fn rules() -> String {
-    serde_json::json!({
-        "blockLists": {"maxEntries": 20},
+fn rules(lists: bool) -> String {
+    let mut rules = serde_json::json!({
         "worlds": [{"name": WORLD, "teamSize": 5, "teams": 2, "ticketTtlSeconds": 86_400}]
-    })
-    .to_string()
+    });
+    if lists {
+        rules["blockLists"] = serde_json::json!({"maxEntries": 20});
+    }
+    rules.to_string()
 }
 
 fn player(i: usize) -> Res<PlayerId> {
@@ -69,7 +73,7 @@ struct Population {
     n: usize,
 }
 
-async fn populate(url: &str, ns: &str, n: usize) -> Res<Population> {
+async fn populate(url: &str, ns: &str, n: usize, lists: bool) -> Res<Population> {
     let store = MatchStore::new(settings_for(
         url,
         false,
@@ -77,7 +81,7 @@ async fn populate(url: &str, ns: &str, n: usize) -> Res<Population> {
         "",
         &[
             ("MM_WORLDS", ""),
-            ("MM_RULES", &rules()),
+            ("MM_RULES", &rules(lists)),
             ("MM_INSTANT_MATCH", "false"),
             ("MM_QUEUE_CAPACITY", "0"),
         ],
@@ -100,7 +104,7 @@ async fn populate(url: &str, ns: &str, n: usize) -> Res<Population> {
                     return Ok::<(), String>(());
                 }
                 let p = player(i)?;
-                if i % AVOIDER_EVERY == 0 {
+                if lists && i % AVOIDER_EVERY == 0 {
                     store
                         .set_avoid_list(&p, &avoided_by(i, n)?)
                         .await
@@ -131,13 +135,18 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let reps = if cfg.quick { cfg.reps.min(3) } else { cfg.reps };
     let mut conn = raw_connection(&url).await?;
     let mut pops = Vec::new();
-    for n in [1_000, big] {
+    for (n, lists) in [(1_000, true), (big, true), (big, false)] {
         eprintln!(
-            "  [12] filling {} players, one in {AVOIDER_EVERY} avoiding {AVOIDED} (real joins and writes)",
-            count(n as f64)
+            "  [12] filling {} players{} (real joins and writes)",
+            count(n as f64),
+            if lists {
+                ", one in ten avoiding ten"
+            } else {
+                ", no block lists"
+            }
         );
         let t = Instant::now();
-        pops.push(populate(&url, &format!("k{n}"), n).await?);
+        pops.push(populate(&url, &format!("k{n}{lists}"), n, lists).await?);
         eprintln!("  [12] filled in {:.1} s", t.elapsed().as_secs_f64());
     }
     let input = JoinInput::default();
@@ -180,10 +189,18 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         Ok(())
     })
     .await?;
+    let q = &pops[2];
+    let plain = matcher_calls(&mut conn, &q.store, &q.world, reps, |m| {
+        (m.participants.len() == 10)
+            .then_some(())
+            .ok_or_else(|| format!("odd match: {m:?}"))
+    })
+    .await?;
     report.check(
         &format!(
-            "12b. matcher with block lists: one call with {} waiting, inside Redis",
-            count(p.n as f64)
+            "12b. matcher with block lists: one call with {} waiting, inside Redis (without lists: {})",
+            count(p.n as f64),
+            crate::report::dur(plain.inside.median)
         ),
         calls.result(),
         "<= 50 ms",
@@ -202,6 +219,15 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         &["what", "median", "min–max"],
     );
     calls.rows(&mut table, "12", big, &small, &large);
+    table.row(vec![
+        "12c. the same call without block lists, inside Redis".into(),
+        crate::report::dur(plain.inside.median),
+        format!(
+            "{}–{}",
+            crate::report::dur(plain.inside.min),
+            crate::report::dur(plain.inside.max)
+        ),
+    ]);
     report.tables.push(table);
     report.note(format!(
         "Block-list matcher call (first repetition): {}",
