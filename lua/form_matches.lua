@@ -48,7 +48,7 @@ local records, expired, removed, more, _
 if cfg.anchored then
   records, _, expired, removed, more = Rated.form_rated(ctx, limit)
 else
-  records, _, expired, removed, more = Matching.form_matches(ctx, { max_groups = limit })
+  records, _, expired, removed, more = Fifo.form_matches(ctx, { max_groups = limit })
 end
 
 local reply = {

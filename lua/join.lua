@@ -159,8 +159,8 @@ if attempt then
       still_queued = items == nil
     end
   else
-    records, ids = Matching.form_matches(ctx, {
-      max_groups = 0, scan = Matching.INSTANT_SCAN * seats, only = player, parties_queued = stats.parties,
+    records, ids = Fifo.form_matches(ctx, {
+      max_groups = 0, scan = Fifo.INSTANT_SCAN * seats, only = player, parties_queued = stats.parties,
     })
     still_queued = Players.waiting_ticket(k, player) ~= nil
   end

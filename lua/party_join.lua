@@ -150,8 +150,8 @@ if cfg.instant then
       end
     end
   else
-    records, ids = Matching.form_matches(ctx, {
-      max_groups = 0, scan = Matching.INSTANT_SCAN * cfg.seats, only = ticket_id, parties_queued = 1,
+    records, ids = Fifo.form_matches(ctx, {
+      max_groups = 0, scan = Fifo.INSTANT_SCAN * cfg.seats, only = ticket_id, parties_queued = 1,
     })
   end
 end

@@ -56,6 +56,7 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
         "_departures.lua",
         include_str!("../../../lua/_departures.lua"),
     ),
+    ("_fifo.lua", include_str!("../../../lua/_fifo.lua")),
     (
         "_lifecycle.lua",
         include_str!("../../../lua/_lifecycle.lua"),
