@@ -60,7 +60,8 @@ local function ids(items)
   for i, it in ipairs(items) do out[i] = it.ticket end
   return table.concat(out, ',')
 end
-local ctx = { cfg = cfg }
+-- No keys: fill_match reads none here (a call without block lists).
+local ctx = { cfg = cfg, k = {} }
 local candidates = {}
 for i = 2, #infos do candidates[i - 1] = infos[i] end
 local head = {}
