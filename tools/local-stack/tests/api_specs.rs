@@ -657,6 +657,7 @@ const FLOW_RULES: &str = r#"{
   "servers": {"scope": "matchmaking/servers"},
   "admin": {"readScope": "matchmaking/admin.read", "actionScope": "matchmaking/admin.act"},
   "attributeStore": {"writerScope": "matchmaking/attributes.write"},
+  "blockLists": {"maxEntries": 4},
   "attributes": {
     "modes": {"type": "stringList", "values": ["ffa", "ctf", "duel"], "maxItems": 3, "missing": "refuse"},
     "level": {"type": "number", "min": 1, "max": 100, "default": 1},
@@ -995,6 +996,45 @@ async fn every_answer_and_frame_of_an_end_to_end_run_fits_the_specs() {
         404,
         "UNKNOWN_WORLD",
     );
+
+    // Block lists: an avoid list behind the servers' scope, a bad one
+    // refused (an id twice), then cleared again so the flow below is free.
+    let avoid = |who: &str| format!("/v1/avoid/{who}");
+    expect(
+        &run.call(
+            "PUT",
+            &avoid("m1"),
+            &outsider,
+            body(json!({"players": ["m9"]})),
+        )
+        .await,
+        403,
+        "FORBIDDEN",
+    );
+    expect(
+        &run.call(
+            "PUT",
+            &avoid("m1"),
+            &server,
+            body(json!({"players": ["m9", "m9"]})),
+        )
+        .await,
+        400,
+        "INVALID_REQUEST",
+    );
+    for players in [json!(["m9", "m8"]), json!([])] {
+        expect(
+            &run.call(
+                "PUT",
+                &avoid("m1"),
+                &server,
+                body(json!({"players": players})),
+            )
+            .await,
+            200,
+            "",
+        );
+    }
 
     // Attributes: the trusted store behind its scope, a join's attributes
     // checked, a match formed under the rules (its record and MATCH_FOUND
@@ -2138,6 +2178,9 @@ async fn schemathesis_finds_no_answer_that_breaks_the_openapi_spec() {
             "platform": {"type": "string", "source": "trusted", "values": ["pc", "console"]}
         });
     }
+    // Block lists as long as the spec allows, so that every schema-valid
+    // avoid list is taken.
+    rules["blockLists"] = json!({ "maxEntries": 1000 });
     // Without the demo allocator, which would assign the matches that
     // Schemathesis's joins form: its players would then be IN_MATCH for the
     // rest of the run and never queue or match again.

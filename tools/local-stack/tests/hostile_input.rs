@@ -2090,7 +2090,7 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         // length) is `{}`; the content type is still checked.
         Map::new()
     } else {
-        let limit = if matches!(route, Route::Assign | Route::Backfill) {
+        let limit = if matches!(route, Route::Assign | Route::Backfill | Route::Avoid) {
             MAX_LIST_BODY_BYTES
         } else {
             MAX_BODY_BYTES
@@ -2214,9 +2214,10 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
         });
     }
     if route == Route::Avoid {
-        // `players` is required: distinct player ids, not the player's
-        // own, at most `blockLists.maxEntries` (4); the harness configures
-        // no server scope, so every well-formed write is forbidden.
+        // `players` is required: player ids, distinct and at most
+        // `blockLists.maxEntries` (4) once the player's own is left out; the
+        // harness configures no server scope, so every well-formed write is
+        // forbidden.
         let Some(value) = body.get("players") else {
             return invalid;
         };
@@ -2227,10 +2228,9 @@ fn expected(case: &HttpCase, before: Option<&Before>) -> Expected {
                 .collect::<Option<Vec<&str>>>()
         });
         let good = listed.is_some_and(|ids| {
-            let distinct: BTreeSet<&str> = ids.iter().copied().collect();
-            ids.len() <= MAX_AVOIDED
-                && distinct.len() == ids.len()
-                && !distinct.contains(own.as_str())
+            let others: Vec<&str> = ids.into_iter().filter(|p| *p != own).collect();
+            let distinct: BTreeSet<&str> = others.iter().copied().collect();
+            others.len() <= MAX_AVOIDED && distinct.len() == others.len()
         });
         return if good {
             Refused(403, "FORBIDDEN", None)

@@ -365,9 +365,10 @@ export interface paths {
          *     backfill, in any world of the namespace, whichever of them listed
          *     the other; matches already formed stand. A list is at most the
          *     rule set's `blockLists.maxEntries` (100 unless set) distinct player
-         *     ids, never the player's own. Bad lists, and every write when the
-         *     rule set has no `blockLists`, are `400 INVALID_REQUEST` with
-         *     `field: "players"`, and nothing is written.
+         *     ids; the player's own id, if listed, is left out. Bad lists, and
+         *     every write when the rule set has no `blockLists`, are
+         *     `400 INVALID_REQUEST` with `field: "players"`, and nothing is
+         *     written.
          */
         put: operations["avoid"];
         post?: never;
@@ -1295,8 +1296,9 @@ export interface components {
         AvoidRequest: {
             /**
              * @description the players this one avoids, replacing the stored list (`[]`
-             *     clears it): distinct ids, never the player's own, at most the
-             *     rule set's `blockLists.maxEntries` (100 unless set, at most 1000)
+             *     clears it): distinct ids, at most the rule set's
+             *     `blockLists.maxEntries` (100 unless set, at most 1000) once the
+             *     player's own id (left out, if listed) is set aside
              */
             players: components["schemas"]["PlayerId"][];
         };
@@ -1471,7 +1473,7 @@ export interface components {
              * @description the field at fault, when it is one
              * @enum {string}
              */
-            field?: "worldType" | "data" | "members" | "matchId" | "partyId" | "playerId" | "rating" | "limit" | "after" | "offset" | "note";
+            field?: "worldType" | "data" | "members" | "matchId" | "partyId" | "playerId" | "players" | "rating" | "limit" | "after" | "offset" | "note";
             /** @description a key found twice in one object of the body (the first such key, in document order) */
             duplicateKey?: string;
             /** @description the JSON Pointer (RFC 6901) of the duplicate key's second occurrence, e.g. `/latencies/eu` */
@@ -2850,7 +2852,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description malformed request, a bad list (not player ids, the player's own id, an id twice, too many), or a rule set without block lists */
+            /** @description malformed request, a bad list (not player ids, an id twice, too many), or a rule set without block lists */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2888,7 +2890,7 @@ export interface operations {
                     "application/json": components["schemas"]["GatewayMessage"];
                 };
             };
-            413: components["responses"]["PayloadTooLarge"];
+            413: components["responses"]["ListBodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];

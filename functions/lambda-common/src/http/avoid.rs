@@ -8,7 +8,7 @@ use shared::{MatchStore, PlayerId};
 use tracing::field::Empty;
 
 use super::errors::{finish, not_found_error, ok, ApiError, Failure};
-use super::request::{authorize, caller, check_method, invalid_field, json_body};
+use super::request::{authorize, caller, check_method, invalid_field, json_body_within};
 use super::{path_parameter, Route};
 
 /// The body of an avoid-list write.
@@ -28,20 +28,21 @@ struct AvoidStored<'a> {
 }
 
 /// The avoid list of `player` in `value`: an array of distinct player ids,
-/// none of them `player`, at most `max` of them. 400 INVALID_REQUEST
-/// (`field: "players"`) otherwise.
+/// at most `max` of them once the player's own id (which blocks nobody) is
+/// left out. 400 INVALID_REQUEST (`field: "players"`) otherwise.
 fn avoid_list(player: &PlayerId, value: &Value, max: usize) -> Result<Vec<PlayerId>, ApiError> {
     let items = value
         .as_array()
         .ok_or_else(|| invalid_field("players", "players must be an array of player ids"))?;
-    if items.len() > max {
-        return Err(invalid_field(
+    let too_many = |n: usize| {
+        invalid_field(
             "players",
-            format!(
-                "an avoid list holds at most {max} players (blockLists.maxEntries), got {}",
-                items.len()
-            ),
-        ));
+            format!("an avoid list holds at most {max} players (blockLists.maxEntries), got {n}"),
+        )
+    };
+    // Bounds the work before any id is read (the own id may be there too).
+    if items.len() > max + 1 {
+        return Err(too_many(items.len()));
     }
     let mut seen = HashSet::with_capacity(items.len());
     let mut out = Vec::with_capacity(items.len());
@@ -53,7 +54,7 @@ fn avoid_list(player: &PlayerId, value: &Value, max: usize) -> Result<Vec<Player
                 PlayerId::parse(s).map_err(|e| invalid_field("players", format!("players: {e}")))
             })?;
         if id == *player {
-            return Err(invalid_field("players", "a player cannot avoid themselves"));
+            continue;
         }
         if !seen.insert(id.clone()) {
             return Err(invalid_field(
@@ -63,11 +64,14 @@ fn avoid_list(player: &PlayerId, value: &Value, max: usize) -> Result<Vec<Player
         }
         out.push(id);
     }
+    if out.len() > max {
+        return Err(too_many(out.len()));
+    }
     Ok(out)
 }
 
 /// `PUT /v1/avoid/{playerId}`: replaces a player's avoid list (`{"players":
-/// []}` clears it). From then on the player and each listed player are
+/// []}` clears it; the player's own id is left out). From then on the player and each listed player are
 /// never matched or backfilled together, in any world. Only callers whose
 /// verified token carries `servers.scope` may; a malformed write is a 400
 /// whoever sends it. A rule set without `blockLists` keeps no lists: 400.
@@ -82,7 +86,7 @@ async fn put_avoid_inner(store: &MatchStore, req: &Request) -> Result<Response<B
     tracing::Span::current().record("caller", caller.as_str());
     let raw = path_parameter(req, "playerId").ok_or_else(|| not_found_error(req))?;
     let player = PlayerId::parse(&raw).map_err(|e| invalid_field("playerId", e))?;
-    let body: AvoidBody = json_body(req)?;
+    let body: AvoidBody = json_body_within(req, Route::Avoid.max_body_bytes())?;
     let Some(lists) = store.settings().block_lists else {
         return Err(invalid_field(
             "players",

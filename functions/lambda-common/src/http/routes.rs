@@ -267,7 +267,7 @@ impl Route {
     /// 64 KiB.
     pub const fn max_body_bytes(self) -> usize {
         match self {
-            Route::Assign | Route::Backfill => super::request::MAX_LIST_BODY_BYTES,
+            Route::Assign | Route::Backfill | Route::Avoid => super::request::MAX_LIST_BODY_BYTES,
             _ => super::request::MAX_BODY_BYTES,
         }
     }
