@@ -470,6 +470,7 @@ var ROUTES = {
   backfillKeepalive: { method: "POST", path: "/v1/matching/matches/{matchId}/backfill/keepalive", scope: "servers.scope" },
   rating: { method: "PUT", path: "/v1/ratings/{playerId}", scope: "ratings.writerScope" },
   attributes: { method: "PUT", path: "/v1/attributes/{playerId}", scope: "attributeStore.writerScope" },
+  avoid: { method: "PUT", path: "/v1/avoid/{playerId}", scope: "servers.scope" },
   createParty: { method: "POST", path: "/v1/parties" },
   joinParty: { method: "POST", path: "/v1/parties/{partyId}/join" },
   cancelParty: { method: "DELETE", path: "/v1/parties/{partyId}" },
@@ -569,6 +570,13 @@ var MatchmakingClient = class {
    */
   putAttributes(playerId, body) {
     return this.call("attributes", { playerId }, body);
+  }
+  /**
+   * `PUT /v1/avoid/{playerId}`: replaces a player's avoid list (block lists; `{players: []}` clears it): the player and
+   * every listed player are never matched or backfilled together. A token with `servers.scope`.
+   */
+  putAvoidList(playerId, body) {
+    return this.call("avoid", { playerId }, body);
   }
   /** `POST /v1/matching/matches/{matchId}/assignment`: the allocator names the match's server (a token with `servers.scope`). */
   assignMatch(matchId, body) {
