@@ -363,17 +363,27 @@ fn out_dir(opts: &cli::Options) -> (std::path::PathBuf, String) {
     (out, stamp)
 }
 
-/// The exit status of a played-out scenario: 2 when calls failed, 3 with
-/// `--fail-on-miss` when a criterion missed, else 0.
+/// Warns about the lanes that did not keep up with `opts.speed`; the exit
+/// status of a played-out scenario: 2 when calls failed, 3 with
+/// `--fail-on-miss` when a criterion missed, else 0. `lanes`: each lane's
+/// label, why it lagged (if it did) and its failed calls.
 fn scenario_status<'a>(
     opts: &cli::Options,
-    failures: impl Iterator<Item = (&'a str, u64)>,
+    lanes: impl Iterator<Item = (&'a str, Option<&'a String>, u64)>,
     checks: &[report::Check],
 ) -> i32 {
-    let failed: Vec<String> = failures
-        .filter(|(_, n)| *n > 0)
-        .map(|(l, n)| format!("{l} ({n} failures)"))
-        .collect();
+    let mut failed: Vec<String> = Vec::new();
+    for (label, lagging, failures) in lanes {
+        if let Some(why) = lagging {
+            eprintln!(
+                "mm-sim: WARNING: {label} did not keep up with x{}: {why}; rerun with a lower --speed",
+                opts.speed
+            );
+        }
+        if failures > 0 {
+            failed.push(format!("{label} ({failures} failures)"));
+        }
+    }
     if !failed.is_empty() {
         eprintln!(
             "mm-sim: calls failed in {}: see the report's Run diagnostics",

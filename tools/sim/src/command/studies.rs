@@ -139,17 +139,12 @@ pub(super) async fn run_ratings(
         |full| crate::ratings::report::render(&ctx, &outcome, &checks, full),
         &charts,
     )?;
-    for l in &outcome.lanes {
-        if let Some(why) = &l.lagging {
-            eprintln!(
-                "mm-sim: WARNING: {} did not keep up with x{}: {why}; rerun with a lower --speed",
-                l.label, opts.speed
-            );
-        }
-    }
     Ok(scenario_status(
         opts,
-        outcome.lanes.iter().map(|l| (l.label.as_str(), l.failures)),
+        outcome
+            .lanes
+            .iter()
+            .map(|l| (l.label.as_str(), l.lagging.as_ref(), l.failures)),
         &checks,
     ))
 }
@@ -209,17 +204,12 @@ pub(super) async fn run_backfill(
         |full| crate::backfill::report::render(&ctx, &outcome, &checks, full),
         &charts,
     )?;
-    for l in &outcome.lanes {
-        if let Some(why) = &l.lagging {
-            eprintln!(
-                "mm-sim: WARNING: {} did not keep up with x{}: {why}; rerun with a lower --speed",
-                l.label, opts.speed
-            );
-        }
-    }
     Ok(scenario_status(
         opts,
-        outcome.lanes.iter().map(|l| (l.label.as_str(), l.failures)),
+        outcome
+            .lanes
+            .iter()
+            .map(|l| (l.label.as_str(), l.lagging.as_ref(), l.failures)),
         &checks,
     ))
 }
@@ -286,17 +276,12 @@ pub(super) async fn run_blocks(
         |full| crate::blocks::report::render(&ctx, &outcome, &checks, full),
         &shown,
     )?;
-    for l in &outcome.lanes {
-        if let Some(why) = &l.lagging {
-            eprintln!(
-                "mm-sim: WARNING: {} did not keep up with x{}: {why}; rerun with a lower --speed",
-                l.label, opts.speed
-            );
-        }
-    }
     Ok(scenario_status(
         opts,
-        outcome.lanes.iter().map(|l| (l.label.as_str(), l.failures)),
+        outcome
+            .lanes
+            .iter()
+            .map(|l| (l.label.as_str(), l.lagging.as_ref(), l.failures)),
         &checks,
     ))
 }

@@ -72,6 +72,27 @@ impl Servers {
         Ok(clocks)
     }
 
+    /// Awaits the lanes' tasks (`handles`, lane order), then ends the
+    /// servers: the results, each with its server's CPU use added to its
+    /// `notes`; the measured speed furthest from the one asked for; and the
+    /// clock model's worst error (see [`Servers::finish`]).
+    pub async fn collect<T>(
+        self,
+        handles: Vec<tokio::task::JoinHandle<T>>,
+        notes: impl Fn(&mut T) -> &mut Vec<String>,
+    ) -> Result<(Vec<T>, f64, Option<f64>), String> {
+        let mut results = Vec::new();
+        for h in handles {
+            results.push(h.await.map_err(|e| format!("a lane failed: {e}"))?);
+        }
+        let measured_speed = self.worst_speed(self.speed);
+        let (usage, clock_error) = self.finish().await;
+        for (r, u) in results.iter_mut().zip(usage) {
+            notes(r).extend(u);
+        }
+        Ok((results, measured_speed, clock_error))
+    }
+
     /// Per lane: its server's CPU use; and the clock model's worst error
     /// against `TIME` now (simulated seconds).
     pub async fn finish(mut self) -> (Vec<Option<String>>, Option<f64>) {

@@ -355,15 +355,7 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
             ))
         })
         .collect();
-    let mut results = Vec::new();
-    for h in handles {
-        results.push(h.await.map_err(|e| format!("a lane failed: {e}"))?);
-    }
-    let measured_speed = servers.worst_speed(config.speed);
-    let (usage, clock_error) = servers.finish().await;
-    for (r, u) in results.iter_mut().zip(usage) {
-        r.notes.extend(u);
-    }
+    let (results, measured_speed, clock_error) = servers.collect(handles, |r| &mut r.notes).await?;
     Ok(Outcome {
         lanes: results,
         population: (*population).clone(),
