@@ -15,16 +15,17 @@
 //! matching off), with attributes from a fixed model: modes 40 / 30 / 20 /
 //! 10 %, builds 0-9 uniform, levels 1-100 uniform, 1-4 maps of 6.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use integration_tests::{settings_for, RedisServer};
+use integration_tests::RedisServer;
 use shared::store::JoinInput;
-use shared::{JoinOutcome, MatchStore, PlayerId, World};
+use shared::{MatchStore, PlayerId, World};
 
 use crate::common::{raw_connection, Config, Ctx, Res};
 use crate::report::{count, Report, Table, Verdict};
-use crate::scaled::{interleaved_join_cost, join_ratio_check, matcher_calls};
+use crate::scaled::{
+    fill, interleaved_join_cost, join_ratio_check, matcher_calls, population_store, queue,
+};
 
 const WORLD: &str = "modes";
 const MODES: [&str; 4] = ["ffa", "ctf", "duel", "koth"];
@@ -33,8 +34,6 @@ const MODE_SHARES: [u64; 4] = [40, 70, 90, 100];
 const MAPS: [&str; 6] = ["dust", "nuke", "mirage", "inferno", "vertigo", "ancient"];
 /// Probes per timed batch of 11a.
 const PROBES: usize = 200;
-/// Joins in flight while filling.
-const FILL_CONCURRENCY: usize = 64;
 
 fn rules() -> String {
     serde_json::json!({
@@ -108,56 +107,20 @@ struct Population {
 }
 
 async fn populate(url: &str, ns: &str, n: usize) -> Res<Population> {
-    let store = MatchStore::new(settings_for(
-        url,
-        false,
-        ns,
-        "",
-        &[
-            ("MM_WORLDS", ""),
-            ("MM_RULES", &rules()),
-            ("MM_INSTANT_MATCH", "false"),
-            ("MM_QUEUE_CAPACITY", "0"),
-        ],
-    ))
-    .ctx("build the store")?;
-    let world = store
-        .settings()
-        .worlds
-        .get(WORLD)
-        .cloned()
-        .ok_or("the world is not configured")?;
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..FILL_CONCURRENCY {
-        let (store, world, next) = (store.clone(), world.clone(), next.clone());
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n {
-                    return Ok::<(), String>(());
-                }
-                let attrs = encoded(&store, &world, &attributes_of(i))?;
-                let input = JoinInput {
-                    attributes: Some(&attrs),
-                    ..JoinInput::default()
-                };
-                let p = player(&format!("m{i:07}"))?;
-                match store
-                    .join_reply(&world, &p, &input, false)
-                    .await
-                    .ctx("fill join")?
-                    .outcome
-                {
-                    JoinOutcome::Queued(_) => {}
-                    other => return Err(format!("filling: {other:?}")),
-                }
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.map_err(|e| e.to_string())??;
-    }
+    let (store, world) = population_store(url, ns, &rules(), WORLD)?;
+    let (s, w) = (store.clone(), world.clone());
+    fill(n, move |i| {
+        let (store, world) = (s.clone(), w.clone());
+        async move {
+            let attrs = encoded(&store, &world, &attributes_of(i))?;
+            let input = JoinInput {
+                attributes: Some(&attrs),
+                ..JoinInput::default()
+            };
+            queue(&store, &world, &player(&format!("m{i:07}"))?, &input).await
+        }
+    })
+    .await?;
     Ok(Population { store, world, n })
 }
 

@@ -16,23 +16,22 @@
 //! pairs name a waiting player.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Instant;
 
-use integration_tests::{settings_for, RedisServer};
+use integration_tests::RedisServer;
 use shared::store::JoinInput;
-use shared::{JoinOutcome, MatchStore, PlayerId, World};
+use shared::{MatchStore, PlayerId, World};
 
 use crate::common::{raw_connection, Config, Ctx, Res};
 use crate::report::{count, Report, Table, Verdict};
-use crate::scaled::{interleaved_join_cost, join_ratio_check, matcher_calls};
+use crate::scaled::{
+    fill, interleaved_join_cost, join_ratio_check, matcher_calls, population_store, queue,
+};
 
 const WORLD: &str = "arena";
 /// Players per avoid list, and one avoider in this many players.
 const AVOIDED: usize = 10;
 const AVOIDER_EVERY: usize = 10;
-/// Joins (and list writes) in flight while filling.
-const FILL_CONCURRENCY: usize = 64;
 /// Probes per timed batch of 12a.
 const PROBES: usize = 200;
 
@@ -74,57 +73,22 @@ struct Population {
 }
 
 async fn populate(url: &str, ns: &str, n: usize, lists: bool) -> Res<Population> {
-    let store = MatchStore::new(settings_for(
-        url,
-        false,
-        ns,
-        "",
-        &[
-            ("MM_WORLDS", ""),
-            ("MM_RULES", &rules(lists)),
-            ("MM_INSTANT_MATCH", "false"),
-            ("MM_QUEUE_CAPACITY", "0"),
-        ],
-    ))
-    .ctx("build the store")?;
-    let world = store
-        .settings()
-        .worlds
-        .get(WORLD)
-        .cloned()
-        .ok_or("the world is not configured")?;
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..FILL_CONCURRENCY {
-        let (store, world, next) = (store.clone(), world.clone(), next.clone());
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n {
-                    return Ok::<(), String>(());
-                }
-                let p = player(i)?;
-                if lists && i % AVOIDER_EVERY == 0 {
-                    store
-                        .set_avoid_list(&p, &avoided_by(i, n)?)
-                        .await
-                        .ctx("avoid list")?;
-                }
-                match store
-                    .join_reply(&world, &p, &JoinInput::default(), false)
+    let (store, world) = population_store(url, ns, &rules(lists), WORLD)?;
+    let (s, w) = (store.clone(), world.clone());
+    fill(n, move |i| {
+        let (store, world) = (s.clone(), w.clone());
+        async move {
+            let p = player(i)?;
+            if lists && i % AVOIDER_EVERY == 0 {
+                store
+                    .set_avoid_list(&p, &avoided_by(i, n)?)
                     .await
-                    .ctx("fill join")?
-                    .outcome
-                {
-                    JoinOutcome::Queued(_) => {}
-                    other => return Err(format!("filling: {other:?}")),
-                }
+                    .ctx("avoid list")?;
             }
-        }));
-    }
-    for t in tasks {
-        t.await.map_err(|e| e.to_string())??;
-    }
+            queue(&store, &world, &p, &JoinInput::default()).await
+        }
+    })
+    .await?;
     Ok(Population { store, world, n })
 }
 

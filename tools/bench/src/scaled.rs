@@ -1,12 +1,94 @@
-//! Rows 7 and 11: a world at 1 k and at 1 M waiting. A probe join's cost
-//! inside Redis at both sizes, and matcher calls with every ticket due.
+//! Rows 7, 11 and 12: a world at 1 k and at 1 M waiting, filled through
+//! real joins. A probe join's cost inside Redis at both sizes, and matcher
+//! calls with every ticket due.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use integration_tests::settings_for;
 use redis::aio::MultiplexedConnection;
-use shared::{MatchStore, World};
+use shared::store::JoinInput;
+use shared::{JoinOutcome, MatchStore, PlayerId, World};
 
 use crate::common::{
     calls_between, commandstats, micros_since, script_breakdown, Ctx, Res, SCRIPT_CALLS,
 };
+
+/// Joins (and other writes) in flight while a population is filled.
+const FILL_CONCURRENCY: usize = 64;
+
+/// A store of namespace `ns` on `url` configured by `rules` (instant
+/// matching off, no queue capacity) and its world `name`: where a
+/// population is filled.
+pub fn population_store(url: &str, ns: &str, rules: &str, name: &str) -> Res<(MatchStore, World)> {
+    let store = MatchStore::new(settings_for(
+        url,
+        false,
+        ns,
+        "",
+        &[
+            ("MM_WORLDS", ""),
+            ("MM_RULES", rules),
+            ("MM_INSTANT_MATCH", "false"),
+            ("MM_QUEUE_CAPACITY", "0"),
+        ],
+    ))
+    .ctx("build the store")?;
+    let world = store
+        .settings()
+        .worlds
+        .get(name)
+        .cloned()
+        .ok_or("the world is not configured")?;
+    Ok((store, world))
+}
+
+/// Runs `fill(i)` for every `i` in `0..n`, [`FILL_CONCURRENCY`] at a time;
+/// the first error ends it.
+pub async fn fill<F, Fut>(n: usize, fill: F) -> Res<()>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Res<()>> + Send,
+{
+    let (fill, next) = (Arc::new(fill), Arc::new(AtomicUsize::new(0)));
+    let mut tasks = Vec::new();
+    for _ in 0..FILL_CONCURRENCY {
+        let (fill, next) = (fill.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return Ok::<(), String>(());
+                }
+                fill(i).await?;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    Ok(())
+}
+
+/// Queues `player` in `world` with `input`: a fill's join, which nothing
+/// but QUEUED answers.
+pub async fn queue(
+    store: &MatchStore,
+    world: &World,
+    player: &PlayerId,
+    input: &JoinInput<'_>,
+) -> Res<()> {
+    match store
+        .join_reply(world, player, input, false)
+        .await
+        .ctx("fill join")?
+        .outcome
+    {
+        JoinOutcome::Queued(_) => Ok(()),
+        other => Err(format!("filling: {other:?}")),
+    }
+}
 
 /// µs inside Redis per probe join into `world` with `input` (one value per
 /// batch of `probes` new players, `reps` batches), each batch left again
