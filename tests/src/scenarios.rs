@@ -215,6 +215,29 @@ async fn create(
         .expect("create party")
 }
 
+/// Queues a party of `leader` and `members` in `w` (every member joins);
+/// the last member's join outcome.
+async fn queue_party(
+    store: &MatchStore,
+    w: &str,
+    leader: &str,
+    members: &[&str],
+) -> shared::PartyJoinOutcome {
+    let created = create(store, w, leader, members).await;
+    let shared::PartyCreateOutcome::Created(party) = created else {
+        panic!("{created:?}")
+    };
+    let mut last = None;
+    for m in members {
+        let joined = store
+            .join_party(world(store, w), &party.party_id, &player(m), None, None)
+            .await
+            .expect("join party");
+        last = Some(joined);
+    }
+    last.expect("a party has members")
+}
+
 fn queued_at(outcome: &JoinOutcome) -> (u64, u64) {
     match outcome {
         JoinOutcome::Queued(q) => (q.position, q.queue_size),

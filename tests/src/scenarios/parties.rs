@@ -581,14 +581,6 @@ pub async fn oldest_first_never_strands_a_match_that_exists(env: &Env) {
     assert_matched_together(&store, &["a", "b", "e", "f", "g", "h"], &["c", "d"]).await;
 }
 
-/// Queues a party of `leader` and `members` in `w` (every member joins).
-async fn queue_party(store: &MatchStore, w: &str, leader: &str, members: &[&str]) {
-    let party = create_ok(store, w, leader, members).await.party_id;
-    for m in members {
-        join_party(store, &party, m).await;
-    }
-}
-
 /// Older tickets that cannot be placed must not block a match among younger
 /// ones: in teams of three, three duos hold every open match (none can be
 /// completed without solos), and the two trios queued after them are a
