@@ -48,9 +48,10 @@ local BACKFILLS_PER_CALL = 1000
 -- has had (or that its pending proposals hold) are in a block pair.
 local function blocked_from_backfill(ctx, b, it)
   if not Blocks.any_blocks(ctx) then return false end
+  if not b.pending then return Blocks.blocked_between(ctx, it.players, b.members) end
   local players = {}
   for i, m in ipairs(b.members) do players[i] = m end
-  for _, id in ipairs(b.pending or {}) do
+  for _, id in ipairs(b.pending) do
     local p = Proposals.load_proposal(ctx.k, id)
     for _, q in ipairs(p and p.players or {}) do players[#players + 1] = q end
   end

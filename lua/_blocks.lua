@@ -130,11 +130,9 @@ end
 -- Whether two of the infos `items` (different tickets) hold a pair.
 local function blocked_among(ctx, items)
   if not any_blocks(ctx) then return false end
+  local before = {}
   for i = 2, #items do
-    local before = {}
-    for j = 1, i - 1 do
-      for _, p in ipairs(items[j].players) do before[#before + 1] = p end
-    end
+    for _, p in ipairs(items[i - 1].players) do before[#before + 1] = p end
     if blocked_between(ctx, items[i].players, before) then return true end
   end
   return false

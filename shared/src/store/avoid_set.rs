@@ -35,11 +35,7 @@ impl MatchStore {
         let mut reply = Reply::new("avoid_set.lua", self.invoke(&inv, true).await?)?;
         let previous = reply.text("previous avoid list")?;
         reply.finish()?;
-        Ok(previous
-            .split('\n')
-            .filter(|p| !p.is_empty())
-            .map(String::from)
-            .collect())
+        Ok(listed(&previous))
     }
 
     /// `player`'s avoid list as stored (empty for none): one HGET.
@@ -51,11 +47,15 @@ impl MatchStore {
                     .arg(player.as_str()),
             )
             .await?;
-        Ok(stored
-            .unwrap_or_default()
-            .split('\n')
-            .filter(|p| !p.is_empty())
-            .map(String::from)
-            .collect())
+        Ok(listed(&stored.unwrap_or_default()))
     }
+}
+
+/// The ids of a stored avoid list (`\n`-joined; "" for none).
+fn listed(stored: &str) -> Vec<String> {
+    stored
+        .split('\n')
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect()
 }
