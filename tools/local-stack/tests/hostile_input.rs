@@ -1733,6 +1733,7 @@ impl Before {
                 .iter()
                 .find(|(_, id)| self.parties.contains_key(*id))
                 .map(|(p, _)| p.clone()),
+            "@free" => self.free_player(""),
             _ => self.solo_tickets.iter().next().cloned(),
         };
         let fallback = match token {
@@ -1741,6 +1742,28 @@ impl Before {
             _ => PARTY_PLAYERS[0],
         };
         found.unwrap_or_else(|| fallback.to_owned())
+    }
+
+    /// A party player other than `not` in no party (joined or invited), no
+    /// solo ticket, no pending proposal and no cool-down, if any.
+    fn free_player(&self, not: &str) -> Option<String> {
+        let busy: BTreeSet<String> = self
+            .parties
+            .values()
+            .flat_map(party_members)
+            .map(|(p, _)| p)
+            .chain(self.pointers.keys().cloned())
+            .chain(self.solo_tickets.iter().cloned())
+            .chain(
+                self.proposals
+                    .values()
+                    .flat_map(|p| proposal_players(&p["players"])),
+            )
+            .collect();
+        PARTY_PLAYERS
+            .iter()
+            .find(|p| **p != not && !busy.contains(**p) && !self.cooling(p))
+            .map(|p| (*p).to_owned())
     }
 
     /// The match id a body placeholder stands for (see [`MATCH_PLACEHOLDERS`]).
@@ -1849,15 +1872,23 @@ const MY_WORLD: &str = "@myworld";
 /// with a solo ticket (else `ann`), `@proposed` a player in a pending
 /// proposal, one who has not accepted yet if any (else `gus`),
 /// `@attr-invitee` as `@invitee` for a party of `attr` or `vip` (else
-/// `mia`); so generated party joins, cancels, leaves and answers find
-/// something to act on.
-const CALLER_PLACEHOLDERS: [&str; 5] = [
+/// `mia`), `@free` a party player who is busy with nothing (else `ann`);
+/// so generated party joins, cancels, leaves and answers find something to
+/// act on.
+const CALLER_PLACEHOLDERS: [&str; 6] = [
     "@invitee",
     "@partner",
     "@waiting",
     "@proposed",
     "@attr-invitee",
+    "@free",
 ];
+
+/// In a body: a party player other than the caller who is busy with
+/// nothing (else `fay`), so that generated party creations find members
+/// they may invite: without it, one run in a few (seed
+/// 4116137405858690613) created 4 parties in 460 cases, none joined.
+const FREE_MEMBER: &str = "@free-member";
 
 /// `case` with a caller placeholder replaced (the caller comes first: the
 /// other placeholders depend on who it is).
@@ -1868,6 +1899,22 @@ fn resolve_caller(case: &HttpCase, before: Option<&Before>) -> HttpCase {
             if CALLER_PLACEHOLDERS.contains(&sub.as_str()) {
                 let none = Before::default();
                 *sub = before.unwrap_or(&none).caller(sub);
+            }
+        }
+    }
+    // Members before the statuses are read, which they need.
+    let sub = out.identity.sub().unwrap_or_default().to_owned();
+    if let Some(body) = out.body.as_mut() {
+        for part in &mut body.parts {
+            if let Part::Text(text) = part {
+                if text.contains(FREE_MEMBER) {
+                    let none = Before::default();
+                    let member = before
+                        .unwrap_or(&none)
+                        .free_player(&sub)
+                        .unwrap_or_else(|| PARTY_PLAYERS[5].to_owned());
+                    *text = text.replace(FREE_MEMBER, &member);
+                }
             }
         }
     }
@@ -4044,9 +4091,9 @@ fn well_formed_case_strategy() -> BoxedStrategy<HttpCase> {
 fn party_flow_strategy() -> BoxedStrategy<HttpCase> {
     (
         prop_oneof![
-            4 => Just(Ask::CreateParty),
+            6 => Just(Ask::CreateParty),
             5 => Just(Ask::JoinParty),
-            3 => Just(Ask::CancelParty),
+            2 => Just(Ask::CancelParty),
             2 => Just(Ask::Leave),
             2 => Just(Ask::Join),
         ],
@@ -4075,6 +4122,7 @@ fn party_flow_strategy() -> BoxedStrategy<HttpCase> {
                     | (Ask::Leave, 0..=1)
                     | (Ask::Join, 0..=3) => "@partner",
                     (Ask::Leave, 2..=4) | (Ask::CreateParty, 2) => "@waiting",
+                    (Ask::CreateParty, 3..=4) => "@free",
                     _ => player,
                 };
                 let party = match (ask, usual) {
@@ -4085,8 +4133,13 @@ fn party_flow_strategy() -> BoxedStrategy<HttpCase> {
                 let data = data.map(|d| Value::Object(d.into_iter().collect()));
                 let (function, method, path, body) = match ask {
                     Ask::CreateParty => {
-                        let members: Vec<&str> =
-                            members.into_iter().filter(|m| *m != sub).collect();
+                        // Mostly one member who may be invited (the others
+                        // are often busy: 409 MEMBER_BUSY, ALREADY_QUEUED).
+                        let members: Vec<&str> = if usual {
+                            vec![FREE_MEMBER]
+                        } else {
+                            members.into_iter().filter(|m| *m != sub).collect()
+                        };
                         let mut body = json!({ "worldType": world, "members": members });
                         if let Some(d) = data {
                             body["data"] = d;
