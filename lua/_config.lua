@@ -24,7 +24,8 @@
 --                    all_different | distance | intersection | and | or | not),
 --                    attr?, op?, value?, from_anchor?, party?, of? = [index],
 --                    top? (bool, absent: false), optional_ms?, linear? = { per_sec, limit },
---                    steps? = [ [after_ms, value or null] ] } ]
+--                    steps? = [ [after_ms, value or null] ],
+--                    quotas? = [ [value, min, max] ], per_team? (quota rules) } ]
 --                  (worlds with attributes; see _match_rules.lua)
 --   retry_ms? (> 0)  worlds with attributes: how long a failed anchor waits
 --   candidate_window? (16..4096)  worlds with match rules: most candidates
@@ -84,7 +85,7 @@ end
 local ATTRIBUTE_TYPES = { string = true, number = true, stringList = true, numberMap = true }
 local RULE_KINDS = {
   equality = 'attr', compare = 'attr', all_equal = 'attr', all_different = 'attr', distance = 'attr',
-  intersection = 'attr', ['and'] = 'of', ['or'] = 'of', ['not'] = 'of',
+  intersection = 'attr', quota = 'attr', ['and'] = 'of', ['or'] = 'of', ['not'] = 'of',
 }
 local PARTY = { avg = true, min = true, max = true, union = true, intersection = true }
 local OPS = { ['>='] = true, ['<='] = true, ['>'] = true, ['<'] = true, ['='] = true, ['!='] = true }
@@ -149,6 +150,20 @@ local function match_rules(list, attrs)
       if r.kind ~= 'compare' and type(r.value) ~= 'number' then return nil, bad .. ': value' end
       rule.value = r.value
     end
+    if r.kind == 'quota' then
+      if type(r.quotas) ~= 'table' or #r.quotas == 0 or (r.per_team ~= nil and type(r.per_team) ~= 'boolean') then
+        return nil, bad .. ': quotas'
+      end
+      rule.quotas, rule.role_of, rule.per_team = {}, {}, r.per_team == true
+      for j, q in ipairs(r.quotas) do
+        if type(q) ~= 'table' or type(q[1]) ~= 'string' or rule.role_of[q[1]] or not is_int(q[2], 0)
+            or not is_int(q[3], q[2]) then
+          return nil, bad .. ': quotas'
+        end
+        rule.quotas[j] = { value = q[1], min = q[2], max = q[3] }
+        rule.role_of[q[1]] = j
+      end
+    end
     if r.party ~= nil and not PARTY[r.party] then return nil, bad .. ': party' end
     rule.party = r.party
     rule.from_anchor = r.from_anchor == true
@@ -178,7 +193,11 @@ local function match_rules(list, attrs)
     end
     out[i] = rule
   end
-  for i, rule in ipairs(out) do rule.monotone = monotone(out, i, 0) end
+  for i, rule in ipairs(out) do
+    -- A quota's minimums are met only once the match is full: the fitter
+    -- checks it apart (_roles.lua).
+    rule.monotone = rule.kind ~= 'quota' and monotone(out, i, 0)
+  end
   return out
 end
 
@@ -263,6 +282,12 @@ local function parse_world_config(s)
     local err
     parsed.match_rules, err = match_rules(c.match_rules, parsed.attributes)
     if not parsed.match_rules then return nil, err end
+    for _, rule in ipairs(parsed.match_rules) do
+      if rule.kind == 'quota' then
+        rule.seats, rule.teams = c.seats, rule.per_team and c.teams or 1
+        parsed.quota = rule
+      end
+    end
   end
   if c.candidate_window ~= nil then
     if not parsed.match_rules or not is_int(c.candidate_window, 16) or c.candidate_window > 4096 then

@@ -14,7 +14,7 @@
 -- joining): a rule whose number relaxes takes the value in force then, and
 -- a rule that is off holds. Only top-level rules (those no compound names)
 -- must hold; a compound's operands are checked as its parts.
--- @include _lib _players
+-- @include _lib _players _roles
 
 local MatchRules = {}
 do
@@ -272,7 +272,16 @@ local function indexed_rules(cfg)
   elseif found.intersection and always_drives(cfg, rules[found.intersection]) then
     found.distance = false
   end
-  found.any = (found.equality or found.intersection or found.distance) and true or false
+  -- A FIFO role queue without either is read role by role (its quota
+  -- always holds, so it always drives).
+  found.quota = false
+  if cfg.quota and not cfg.rules and not found.equality and not found.intersection then
+    for i, rule in ipairs(rules) do
+      if rule == cfg.quota then found.quota = i end
+    end
+    found.distance = false
+  end
+  found.any = (found.equality or found.intersection or found.distance or found.quota) and true or false
   cfg.indexed_rules = found
   return found
 end
@@ -322,6 +331,25 @@ local function index_entries(cfg, ticket, members, seq)
     local rule = rules[found.distance]
     local x = ticket_number(members, rule.attr, rule.party)
     put('attr_numbers', x and num(x) or '+inf', Players.rating_member(seq, ticket))
+  end
+  if found.quota then
+    -- In the band of each role a member offers; in band 0 when a member
+    -- may play any role or one no quota lists.
+    local rule = rules[found.quota]
+    local filed, any = {}, false
+    for _, m in ipairs(members) do
+      local x = m[rule.attr]
+      if x == nil then any = true end
+      for _, v in ipairs(type(x) == 'table' and x or { x }) do
+        if not rule.role_of[v] then
+          any = true
+        elseif not filed[v] then
+          filed[v] = true
+          put('attr_values', band_score(band_of(v), seq), v .. '|' .. ticket)
+        end
+      end
+    end
+    if any then put('attr_values', band_score(0, seq), '|' .. ticket) end
   end
   return out
 end
@@ -406,6 +434,21 @@ local function restore(k, ticket, stored, entries)
   end
 end
 
+-- The bands of `values` (each once, in order), then band 0.
+local function value_bands(values)
+  local bands, seen = {}, {}
+  for _, x in ipairs(values) do
+    local b = band_of(x)
+    if not seen[b] then
+      seen[b] = true
+      bands[#bands + 1] = b
+    end
+  end
+  table.sort(bands)
+  bands[#bands + 1] = 0
+  return bands
+end
+
 -- Where an anchor's candidates are read from while an indexed rule is in
 -- force at its wait and the anchor has a value: { key, bands } (equality:
 -- its value's band and band 0; intersection: its values' bands and band
@@ -425,18 +468,18 @@ local function anchor_source(cfg, a, wait_ms)
     local on, v = in_force(rule, wait_ms)
     local set = on and v >= 1 and ticket_set(a.attrs, rule.attr, rule.party)
     if set then
-      local bands, seen = {}, {}
-      for x in pairs(set) do
-        local b = band_of(x)
-        if not seen[b] then
-          seen[b] = true
-          bands[#bands + 1] = b
-        end
-      end
-      table.sort(bands)
-      bands[#bands + 1] = 0
-      return { key = 'attr_values', bands = bands }
+      local values = {}
+      for x in pairs(set) do values[#values + 1] = x end
+      return { key = 'attr_values', bands = value_bands(values) }
     end
+  end
+  i = found.quota
+  if i then
+    -- Every role's oldest tickets, whatever the anchor offers: the roles
+    -- it lacks may lie behind any number of another's.
+    local values = {}
+    for j, q in ipairs(rules[i].quotas) do values[j] = q.value end
+    return { key = 'attr_values', bands = value_bands(values) }
   end
   i = found.distance
   if i then
@@ -575,6 +618,19 @@ local function check(rules, i, m)
         table.sort(shared)
         ok = #shared >= v
       end
+    elseif kind == 'quota' then
+      -- The whole match: its roles (and, per team, its teams) are kept on
+      -- the items for the record (see record_fields, Matching.record_groups).
+      local ratings = nil
+      if items[1] and items[1].ratings then
+        ratings = {}
+        for _, it in ipairs(items) do
+          for j = 1, #it.players do ratings[#ratings + 1] = it.ratings[j] end
+        end
+      end
+      local solved = Roles.solve_roles(rule, items, ratings)
+      items.quota = solved
+      ok = solved ~= nil
     elseif kind == 'not' then
       ok = not check(rules, rule.of[1], m)
     else
@@ -770,11 +826,19 @@ local function fitter(cfg, a, wait_ms)
     summarized, last = #chosen, chosen[#chosen]
   end
   local m = { a = a, wait = wait_ms }
+  local quota = cfg.quota
   return function(info, chosen)
     take(chosen)
     if broken then return false end
     for _, r in ipairs(simple) do
       if not still_holds(r, info) then return false end
+    end
+    if quota then
+      local n = #chosen
+      chosen[n + 1] = info
+      local ok = Roles.roles_fit(quota, chosen)
+      chosen[n + 1] = nil
+      if not ok then return false end
     end
     if #compound > 0 then
       local n = #chosen
@@ -859,8 +923,20 @@ local function record_fields(cfg, items, a, wait_ms)
       end
     end
   end
+  local roles = ''
+  local solved = items.quota
+  if cfg.quota and solved then
+    local list, at = {}, 0
+    for _, it in ipairs(items) do
+      for _, p in ipairs(it.players) do
+        at = at + 1
+        if solved.roles[at] then list[#list + 1] = quote(p) .. ':' .. quote(solved.roles[at]) end
+      end
+    end
+    roles = ',"roles":{' .. table.concat(list, ',') .. '}'
+  end
   return ',"attributes":{' .. table.concat(players, ',') .. '},"rules":[' .. table.concat(parts, ',')
-    .. '],"anchor":' .. quote(a.players[1]) .. ',"anchorWaitMs":' .. string.format('%d', wait_ms)
+    .. ']' .. roles .. ',"anchor":' .. quote(a.players[1]) .. ',"anchorWaitMs":' .. string.format('%d', wait_ms)
 end
 
 -- A party's stored attributes: its members', '|'-joined in member order;
@@ -896,6 +972,7 @@ MatchRules.drop = drop
 MatchRules.capture = capture
 MatchRules.restore = restore
 MatchRules.capture_index = capture_index
+MatchRules.value_bands = value_bands
 MatchRules.anchor_source = anchor_source
 MatchRules.band_candidates = band_candidates
 MatchRules.load = load

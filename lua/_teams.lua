@@ -26,6 +26,14 @@ local function sums_spread(sums)
   return hi - lo
 end
 
+-- The rating sums of `teams` teams, ticket i in team assign[i].
+local function team_sums(items, assign, teams)
+  local sums = {}
+  for t = 1, teams do sums[t] = 0 end
+  for i, it in ipairs(items) do sums[assign[i]] = sums[assign[i]] + it.sum end
+  return sums
+end
+
 -- Items in `order`, each into the team with the lowest rating sum that still
 -- has room (ties: the first such team). In arrival order this is the simple
 -- greedy baseline; unrated it fills team 1, then team 2, ... (FIFO-filled).
@@ -228,6 +236,7 @@ end
 
 -- The module's face: what other files reach as Teams.<name>.
 Teams.sums_spread = sums_spread
+Teams.team_sums = team_sums
 Teams.pack_greedy = pack_greedy
 Teams.pack_search = pack_search
 Teams.can_pack = can_pack

@@ -48,6 +48,9 @@ if record.worldType ~= world then return { 'OTHER_WORLD', record.worldType } end
 local life = Lifecycle.load_lifecycle(k, id)
 if life.state == 'FINISHED' then return { 'FINISHED' } end
 if life.state ~= 'ASSIGNED' then return { 'NOT_ASSIGNED' } end
+-- A newcomer would have to take the role of the player who left; until
+-- backfills ask for roles, a world with a quota rule takes none.
+if cfg.quota then return { 'INVALID', 'the world has a quota rule (roles), which backfills do not support yet' } end
 
 -- Who is in the match, their ratings and parties (the record's and the
 -- additions').

@@ -26,6 +26,7 @@ mod lifecycle;
 mod parties;
 mod ready_check;
 mod regions;
+mod roles;
 mod sleep;
 pub use admin::*;
 pub use attributes::*;
@@ -36,6 +37,7 @@ pub use lifecycle::*;
 pub use parties::*;
 pub use ready_check::*;
 pub use regions::*;
+pub use roles::*;
 pub use sleep::*;
 
 /// Every scenario, listed once. `$callback!(a, b, ...)` is called with all
@@ -130,6 +132,11 @@ macro_rules! for_each_scenario {
             a_rated_match_skips_a_blocked_neighbour,
             a_backfill_never_seats_a_blocked_player,
             racing_matchers_never_match_a_blocked_pair,
+            a_role_queue_fills_every_team_with_its_quotas,
+            role_totals_per_match_admit_ranges_and_players_without_a_role,
+            a_party_with_roles_stays_on_one_team,
+            a_rated_role_queue_balances_teams_within_each_role,
+            a_scarce_role_is_found_behind_a_backlog_of_another,
         );
     };
 }

@@ -373,6 +373,7 @@ mod tests {
             attributes: None,
             rules: None,
             anchor: None,
+            roles: None,
             anchor_wait_ms: None,
         };
         let lines = request_match_lines(

@@ -10,6 +10,8 @@ pub const MAX_RULES: usize = 20;
 pub const MAX_STEPS: usize = 8;
 /// Most operands of an `and` or `or` compound.
 pub const MAX_OPERANDS: usize = 8;
+/// Most roles one quota rule bounds.
+pub const MAX_QUOTAS: usize = 16;
 
 /// One rule of a world.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,12 +64,29 @@ pub enum RuleKind {
         min_count: u32,
         party: ListAggregate,
     },
+    /// Each player takes exactly one role: a value of a string or
+    /// stringList attribute they have (any role without one); per team
+    /// (`per_team`) or per match, each listed role's players number
+    /// `min..=max`. Values not listed are unbounded.
+    Quota {
+        attribute: String,
+        per_team: bool,
+        quotas: Vec<RoleQuota>,
+    },
     /// Every operand holds (indices into the world's `match_rules`).
     And(Vec<usize>),
     /// At least one operand holds.
     Or(Vec<usize>),
     /// The operand does not hold.
     Not(usize),
+}
+
+/// How many players of a team (or match) take one role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleQuota {
+    pub value: String,
+    pub min: u32,
+    pub max: u32,
 }
 
 /// A comparison's reference.
@@ -167,7 +186,8 @@ impl RuleKind {
             | RuleKind::AllEqual { attribute }
             | RuleKind::AllDifferent { attribute }
             | RuleKind::Distance { attribute, .. }
-            | RuleKind::Intersection { attribute, .. } => Some(attribute),
+            | RuleKind::Intersection { attribute, .. }
+            | RuleKind::Quota { attribute, .. } => Some(attribute),
             RuleKind::And(_) | RuleKind::Or(_) | RuleKind::Not(_) => None,
         }
     }
@@ -206,6 +226,7 @@ impl RuleKind {
             RuleKind::AllDifferent { .. } => "all_different",
             RuleKind::Distance { .. } => "distance",
             RuleKind::Intersection { .. } => "intersection",
+            RuleKind::Quota { .. } => "quota",
             RuleKind::And(_) => "and",
             RuleKind::Or(_) => "or",
             RuleKind::Not(_) => "not",

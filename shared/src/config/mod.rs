@@ -11,7 +11,7 @@ mod world;
 
 pub use attributes::{AttributeCatalog, AttributeDecl, AttributeSource, AttributeType, Missing};
 pub use match_rules::{
-    CompareOp, ListAggregate, MatchRule, NumberAggregate, Relax, RuleKind, RuleValue,
+    CompareOp, ListAggregate, MatchRule, NumberAggregate, Relax, RoleQuota, RuleKind, RuleValue,
 };
 pub use world::{
     BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{
     BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
-    RegionRules, World, WorldCatalog, DEFAULT_CANDIDATE_WINDOW, MAX_CANDIDATE_WINDOW,
+    RegionRules, RuleKind, World, WorldCatalog, DEFAULT_CANDIDATE_WINDOW, MAX_CANDIDATE_WINDOW,
 };
 use crate::domain::{RatingSystem, RatingUpdates, WorldName};
 use crate::error::ConfigError;
@@ -305,6 +305,24 @@ pub fn parse(
             .map_err(at)?;
         let (world_attributes, match_rules) =
             match_rules::world_rules(rules.attributes, rules.rules, &attributes).map_err(at)?;
+        for rule in &match_rules {
+            if let RuleKind::Quota {
+                per_team, quotas, ..
+            } = &rule.kind
+            {
+                let (bounded, what) = match per_team {
+                    true => (u64::from(rules.team_size), "teamSize"),
+                    false => (seats, "the seats"),
+                };
+                let least: u64 = quotas.iter().map(|q| u64::from(q.min)).sum();
+                if least > bounded {
+                    return Err(at(format!(
+                        "rules ({:?}): quotas: the minimums add up to {least}, more than {what} ({bounded})",
+                        rule.name
+                    )));
+                }
+            }
+        }
         let candidate_window = match rules.candidate_window {
             None => DEFAULT_CANDIDATE_WINDOW,
             Some(_) if match_rules.is_empty() => {
@@ -376,6 +394,8 @@ pub fn parse(
 mod attribute_tests;
 #[cfg(test)]
 mod match_rules_tests;
+#[cfg(test)]
+mod quota_tests;
 #[cfg(test)]
 mod rule_refusal_tests;
 #[cfg(test)]

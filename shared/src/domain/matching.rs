@@ -55,6 +55,10 @@ pub struct MatchRecord {
     pub rules: Option<Box<Vec<RuleOutcome>>>,
     /// Worlds with attributes: the first player of the ticket the match was
     /// formed around, whose wait decided the rules in force.
+    /// Worlds with a quota rule: the role each player took, by player id
+    /// (a player without a value who took a role no quota lists has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<Box<std::collections::BTreeMap<String, String>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anchor: Option<PlayerId>,
     /// Worlds with attributes: how long the anchor had waited (ms).

@@ -251,6 +251,9 @@ impl Run<'_> {
                     out.shared = Some(shared);
                     holds
                 }
+                // Whether the quotas hold depends on the roles the match
+                // gave, which the record states: recheck checks them.
+                RuleKind::Quota { .. } => true,
                 RuleKind::Not(j) => !self.eval(*j),
                 RuleKind::And(of) | RuleKind::Or(of) => {
                     let mut held: Vec<usize> = Vec::with_capacity(of.len());

@@ -12,6 +12,7 @@
 
 mod evaluate;
 mod recheck;
+mod roles;
 
 pub use evaluate::{evaluate, Evaluation, RuleEvaluation};
 pub use recheck::recheck;

@@ -94,6 +94,11 @@ pub fn recheck(
     if let Err(reason) = compare(&evaluation, recorded) {
         return fail(format!("{reason} {}", context()));
     }
+    for rule in &world.match_rules {
+        if let Err(reason) = super::roles::check_roles(rule, record, &players) {
+            return fail(format!("rule {:?}: {reason}", rule.name));
+        }
+    }
     Ok(())
 }
 

@@ -70,6 +70,7 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
     ("_parties.lua", include_str!("../../../lua/_parties.lua")),
     ("_players.lua", include_str!("../../../lua/_players.lua")),
     ("_presence.lua", include_str!("../../../lua/_presence.lua")),
+    ("_roles.lua", include_str!("../../../lua/_roles.lua")),
     (
         "_proposals.lua",
         include_str!("../../../lua/_proposals.lua"),

@@ -12,7 +12,12 @@ use shared::PartyJoinOutcome;
 
 use super::*;
 
-fn store_for(env: &Env, ns: &str, rules: &serde_json::Value, instant: bool) -> MatchStore {
+pub(super) fn store_for(
+    env: &Env,
+    ns: &str,
+    rules: &serde_json::Value,
+    instant: bool,
+) -> MatchStore {
     env.store_with(
         ns,
         "",
@@ -24,7 +29,7 @@ fn store_for(env: &Env, ns: &str, rules: &serde_json::Value, instant: bool) -> M
 }
 
 /// `attrs` as the scripts take them, validated as the HTTP layer does.
-fn encoded(store: &MatchStore, w: &str, attrs: &serde_json::Value) -> String {
+pub(super) fn encoded(store: &MatchStore, w: &str, attrs: &serde_json::Value) -> String {
     let catalog = &store.settings().attributes;
     catalog
         .client_attributes(world(store, w), Some(attrs))
@@ -32,7 +37,12 @@ fn encoded(store: &MatchStore, w: &str, attrs: &serde_json::Value) -> String {
         .encode(catalog)
 }
 
-async fn join_with(store: &MatchStore, w: &str, p: &str, attrs: serde_json::Value) -> JoinOutcome {
+pub(super) async fn join_with(
+    store: &MatchStore,
+    w: &str,
+    p: &str,
+    attrs: serde_json::Value,
+) -> JoinOutcome {
     let text = encoded(store, w, &attrs);
     let input = JoinInput {
         attributes: Some(&text),
@@ -45,7 +55,7 @@ async fn join_with(store: &MatchStore, w: &str, p: &str, attrs: serde_json::Valu
         .outcome
 }
 
-async fn waiting(store: &MatchStore, p: &str) -> bool {
+pub(super) async fn waiting(store: &MatchStore, p: &str) -> bool {
     matches!(
         store.player_status(&player(p)).await.expect("status"),
         PlayerStatus::Queued(_)
@@ -53,14 +63,14 @@ async fn waiting(store: &MatchStore, p: &str) -> bool {
 }
 
 /// The oracle's verdict on `record`: it must hold.
-fn recheck(store: &MatchStore, record: &MatchRecord) {
+pub(super) fn recheck(store: &MatchStore, record: &MatchRecord) {
     let w = world(store, record.world_type.as_str());
     if let Err(e) = shared::rules::recheck(w, &store.settings().attributes, record) {
         panic!("record breaks the rules: {e}\n{record:?}");
     }
 }
 
-fn names(record: &MatchRecord) -> Vec<&str> {
+pub(super) fn names(record: &MatchRecord) -> Vec<&str> {
     let mut out: Vec<&str> = record.participants.iter().map(PlayerId::as_str).collect();
     out.sort_unstable();
     out
@@ -76,7 +86,7 @@ fn outcome<'a>(record: &'a MatchRecord, rule: &str) -> &'a shared::RuleOutcome {
 
 /// Forms matches in `w` once, as the matcher's tick asks (limit 0: the
 /// store passes anchored worlds their anchors per call).
-async fn tick(store: &MatchStore, w: &str) -> Vec<MatchRecord> {
+pub(super) async fn tick(store: &MatchStore, w: &str) -> Vec<MatchRecord> {
     let batch = store.form_matches(world(store, w), 0).await.expect("form");
     batch.matches
 }

@@ -1036,6 +1036,10 @@ export interface components {
             };
             /** @description worlds with match rules, each rule as it stood when the match formed (top-level rules and their operands, in the rule set's order) */
             rules?: components["schemas"]["RuleOutcome"][];
+            /** @description worlds with a quota rule, the role each participant plays (one they offered), by player id; a player without a value who took a role no quota lists has none */
+            roles?: {
+                [key: string]: string;
+            };
             /** @description worlds with attributes, the first player of the ticket the match was formed around, whose own wait decided the rule values in force */
             anchor?: components["schemas"]["PlayerId"];
             /** @description worlds with attributes, how long the anchor had waited when the match formed (ms) */
@@ -1082,6 +1086,10 @@ export interface components {
             };
             /** @description worlds with match rules, each rule as it stood when the match formed (top-level rules and their operands, in the rule set's order) */
             rules?: components["schemas"]["RuleOutcome"][];
+            /** @description worlds with a quota rule, the role each participant plays (one they offered), by player id; a player without a value who took a role no quota lists has none */
+            roles?: {
+                [key: string]: string;
+            };
             /** @description worlds with attributes, the first player of the ticket the match was formed around, whose own wait decided the rule values in force */
             anchor?: components["schemas"]["PlayerId"];
             /** @description worlds with attributes, how long the anchor had waited when the match formed (ms) */

@@ -11,6 +11,7 @@ use crate::config::match_rules::{
 };
 
 mod compound;
+mod quota;
 mod relax;
 
 use compound::find_cycle;
@@ -32,6 +33,8 @@ struct RuleSection {
     from: Option<Value>,
     min_count: Option<Value>,
     rules: Option<Value>,
+    per: Option<Value>,
+    quotas: Option<Value>,
     optional_after_seconds: Option<Value>,
     relax: Option<Value>,
 }
@@ -100,6 +103,7 @@ pub(super) fn world_rules(
             .map_err(|e| format!("{}: {e}", labels[i]))?;
         out.push(rule);
     }
+    quota::check_world(&out, &labels)?;
     if let Some(cycle) = find_cycle(&out) {
         let path: Vec<&str> = cycle.iter().map(|&i| names[i].as_str()).collect();
         return Err(format!(
@@ -134,6 +138,8 @@ impl RuleSection {
             ("from", &self.from),
             ("minCount", &self.min_count),
             ("rules", &self.rules),
+            ("per", &self.per),
+            ("quotas", &self.quotas),
         ]
         .into_iter()
         .filter_map(|(field, v)| v.as_ref().map(|_| field))
@@ -148,12 +154,10 @@ impl RuleSection {
         catalog: &AttributeCatalog,
     ) -> Result<MatchRule, String> {
         let kind_name = match &self.kind {
-            None => {
-                return Err(
-                    "type: required: equality, comparison, distance, intersection or compound"
-                        .into(),
-                )
-            }
+            None => return Err(
+                "type: required: equality, comparison, distance, intersection, quota or compound"
+                    .into(),
+            ),
             Some(v) => one_of(
                 "type",
                 v,
@@ -162,6 +166,7 @@ impl RuleSection {
                     "comparison",
                     "distance",
                     "intersection",
+                    "quota",
                     "compound",
                 ],
             )?,
@@ -171,6 +176,7 @@ impl RuleSection {
             "comparison" => &["attribute", "op", "value", "party"],
             "distance" => &["attribute", "max", "from", "party"],
             "intersection" => &["attribute", "minCount", "party"],
+            "quota" => &["attribute", "per", "quotas"],
             _ => &["op", "rules"],
         };
         if let Some(f) = self.given().find(|f| !fields.contains(f)) {
@@ -225,6 +231,15 @@ impl RuleSection {
                     party,
                 };
                 (kind, Some(Bound::Count(most)))
+            }
+            "quota" => {
+                if self.relax.is_some() || self.optional_after_seconds.is_some() {
+                    return Err(
+                        "relax, optionalAfterSeconds: a quota rule always holds (it does not relax)"
+                            .into(),
+                    );
+                }
+                (self.quota(catalog)?, None)
             }
             _ => (self.compound(i, names)?, None),
         };

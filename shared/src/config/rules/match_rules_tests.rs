@@ -47,7 +47,7 @@ const GOOD: &str = r#"{
   ]
 }"#;
 
-fn rules_of(doc: &str) -> (WorldCatalog, Access) {
+pub(super) fn rules_of(doc: &str) -> (WorldCatalog, Access) {
     let (worlds, _, access) = parse("MM_RULES", doc, TTL).unwrap();
     (worlds, access)
 }

@@ -74,6 +74,7 @@ fn match_found_sheds_ticket_data_to_fit_one_message() {
         attributes: None,
         rules: None,
         anchor: None,
+        roles: None,
         anchor_wait_ms: None,
     };
     let json = ServerMessage::match_found(record.clone())
@@ -145,6 +146,7 @@ fn server_messages_have_a_type_tag() {
         attributes: None,
         rules: None,
         anchor: None,
+        roles: None,
         anchor_wait_ms: None,
     });
     assert_eq!(

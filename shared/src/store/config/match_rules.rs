@@ -56,6 +56,12 @@ pub(super) struct ScriptRule<'a> {
     /// `[after_ms, value or null]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     steps: Option<Vec<(u64, Option<Value>)>>,
+    /// A quota rule's bounds hold per team (else per match).
+    #[serde(skip_serializing_if = "is_false")]
+    per_team: bool,
+    /// A quota rule's roles: `[value, min, max]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quotas: Option<Vec<(&'a str, u32, u32)>>,
 }
 
 #[derive(Serialize)]
@@ -113,6 +119,8 @@ fn rule(r: &MatchRule) -> ScriptRule<'_> {
         optional_ms: r.optional_after.map(|d| millis(d).max(1)),
         linear: None,
         steps: None,
+        per_team: false,
+        quotas: None,
     };
     match &r.kind {
         RuleKind::Compare {
@@ -145,6 +153,17 @@ fn rule(r: &MatchRule) -> ScriptRule<'_> {
         }
         RuleKind::And(of) | RuleKind::Or(of) => out.of = Some(of.iter().map(|i| i + 1).collect()),
         RuleKind::Not(of) => out.of = Some(vec![of + 1]),
+        RuleKind::Quota {
+            per_team, quotas, ..
+        } => {
+            out.per_team = *per_team;
+            out.quotas = Some(
+                quotas
+                    .iter()
+                    .map(|q| (q.value.as_str(), q.min, q.max))
+                    .collect(),
+            );
+        }
         RuleKind::Equality { .. } | RuleKind::AllEqual { .. } | RuleKind::AllDifferent { .. } => {}
     }
     match &r.relax {
