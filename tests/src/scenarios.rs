@@ -137,6 +137,9 @@ macro_rules! for_each_scenario {
             a_party_with_roles_stays_on_one_team,
             a_rated_role_queue_balances_teams_within_each_role,
             a_scarce_role_is_found_behind_a_backlog_of_another,
+            a_declined_role_is_filled_again_from_the_queue,
+            a_backfill_in_a_role_queue_is_refused,
+            racing_matchers_keep_every_team_within_its_quotas,
         );
     };
 }

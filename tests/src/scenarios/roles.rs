@@ -291,3 +291,251 @@ pub async fn a_scarce_role_is_found_behind_a_backlog_of_another(env: &Env) {
     assert_eq!(names(&record), ["d00", "h", "t"]);
     assert!(waiting(&store, "d01").await);
 }
+
+/// With a ready check, a player who declines frees their seat and their
+/// role: the others go back to the queue, and the next match takes the
+/// next player of that role.
+pub async fn a_declined_role_is_filled_again_from_the_queue(env: &Env) {
+    let rules = trio(json!({"readyCheck": {"acceptSeconds": 30, "declineCooldownSeconds": 60}}));
+    let store = store_for(env, "roles-ready", &rules, true);
+    for (p, role) in [("t1", "tank"), ("h1", "healer")] {
+        let joined = join_with(&store, "trio", p, json!({"roles": [role]})).await;
+        assert!(queued(&joined), "{p}: {joined:?}");
+    }
+    let JoinOutcome::Proposed(proposal) =
+        join_with(&store, "trio", "d1", json!({"roles": ["damage"]})).await
+    else {
+        panic!("d1 completes a proposal");
+    };
+    let t2 = join_with(&store, "trio", "t2", json!({"roles": ["tank", "damage"]})).await;
+    assert!(queued(&t2), "{t2:?}");
+    let declined = store
+        .answer_proposal(&proposal.match_id, &player("t1"), false)
+        .await
+        .expect("answer");
+    assert!(
+        matches!(
+            declined,
+            shared::AnswerOutcome::Cancelled { requeued: 2, .. }
+        ),
+        "{declined:?}"
+    );
+    // t2 (offering tank or damage) takes the tank's seat.
+    let again = eventually("a new proposal", Duration::from_secs(3), || async {
+        tick(&store, "trio").await;
+        match store.player_status(&player("t2")).await.expect("status") {
+            PlayerStatus::Proposed(view) => Some(view),
+            _ => None,
+        }
+    })
+    .await;
+    let mut who: Vec<&str> = again.participants.iter().map(PlayerId::as_str).collect();
+    who.sort_unstable();
+    assert_eq!(who, ["d1", "h1", "t2"]);
+    for p in ["d1", "h1", "t2"] {
+        store
+            .answer_proposal(&again.match_id, &player(p), true)
+            .await
+            .expect("answer");
+    }
+    let PlayerStatus::Matched(m) = store.player_status(&player("t2")).await.expect("status") else {
+        panic!("t2 plays once everyone accepted");
+    };
+    recheck(&store, &m.record);
+    let roles = roles_of(&m.record);
+    assert_eq!(
+        (roles["t2"].as_str(), roles["d1"].as_str()),
+        ("tank", "damage")
+    );
+}
+
+/// A backfill would have to seat the role of the player who left, which
+/// backfills do not ask for yet: a world with a quota rule refuses it and
+/// writes nothing.
+pub async fn a_backfill_in_a_role_queue_is_refused(env: &Env) {
+    let rules = json!({
+        "attributes": {"role": {"type": "string", "values": ["tank", "damage"], "missing": "refuse"}},
+        "worlds": [{"name": "pair", "teamSize": 2, "rules": [
+            {"name": "roles", "type": "quota", "attribute": "role", "quotas": [
+                {"value": "tank", "min": 1, "max": 1}, {"value": "damage", "min": 1, "max": 1}]}]}]
+    });
+    let store = store_for(env, "roles-backfill", &rules, true);
+    join_with(&store, "pair", "t", json!({"role": "tank"})).await;
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "pair", "d", json!({"role": "damage"})).await
+    else {
+        panic!("a tank and a damage player make a match");
+    };
+    let a: shared::Assignment =
+        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
+    store
+        .assign_match(&record.match_id, &a)
+        .await
+        .expect("assign");
+    let before = snapshot(&store).await;
+    let refused = store
+        .request_backfill(&record.match_id, &[vec![player("t")]], None)
+        .await
+        .expect("request");
+    assert!(
+        matches!(&refused, shared::store::BackfillOutcome::Invalid(reason) if reason.contains("quota")),
+        "{refused:?}"
+    );
+    assert_eq!(snapshot(&store).await, before, "a refusal writes nothing");
+}
+
+/// Concurrency: players offering one or two roles join a 2 v 2 role queue
+/// while three matchers race and some leave. Nobody is matched twice, no
+/// ticket is lost, every record's roles meet the quotas per team with each
+/// player in a role they offered (the oracle re-checks each), and the role
+/// index holds exactly the waiting tickets.
+pub async fn racing_matchers_keep_every_team_within_its_quotas(env: &Env) {
+    let rules = json!({
+        "attributes": {"roles": {"type": "stringList", "values": ["tank", "damage"], "maxItems": 2, "missing": "refuse"}},
+        "worlds": [{"name": "race", "teamSize": 2, "teams": 2, "rules": [
+            {"name": "roleQueue", "type": "quota", "attribute": "roles", "quotas": [
+                {"value": "tank", "min": 1, "max": 1}, {"value": "damage", "min": 1, "max": 1}]}]}]
+    });
+    let store = std::sync::Arc::new(store_for(env, "roles-race", &rules, true));
+    let roles_of_player = |i: usize| match i % 5 {
+        0 => json!(["tank", "damage"]),
+        1 | 3 => json!(["damage"]),
+        _ => json!(["tank"]),
+    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let formed = std::sync::Arc::new(tokio::sync::Mutex::new(Vec::<MatchRecord>::new()));
+    let mut matchers = Vec::new();
+    for _ in 0..3 {
+        let (store, stop, formed) = (store.clone(), stop.clone(), formed.clone());
+        matchers.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let batch = store
+                    .form_matches(world(&store, "race"), 0)
+                    .await
+                    .expect("form");
+                formed.lock().await.extend(batch.matches);
+                // A matcher's pace (a real one ticks every second).
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    let players = 200;
+    let mut clients = Vec::new();
+    for c in 0..8 {
+        let (store, formed) = (store.clone(), formed.clone());
+        let texts: Vec<(usize, String)> = (0..players)
+            .filter(|i| i % 8 == c)
+            .map(|i| {
+                let attrs = json!({"roles": roles_of_player(i)});
+                (i, encoded(&store, "race", &attrs))
+            })
+            .collect();
+        clients.push(tokio::spawn(async move {
+            let mut left = Vec::new();
+            for (i, text) in texts {
+                let p = format!("p{i}");
+                let input = JoinInput {
+                    attributes: Some(&text),
+                    ..JoinInput::default()
+                };
+                let outcome = store
+                    .join_reply(world(&store, "race"), &player(&p), &input, false)
+                    .await
+                    .expect("join")
+                    .outcome;
+                match outcome {
+                    JoinOutcome::Matched { formed: f, .. } => formed.lock().await.extend(f),
+                    JoinOutcome::Queued(_) if i % 11 == 0 => {
+                        let gone = store
+                            .leave(world(&store, "race"), &player(&p))
+                            .await
+                            .expect("leave");
+                        if matches!(gone, shared::LeaveOutcome::Left { .. }) {
+                            left.push(p);
+                        }
+                    }
+                    JoinOutcome::Queued(_) => {}
+                    other => panic!("{p}: {other:?}"),
+                }
+            }
+            left
+        }));
+    }
+    let mut left = BTreeSet::new();
+    for c in clients {
+        left.extend(c.await.expect("client"));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for m in matchers {
+        m.await.expect("matcher");
+    }
+    // What the race left formable, the next ticks form (anchors are due a
+    // tick after they join or were tried): until the waiting players'
+    // roles cannot make a 2 v 2 (two tanks and two damage, flexible
+    // players counting for either).
+    let k = store.keys().world(&world_name("race"));
+    eventually(
+        "the queue to hold no more matches",
+        Duration::from_secs(10),
+        || async {
+            let batch = store.form_matches(world(&store, "race"), 0).await.ok()?;
+            formed.lock().await.extend(batch.matches);
+            let queued: Vec<String> = store
+                .command(redis::cmd("ZRANGE").arg(&k.queue).arg(0).arg(-1))
+                .await
+                .ok()?;
+            let (mut tanks, mut damage, mut both) = (0, 0, 0);
+            for p in &queued {
+                let i: usize = p.trim_start_matches('p').parse().ok()?;
+                match roles_of_player(i).as_array().map(Vec::len) {
+                    Some(2) => both += 1,
+                    _ if i % 5 == 1 || i % 5 == 3 => damage += 1,
+                    _ => tanks += 1,
+                }
+            }
+            let formable = tanks + both >= 2 && damage + both >= 2 && tanks + damage + both >= 4;
+            (!formable).then_some(())
+        },
+    )
+    .await;
+    let formed = formed.lock().await;
+    assert!(formed.len() >= 20, "only {} matches formed", formed.len());
+    let mut seen = BTreeMap::new();
+    for record in formed.iter() {
+        recheck(&store, record);
+        assert_eq!(record.participants.len(), 4, "{record:?}");
+        for p in &record.participants {
+            if let Some(other) = seen.insert(p.to_string(), record.match_id.clone()) {
+                panic!("{p} was matched twice: {other} and {}", record.match_id);
+            }
+            assert!(!left.contains(p.as_str()), "{p} left and was matched");
+        }
+    }
+    let queued: BTreeSet<String> = store
+        .command::<Vec<String>>(redis::cmd("ZRANGE").arg(&k.queue).arg(0).arg(-1))
+        .await
+        .expect("queue")
+        .into_iter()
+        .collect();
+    let indexed: BTreeSet<String> = store
+        .command::<Vec<String>>(redis::cmd("ZRANGE").arg(&k.attr_values).arg(0).arg(-1))
+        .await
+        .expect("attr-values")
+        .iter()
+        .map(|m| m.split_once('|').expect("<role>|<ticket>").1.to_string())
+        .collect();
+    assert_eq!(indexed, queued, "the role index holds the waiting tickets");
+    for i in 0..players {
+        let p = format!("p{i}");
+        let (matched, waits, gone) = (
+            seen.contains_key(&p),
+            queued.contains(&p),
+            left.contains(&p),
+        );
+        assert_eq!(
+            u8::from(matched) + u8::from(waits) + u8::from(gone),
+            1,
+            "{p}: matched {matched}, waiting {waits}, left {gone}"
+        );
+    }
+}
