@@ -34,7 +34,10 @@
 -- them in its addition, or when none left),
 -- open = { seats per team }, counts = { players per team }, sums = {
 -- rating sum per team } (rated), ref (reference rating, rated), region }.
--- @include _lib _backfill_store _blocks _match_rules _matching _players _proposals _rated _regions _tickets
+-- In a world with a quota rule (role queues) a newcomer takes a role
+-- that keeps its team able to meet the quotas (b.team_roles: per team, the
+-- roles of its players now; see _roles.lua backfill_roles).
+-- @include _lib _backfill_store _blocks _match_rules _matching _players _proposals _rated _regions _roles _tickets
 
 local Backfill = {}
 do
@@ -82,8 +85,17 @@ local function backfill_team(ctx, b, it)
   if cfg.match_rules and b.attrs then
     local items = { it }
     for _, attrs in pairs(b.attrs) do items[#items + 1] = { attrs = { attrs } } end
-    local m = { items = items, a = { attrs = { b.anchor_attrs or {} } }, wait = wait }
+    -- The roles are checked apart (Roles.backfill_roles): the players
+    -- who stay keep theirs.
+    local m = { items = items, a = { attrs = { b.anchor_attrs or {} } }, wait = wait, backfill = true }
     if not MatchRules.holds(cfg, m, false) then return nil end
+  end
+  local roles_in = nil
+  if cfg.quota and b.team_roles then
+    roles_in = {}
+    for t, seats in ipairs(b.open) do
+      if seats >= it.size then roles_in[t] = Roles.backfill_roles(cfg.quota, b, it, t) end
+    end
   end
   local rules = cfg.rules
   if rules and b.ref then
@@ -94,7 +106,7 @@ local function backfill_team(ctx, b, it)
   local bw = balance and b.sums and Rated.rated_window(balance, wait)
   local best, best_key = nil, nil
   for t, seats in ipairs(b.open) do
-    if seats >= it.size then
+    if seats >= it.size and (not roles_in or roles_in[t]) then
       local key = -seats
       if balance and b.sums then
         local lo, hi = math.huge, -math.huge
@@ -112,6 +124,7 @@ local function backfill_team(ctx, b, it)
       if key and (not best or key < best_key) then best, best_key = t, key end
     end
   end
+  if best and roles_in then it.roles = roles_in[best] end
   return best
 end
 
@@ -124,6 +137,10 @@ local function take_seats(b, it, t)
   b.open[t] = b.open[t] - it.size
   b.counts[t] = b.counts[t] + it.size
   if b.sums then b.sums[t] = b.sums[t] + it.sum end
+  if it.roles then
+    local list = b.team_roles[t]
+    for _, r in ipairs(it.roles) do list[#list + 1] = r end
+  end
 end
 
 -- Holds `items` (seated by take_seats, with their addition `parts`) for a
@@ -135,7 +152,7 @@ local function propose_backfill(ctx, b, items, parts)
   local entries = Proposals.lift_tickets(ctx, id, items)
   local players, seats = {}, {}
   for i, it in ipairs(items) do
-    seats[i] = { team = it.team, size = it.size, sum = it.sum }
+    seats[i] = { team = it.team, size = it.size, sum = it.sum, roles = it.roles }
     for _, p in ipairs(it.players) do players[#players + 1] = p end
   end
   local accept_by = now + accept.ms

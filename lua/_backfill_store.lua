@@ -87,6 +87,11 @@ local function addition_body(it, b)
   if it.ratings then s = s .. ',"ratings":[' .. table.concat(ratings, ',') .. ']' end
   if b.region then s = s .. ',"latencies":[' .. table.concat(lats, ',') .. ']' end
   if it.attrs_json then s = s .. ',"attributes":[' .. table.concat(it.attrs_json, ',') .. ']' end
+  if it.roles then
+    local roles = {}
+    for j, r in ipairs(it.roles) do roles[j] = r ~= '' and quote(r) or 'null' end
+    s = s .. ',"roles":[' .. table.concat(roles, ',') .. ']'
+  end
   return s .. '}'
 end
 
@@ -149,6 +154,16 @@ local function release_backfill_seats(k, wk, p)
     b.open[seat.team] = b.open[seat.team] + seat.size
     b.counts[seat.team] = b.counts[seat.team] - seat.size
     if b.sums then b.sums[seat.team] = b.sums[seat.team] - seat.sum end
+    -- The roles the seats held are open again too.
+    local list = b.team_roles and b.team_roles[seat.team]
+    for _, r in ipairs(list and seat.roles or {}) do
+      for i = #list, 1, -1 do
+        if list[i] == r then
+          table.remove(list, i)
+          break
+        end
+      end
+    end
   end
   save_backfill(k, wk, b)
 end

@@ -527,6 +527,8 @@ local COMPARE = {
 
 -- Whether rule `i` holds for a match `m`: { items = ticket infos with
 -- .attrs, a = the anchor's info, wait = how long the anchor waited (ms),
+-- backfill = true for a newcomer checked against a running match's
+-- players (a quota rule is checked by Roles.backfill_roles instead),
 -- out = nil, or a table collecting each rule's outcome by index: { on,
 -- value, shared (sorted list), held (operand names) } }.
 local function check(rules, i, m)
@@ -618,6 +620,8 @@ local function check(rules, i, m)
         table.sort(shared)
         ok = #shared >= v
       end
+    elseif kind == 'quota' and m.backfill then
+      ok = true
     elseif kind == 'quota' then
       -- The whole match: its roles (and, per team, its teams) are kept on
       -- the items for the record (see record_fields, Matching.record_groups).

@@ -267,6 +267,37 @@ local function solve_roles(rule, items, ratings)
   return { roles = values, assign = assign }
 end
 
+-- The roles the players of ticket `it` (an info with .attrs) would play in
+-- team `t` of backfill `b` (b.team_roles: per team, the roles of its
+-- players now, '' for none; b.open: its open seats), keeping the team (the
+-- match, with quotas per match) able to meet the quotas once its open
+-- seats are filled: the seat of a tank who left is a tank's. Returns a role
+-- per player ('' for a player without a value who takes a role no quota
+-- lists), or nil.
+local function backfill_roles(rule, b, it, t)
+  local n = #rule.quotas
+  local offers, open = {}, 0
+  for u, list in ipairs(b.team_roles) do
+    if rule.teams == 1 or u == t then
+      for _, v in ipairs(list) do offers[#offers + 1] = { rule.role_of[v] or n + 1 } end
+      open = open + b.open[u]
+    end
+  end
+  local first, others = #offers + 1, {}
+  for j = 1, #it.players do
+    offers[first + j - 1], others[j] = offered_roles(rule, it.attrs[j] or {})
+  end
+  local need, cap = role_bounds(rule, 1)
+  local role, short = assign_roles(offers, need, cap)
+  if not role or short > open - it.size then return nil end
+  local values = {}
+  for j = 1, #it.players do
+    local r = role[first + j - 1]
+    values[j] = r <= n and rule.quotas[r].value or others[j] or ''
+  end
+  return values
+end
+
 -- The module's face: what other files reach as Roles.<name>.
 Roles.offered_roles = offered_roles
 Roles.role_bounds = role_bounds
@@ -276,5 +307,6 @@ Roles.roles_fit = roles_fit
 Roles.deal_teams = deal_teams
 Roles.search_split = search_split
 Roles.solve_roles = solve_roles
+Roles.backfill_roles = backfill_roles
 Roles.SPLIT_SEARCH_BUDGET = SPLIT_SEARCH_BUDGET
 end

@@ -48,9 +48,6 @@ if record.worldType ~= world then return { 'OTHER_WORLD', record.worldType } end
 local life = Lifecycle.load_lifecycle(k, id)
 if life.state == 'FINISHED' then return { 'FINISHED' } end
 if life.state ~= 'ASSIGNED' then return { 'NOT_ASSIGNED' } end
--- A newcomer would have to take the role of the player who left; until
--- backfills ask for roles, a world with a quota rule takes none.
-if cfg.quota then return { 'INVALID', 'the world has a quota rule (roles), which backfills do not support yet' } end
 
 -- Who is in the match, their ratings and parties (the record's and the
 -- additions').
@@ -160,6 +157,26 @@ if cfg.attributes then
   b.attrs = {}
   for p in pairs(team_of) do b.attrs[p] = type(known[p]) == 'table' and known[p] or {} end
   b.anchor_attrs = record.anchor and known[record.anchor] or nil
+end
+if cfg.quota then
+  -- The roles of the players who stay, per team (the record's and the
+  -- fills'): a newcomer takes a role the team still needs.
+  local role_of = type(record.roles) == 'table' and record.roles or {}
+  for _, a in ipairs(additions) do
+    for j, p in ipairs(a.players) do
+      local r = type(a.roles) == 'table' and a.roles[j]
+      if type(r) == 'string' then role_of[p] = r end
+    end
+  end
+  b.team_roles = {}
+  for t = 1, cfg.teams do b.team_roles[t] = {} end
+  local stay = {}
+  for p in pairs(team_of) do stay[#stay + 1] = p end
+  table.sort(stay)
+  for _, p in ipairs(stay) do
+    local list = b.team_roles[team_of[p]]
+    list[#list + 1] = type(role_of[p]) == 'string' and role_of[p] or ''
+  end
 end
 BackfillStore.save_backfill(k, k, b)
 wake_matcher()

@@ -138,7 +138,8 @@ macro_rules! for_each_scenario {
             a_rated_role_queue_balances_teams_within_each_role,
             a_scarce_role_is_found_behind_a_backlog_of_another,
             a_declined_role_is_filled_again_from_the_queue,
-            a_backfill_in_a_role_queue_is_refused,
+            a_backfill_seats_the_role_of_the_player_who_left,
+            a_declined_backfill_seat_opens_its_role_again,
             racing_matchers_keep_every_team_within_its_quotas,
         );
     };

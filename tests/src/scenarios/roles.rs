@@ -349,22 +349,25 @@ pub async fn a_declined_role_is_filled_again_from_the_queue(env: &Env) {
     );
 }
 
-/// A backfill would have to seat the role of the player who left, which
-/// backfills do not ask for yet: a world with a quota rule refuses it and
-/// writes nothing.
-pub async fn a_backfill_in_a_role_queue_is_refused(env: &Env) {
+/// A backfill asks for the roles its match lacks: the seat of the tank
+/// who left is a tank's. A damage player is not seated (the team has its
+/// damage player), a player offering tank or damage is, as the tank; the
+/// match's record then says so, and its teams meet the quotas again.
+pub async fn a_backfill_seats_the_role_of_the_player_who_left(env: &Env) {
     let rules = json!({
-        "attributes": {"role": {"type": "string", "values": ["tank", "damage"], "missing": "refuse"}},
-        "worlds": [{"name": "pair", "teamSize": 2, "rules": [
-            {"name": "roles", "type": "quota", "attribute": "role", "quotas": [
+        "attributes": {"roles": {"type": "stringList", "values": ["tank", "damage"], "maxItems": 2, "missing": "refuse"}},
+        "worlds": [{"name": "duo", "teamSize": 2, "teams": 2, "rules": [
+            {"name": "roleQueue", "type": "quota", "attribute": "roles", "quotas": [
                 {"value": "tank", "min": 1, "max": 1}, {"value": "damage", "min": 1, "max": 1}]}]}]
     });
     let store = store_for(env, "roles-backfill", &rules, true);
-    join_with(&store, "pair", "t", json!({"role": "tank"})).await;
+    for (p, role) in [("t1", "tank"), ("t2", "tank"), ("d1", "damage")] {
+        join_with(&store, "duo", p, json!({"roles": [role]})).await;
+    }
     let JoinOutcome::Matched { record, .. } =
-        join_with(&store, "pair", "d", json!({"role": "damage"})).await
+        join_with(&store, "duo", "d2", json!({"roles": ["damage"]})).await
     else {
-        panic!("a tank and a damage player make a match");
+        panic!("two tanks and two damage players make a match");
     };
     let a: shared::Assignment =
         serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
@@ -372,16 +375,138 @@ pub async fn a_backfill_in_a_role_queue_is_refused(env: &Env) {
         .assign_match(&record.match_id, &a)
         .await
         .expect("assign");
-    let before = snapshot(&store).await;
-    let refused = store
-        .request_backfill(&record.match_id, &[vec![player("t")]], None)
+    // t1 leaves: its team keeps its damage player only.
+    let teams: Vec<Vec<PlayerId>> = record
+        .teams
+        .clone()
+        .expect("teams")
+        .into_iter()
+        .map(|t| t.into_iter().filter(|p| p.as_str() != "t1").collect())
+        .collect();
+    let t1_team = record
+        .teams
+        .as_ref()
+        .and_then(|t| {
+            t.iter()
+                .position(|team| team.iter().any(|p| p.as_str() == "t1"))
+        })
+        .expect("t1 has a team");
+    let asked = store
+        .request_backfill(&record.match_id, &teams, None)
         .await
         .expect("request");
     assert!(
-        matches!(&refused, shared::store::BackfillOutcome::Invalid(reason) if reason.contains("quota")),
-        "{refused:?}"
+        matches!(asked, shared::store::BackfillOutcome::Open { .. }),
+        "{asked:?}"
     );
-    assert_eq!(snapshot(&store).await, before, "a refusal writes nothing");
+    let d3 = join_with(&store, "duo", "d3", json!({"roles": ["damage"]})).await;
+    assert!(
+        queued(&d3),
+        "a second damage player in that team breaks its quota: {d3:?}"
+    );
+    let flex = join_with(&store, "duo", "flex", json!({"roles": ["damage", "tank"]})).await;
+    assert!(
+        matches!(flex, JoinOutcome::Backfilled { .. }),
+        "flex takes the tank's seat: {flex:?}"
+    );
+    let merged = store
+        .match_record(&record.match_id)
+        .await
+        .expect("record")
+        .expect("a live record");
+    let roles = roles_of(&merged);
+    assert_eq!(roles["flex"], "tank");
+    let merged_teams = merged.teams.as_ref().expect("teams");
+    assert!(merged_teams[t1_team].iter().any(|p| p.as_str() == "flex"));
+    // The players the match has now, per team: one tank and one damage.
+    for team in merged_teams {
+        let mut now: Vec<&str> = team
+            .iter()
+            .filter(|p| p.as_str() != "t1")
+            .map(|p| roles[p.as_str()].as_str())
+            .collect();
+        now.sort_unstable();
+        assert_eq!(now, ["damage", "tank"]);
+    }
+    assert!(waiting(&store, "d3").await);
+}
+
+/// With a ready check a newcomer's seat, and its role, are held by a
+/// proposal; a decline opens both again, so the next player who can play
+/// that role is asked.
+pub async fn a_declined_backfill_seat_opens_its_role_again(env: &Env) {
+    let rules = json!({
+        "attributes": {"roles": {"type": "stringList", "values": ["tank", "damage"], "maxItems": 2, "missing": "refuse"}},
+        "worlds": [{"name": "duo", "teamSize": 2, "teams": 2,
+            "readyCheck": {"acceptSeconds": 30, "declineCooldownSeconds": 0},
+            "rules": [{"name": "roleQueue", "type": "quota", "attribute": "roles", "quotas": [
+                {"value": "tank", "min": 1, "max": 1}, {"value": "damage", "min": 1, "max": 1}]}]}]
+    });
+    let store = store_for(env, "roles-backfill-ready", &rules, true);
+    for (p, role) in [("t1", "tank"), ("t2", "tank"), ("d1", "damage")] {
+        join_with(&store, "duo", p, json!({"roles": [role]})).await;
+    }
+    let JoinOutcome::Proposed(proposal) =
+        join_with(&store, "duo", "d2", json!({"roles": ["damage"]})).await
+    else {
+        panic!("the four make a proposal");
+    };
+    for p in ["t1", "t2", "d1", "d2"] {
+        store
+            .answer_proposal(&proposal.match_id, &player(p), true)
+            .await
+            .expect("answer");
+    }
+    let PlayerStatus::Matched(m) = store.player_status(&player("t1")).await.expect("status") else {
+        panic!("everyone accepted");
+    };
+    let record = m.record.clone();
+    let a: shared::Assignment =
+        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
+    store
+        .assign_match(&record.match_id, &a)
+        .await
+        .expect("assign");
+    let teams: Vec<Vec<PlayerId>> = record
+        .teams
+        .clone()
+        .expect("teams")
+        .into_iter()
+        .map(|t| t.into_iter().filter(|p| p.as_str() != "t1").collect())
+        .collect();
+    store
+        .request_backfill(&record.match_id, &teams, None)
+        .await
+        .expect("request");
+    let asked = |p: &'static str| {
+        let store = &store;
+        async move {
+            match store.player_status(&player(p)).await.expect("status") {
+                PlayerStatus::Proposed(view) => Some(view),
+                _ => None,
+            }
+        }
+    };
+    join_with(&store, "duo", "tk", json!({"roles": ["tank"]})).await;
+    let held = asked("tk").await.expect("tk is asked for the tank's seat");
+    store
+        .answer_proposal(&held.match_id, &player("tk"), false)
+        .await
+        .expect("decline");
+    join_with(&store, "duo", "flex", json!({"roles": ["damage", "tank"]})).await;
+    let view = asked("flex")
+        .await
+        .expect("the seat and its role are open again: flex is asked");
+    store
+        .answer_proposal(&view.match_id, &player("flex"), true)
+        .await
+        .expect("accept");
+    let merged = store
+        .match_record(&record.match_id)
+        .await
+        .expect("record")
+        .expect("a live record");
+    assert_eq!(roles_of(&merged)["flex"], "tank");
 }
 
 /// Concurrency: players offering one or two roles join a 2 v 2 role queue

@@ -69,6 +69,10 @@ pub struct Addition {
     /// Attributes per player (worlds with attributes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attributes: Option<Vec<serde_json::Map<String, serde_json::Value>>>,
+    /// The role per player (worlds with a quota rule; `None`: a player
+    /// without a value who took a role no quota lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<Vec<Option<String>>>,
 }
 
 /// A match's lifecycle as the scripts report it (`lua/_lifecycle.lua`).
@@ -180,6 +184,17 @@ impl MatchLifecycle {
                             .get_or_insert_with(Default::default)
                             .insert(p.as_str().to_owned(), r);
                     }
+                }
+                if let Some(role) = a
+                    .roles
+                    .as_ref()
+                    .and_then(|r| r.get(j))
+                    .and_then(Option::as_ref)
+                {
+                    record
+                        .roles
+                        .get_or_insert_with(Default::default)
+                        .insert(p.as_str().to_owned(), role.clone());
                 }
                 if let Some(ms) = a.latencies.as_ref().and_then(|l| l.get(j)) {
                     record
