@@ -36,7 +36,9 @@
 -- rating sum per team } (rated), ref (reference rating, rated), region }.
 -- In a world with a quota rule (role queues) a newcomer takes a role
 -- that keeps its team able to meet the quotas (b.team_roles: per team, the
--- roles of its players now; see _roles.lua backfill_roles).
+-- roles of its players now; see _roles.lua backfill_roles); with total
+-- rules, one that keeps each sum able to end within its bounds (b.totals:
+-- per total rule, per team, the sum over its players now).
 -- @include _lib _backfill_store _blocks _match_rules _matching _players _proposals _rated _regions _roles _tickets
 
 local Backfill = {}
@@ -106,7 +108,8 @@ local function backfill_team(ctx, b, it)
   local bw = balance and b.sums and Rated.rated_window(balance, wait)
   local best, best_key = nil, nil
   for t, seats in ipairs(b.open) do
-    if seats >= it.size and (not roles_in or roles_in[t]) then
+    if seats >= it.size and (not roles_in or roles_in[t])
+        and (not (cfg.totals and b.totals) or Roles.backfill_totals(cfg.totals, b, it, t)) then
       local key = -seats
       if balance and b.sums then
         local lo, hi = math.huge, -math.huge
@@ -129,7 +132,7 @@ local function backfill_team(ctx, b, it)
 end
 
 -- Seats ticket `it` in team `t` of `b` (in memory; fill_backfill writes).
-local function take_seats(b, it, t)
+local function take_seats(ctx, b, it, t)
   it.team = t
   if b.attrs and it.attrs then
     for j, p in ipairs(it.players) do b.attrs[p] = it.attrs[j] or {} end
@@ -140,6 +143,13 @@ local function take_seats(b, it, t)
   if it.roles then
     local list = b.team_roles[t]
     for _, r in ipairs(it.roles) do list[#list + 1] = r end
+  end
+  if b.totals then
+    it.totals = {}
+    for i, rule in ipairs(ctx.cfg.totals) do
+      it.totals[i] = Roles.ticket_total(rule, it)
+      b.totals[i][t] = b.totals[i][t] + it.totals[i]
+    end
   end
 end
 
@@ -152,7 +162,7 @@ local function propose_backfill(ctx, b, items, parts)
   local entries = Proposals.lift_tickets(ctx, id, items)
   local players, seats = {}, {}
   for i, it in ipairs(items) do
-    seats[i] = { team = it.team, size = it.size, sum = it.sum, roles = it.roles }
+    seats[i] = { team = it.team, size = it.size, sum = it.sum, roles = it.roles, totals = it.totals }
     for _, p in ipairs(it.players) do players[#players + 1] = p end
   end
   local accept_by = now + accept.ms
@@ -237,7 +247,7 @@ local function backfill_joiner(ctx, it)
     if b and b.expires > ctx.now then
       local t = backfill_team(ctx, b, it)
       if t then
-        take_seats(b, it, t)
+        take_seats(ctx, b, it, t)
         return fill_backfill(ctx, b, { it }), b.match
       end
     end
@@ -319,7 +329,7 @@ local function serve_backfills(ctx, limit)
         elseif it and not Blocks.blocked_with(ctx, it, items) then
           local t = backfill_team(ctx, b, it)
           if t then
-            take_seats(b, it, t)
+            take_seats(ctx, b, it, t)
             items[#items + 1] = it
           end
         end

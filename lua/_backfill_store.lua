@@ -154,6 +154,9 @@ local function release_backfill_seats(k, wk, p)
     b.open[seat.team] = b.open[seat.team] + seat.size
     b.counts[seat.team] = b.counts[seat.team] - seat.size
     if b.sums then b.sums[seat.team] = b.sums[seat.team] - seat.sum end
+    if b.totals and seat.totals then
+      for i, taken in ipairs(seat.totals) do b.totals[i][seat.team] = b.totals[i][seat.team] - taken end
+    end
     -- The roles the seats held are open again too.
     local list = b.team_roles and b.team_roles[seat.team]
     for _, r in ipairs(list and seat.roles or {}) do

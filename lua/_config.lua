@@ -25,7 +25,8 @@
 --                    attr?, op?, value?, from_anchor?, party?, of? = [index],
 --                    top? (bool, absent: false), optional_ms?, linear? = { per_sec, limit },
 --                    steps? = [ [after_ms, value or null] ],
---                    quotas? = [ [value, min, max] ], per_team? (quota rules) } ]
+--                    quotas? = [ [value, min, max] ], per_team? (quota rules),
+--                    min?, max?, adds = [least, most] one player adds (total rules) } ]
 --                  (worlds with attributes; see _match_rules.lua)
 --   retry_ms? (> 0)  worlds with attributes: how long a failed anchor waits
 --   candidate_window? (16..4096)  worlds with match rules: most candidates
@@ -85,7 +86,7 @@ end
 local ATTRIBUTE_TYPES = { string = true, number = true, stringList = true, numberMap = true }
 local RULE_KINDS = {
   equality = 'attr', compare = 'attr', all_equal = 'attr', all_different = 'attr', distance = 'attr',
-  intersection = 'attr', quota = 'attr', ['and'] = 'of', ['or'] = 'of', ['not'] = 'of',
+  intersection = 'attr', quota = 'attr', total = 'attr', ['and'] = 'of', ['or'] = 'of', ['not'] = 'of',
 }
 local PARTY = { avg = true, min = true, max = true, union = true, intersection = true }
 local OPS = { ['>='] = true, ['<='] = true, ['>'] = true, ['<'] = true, ['='] = true, ['!='] = true }
@@ -164,6 +165,15 @@ local function match_rules(list, attrs)
         rule.role_of[q[1]] = j
       end
     end
+    if r.kind == 'total' then
+      local adds = r.adds
+      if (r.min ~= nil and type(r.min) ~= 'number') or (r.max ~= nil and type(r.max) ~= 'number')
+          or (r.min == nil and r.max == nil) or type(adds) ~= 'table' or type(adds[1]) ~= 'number'
+          or type(adds[2]) ~= 'number' or (r.per_team ~= nil and type(r.per_team) ~= 'boolean') then
+        return nil, bad .. ': total'
+      end
+      rule.min, rule.max, rule.per_team, rule.adds = r.min, r.max, r.per_team == true, { adds[1], adds[2] }
+    end
     if r.party ~= nil and not PARTY[r.party] then return nil, bad .. ': party' end
     rule.party = r.party
     rule.from_anchor = r.from_anchor == true
@@ -194,9 +204,9 @@ local function match_rules(list, attrs)
     out[i] = rule
   end
   for i, rule in ipairs(out) do
-    -- A quota's minimums are met only once the match is full: the fitter
-    -- checks it apart (_roles.lua).
-    rule.monotone = rule.kind ~= 'quota' and monotone(out, i, 0)
+    -- A quota's or total's minimums are met only once the match is full:
+    -- the fitter checks them apart (_roles.lua).
+    rule.monotone = rule.kind ~= 'quota' and rule.kind ~= 'total' and monotone(out, i, 0)
   end
   return out
 end
@@ -283,9 +293,13 @@ local function parse_world_config(s)
     parsed.match_rules, err = match_rules(c.match_rules, parsed.attributes)
     if not parsed.match_rules then return nil, err end
     for _, rule in ipairs(parsed.match_rules) do
-      if rule.kind == 'quota' then
+      if rule.kind == 'quota' or rule.kind == 'total' then
         rule.seats, rule.teams = c.seats, rule.per_team and c.teams or 1
-        parsed.quota = rule
+      end
+      if rule.kind == 'quota' then parsed.quota = rule end
+      if rule.kind == 'total' then
+        parsed.totals = parsed.totals or {}
+        parsed.totals[#parsed.totals + 1] = rule
       end
     end
   end

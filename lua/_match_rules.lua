@@ -634,7 +634,16 @@ local function check(rules, i, m)
       end
       local solved = Roles.solve_roles(rule, items, ratings)
       items.quota = solved
+      if rule.teams > 1 then items.assign = solved and solved.assign end
       ok = solved ~= nil
+    elseif kind == 'total' and m.backfill then
+      -- Checked against the teams' sums (Roles.backfill_totals).
+      ok = true
+    elseif kind == 'total' then
+      -- Per team, the split is the match's teams (as a quota's).
+      local assign = Roles.split_totals(rule, items)
+      if rule.teams > 1 then items.assign = assign end
+      ok = assign ~= nil
     elseif kind == 'not' then
       ok = not check(rules, rule.of[1], m)
     else
@@ -830,17 +839,20 @@ local function fitter(cfg, a, wait_ms)
     summarized, last = #chosen, chosen[#chosen]
   end
   local m = { a = a, wait = wait_ms }
-  local quota = cfg.quota
+  local quota, totals = cfg.quota, cfg.totals
   return function(info, chosen)
     take(chosen)
     if broken then return false end
     for _, r in ipairs(simple) do
       if not still_holds(r, info) then return false end
     end
-    if quota then
+    if quota or totals then
       local n = #chosen
       chosen[n + 1] = info
-      local ok = Roles.roles_fit(quota, chosen)
+      local ok = not quota or Roles.roles_fit(quota, chosen)
+      for _, rule in ipairs(ok and totals or {}) do
+        if not Roles.totals_fit(rule, chosen) then ok = false end
+      end
       chosen[n + 1] = nil
       if not ok then return false end
     end

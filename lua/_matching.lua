@@ -260,8 +260,8 @@ local function record_groups(ctx, groups, opts)
   local n = 0
   for _, items in ipairs(groups) do
     local assign = nil
-    -- A quota per team decided the teams (MatchRules.check).
-    if teams > 1 then assign = items.quota and items.quota.assign or Teams.pack_teams(items, teams, cap) end
+    -- A quota or total per team decided the teams (MatchRules.check).
+    if teams > 1 then assign = items.assign or Teams.pack_teams(items, teams, cap) end
     if teams == 1 or assign then
       packed[#packed + 1] = items
       local layout = { parties = {} }

@@ -186,9 +186,8 @@ local function fill_match(ctx, a, candidates, opts)
   if opts.final and not opts.final(items) then return nil end
   if teams > 1 and ctx.cfg.rules then
     local assign, sums = Teams.pack_teams(items, teams, cap)
-    -- A quota per team decided the teams (MatchRules.check).
-    local roles = items.quota
-    if roles and roles.assign then assign, sums = roles.assign, Teams.team_sums(items, roles.assign, teams) end
+    -- A quota or total per team decided the teams (MatchRules.check).
+    if items.assign then assign, sums = items.assign, Teams.team_sums(items, items.assign, teams) end
     local bw = ctx.cfg.rules.balance and rated_window(ctx.cfg.rules.balance, opts.wait)
     if not assign or (bw and Teams.sums_spread(sums) / cap > bw) then return nil end
   end

@@ -1,6 +1,9 @@
 -- _roles.lua: a world's quota rule (docs/rules.md, "Role queues"): each
 -- player gets exactly one role among those they offered, and every team
--- (or the match) holds between `min` and `max` players of each role.
+-- (or the match) holds between `min` and `max` players of each role; and
+-- its total rules: each team's (or the match's) sum of a number attribute
+-- within `min..max` (rule: { attr, min?, max?, adds = { least, most } one
+-- player adds, teams, seats }).
 --
 -- rule (see _config.lua): { attr, quotas = { { value, min, max } ... },
 -- role_of = value -> index, teams (1 when the quotas are per match),
@@ -298,6 +301,93 @@ local function backfill_roles(rule, b, it, t)
   return values
 end
 
+-- The sum of the total rule's attribute over ticket `it`'s players (0 for
+-- a player without a value).
+local function ticket_total(rule, it)
+  local s = 0
+  for j = 1, #it.players do
+    local x = (it.attrs[j] or {})[rule.attr]
+    if type(x) == 'number' then s = s + x end
+  end
+  return s
+end
+
+-- Whether a sum `sum` with `left` seats still to fill can end within the
+-- bounds `lo`..`hi` (`teams` teams' worth).
+local function sum_reachable(rule, sum, left, teams)
+  local lo, hi = rule.min, rule.max
+  if hi and sum + left * rule.adds[1] > hi * teams then return false end
+  if lo and sum + left * rule.adds[2] < lo * teams then return false end
+  return true
+end
+
+-- Whether `items` (a match being filled) can still meet the total rule
+-- once the seats left are taken.
+local function totals_fit(rule, items)
+  local sum, n = 0, 0
+  for _, it in ipairs(items) do
+    sum = sum + ticket_total(rule, it)
+    n = n + #it.players
+  end
+  return sum_reachable(rule, sum, rule.seats - n, rule.teams)
+end
+
+-- The team of each ticket of a full match `items` such that every team's
+-- sum lies within the total rule's bounds (a party whole on one team),
+-- found by a bounded search; nil when none is found. One team: whether
+-- the match's sum does ({} or nil).
+local function split_totals(rule, items)
+  local teams, cap = rule.teams, rule.seats / rule.teams
+  local value, order = {}, {}
+  for i, it in ipairs(items) do
+    value[i] = ticket_total(rule, it)
+    order[i] = i
+  end
+  table.sort(order, function(a, b)
+    if items[a].size ~= items[b].size then return items[a].size > items[b].size end
+    return a < b
+  end)
+  local assign, room, sums, steps = {}, {}, {}, 0
+  for t = 1, teams do room[t], sums[t] = cap, 0 end
+  local function place(d)
+    if d > #order then
+      for t = 1, teams do
+        if not sum_reachable(rule, sums[t], 0, 1) then return false end
+      end
+      return true
+    end
+    local i = order[d]
+    for t = 1, teams do
+      steps = steps + 1
+      if steps > SPLIT_SEARCH_BUDGET then return false end
+      if room[t] >= items[i].size then
+        assign[i], room[t], sums[t] = t, room[t] - items[i].size, sums[t] + value[i]
+        if sum_reachable(rule, sums[t], room[t], 1) and place(d + 1) then return true end
+        assign[i], room[t], sums[t] = nil, room[t] + items[i].size, sums[t] - value[i]
+      end
+    end
+    return false
+  end
+  if not place(1) then return nil end
+  return assign
+end
+
+-- Whether ticket `it` may take seats in team `t` of backfill `b` under
+-- every total rule of `rules` (b.totals[i]: per team, the sum of rule i's
+-- attribute over the players there now): the team's (per match, the
+-- match's) sum can still end within the bounds once its open seats are
+-- filled.
+local function backfill_totals(rules, b, it, t)
+  for i, rule in ipairs(rules) do
+    local sum, open = ticket_total(rule, it), -it.size
+    for u, s in ipairs(b.totals[i]) do
+      if rule.teams == 1 or u == t then sum, open = sum + s, open + b.open[u] end
+    end
+    if not sum_reachable(rule, sum, open, 1) then return false end
+  end
+  return true
+end
+
 -- The module's face: what other files reach as Roles.<name>.
 Roles.offered_roles = offered_roles
 Roles.role_bounds = role_bounds
@@ -308,5 +398,10 @@ Roles.deal_teams = deal_teams
 Roles.search_split = search_split
 Roles.solve_roles = solve_roles
 Roles.backfill_roles = backfill_roles
+Roles.ticket_total = ticket_total
+Roles.sum_reachable = sum_reachable
+Roles.totals_fit = totals_fit
+Roles.split_totals = split_totals
+Roles.backfill_totals = backfill_totals
 Roles.SPLIT_SEARCH_BUDGET = SPLIT_SEARCH_BUDGET
 end

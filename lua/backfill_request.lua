@@ -178,6 +178,19 @@ if cfg.quota then
     list[#list + 1] = type(role_of[p]) == 'string' and role_of[p] or ''
   end
 end
+if cfg.totals then
+  -- Each total rule's sum per team over the players who stay.
+  b.totals = {}
+  for i, rule in ipairs(cfg.totals) do
+    local sums = {}
+    for t = 1, cfg.teams do sums[t] = 0 end
+    for p, t in pairs(team_of) do
+      local x = b.attrs[p] and b.attrs[p][rule.attr]
+      if type(x) == 'number' then sums[t] = sums[t] + x end
+    end
+    b.totals[i] = sums
+  end
+end
 BackfillStore.save_backfill(k, k, b)
 wake_matcher()
 return { previous and 'REPLACED' or 'CREATED', cjson.encode(b) }

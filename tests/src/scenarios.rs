@@ -141,6 +141,8 @@ macro_rules! for_each_scenario {
             a_backfill_seats_the_role_of_the_player_who_left,
             a_declined_backfill_seat_opens_its_role_again,
             racing_matchers_keep_every_team_within_its_quotas,
+            role_totals_of_number_attributes_bound_the_match,
+            a_total_per_team_splits_the_teams_and_backfills_keep_it,
         );
     };
 }

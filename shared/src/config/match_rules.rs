@@ -73,6 +73,15 @@ pub enum RuleKind {
         per_team: bool,
         quotas: Vec<RoleQuota>,
     },
+    /// The sum of a number attribute over the players of each team
+    /// (`per_team`) or of the match lies within `min..=max` (a bound
+    /// `None`: open); a player without a value counts 0.
+    Total {
+        attribute: String,
+        per_team: bool,
+        min: Option<f64>,
+        max: Option<f64>,
+    },
     /// Every operand holds (indices into the world's `match_rules`).
     And(Vec<usize>),
     /// At least one operand holds.
@@ -187,7 +196,8 @@ impl RuleKind {
             | RuleKind::AllDifferent { attribute }
             | RuleKind::Distance { attribute, .. }
             | RuleKind::Intersection { attribute, .. }
-            | RuleKind::Quota { attribute, .. } => Some(attribute),
+            | RuleKind::Quota { attribute, .. }
+            | RuleKind::Total { attribute, .. } => Some(attribute),
             RuleKind::And(_) | RuleKind::Or(_) | RuleKind::Not(_) => None,
         }
     }
@@ -227,6 +237,7 @@ impl RuleKind {
             RuleKind::Distance { .. } => "distance",
             RuleKind::Intersection { .. } => "intersection",
             RuleKind::Quota { .. } => "quota",
+            RuleKind::Total { .. } => "total",
             RuleKind::And(_) => "and",
             RuleKind::Or(_) => "or",
             RuleKind::Not(_) => "not",

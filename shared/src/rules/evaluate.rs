@@ -254,6 +254,23 @@ impl Run<'_> {
                 // Whether the quotas hold depends on the roles the match
                 // gave, which the record states: recheck checks them.
                 RuleKind::Quota { .. } => true,
+                // Per match: the players' sum; per team, recheck checks it
+                // on the record's teams.
+                RuleKind::Total {
+                    attribute,
+                    per_team,
+                    min,
+                    max,
+                } => {
+                    let sum: f64 = self
+                        .player_values(attribute)
+                        .filter_map(|v| match v {
+                            AttributeValue::Num(x) => Some(*x),
+                            _ => None,
+                        })
+                        .sum();
+                    *per_team || (min.is_none_or(|lo| sum >= lo) && max.is_none_or(|hi| sum <= hi))
+                }
                 RuleKind::Not(j) => !self.eval(*j),
                 RuleKind::And(of) | RuleKind::Or(of) => {
                     let mut held: Vec<usize> = Vec::with_capacity(of.len());

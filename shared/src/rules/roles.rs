@@ -1,6 +1,7 @@
-//! A quota rule checked against the roles a match record gives: each
-//! player took a role they offered, and every team (or the match) holds
-//! each listed role within its bounds.
+//! The rules a match record's teams and roles decide, checked against
+//! them: a quota rule (each player took a role they offered, and every
+//! team, or the match, holds each listed role within its bounds) and a
+//! total rule per team (each team's sum within its bounds).
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,15 @@ pub(super) fn check_roles(
     record: &MatchRecord,
     players: &BTreeMap<&str, TicketAttributes>,
 ) -> Result<(), String> {
+    if let RuleKind::Total {
+        attribute,
+        per_team: true,
+        min,
+        max,
+    } = &rule.kind
+    {
+        return check_team_totals(record, players, attribute, (*min, *max));
+    }
     let RuleKind::Quota {
         attribute,
         per_team,
@@ -77,6 +87,36 @@ pub(super) fn check_roles(
                     q.value
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Each team's sum of `attribute` (0 for a player without a value) within
+/// `bounds` (one team: the match's).
+fn check_team_totals(
+    record: &MatchRecord,
+    players: &BTreeMap<&str, TicketAttributes>,
+    attribute: &str,
+    (min, max): (Option<f64>, Option<f64>),
+) -> Result<(), String> {
+    let everyone = [record.participants.clone()];
+    let teams: &[Vec<_>] = record.teams.as_deref().unwrap_or(&everyone);
+    for (t, team) in teams.iter().enumerate() {
+        let sum: f64 = team
+            .iter()
+            .filter_map(|p| match players.get(p.as_str())?.get(attribute)? {
+                AttributeValue::Num(x) => Some(*x),
+                _ => None,
+            })
+            .sum();
+        if min.is_some_and(|lo| sum < lo) || max.is_some_and(|hi| sum > hi) {
+            return Err(format!(
+                "team {}'s {attribute:?} adds up to {sum}, outside {}..={}",
+                t + 1,
+                min.map_or("".into(), |v| v.to_string()),
+                max.map_or("".into(), |v| v.to_string())
+            ));
         }
     }
     Ok(())

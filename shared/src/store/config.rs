@@ -208,7 +208,7 @@ fn encode(settings: &Settings, world: &World) -> String {
             default_region: r.default_region.as_deref(),
         }),
         attributes: match_rules::attributes(&settings.attributes, world),
-        match_rules: match_rules::rules(world),
+        match_rules: match_rules::rules(&settings.attributes, world),
         retry_ms: (!world.attributes.is_empty())
             .then(|| millis(crate::config::rules::ANCHOR_RETRY).max(1)),
         candidate_window: (world.candidate_window != crate::config::DEFAULT_CANDIDATE_WINDOW)

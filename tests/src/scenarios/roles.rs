@@ -664,3 +664,85 @@ pub async fn racing_matchers_keep_every_team_within_its_quotas(env: &Env) {
         );
     }
 }
+
+/// PlayFab's role totals (MatchTotalRule): number attributes summed over
+/// the match, exactly one tank and one healer in a match of four; players
+/// without a value count 0. A match forms only once both are there, and a
+/// third player without a role waits.
+pub async fn role_totals_of_number_attributes_bound_the_match(env: &Env) {
+    let rules = json!({
+        "attributes": {
+            "tank": {"type": "number", "min": 0, "max": 1},
+            "healer": {"type": "number", "min": 0, "max": 1}
+        },
+        "worlds": [{"name": "four", "teamSize": 4, "rules": [
+            {"name": "oneTank", "type": "total", "attribute": "tank", "per": "match", "min": 1, "max": 1},
+            {"name": "oneHealer", "type": "total", "attribute": "healer", "per": "match", "min": 1, "max": 1}
+        ]}]
+    });
+    let store = store_for(env, "totals-match", &rules, true);
+    for p in ["d1", "d2", "d3"] {
+        assert!(queued(&join_with(&store, "four", p, json!({})).await));
+    }
+    let t1 = join_with(&store, "four", "t1", json!({"tank": 1})).await;
+    assert!(queued(&t1), "no healer yet: {t1:?}");
+    let t2 = join_with(&store, "four", "t2", json!({"tank": 1})).await;
+    assert!(queued(&t2), "a second tank does not make a healer: {t2:?}");
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "four", "h1", json!({"healer": 1})).await
+    else {
+        panic!("the healer completes a match");
+    };
+    recheck(&store, &record);
+    assert_eq!(names(&record), ["d1", "d2", "h1", "t1"]);
+    for p in ["d3", "t2"] {
+        assert!(waiting(&store, p).await, "{p} waits");
+    }
+}
+
+/// A total per team decides the teams: every team of two has exactly one
+/// leader; a backfill keeps it, seating only a leader in the seat a leader
+/// left.
+pub async fn a_total_per_team_splits_the_teams_and_backfills_keep_it(env: &Env) {
+    let rules = json!({
+        "attributes": {"leader": {"type": "number", "min": 0, "max": 1, "default": 0}},
+        "worlds": [{"name": "duo", "teamSize": 2, "teams": 2, "rules": [
+            {"name": "oneLeader", "type": "total", "attribute": "leader", "min": 1, "max": 1}]}]
+    });
+    let store = store_for(env, "totals-team", &rules, true);
+    for (p, leader) in [("l1", 1), ("l2", 1), ("p1", 0)] {
+        join_with(&store, "duo", p, json!({"leader": leader})).await;
+    }
+    let JoinOutcome::Matched { record, .. } =
+        join_with(&store, "duo", "p2", json!({"leader": 0})).await
+    else {
+        panic!("two leaders and two others make a match");
+    };
+    recheck(&store, &record);
+    let teams = record.teams.clone().expect("teams");
+    for team in &teams {
+        let leaders = team.iter().filter(|p| p.as_str().starts_with('l')).count();
+        assert_eq!(leaders, 1, "{teams:?}");
+    }
+    let a: shared::Assignment =
+        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
+    store
+        .assign_match(&record.match_id, &a)
+        .await
+        .expect("assign");
+    let staying: Vec<Vec<PlayerId>> = teams
+        .iter()
+        .map(|t| t.iter().filter(|p| p.as_str() != "l1").cloned().collect())
+        .collect();
+    store
+        .request_backfill(&record.match_id, &staying, None)
+        .await
+        .expect("request");
+    let other = join_with(&store, "duo", "p3", json!({"leader": 0})).await;
+    assert!(queued(&other), "the team would have no leader: {other:?}");
+    let leader = join_with(&store, "duo", "l3", json!({"leader": 1})).await;
+    assert!(
+        matches!(leader, JoinOutcome::Backfilled { .. }),
+        "a leader takes the leader's seat: {leader:?}"
+    );
+}

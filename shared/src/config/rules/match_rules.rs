@@ -30,6 +30,7 @@ struct RuleSection {
     value: Option<Value>,
     party: Option<Value>,
     max: Option<Value>,
+    min: Option<Value>,
     from: Option<Value>,
     min_count: Option<Value>,
     rules: Option<Value>,
@@ -135,6 +136,7 @@ impl RuleSection {
             ("value", &self.value),
             ("party", &self.party),
             ("max", &self.max),
+            ("min", &self.min),
             ("from", &self.from),
             ("minCount", &self.min_count),
             ("rules", &self.rules),
@@ -155,7 +157,7 @@ impl RuleSection {
     ) -> Result<MatchRule, String> {
         let kind_name = match &self.kind {
             None => return Err(
-                "type: required: equality, comparison, distance, intersection, quota or compound"
+                "type: required: equality, comparison, distance, intersection, quota, total or compound"
                     .into(),
             ),
             Some(v) => one_of(
@@ -167,6 +169,7 @@ impl RuleSection {
                     "distance",
                     "intersection",
                     "quota",
+                    "total",
                     "compound",
                 ],
             )?,
@@ -177,6 +180,7 @@ impl RuleSection {
             "distance" => &["attribute", "max", "from", "party"],
             "intersection" => &["attribute", "minCount", "party"],
             "quota" => &["attribute", "per", "quotas"],
+            "total" => &["attribute", "per", "min", "max"],
             _ => &["op", "rules"],
         };
         if let Some(f) = self.given().find(|f| !fields.contains(f)) {
@@ -232,14 +236,16 @@ impl RuleSection {
                 };
                 (kind, Some(Bound::Count(most)))
             }
-            "quota" => {
+            "quota" | "total" => {
                 if self.relax.is_some() || self.optional_after_seconds.is_some() {
-                    return Err(
-                        "relax, optionalAfterSeconds: a quota rule always holds (it does not relax)"
-                            .into(),
-                    );
+                    return Err(format!(
+                        "relax, optionalAfterSeconds: a {kind_name} rule always holds (it does not relax)"
+                    ));
                 }
-                (self.quota(catalog)?, None)
+                match kind_name {
+                    "quota" => (self.quota(catalog)?, None),
+                    _ => (self.total(catalog)?, None),
+                }
             }
             _ => (self.compound(i, names)?, None),
         };

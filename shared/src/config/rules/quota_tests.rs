@@ -49,6 +49,33 @@ fn a_quota_rule_reads_its_roles_per_team_by_default() {
 }
 
 #[test]
+fn a_total_rule_bounds_a_sum_per_team_by_default() {
+    let (worlds, _) = rules_of(&with_rules(
+        r#"{"name": "t", "type": "total", "attribute": "level", "min": 2},
+           {"name": "m", "type": "total", "attribute": "level", "per": "match", "max": 9.5}"#,
+    ));
+    let world = worlds.get("arena").expect("a world");
+    assert_eq!(
+        world.match_rules[0].kind,
+        RuleKind::Total {
+            attribute: "level".into(),
+            per_team: true,
+            min: Some(2.0),
+            max: None
+        }
+    );
+    assert_eq!(
+        world.match_rules[1].kind,
+        RuleKind::Total {
+            attribute: "level".into(),
+            per_team: false,
+            min: None,
+            max: Some(9.5)
+        }
+    );
+}
+
+#[test]
 fn bad_quota_rules_are_refused_naming_the_field() {
     let tank = r#"{"value": "tank", "min": 1, "max": 1}"#;
     for (rules, says) in [
@@ -107,6 +134,30 @@ fn bad_quota_rules_are_refused_naming_the_field() {
         (
             r#"{"name": "q", "type": "equality", "attribute": "main", "quotas": []}"#.to_owned(),
             "quotas: not a field of equality rules",
+        ),
+        (
+            r#"{"name": "t", "type": "total", "attribute": "main", "max": 1}"#.to_owned(),
+            r#"attribute: "main" is a string attribute; total rules need a number attribute"#,
+        ),
+        (
+            r#"{"name": "t", "type": "total", "attribute": "level"}"#.to_owned(),
+            "min, max: at least one is required",
+        ),
+        (
+            r#"{"name": "t", "type": "total", "attribute": "level", "min": 3, "max": 2}"#.to_owned(),
+            "max: must be >= min (3), got 2",
+        ),
+        (
+            r#"{"name": "t", "type": "total", "attribute": "level", "max": 2, "relax": {"perSecond": 1, "limit": 3}}"#.to_owned(),
+            "a total rule always holds (it does not relax)",
+        ),
+        (
+            format!(r#"{{"name": "q", "type": "quota", "attribute": "role", "quotas": [{tank}]}}, {{"name": "t", "type": "total", "attribute": "level", "max": 2}}"#),
+            r#"rules[1] ("t"): per: a world has at most one quota or total rule per team"#,
+        ),
+        (
+            r#"{"name": "t", "type": "total", "attribute": "level", "max": 2}, {"name": "n", "type": "compound", "op": "not", "rules": ["t"]}"#.to_owned(),
+            r#"rules[1] ("n"): rules: "t" is a total rule, which a compound may not name"#,
         ),
     ] {
         refused(&with_rules(&rules), says);

@@ -62,6 +62,15 @@ pub(super) struct ScriptRule<'a> {
     /// A quota rule's roles: `[value, min, max]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     quotas: Option<Vec<(&'a str, u32, u32)>>,
+    /// A total rule's bounds (absent: open).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max: Option<Value>,
+    /// A total rule: the least and most one player adds (the attribute's
+    /// range, and 0 for a player without a value), `[least, most]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adds: Option<(Value, Value)>,
 }
 
 #[derive(Serialize)]
@@ -100,12 +109,15 @@ pub(super) fn attributes<'a>(
 }
 
 /// The world's rules, `None` when it has none.
-pub(super) fn rules(world: &World) -> Option<Vec<ScriptRule<'_>>> {
-    let out: Vec<_> = world.match_rules.iter().map(rule).collect();
+pub(super) fn rules<'a>(
+    catalog: &AttributeCatalog,
+    world: &'a World,
+) -> Option<Vec<ScriptRule<'a>>> {
+    let out: Vec<_> = world.match_rules.iter().map(|r| rule(catalog, r)).collect();
     (!out.is_empty()).then_some(out)
 }
 
-fn rule(r: &MatchRule) -> ScriptRule<'_> {
+fn rule<'a>(catalog: &AttributeCatalog, r: &'a MatchRule) -> ScriptRule<'a> {
     let mut out = ScriptRule {
         name: &r.name,
         kind: r.kind.as_str(),
@@ -121,6 +133,9 @@ fn rule(r: &MatchRule) -> ScriptRule<'_> {
         steps: None,
         per_team: false,
         quotas: None,
+        min: None,
+        max: None,
+        adds: None,
     };
     match &r.kind {
         RuleKind::Compare {
@@ -153,6 +168,16 @@ fn rule(r: &MatchRule) -> ScriptRule<'_> {
         }
         RuleKind::And(of) | RuleKind::Or(of) => out.of = Some(of.iter().map(|i| i + 1).collect()),
         RuleKind::Not(of) => out.of = Some(vec![of + 1]),
+        RuleKind::Total {
+            per_team, min, max, ..
+        } => {
+            out.per_team = *per_team;
+            out.min = min.map(number);
+            out.max = max.map(number);
+            if let Some(d) = r.kind.attribute().and_then(|a| catalog.get(a)) {
+                out.adds = Some((number(d.min.min(0.0)), number(d.max.max(0.0))));
+            }
+        }
         RuleKind::Quota {
             per_team, quotas, ..
         } => {

@@ -1,7 +1,7 @@
-//! A `quota` rule (role queues): its roles and their bounds, and what a
-//! world may hold of them.
+//! A `quota` rule (role queues): its roles and their bounds; a `total`
+//! rule: a sum's bounds; and what a world may hold of them.
 
-use super::super::fields::{integer, one_of};
+use super::super::fields::{integer, number, one_of};
 use super::RuleSection;
 use crate::config::attributes::{AttributeCatalog, AttributeType};
 use crate::config::match_rules::{MatchRule, RoleQuota, RuleKind, MAX_QUOTAS};
@@ -74,8 +74,42 @@ impl RuleSection {
     }
 }
 
-/// A world holds at most one quota rule, and never as a compound's operand
-/// (every player takes one role of it; a match always meets it).
+impl RuleSection {
+    pub(super) fn total(&self, catalog: &AttributeCatalog) -> Result<RuleKind, String> {
+        let d = self.attribute(catalog, &[AttributeType::Number], "total")?;
+        let per_team = match &self.per {
+            None => true,
+            Some(v) => one_of("per", v, &["team", "match"])? == "team",
+        };
+        let min = self.min.as_ref().map(|v| number("min", v)).transpose()?;
+        let max = self.max.as_ref().map(|v| number("max", v)).transpose()?;
+        match (min, max) {
+            (None, None) => return Err("min, max: at least one is required".into()),
+            (Some(lo), Some(hi)) if lo > hi => {
+                return Err(format!("max: must be >= min ({lo}), got {hi}"))
+            }
+            _ => {}
+        }
+        Ok(RuleKind::Total {
+            attribute: d.name.clone(),
+            per_team,
+            min,
+            max,
+        })
+    }
+}
+
+/// Whether the rule decides the teams (a quota or total per team).
+fn splits_teams(kind: &RuleKind) -> bool {
+    matches!(
+        kind,
+        RuleKind::Quota { per_team: true, .. } | RuleKind::Total { per_team: true, .. }
+    )
+}
+
+/// A world holds at most one quota rule and at most one rule that decides
+/// its teams (a quota or total per team), and a compound names neither
+/// kind (every player takes one role; a match always meets them).
 pub(super) fn check_world(rules: &[MatchRule], labels: &[String]) -> Result<(), String> {
     let quotas: Vec<usize> = (0..rules.len())
         .filter(|&i| matches!(rules[i].kind, RuleKind::Quota { .. }))
@@ -86,11 +120,30 @@ pub(super) fn check_world(rules: &[MatchRule], labels: &[String]) -> Result<(), 
             labels[second]
         ));
     }
+    let splitting: Vec<usize> = (0..rules.len())
+        .filter(|&i| splits_teams(&rules[i].kind))
+        .collect();
+    if let [_, second, ..] = splitting[..] {
+        return Err(format!(
+            "{}: per: a world has at most one quota or total rule per team (it decides the teams)",
+            labels[second]
+        ));
+    }
+    let quotas: Vec<usize> = (0..rules.len())
+        .filter(|&i| {
+            matches!(
+                rules[i].kind,
+                RuleKind::Quota { .. } | RuleKind::Total { .. }
+            )
+        })
+        .collect();
     for (i, r) in rules.iter().enumerate() {
         if let Some(j) = r.kind.operands().iter().find(|j| quotas.contains(j)) {
             return Err(format!(
-                "{}: rules: {:?} is a quota rule, which a compound may not name",
-                labels[i], rules[*j].name
+                "{}: rules: {:?} is a {} rule, which a compound may not name",
+                labels[i],
+                rules[*j].name,
+                rules[*j].kind.as_str()
             ));
         }
     }
