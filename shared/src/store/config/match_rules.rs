@@ -246,7 +246,12 @@ mod tests {
               {"name": "either", "type": "compound", "op": "or", "rules": ["both", "twoMaps"]},
               {"name": "notAdults", "type": "compound", "op": "not", "rules": ["adults"]}
             ]},
-            {"name": "plain", "teamSize": 2}
+            {"name": "plain", "teamSize": 2},
+            {"name": "roles", "teamSize": 3, "teams": 2, "rules": [
+              {"name": "queue", "type": "quota", "attribute": "mode", "quotas": [
+                {"value": "ctf", "min": 1, "max": 2}, {"value": "dm"}]},
+              {"name": "levels", "type": "total", "attribute": "level", "per": "match", "max": 40}
+            ]}
           ]
         }"#;
         let s =
@@ -284,6 +289,19 @@ mod tests {
                 {"name": "both", "kind": "and", "of": [6, 3]},
                 {"name": "either", "kind": "or", "of": [8, 7], "top": true},
                 {"name": "notAdults", "kind": "not", "of": [4], "top": true}
+            ])
+        );
+        let roles = s.worlds.get("roles").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&configs.get(&s, roles).unwrap()).unwrap();
+        // A total knows the least and most one player adds (the attribute's
+        // declared range and 0 for a player without a value).
+        assert_eq!(
+            v["match_rules"],
+            json!([
+                {"name": "queue", "kind": "quota", "attr": "mode", "top": true, "per_team": true,
+                 "quotas": [["ctf", 1, 2], ["dm", 0, 1000]]},
+                {"name": "levels", "kind": "total", "attr": "level", "top": true, "max": 40,
+                 "adds": [-1_000_000_000, 1_000_000_000]}
             ])
         );
         let plain = s.worlds.get("plain").unwrap();
