@@ -20,7 +20,7 @@
 -- in record order), accepted (players who accepted), tickets = [ { t
 -- (ticket id), seq, joined, deadline, d (ticket data, solo tickets), r
 -- (rating, "" unrated), p (players) } ] }.
--- @include _lib _backfill_store _match_rules _parties _players _regions _tickets
+-- @include _lib _backfill_store _parties _players _regions _rule_index _tickets
 
 local Proposals = {}
 do
@@ -54,14 +54,14 @@ local function lift_tickets(ctx, id, items)
   local entries, ids = {}, {}
   for i, it in ipairs(items) do
     local _, seq, joined, deadline = Players.waiting_ticket(k, it.ticket)
-    local attrs = it.attrs_text or MatchRules.capture(k, it.ticket)
+    local attrs = it.attrs_text or RuleIndex.capture(k, it.ticket)
     entries[i] = {
       t = it.ticket, seq = seq, joined = joined, deadline = deadline,
       d = (it.data and not it.party and it.data[1]) or Players.ticket_data(ctx, it.ticket),
       r = it.rating and num(it.rating) or '', p = it.players,
       g = it.regional or Regions.capture_regional(k, it.ticket, seq),
       a = attrs,
-      b = attrs and MatchRules.capture_index(ctx.cfg, it.ticket, attrs, seq),
+      b = attrs and RuleIndex.capture_index(ctx.cfg, it.ticket, attrs, seq),
       u = ctx.cfg.anchored or nil,
     }
     ids[i] = it.ticket
@@ -80,7 +80,7 @@ local function lift_tickets(ctx, id, items)
   end
   Tickets.drop_rated(ctx, ids)
   Regions.drop_regional(ctx, ids)
-  MatchRules.drop(ctx, ids)
+  RuleIndex.drop(ctx, ids)
   chunked('ZREM', k.queue, ids, 1)
   if Players.world_has_data(ctx) then chunked('HDEL', k.data, ids, 1) end
   return entries
@@ -182,7 +182,7 @@ local function cancel_proposal(ctx, k, p, reason, out)
         redis.call('ZADD', wk.ratings, e.r, Players.rating_member(e.seq, e.t))
       end
       Regions.restore_regional(wk, e.t, e.g)
-      MatchRules.restore(wk, e.t, e.a, e.b)
+      RuleIndex.restore(wk, e.t, e.a, e.b)
       if e.r ~= '' or e.g or e.u then redis.call('ZADD', wk.due, now, e.t) end
       if party_id then
         local party = Parties.load_party(k, party_id)

@@ -8,7 +8,7 @@
 -- same way (and is lifted at `relax_ms` too).
 -- rules (cfg.rules, see _config.lua): { base, per_sec, max, relax_ms,
 -- retry_ms, balance = { base, per_sec, max, relax_ms } or nil }.
--- @include _lib _blocks _match_rules _matching _players _regions _teams _tickets
+-- @include _lib _blocks _match_rules _matching _players _regions _rule_index _teams _tickets
 
 local Rated = {}
 do
@@ -252,8 +252,8 @@ local function rules_match(ctx, a, opts)
   -- the reference) cannot be matched: no candidate is read for it.
   if cfg.match_rules and not MatchRules.holds(cfg, { items = { a }, a = a, wait = wait }, true) then return nil end
   -- FIFO: while an indexed rule is in force, only the tickets its index
-  -- gives for the anchor's value can fit (MatchRules.anchor_source).
-  local source = not cfg.rules and MatchRules.anchor_source(cfg, a, wait) or nil
+  -- gives for the anchor's value can fit (RuleIndex.anchor_source).
+  local source = not cfg.rules and RuleIndex.anchor_source(cfg, a, wait) or nil
   local near = source and source.near
   -- FIFO pages go on from the last (their infos are kept); rated pages and
   -- those nearest a number are read again, wider.
@@ -283,7 +283,7 @@ local function rules_match(ctx, a, opts)
       elseif source then
         -- Two bands' worth of candidates per page, shared by the bands.
         local per = math.ceil(2 * page / #source.bands)
-        list, whole = MatchRules.band_candidates(k, source, read, per - read)
+        list, whole = RuleIndex.band_candidates(k, source, read, per - read)
         read = per
       else
         local range = redis.call('ZRANGE', k.queue, read, page - 1, 'WITHSCORES')
@@ -491,7 +491,7 @@ local function anchored_attempt(ctx, anchor, known)
     for _, it in ipairs(items) do it.regional = Regions.capture_regional(k, it.ticket, it.seq) end
   end
   Regions.drop_regional(ctx, tickets)
-  MatchRules.drop(ctx, tickets)
+  RuleIndex.drop(ctx, tickets)
   if cfg.attributes and not rules then
     ctx.taken = ctx.taken or {}
     for _, t in ipairs(tickets) do ctx.taken[t] = true end

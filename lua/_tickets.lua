@@ -5,7 +5,7 @@
 -- name, now }. Deadlines are not removed with their tickets: an entry of a
 -- ticket that left stays until it is due, when the sweep drops it (a
 -- matcher taking thousands of tickets spares as many ZREMs).
--- @include _lib _match_rules _parties _players _regions
+-- @include _lib _parties _players _regions _rule_index
 
 local Tickets = {}
 do
@@ -70,7 +70,7 @@ local function remove_tickets(ctx, tickets, notify, keep_states)
   local k = ctx.k
   drop_rated(ctx, tickets)
   Regions.drop_regional(ctx, tickets)
-  MatchRules.drop(ctx, tickets)
+  RuleIndex.drop(ctx, tickets)
   chunked('ZREM', k.queue, tickets, 1)
   if Players.world_has_data(ctx) then chunked('HDEL', k.data, tickets, 1) end
   local solo, ids, m = {}, {}, 0

@@ -91,7 +91,7 @@ redis.call('HSET', k.players, player, Players.ticket_of_texts(world, seq_text, P
 Players.set_ticket_data(ctx, player, data)
 if rules then redis.call('ZADD', k.ratings, shown_rating, Players.rating_member(seq, player)) end
 if cfg.regions then Regions.add_regional(ctx, player, seq, lat, rating) end
-if cfg.attributes then MatchRules.add(ctx, player, attrs, seq) end
+if cfg.attributes then RuleIndex.add(ctx, player, attrs, seq) end
 -- The matcher sleeps only with every queue empty, and every script that
 -- files a ticket wakes it: a ticket waiting here means it is awake.
 if size == 0 then wake_matcher() end

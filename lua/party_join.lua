@@ -135,7 +135,7 @@ end
 if cfg.regions then Regions.add_regional(ctx, ticket_id, seq, Regions.party_latencies(party), rating) end
 if cfg.attributes then
   party_attrs = MatchRules.party_attributes(cfg, party.members)
-  MatchRules.add(ctx, ticket_id, party_attrs, seq)
+  RuleIndex.add(ctx, ticket_id, party_attrs, seq)
 end
 if cfg.anchored then redis.call('ZADD', k.due, Rated.next_due(cfg, now), ticket_id) end
 

@@ -72,6 +72,10 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
     ("_presence.lua", include_str!("../../../lua/_presence.lua")),
     ("_roles.lua", include_str!("../../../lua/_roles.lua")),
     (
+        "_rule_index.lua",
+        include_str!("../../../lua/_rule_index.lua"),
+    ),
+    (
         "_proposals.lua",
         include_str!("../../../lua/_proposals.lua"),
     ),
