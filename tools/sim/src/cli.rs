@@ -73,6 +73,10 @@ pub struct Options {
     pub avoid: (usize, usize),
     /// How long a player who arrived is not drawn again (uniform).
     pub away: (f64, f64),
+    /// The role-queue scenario.
+    pub roles: bool,
+    /// The share of its players who offer two roles.
+    pub two_roles: f64,
 }
 
 impl Default for Options {
@@ -123,6 +127,8 @@ impl Default for Options {
             blocks: false,
             avoid: crate::blocks::LIST_SIZES,
             away: crate::blocks::AWAY,
+            roles: false,
+            two_roles: crate::roles::Mix::issue().two_roles,
         }
     }
 }
@@ -168,7 +174,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options::default();
     let mut generator_flags = Vec::new();
     let (mut modes, mut modes_listed) = (None::<String>, None::<String>);
-    let (mut players_given, mut block_flags) = (false, false);
+    let (mut players_given, mut block_flags, mut role_flags) = (false, false, false);
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -189,6 +195,15 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--backfill" => o.backfill = true,
             "--attributes" => o.attributes = true,
             "--blocks" => o.blocks = true,
+            "--roles" => o.roles = true,
+            "--two-roles" => {
+                let p = at_least_zero(flag, &value()?)?;
+                if p > 1.0 {
+                    return Err(format!("{flag}: a share is 0..=1, got {p}"));
+                }
+                o.two_roles = p;
+                role_flags = true;
+            }
             "--avoid" => {
                 let v = value()?;
                 let (lo, hi) = v.split_once(',').unwrap_or((&v, &v));
@@ -367,14 +382,21 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             other => return Err(format!("unknown flag {other:?}; see --help")),
         }
     }
-    if [o.regions, o.ratings, o.backfill, o.attributes, o.blocks]
-        .iter()
-        .filter(|x| **x)
-        .count()
+    if [
+        o.regions,
+        o.ratings,
+        o.backfill,
+        o.attributes,
+        o.blocks,
+        o.roles,
+    ]
+    .iter()
+    .filter(|x| **x)
+    .count()
         > 1
     {
         return Err(
-            "--regions, --ratings, --backfill, --attributes and --blocks are separate scenarios: give one"
+            "--regions, --ratings, --backfill, --attributes, --blocks and --roles are separate scenarios: give one"
                 .into(),
         );
     }
@@ -401,7 +423,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             o.minutes = ATTRIBUTES_MINUTES;
         }
     }
-    if (o.ratings || o.backfill || o.blocks) && !o.attr_spec.is_empty() {
+    if (o.ratings || o.backfill || o.blocks || o.roles) && !o.attr_spec.is_empty() {
         return Err("--modes, --modes-listed and --levels shape the arrival trace of the main run or --attributes".into());
     }
     if (o.regions || o.backfill) && !generator_flags.contains(&"--rate") {
@@ -442,6 +464,23 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         }
         if !generator_flags.contains(&"--minutes") {
             o.minutes = crate::blocks::MINUTES;
+        }
+    }
+    if role_flags && !o.roles {
+        return Err("--two-roles shapes the role-queue scenario: add --roles".into());
+    }
+    if o.roles {
+        if o.trace.is_some() {
+            return Err("--roles draws its own arrivals; --trace does not apply".into());
+        }
+        if players_given {
+            return Err("--roles: every arrival is a new player; --players does not apply".into());
+        }
+        if !generator_flags.contains(&"--rate") {
+            o.rate = crate::roles::RATE;
+        }
+        if !generator_flags.contains(&"--minutes") {
+            o.minutes = crate::roles::MINUTES;
         }
     }
     if o.trace.is_some() && !generator_flags.is_empty() {

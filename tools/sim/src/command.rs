@@ -11,7 +11,9 @@ use crate::{cli, plot, regional, report, rules, simulate, Config};
 
 mod studies;
 
-use studies::{finish_attributes, finish_regions, run_backfill, run_blocks, run_ratings};
+use studies::{
+    finish_attributes, finish_regions, run_backfill, run_blocks, run_ratings, run_roles,
+};
 
 /// UTC time as `YYYYMMDD-HHMMSS`.
 pub fn utc_stamp(unix_secs: u64) -> String {
@@ -101,6 +103,9 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     }
     if opts.blocks {
         return run_blocks(&opts, args, started).await;
+    }
+    if opts.roles {
+        return run_roles(&opts, args, started).await;
     }
     let scenario = scenario_of(&opts)?;
     let scenario = if opts.regions && opts.trace.is_none() {

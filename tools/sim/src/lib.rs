@@ -22,6 +22,7 @@ pub mod plot;
 pub mod ratings;
 pub mod regional;
 pub mod report;
+pub mod roles;
 pub mod rules;
 pub mod scenario;
 pub mod server;

@@ -86,6 +86,13 @@ fn bad_flags_say_what_is_wrong() {
         ("--blocks --players 10 --avoid 0,10", "at most the 9 others"),
         ("--blocks --away 5,1", "LO <= HI"),
         ("--blocks --levels uniform:1,2", "shape the arrival trace"),
+        ("--roles --blocks", "separate scenarios"),
+        ("--roles --trace t.csv", "--trace does not apply"),
+        ("--roles --players 100", "--players does not apply"),
+        ("--roles --modes ctf:1", "shape the arrival trace"),
+        ("--two-roles 0.5", "add --roles"),
+        ("--roles --two-roles 1.5", "0..=1"),
+        ("--roles --two-roles x", "expected a number"),
     ] {
         let err = parse(&args(line)).unwrap_err();
         assert!(err.contains(says), "{line}: {err}");
@@ -180,6 +187,16 @@ fn the_block_list_scenario_has_the_issues_population_unless_told() {
     assert_eq!((o.rate, o.minutes), (5.0, 3.0));
     let o = parse(&args("--blocks --avoid 7")).unwrap();
     assert_eq!(o.avoid, (7, 7));
+}
+
+#[test]
+fn the_role_queue_scenario_has_the_issues_mix_unless_told() {
+    let o = parse(&args("--roles")).unwrap();
+    assert!(o.roles && !o.blocks);
+    assert_eq!((o.rate, o.minutes, o.two_roles), (20.0, 10.0, 0.2));
+    let o = parse(&args("--roles --rate 2 --minutes 3 --two-roles 0")).unwrap();
+    assert_eq!((o.rate, o.minutes, o.two_roles), (2.0, 3.0, 0.0));
+    assert!(!parse(&[]).unwrap().roles);
 }
 
 #[test]

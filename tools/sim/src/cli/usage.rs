@@ -96,6 +96,17 @@ Block lists (players avoid others, docs/simulator.md#block-lists):
   --away LO,HI          a player who arrives is not drawn again for
                         U(LO,HI) simulated s                  [60,240]
 
+Role queues (players offer roles, docs/sim/roles/analysis.md):
+  --roles               every arrival is a new player offering a role
+                        (tank 15 %, healer 20 %, damage 65 %), some a
+                        second one (--two-roles); each rule set's world
+                        (with a quota rule) runs as written and without
+                        its quota rule (role-agnostic); rate 20/s, 10
+                        minutes and tools/sim/rules/roles/ unless given
+                        (at 20/s keep --speed at 4 or lower)
+  --two-roles P         the share of players offering a second role,
+                        uniformly one of the other two          [0.2]
+
 Matchers:
   --rules PATH          a rule set file (MM_RULES JSON) or a directory of
                         *.json files; repeatable     [tools/sim/rules/]

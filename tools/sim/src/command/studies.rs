@@ -1,5 +1,5 @@
 //! The studies with reports of their own: regions, attributes, ratings,
-//! backfill and block lists.
+//! backfill, block lists and role queues.
 
 use super::*;
 
@@ -274,6 +274,74 @@ pub(super) async fn run_blocks(
     publish(
         &out,
         |full| crate::blocks::report::render(&ctx, &outcome, &checks, full),
+        &shown,
+    )?;
+    Ok(scenario_status(
+        opts,
+        outcome
+            .lanes
+            .iter()
+            .map(|l| (l.label.as_str(), l.lagging.as_ref(), l.failures)),
+        &checks,
+    ))
+}
+
+/// The role-queue scenario (`--roles`): simulate, write the report and
+/// the charts, print.
+pub(super) async fn run_roles(
+    opts: &cli::Options,
+    args: &[String],
+    started: Instant,
+) -> Result<i32, String> {
+    let rule_sets = rule_sets_or(opts, "roles")?;
+    let (out, stamp) = out_dir(opts);
+    let mix = crate::roles::Mix {
+        two_roles: opts.two_roles,
+        ..crate::roles::Mix::issue()
+    };
+    let config = crate::roles::Config {
+        rule_sets,
+        rate: opts.rate,
+        seconds: opts.minutes * 60.0,
+        mix,
+        seed: opts.seed,
+        drain: opts.drain,
+        speed: opts.speed,
+        in_flight: opts.in_flight,
+        redis_server: opts.redis_server.clone(),
+        work_dir: out.clone(),
+    };
+    eprintln!(
+        "simulating arrivals at {}/s for {} min offering roles ({} % two), through {} rule set(s), each as a role queue and role-agnostic, at x{} (about {:.0} s)...",
+        crate::oracle::trim_float(config.rate),
+        crate::oracle::trim_float(opts.minutes),
+        crate::oracle::trim_float(100.0 * config.mix.two_roles),
+        config.rule_sets.len(),
+        opts.speed,
+        (config.seconds + config.drain) / opts.speed + 3.0
+    );
+    let outcome = crate::roles::simulate(&config).await?;
+    let checks = crate::roles::analysis::criteria(&outcome.lanes, &outcome.trace);
+    let charts = crate::roles::plot::charts(&out, &outcome)?;
+    let ctx = crate::roles::report::Context {
+        title: format!("Role queue simulation {stamp} UTC"),
+        seed: config.seed,
+        drain: config.drain,
+        speed: config.speed,
+        measured_speed: outcome.measured_speed,
+        clock_error: outcome.clock_error,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        command: command_line(args),
+        core: core_version(),
+        charts: charts
+            .iter()
+            .filter_map(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .collect(),
+    };
+    let shown: Vec<String> = charts.iter().map(|p| p.display().to_string()).collect();
+    publish(
+        &out,
+        |full| crate::roles::report::render(&ctx, &outcome, &checks, full),
         &shown,
     )?;
     Ok(scenario_status(
