@@ -60,8 +60,8 @@ fn rules() -> String {
     .to_string()
 }
 
-/// A number in [0, 1) from `seed` (splitmix64).
-fn uniform(seed: u64) -> f64 {
+/// A number in [0, 1) from `seed` (splitmix64; rows 11 and 13).
+pub fn uniform(seed: u64) -> f64 {
     let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -153,8 +153,16 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         .collect();
     let (small, large, ratio) = interleaved_join_cost(
         &mut conn,
-        (&pops[0].store, &pops[0].world, &inputs[0]),
-        (&pops[1].store, &pops[1].world, &inputs[1]),
+        (
+            &pops[0].store,
+            &pops[0].world,
+            std::slice::from_ref(&inputs[0]),
+        ),
+        (
+            &pops[1].store,
+            &pops[1].world,
+            std::slice::from_ref(&inputs[1]),
+        ),
         reps,
     )
     .await?;

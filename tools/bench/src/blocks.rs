@@ -30,8 +30,8 @@ use crate::scaled::{
 
 const WORLD: &str = "arena";
 /// Players per avoid list, and one avoider in this many players.
-const AVOIDED: usize = 10;
-const AVOIDER_EVERY: usize = 10;
+pub const AVOIDED: usize = 10;
+pub const AVOIDER_EVERY: usize = 10;
 /// Probes per timed batch of 12a.
 const PROBES: usize = 200;
 
@@ -49,8 +49,10 @@ fn player(i: usize) -> Res<PlayerId> {
     PlayerId::parse(&format!("b{i:07}")).ctx("player id")
 }
 
-/// Whom avoider `i` of a population of `n` avoids (splitmix64 spread).
-fn avoided_by(i: usize, n: usize) -> Res<Vec<PlayerId>> {
+/// The indices of the players avoider `i` of a population of `n` avoids:
+/// [`AVOIDED`] of them spread over the whole population (splitmix64);
+/// rows 12 and 13.
+pub fn avoided_indices(i: usize, n: usize) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
     let mut z = i as u64;
     while out.len() < AVOIDED.min(n - 1) {
@@ -63,7 +65,12 @@ fn avoided_by(i: usize, n: usize) -> Res<Vec<PlayerId>> {
             out.insert(j);
         }
     }
-    out.into_iter().map(player).collect()
+    out
+}
+
+/// Whom avoider `i` of a population of `n` avoids.
+fn avoided_by(i: usize, n: usize) -> Res<Vec<PlayerId>> {
+    avoided_indices(i, n).into_iter().map(player).collect()
 }
 
 struct Population {
@@ -116,8 +123,8 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
     let input = JoinInput::default();
     let (small, large, ratio) = interleaved_join_cost(
         &mut conn,
-        (&pops[0].store, &pops[0].world, &input),
-        (&pops[1].store, &pops[1].world, &input),
+        (&pops[0].store, &pops[0].world, std::slice::from_ref(&input)),
+        (&pops[1].store, &pops[1].world, std::slice::from_ref(&input)),
         reps,
     )
     .await?;

@@ -17,6 +17,7 @@ mod matcher;
 mod rated;
 mod regions;
 mod report;
+mod roles;
 mod scaled;
 mod scaling;
 mod stats;
@@ -73,7 +74,7 @@ async fn run(cfg: Config) -> Res<bool> {
         ..Default::default()
     };
     type Row = (u8, &'static str);
-    let rows: [Row; 12] = [
+    let rows: [Row; 13] = [
         (1, "scaling"),
         (2, "throughput"),
         (3, "matcher"),
@@ -86,6 +87,7 @@ async fn run(cfg: Config) -> Res<bool> {
         (10, "instructions"),
         (11, "attributes"),
         (12, "block lists"),
+        (13, "role queues"),
     ];
     for (n, name) in rows {
         if !cfg.runs(n) {
@@ -105,6 +107,7 @@ async fn run(cfg: Config) -> Res<bool> {
             9 => durability::run(&cfg, &mut report).await,
             11 => attributes::run(&cfg, &mut report).await,
             12 => blocks::run(&cfg, &mut report).await,
+            13 => roles::run(&cfg, &mut report).await,
             _ => instructions::run(&cfg, &mut report).await,
         };
         match result {

@@ -148,8 +148,16 @@ pub async fn run(cfg: &Config, report: &mut Report) -> Res<()> {
         .collect();
     let (small, large, ratio) = interleaved_join_cost(
         &mut conn,
-        (&pops[0].store, &pops[0].world, &inputs[0]),
-        (&pops[1].store, &pops[1].world, &inputs[1]),
+        (
+            &pops[0].store,
+            &pops[0].world,
+            std::slice::from_ref(&inputs[0]),
+        ),
+        (
+            &pops[1].store,
+            &pops[1].world,
+            std::slice::from_ref(&inputs[1]),
+        ),
         reps,
     )
     .await?;

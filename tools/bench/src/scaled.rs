@@ -90,16 +90,20 @@ pub async fn queue(
     }
 }
 
-/// µs inside Redis per probe join into `world` with `input` (one value per
-/// batch of `probes` new players, `reps` batches), each batch left again
-/// after it was timed (rows 7a and 11a).
+/// µs inside Redis per probe join into `world` (one value per batch of
+/// `probes` new players, `reps` batches), probe `k` joining with
+/// `inputs[k % inputs.len()]`; each batch left again after it was timed
+/// (rows 7a, 11a, 12a and 13a).
 pub async fn probe_join_cost(
     conn: &mut redis::aio::MultiplexedConnection,
     store: &shared::MatchStore,
     world: &shared::World,
-    input: &shared::store::JoinInput<'_>,
+    inputs: &[shared::store::JoinInput<'_>],
     reps: usize,
 ) -> Res<Vec<f64>> {
+    if inputs.is_empty() {
+        return Err("no probe inputs".into());
+    }
     const PROBES: usize = 200;
     let mut per_join = Vec::new();
     for rep in 0..reps {
@@ -107,9 +111,9 @@ pub async fn probe_join_cost(
             .map(|k| shared::PlayerId::parse(&format!("probe{rep}-{k}")).ctx("player id"))
             .collect::<Res<_>>()?;
         let before = commandstats(conn).await?;
-        for id in &names {
+        for (k, id) in names.iter().enumerate() {
             match store
-                .join_reply(world, id, input, false)
+                .join_reply(world, id, &inputs[k % inputs.len()], false)
                 .await
                 .ctx("probe join")?
                 .outcome
@@ -134,13 +138,14 @@ pub async fn probe_join_cost(
     Ok(per_join)
 }
 
-/// A join's cost inside Redis at two sizes (rows 7a and 11a): `reps`
-/// batches each, the sizes interleaved so machine noise hits both alike.
-/// Returns both summaries and the ratio of their medians.
+/// A join's cost inside Redis at two sizes (rows 7a, 11a, 12a and 13a):
+/// `reps` batches each, the sizes interleaved so machine noise hits both
+/// alike; the probes' inputs as in [`probe_join_cost`]. Returns both
+/// summaries and the ratio of their medians.
 pub async fn interleaved_join_cost(
     conn: &mut MultiplexedConnection,
-    small: (&MatchStore, &World, &shared::store::JoinInput<'_>),
-    large: (&MatchStore, &World, &shared::store::JoinInput<'_>),
+    small: (&MatchStore, &World, &[shared::store::JoinInput<'_>]),
+    large: (&MatchStore, &World, &[shared::store::JoinInput<'_>]),
     reps: usize,
 ) -> Res<(crate::stats::Summary, crate::stats::Summary, f64)> {
     let (mut at_small, mut at_large) = (Vec::new(), Vec::new());
