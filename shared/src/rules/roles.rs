@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::{MatchRule, RuleKind};
-use crate::domain::{AttributeValue, MatchRecord, TicketAttributes};
+use crate::domain::{AttributeValue, MatchRecord, PlayerId, TicketAttributes};
 
 /// `Ok` for a rule that is not a quota; for a quota rule, whether the
 /// record's `roles` (and `teams`, per team) meet it. `players`: each
@@ -63,11 +63,7 @@ pub(super) fn check_roles(
             return Err(format!("{:?} has no role", p.as_str()));
         }
     }
-    let everyone = [record.participants.clone()];
-    let groups: &[Vec<_>] = match (per_team, &record.teams) {
-        (true, Some(teams)) => teams,
-        _ => &everyone,
-    };
+    let groups = bounded_groups(record, *per_team);
     for (t, group) in groups.iter().enumerate() {
         for q in quotas {
             let n = group
@@ -100,9 +96,7 @@ fn check_team_totals(
     attribute: &str,
     (min, max): (Option<f64>, Option<f64>),
 ) -> Result<(), String> {
-    let everyone = [record.participants.clone()];
-    let teams: &[Vec<_>] = record.teams.as_deref().unwrap_or(&everyone);
-    for (t, team) in teams.iter().enumerate() {
+    for (t, team) in bounded_groups(record, true).iter().enumerate() {
         let sum: f64 = team
             .iter()
             .filter_map(|p| match players.get(p.as_str())?.get(attribute)? {
@@ -120,4 +114,13 @@ fn check_team_totals(
         }
     }
     Ok(())
+}
+
+/// The groups a rule bounds: per team, the record's teams (one team: its
+/// participants); per match, the participants.
+fn bounded_groups(record: &MatchRecord, per_team: bool) -> Vec<Vec<PlayerId>> {
+    match (per_team, &record.teams) {
+        (true, Some(teams)) => teams.clone(),
+        _ => vec![record.participants.clone()],
+    }
 }

@@ -31,6 +31,26 @@ fn team_roles(record: &MatchRecord) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// A server for `record`'s match: it is assigned, so it may ask for a
+/// backfill.
+async fn assign(store: &MatchStore, record: &MatchRecord) {
+    let a: shared::Assignment =
+        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
+    store
+        .assign_match(&record.match_id, &a)
+        .await
+        .expect("assign");
+}
+
+/// `record`'s teams without `left`: what a backfill request lists.
+fn staying(record: &MatchRecord, left: &str) -> Vec<Vec<PlayerId>> {
+    let teams = record.teams.as_ref().expect("teams");
+    teams
+        .iter()
+        .map(|t| t.iter().filter(|p| p.as_str() != left).cloned().collect())
+        .collect()
+}
+
 /// A rule set with a world `trio` of teams of three: one tank, one healer
 /// and one damage player each; `fields` adds to the world.
 fn trio(fields: serde_json::Value) -> serde_json::Value {
@@ -369,20 +389,9 @@ pub async fn a_backfill_seats_the_role_of_the_player_who_left(env: &Env) {
     else {
         panic!("two tanks and two damage players make a match");
     };
-    let a: shared::Assignment =
-        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
-    store
-        .assign_match(&record.match_id, &a)
-        .await
-        .expect("assign");
+    assign(&store, &record).await;
     // t1 leaves: its team keeps its damage player only.
-    let teams: Vec<Vec<PlayerId>> = record
-        .teams
-        .clone()
-        .expect("teams")
-        .into_iter()
-        .map(|t| t.into_iter().filter(|p| p.as_str() != "t1").collect())
-        .collect();
+    let teams = staying(&record, "t1");
     let t1_team = record
         .teams
         .as_ref()
@@ -461,19 +470,8 @@ pub async fn a_declined_backfill_seat_opens_its_role_again(env: &Env) {
         panic!("everyone accepted");
     };
     let record = m.record.clone();
-    let a: shared::Assignment =
-        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
-    store
-        .assign_match(&record.match_id, &a)
-        .await
-        .expect("assign");
-    let teams: Vec<Vec<PlayerId>> = record
-        .teams
-        .clone()
-        .expect("teams")
-        .into_iter()
-        .map(|t| t.into_iter().filter(|p| p.as_str() != "t1").collect())
-        .collect();
+    assign(&store, &record).await;
+    let teams = staying(&record, "t1");
     store
         .request_backfill(&record.match_id, &teams, None)
         .await
@@ -724,16 +722,8 @@ pub async fn a_total_per_team_splits_the_teams_and_backfills_keep_it(env: &Env) 
         let leaders = team.iter().filter(|p| p.as_str().starts_with('l')).count();
         assert_eq!(leaders, 1, "{teams:?}");
     }
-    let a: shared::Assignment =
-        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
-    store
-        .assign_match(&record.match_id, &a)
-        .await
-        .expect("assign");
-    let staying: Vec<Vec<PlayerId>> = teams
-        .iter()
-        .map(|t| t.iter().filter(|p| p.as_str() != "l1").cloned().collect())
-        .collect();
+    assign(&store, &record).await;
+    let staying = staying(&record, "l1");
     store
         .request_backfill(&record.match_id, &staying, None)
         .await
