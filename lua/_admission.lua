@@ -55,13 +55,19 @@ local function admit_state(ctx, state, player)
   local k, now = ctx.k, ctx.now
   local kind, value = Players.player_state(state)
   if kind == 'ticket' then
-    local other, _, _, deadline = Players.decode_ticket(value)
+    local other, _, _, deadline, all = Players.decode_ticket(value)
     if not player then
       if deadline > now then return { 'ALREADY_QUEUED', other } end
       return nil
     end
     local wk = ctx.world_of(other)
     if not wk then return { 'STALE', other or '' } end
+    if all ~= other then
+      -- A ticket shared by several worlds: the call needs all their keys.
+      for _, w in ipairs(Players.ticket_worlds(all)) do
+        if not ctx.world_of(w) then return { 'STALE', w } end
+      end
+    end
     if deadline > now then
       local rank = redis.call('ZRANK', wk.queue, player)
       local wp, ws = wait_stats(wk.stats, now, ctx.cfg.window)

@@ -25,7 +25,7 @@ local function cancel_party(nctx, id, reason, by)
       -- The party's ticket goes whole; only `by` (or the leader) counts as
       -- having left.
       local member = by or party.members[1].p
-      Proposals.cancel_proposal({ k = world_of(p.world), world = p.world, now = now }, k, p, 'LEFT',
+      Proposals.cancel_proposal({ k = world_of(p.world), world = p.world, now = now, world_of = world_of }, k, p, 'LEFT',
         { [member] = true })
     end
   elseif party.state == 'QUEUED' then

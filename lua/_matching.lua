@@ -90,6 +90,7 @@ local function record_matches(ctx, players, groups, opts)
     data = extra.data
   else
     data = Players.tickets_data(ctx, players, taken)
+    Tickets.leave_other_worlds(ctx, players)
     if opts.front then
       redis.call('ZREMRANGEBYRANK', k.queue, 0, taken - 1)
     else

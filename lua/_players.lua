@@ -4,7 +4,9 @@
 --   "<world> <seq> <joined_ms> <deadline_ms>"  waiting: the player's solo
 --                     ticket (world names start with [a-z0-9]); a party's
 --                     ticket id (PARTY_MARK .. party id) holds its ticket
---                     the same way
+--                     the same way. A ticket waiting in several worlds of
+--                     a queueGroup names them all, "<a>,<b> <seq> ..." (the
+--                     first the one joined; the only states with a comma)
 --   "<match id>"      matched: the player's latest match (the only value
 --                     without a space; written over the ticket the match
 --                     took, so matching a player is one write)
@@ -62,14 +64,33 @@ local function player_state(v)
   return 'ticket', v
 end
 
--- A waiting ticket's fields: world, seq, joined_ms, deadline_ms.
+-- A waiting ticket's fields: its (first) world, seq, joined_ms,
+-- deadline_ms, and all its worlds as stored ("a" or "a,b,...").
 local function decode_ticket(s)
-  local world, seq, joined, deadline = string.match(s or '', '^(%S+) (%d+) (%d+) (%d+)$')
-  return world, tonumber(seq), tonumber(joined), tonumber(deadline)
+  local worlds, seq, joined, deadline = string.match(s or '', '^(%S+) (%d+) (%d+) (%d+)$')
+  if not worlds then return nil end
+  local world = worlds
+  local comma = string.find(worlds, ',', 1, true)
+  if comma then world = string.sub(worlds, 1, comma - 1) end
+  return world, tonumber(seq), tonumber(joined), tonumber(deadline), worlds
+end
+
+-- The worlds a ticket's state names ("a" or "a,b,..."), as an array.
+local function ticket_worlds(worlds)
+  local out = {}
+  for w in string.gmatch(worlds or '', '[^,]+') do out[#out + 1] = w end
+  return out
+end
+
+-- Whether a ticket's worlds ("a" or "a,b,...") include `world`.
+local function waits_in(worlds, world)
+  if worlds == world then return true end
+  return worlds ~= nil and string.find(',' .. worlds .. ',', ',' .. world .. ',', 1, true) ~= nil
 end
 
 -- The waiting ticket stored under `id` (a player or a party's ticket id):
--- its world, seq, joined and deadline, or nil when `id` waits nowhere.
+-- its world, seq, joined, deadline and worlds (decode_ticket), or nil when
+-- `id` waits nowhere.
 local function waiting_ticket(k, id)
   local kind, v = player_state(redis.call('HGET', k.players, id))
   if kind ~= 'ticket' then return nil end
@@ -140,6 +161,8 @@ Players.encode_ticket = encode_ticket
 Players.ticket_of_texts = ticket_of_texts
 Players.player_state = player_state
 Players.decode_ticket = decode_ticket
+Players.ticket_worlds = ticket_worlds
+Players.waits_in = waits_in
 Players.waiting_ticket = waiting_ticket
 Players.cooling_until = cooling_until
 Players.rating_member = rating_member

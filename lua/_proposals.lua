@@ -19,7 +19,10 @@
 -- match record JSON, written as is when all accept), players (participants
 -- in record order), accepted (players who accepted), tickets = [ { t
 -- (ticket id), seq, joined, deadline, d (ticket data, solo tickets), r
--- (rating, "" unrated), p (players) } ] }.
+-- (rating, "" unrated), p (players), g (regional entries), a, b (stored
+-- attributes, index entries), u (due as an anchor), w (a ticket shared by
+-- several worlds of a group: its worlds as its state names them), o (its
+-- entries in the other worlds: [ { w, d, r, g, a, b, u } ]) } ] }.
 -- @include _lib _backfill_store _parties _players _regions _rule_index _tickets
 
 local Proposals = {}
@@ -46,6 +49,42 @@ local function proposal_of(k, kind, value)
   return nil
 end
 
+-- A ticket shared with other worlds of the group (`worlds`, as its state
+-- names them) leaves them with the proposal: its entries there, to file
+-- back if the proposal is cancelled (read from the keys: the call has
+-- only its own world's configuration).
+local function lift_elsewhere(ctx, t, seq, worlds)
+  local out = {}
+  for _, w in ipairs(Players.ticket_worlds(worlds)) do
+    local wk = w ~= ctx.world and ctx.world_of(w)
+    if wk then
+      local wctx = { k = wk, world = w, now = ctx.now }
+      local rated = has(wk, 'ratings') and redis.call('ZSCORE', wk.ratings, Players.rating_member(seq, t))
+      out[#out + 1] = {
+        w = w, d = Players.ticket_data(wctx, t), r = rated or '',
+        g = Regions.capture_regional(wk, t, seq), a = RuleIndex.capture(wk, t),
+        b = RuleIndex.capture_filed(wk, t, seq),
+        u = has(wk, 'due') and redis.call('ZSCORE', wk.due, t) ~= false or nil,
+      }
+      Tickets.unqueue(wctx, { t })
+    end
+  end
+  return out
+end
+
+-- Files a lifted ticket's entry `e` (or one of its other worlds' `e.o`)
+-- back into the world of keys `wk`, at `at` = { seq, deadline, now }.
+local function file_back(wk, t, e, at)
+  local seq, deadline, now = at.seq, at.deadline, at.now
+  redis.call('ZADD', wk.queue, seq, t)
+  redis.call('ZADD', wk.deadlines, deadline, t)
+  if e.d and e.d ~= '' then redis.call('HSET', wk.data, t, e.d) end
+  if e.r ~= '' then redis.call('ZADD', wk.ratings, e.r, Players.rating_member(seq, t)) end
+  Regions.restore_regional(wk, t, e.g)
+  RuleIndex.restore(wk, t, e.a, e.b)
+  if e.r ~= '' or e.g or e.u then redis.call('ZADD', wk.due, now, t) end
+end
+
 -- Takes the tickets of one match out of the queue for proposal `id`,
 -- keeping what requeueing needs; parties stay (state PROPOSED). Returns the
 -- entries.
@@ -53,7 +92,7 @@ local function lift_tickets(ctx, id, items)
   local k = ctx.k
   local entries, ids = {}, {}
   for i, it in ipairs(items) do
-    local _, seq, joined, deadline = Players.waiting_ticket(k, it.ticket)
+    local _, seq, joined, deadline, worlds = Players.waiting_ticket(k, it.ticket)
     local attrs = it.attrs_text or RuleIndex.capture(k, it.ticket)
     entries[i] = {
       t = it.ticket, seq = seq, joined = joined, deadline = deadline,
@@ -64,6 +103,9 @@ local function lift_tickets(ctx, id, items)
       b = attrs and RuleIndex.capture_index(ctx.cfg, it.ticket, attrs, seq),
       u = ctx.cfg.anchored or nil,
     }
+    if worlds and worlds ~= ctx.world and ctx.world_of then
+      entries[i].w, entries[i].o = worlds, lift_elsewhere(ctx, it.ticket, seq, worlds)
+    end
     ids[i] = it.ticket
     if it.party then
       local party = Parties.load_party(k, it.party)
@@ -174,16 +216,28 @@ local function cancel_proposal(ctx, k, p, reason, out)
     else
       kept = kept + 1
       local deadline = e.deadline + extension
-      redis.call('ZADD', wk.queue, e.seq, e.t)
-      redis.call('ZADD', wk.deadlines, deadline, e.t)
-      redis.call('HSET', k.players, e.t, Players.encode_ticket(p.world, e.seq, e.joined, deadline))
-      Players.set_ticket_data(ctx, e.t, e.d)
-      if e.r ~= '' then
-        redis.call('ZADD', wk.ratings, e.r, Players.rating_member(e.seq, e.t))
+      local at = { seq = e.seq, deadline = deadline, now = now }
+      file_back(wk, e.t, e, at)
+      if e.d and e.d ~= '' then ctx.has_data = true end
+      -- A shared ticket goes back to every world of its group still
+      -- configured, and its state names those.
+      local worlds = p.world
+      if e.o then
+        local back = {}
+        for _, o in ipairs(e.o) do
+          local ok = ctx.world_of and ctx.world_of(o.w)
+          if ok then
+            file_back(ok, e.t, o, at)
+            back[o.w] = true
+          end
+        end
+        local named = {}
+        for _, w in ipairs(Players.ticket_worlds(e.w)) do
+          if w == p.world or back[w] then named[#named + 1] = w end
+        end
+        worlds = table.concat(named, ',')
       end
-      Regions.restore_regional(wk, e.t, e.g)
-      RuleIndex.restore(wk, e.t, e.a, e.b)
-      if e.r ~= '' or e.g or e.u then redis.call('ZADD', wk.due, now, e.t) end
+      redis.call('HSET', k.players, e.t, Players.encode_ticket(worlds, e.seq, e.joined, deadline))
       if party_id then
         local party = Parties.load_party(k, party_id)
         if party then
@@ -231,7 +285,7 @@ local function sweep_proposals(nctx, limit)
   for _, id in ipairs(ids) do
     local p = load_proposal(k, id)
     if p then
-      cancel_proposal({ k = world_of(p.world), world = p.world, now = now }, k, p, 'TIMEOUT', not_accepted(p))
+      cancel_proposal({ k = world_of(p.world), world = p.world, now = now, world_of = world_of }, k, p, 'TIMEOUT', not_accepted(p))
     else
       redis.call('ZREM', k.proposal_expiry, id)
     end

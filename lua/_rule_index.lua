@@ -204,6 +204,32 @@ local function capture_index(cfg, ticket, stored, seq)
   return index_entries(cfg, ticket, MatchRules.decode_stored(stored, cfg.attributes.by_name), seq)
 end
 
+-- A waiting ticket's index entries as filed, read back from the keys (a
+-- call without the world's configuration: a ticket shared with another
+-- world of its group lifted there), or nil.
+local function capture_filed(k, ticket, seq)
+  if not has(k, 'attrs') then return nil end
+  local stored = redis.call('HGET', k.attrs, ticket)
+  if not stored then return nil end
+  local out = {}
+  local function keep(key, member)
+    if not has(k, key) then return end
+    local score = redis.call('ZSCORE', k[key], member)
+    if score then
+      out[#out + 1] = key
+      out[#out + 1] = score
+      out[#out + 1] = member
+    end
+  end
+  keep('attr_queue', ticket)
+  keep('attr_values', '|' .. ticket)
+  for text in string.gmatch(stored, '=([^;|]*)') do
+    for item in string.gmatch(text, '[^,]+') do keep('attr_values', item .. '|' .. ticket) end
+  end
+  keep('attr_numbers', Players.rating_member(seq, ticket))
+  return out
+end
+
 -- Files a requeued ticket back: its stored attributes and its captured
 -- index entries (a proposal stored before attr-values and attr-numbers
 -- holds its attr-queue score alone).
@@ -310,6 +336,7 @@ RuleIndex.add = add
 RuleIndex.drop = drop
 RuleIndex.capture = capture
 RuleIndex.capture_index = capture_index
+RuleIndex.capture_filed = capture_filed
 RuleIndex.restore = restore
 RuleIndex.value_bands = value_bands
 RuleIndex.anchor_source = anchor_source

@@ -5,6 +5,12 @@
 -- name, now }. Deadlines are not removed with their tickets: an entry of a
 -- ticket that left stays until it is due, when the sweep drops it (a
 -- matcher taking thousands of tickets spares as many ZREMs).
+--
+-- A solo ticket may wait in several worlds of a queueGroup at once (its
+-- state names them: _players.lua). Whatever takes it out of one world
+-- takes it out of all (leave_other_worlds), in the same call: ctx.world_of
+-- (the operation's accessor) gives the other worlds' keys, which every call
+-- of a grouped world carries.
 -- @include _lib _parties _players _regions _rule_index
 
 local Tickets = {}
@@ -44,10 +50,63 @@ local function forget_tickets(ctx, players)
     local states = redis.call('HMGET', ctx.k.players, unpack(players, i, last))
     for j = i, last do
       local kind, value = Players.player_state(states[j - i + 1] or nil)
-      if kind == 'ticket' and Players.decode_ticket(value) == ctx.world then gone[#gone + 1] = players[j] end
+      if kind == 'ticket' and Players.waits_in(select(5, Players.decode_ticket(value)), ctx.world) then
+        gone[#gone + 1] = players[j]
+      end
     end
   end
   chunked('HDEL', ctx.k.players, gone, 1)
+end
+
+-- Takes `tickets` out of one world's queue and what goes with them there
+-- (rated and regional entries, attributes and their index, data); their
+-- players' states are the caller's.
+local function unqueue(ctx, tickets)
+  local k = ctx.k
+  drop_rated(ctx, tickets)
+  Regions.drop_regional(ctx, tickets)
+  RuleIndex.drop(ctx, tickets)
+  chunked('ZREM', k.queue, tickets, 1)
+  if Players.world_has_data(ctx) then chunked('HDEL', k.data, tickets, 1) end
+end
+
+-- The other worlds the solo `tickets` leaving ctx.world also wait in:
+-- world -> its tickets, or nil when none waits elsewhere. Reads the states
+-- only where tickets may be shared: ctx.world_of is given, and the world
+-- belongs to a group (a call without the world's configuration, such as a
+-- leave, gives world_of only for a shared ticket).
+local function shared_worlds(ctx, tickets)
+  if not ctx.world_of or (ctx.cfg and not ctx.cfg.group) then return nil end
+  local out, n = nil, #tickets
+  for i = 1, n, CHUNK do
+    local last = math.min(i + CHUNK - 1, n)
+    local states = redis.call('HMGET', ctx.k.players, unpack(tickets, i, last))
+    for j = i, last do
+      local v = states[j - i + 1]
+      if v and string.find(v, ',', 1, true) and Players.player_state(v) == 'ticket' then
+        for _, w in ipairs(Players.ticket_worlds(select(5, Players.decode_ticket(v)))) do
+          if w ~= ctx.world then
+            out = out or {}
+            out[w] = out[w] or {}
+            out[w][#out[w] + 1] = tickets[j]
+          end
+        end
+      end
+    end
+  end
+  return out
+end
+
+-- Takes the solo `tickets` leaving ctx.world out of the other worlds they
+-- wait in (before their states are written over). A world whose keys the
+-- call lacks (taken out of the group since) is skipped.
+local function leave_other_worlds(ctx, tickets)
+  local others = shared_worlds(ctx, tickets)
+  if not others then return end
+  for w, list in pairs(others) do
+    local wk = ctx.world_of(w)
+    if wk then unqueue({ k = wk, world = w, now = ctx.now }, list) end
+  end
 end
 
 -- What removing a ticket tells its players, by outbox kind.
@@ -68,11 +127,7 @@ local function remove_tickets(ctx, tickets, notify, keep_states)
   local n = #tickets
   if n == 0 then return end
   local k = ctx.k
-  drop_rated(ctx, tickets)
-  Regions.drop_regional(ctx, tickets)
-  RuleIndex.drop(ctx, tickets)
-  chunked('ZREM', k.queue, tickets, 1)
-  if Players.world_has_data(ctx) then chunked('HDEL', k.data, tickets, 1) end
+  unqueue(ctx, tickets)
   local solo, ids, m = {}, {}, 0
   for i = 1, n do
     local t = tickets[i]
@@ -90,6 +145,7 @@ local function remove_tickets(ctx, tickets, notify, keep_states)
       end
     end
   end
+  leave_other_worlds(ctx, solo)
   if not keep_states then forget_tickets(ctx, solo) end
   if m > 0 then outbox_add(k.outbox, ids, m, ctx.now) end
 end
@@ -116,17 +172,17 @@ local function sweep_expired(ctx, limit)
   return expired, n >= limit
 end
 
--- Removes a player's solo ticket from whichever world it waits in
+-- Removes a player's solo ticket from whichever worlds it waits in
 -- (nctx: { k, now, world_of }; world_of(name) gives a configured world's
--- keys, nil for others). Returns the world the ticket was in, or '' when
--- there was none.
+-- keys, nil for others). Returns the (first) world the ticket was in, or
+-- '' when there was none.
 local function drop_ticket(nctx, player)
   local k = nctx.k
   local world = Players.waiting_ticket(k, player)
   if not world then return '' end
   local wk = nctx.world_of(world)
   if wk then
-    remove_tickets({ k = wk, world = world, now = nctx.now }, { player }, nil)
+    remove_tickets({ k = wk, world = world, now = nctx.now, world_of = nctx.world_of }, { player }, nil)
   else
     redis.call('HDEL', k.players, player)
   end
@@ -135,6 +191,9 @@ end
 
 -- The module's face: what other files reach as Tickets.<name>.
 Tickets.drop_rated = drop_rated
+Tickets.unqueue = unqueue
+Tickets.shared_worlds = shared_worlds
+Tickets.leave_other_worlds = leave_other_worlds
 Tickets.forget_tickets = forget_tickets
 Tickets.remove_tickets = remove_tickets
 Tickets.sweep_expired = sweep_expired

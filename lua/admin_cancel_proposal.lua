@@ -20,5 +20,5 @@ if id == '' then return fail('match id is empty') end
 if not has(k, 'proposals') then return { 'NOT_FOUND' } end
 local p = Proposals.load_proposal(k, id)
 if not p then return { 'NOT_FOUND' } end
-local ctx = { k = world_of(p.world), world = p.world, now = now_ms() }
+local ctx = { k = world_of(p.world), world = p.world, now = now_ms(), world_of = world_of }
 return { 'CANCELLED', p.world, Proposals.cancel_proposal(ctx, k, p, 'OPERATOR', {}) }

@@ -23,8 +23,8 @@ local now = now_ms()
 local kind, value = Players.player_state(redis.call('HGET', k.players, player))
 local ticket, told
 if kind == 'ticket' then
-  local ticket_world, _, _, deadline = Players.decode_ticket(value)
-  if ticket_world ~= world or deadline == nil or deadline <= now then
+  local ticket_world, _, _, deadline, ticket_worlds = Players.decode_ticket(value)
+  if not Players.waits_in(ticket_worlds, world) or deadline == nil or deadline <= now then
     return { 'NOT_QUEUED', kind, ticket_world or '' }
   end
   ticket, told = player, { player }
@@ -38,6 +38,6 @@ else
 end
 local rank = redis.call('ZRANK', k.queue, ticket)
 if not rank then return { 'NOT_QUEUED', kind, world } end
-Tickets.remove_tickets({ k = k, world = world, now = now }, { ticket }, nil)
+Tickets.remove_tickets({ k = k, world = world, now = now, world_of = world_of }, { ticket }, nil)
 add_note(k, told, cjson.encode({ type = 'TICKET_REMOVED', worldType = world, reason = 'OPERATOR' }), now)
 return { 'REMOVED', rank + 1, redis.call('ZCARD', k.queue), #told }

@@ -18,5 +18,5 @@ if id == '' then return fail('match id is empty') end
 local b = BackfillStore.load_backfill(k, id)
 if not b or b.expires <= now_ms() then return { 'NOT_FOUND' } end
 if b.world ~= worlds[1] then return { 'OTHER_WORLD', b.world } end
-Backfill.end_backfill({ k = k, world = b.world, now = now_ms() }, k, b)
+Backfill.end_backfill({ k = k, world = b.world, now = now_ms(), world_of = world_of }, k, b)
 return { 'CANCELLED', cjson.encode(b) }

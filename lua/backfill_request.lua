@@ -129,7 +129,7 @@ if not any_open then return { 'INVALID', 'every seat is taken: nothing to fill' 
 
 -- All checks passed: from here on the script only writes.
 local previous = BackfillStore.load_backfill(k, id)
-if previous then Backfill.end_backfill({ k = k, world = world, now = now }, k, previous) end
+if previous then Backfill.end_backfill({ k = k, world = world, now = now, world_of = world_of }, k, previous) end
 local everyone = {}
 for p in pairs(member) do everyone[#everyone + 1] = p end
 table.sort(everyone)

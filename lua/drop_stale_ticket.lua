@@ -10,9 +10,10 @@
 -- that world (any more).
 local player = args.player
 if player == '' then return fail('player id is empty') end
-local world = Players.waiting_ticket(k, player)
-if world ~= worlds[1] then return 0 end
-Tickets.remove_tickets({ k = k, world = world, now = now_ms() }, { player }, nil)
+local _, _, _, _, ticket_worlds = Players.waiting_ticket(k, player)
+if not Players.waits_in(ticket_worlds, worlds[1]) then return 0 end
+local world = worlds[1]
+Tickets.remove_tickets({ k = k, world = world, now = now_ms(), world_of = world_of }, { player }, nil)
 -- No sweep visits a retired world: its deadline entry goes now.
 redis.call('ZREM', k.deadlines, player)
 return 1

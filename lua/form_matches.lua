@@ -39,7 +39,7 @@ if cfg.anchored and limit == 0 then
   return fail('worlds matched around anchors (rated, regions, attributes) need a limit of anchors > 0')
 end
 
-local ctx = { k = k, world = worlds[1], now = now_ms(), cfg = cfg }
+local ctx = { k = k, world = worlds[1], now = now_ms(), cfg = cfg, world_of = world_of }
 -- Running matches' open seats first.
 local backfilled = #Backfill.serve_backfills(ctx, Backfill.BACKFILLS_PER_CALL)
 local removed_serving = ctx.removed or 0

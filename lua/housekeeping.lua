@@ -41,7 +41,7 @@ for _, id in ipairs(matches) do
   end
   local backfill = BackfillStore.load_backfill(k, id)
   if backfill then
-    Backfill.end_backfill({ k = world_of(backfill.world), world = backfill.world, now = now }, k, backfill)
+    Backfill.end_backfill({ k = world_of(backfill.world), world = backfill.world, now = now, world_of = world_of }, k, backfill)
   end
 end
 if #matches > 0 then
@@ -65,7 +65,7 @@ for _, member in ipairs(lapsed) do
   local world, id = string.match(member, '^([^|]+)|(.+)$')
   local backfill = world and BackfillStore.load_backfill(k, id)
   if backfill then
-    Backfill.end_backfill({ k = world_of(world), world = world, now = now }, k, backfill)
+    Backfill.end_backfill({ k = world_of(world), world = world, now = now, world_of = world_of }, k, backfill)
     -- Its server hears it through the match events (BackfillExpired).
     outbox_add(k.outbox, { 'V|' .. id .. '|' .. now }, 1, now)
   elseif world then

@@ -6,8 +6,10 @@
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
 -- KEYS   player_ratings player_attributes conns player_conns presence matcher_asleep
 -- KEYS   backfills backfill_expiry block_pairs block_counts
--- WORLDS the joined world, then the world of the player's ticket when it is
---        another (the store learns it from a STALE answer)
+-- WORLDS the joined world, the other worlds joined with it (a queueGroup's;
+--        as many as `also` describes), then the worlds of the player's
+--        ticket when they are others (the store learns them from a STALE
+--        answer) and, in a grouped world, the rest of its group
 -- ARGV   player   the player id
 -- ARGV   data     ticket data JSON, "" for none (already validated and size-capped)
 -- ARGV   claimed  the rating from the caller's verified token claim, a plain
@@ -19,6 +21,13 @@
 -- ARGV   config   the joined world's configuration (see _config.lua)
 -- ARGV   claim    "1": claim the outbox entries of matches formed, for the
 --                 caller to deliver at once; "0": leave them to the matcher
+-- REST   also     per other world joined (world blocks 2, 3, ...): its
+--                 configuration, then the player's client attributes there
+--
+-- One ticket may wait in several worlds of a queueGroup: it is admitted by
+-- every one (any refusal refuses the join), filed in each at one sequence,
+-- and tried in each in order; the first match takes it from all (see
+-- _tickets.lua leave_other_worlds).
 --
 -- A rated world's rating is, in this order: the ratings store's entry for
 -- this world, its entry for every world ("*"), the token claim, the default.
@@ -26,7 +35,8 @@
 -- Reply: a status, then exactly that status's fields:
 --   QUEUED, world, position, queue_size, window_players, window_span_ms,
 --           rating ("" in FIFO worlds), connections (the player's
---           space-separated connection ids, for the QUEUED push)
+--           space-separated connection ids, for the QUEUED push), also
+--           (the other worlds joined, comma-separated; "" for none)
 --   MATCHED, world, queue_size, rating, match_count, match_json...,
 --           claimed_entry...: the join formed matches (one holds the
 --           player); with `claim`, their outbox entries follow, claimed for
@@ -55,7 +65,8 @@ if not cfg then return fail(bad_config) end
 local bad_claimed = Lifecycle.bad_claim(claimed)
 if bad_claimed then return fail(bad_claimed) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
-local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
+-- Latencies of a ticket joining several worlds are for those with regions.
+local lat, bad_latencies = Regions.joining_latencies(cfg, (#rest == 0 or cfg.regions) and args.latencies or '')
 if bad_latencies then return fail(bad_latencies) end
 if args.attributes ~= '' then
   local bad_attributes = MatchRules.bad_argument(cfg, args.attributes)
@@ -63,133 +74,201 @@ if args.attributes ~= '' then
 end
 local world = worlds[1]
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes, lat = lat }
+-- The other worlds joined with the first (nil for none): their contexts.
+local also = nil
+if #rest > 0 then
+  local n = #rest / 2
+  if #rest % 2 ~= 0 or n >= #worlds then return fail('also must be a configuration and attributes per world') end
+  if not cfg.group then return fail('only worlds of a queueGroup are joined together') end
+  also = {}
+  for i = 1, n do
+    local c, bad = Config.world_config(rest[2 * i - 1])
+    if not c then return fail(bad) end
+    local name, text = worlds[i + 1], rest[2 * i]
+    local in_group = false
+    for _, w in ipairs(cfg.group) do
+      if w == name then in_group = true end
+    end
+    if not in_group then return fail('world ' .. name .. ' is not in the queueGroup of ' .. world) end
+    for j = 1, i do
+      if worlds[j] == name then return fail('world ' .. name .. ' joined twice') end
+    end
+    local l, bad_l = Regions.joining_latencies(c, c.regions and args.latencies or '')
+    if bad_l then return fail(bad_l) end
+    if text ~= '' then
+      bad = MatchRules.bad_argument(c, text)
+      if bad then return fail(bad) end
+    end
+    also[i] = { k = world_keys(i + 1), world = name, now = now, cfg = c, world_of = world_of, attributes = text, lat = l }
+  end
+end
 
-local stats = world_stats(k.stats)
-local size = redis.call('ZCARD', k.queue)
-local refusal, rating, shown_rating, expired, attrs = Admission.admit(ctx, player, lat, claimed, size)
+ctx.stats = world_stats(k.stats)
+ctx.size = redis.call('ZCARD', k.queue)
+local refusal, expired, _
+refusal, ctx.rating, ctx.shown, expired, ctx.attrs = Admission.admit(ctx, player, lat, claimed, ctx.size)
 if refusal then return refusal end
-shown_rating = shown_rating or ''
-local rules = cfg.rules
-local anchored = cfg.anchored
+local field = world
+if also then
+  for _, a in ipairs(also) do
+    a.stats = world_stats(a.k.stats)
+    a.size = redis.call('ZCARD', a.k.queue)
+    refusal, a.rating, a.shown, _, a.attrs = Admission.admit(a, player, a.lat, claimed, a.size)
+    if refusal then return refusal end
+    field = field .. ',' .. a.world
+  end
+end
 
 -- All checks passed: from here on the script only writes.
 if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
-  Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now }, { player }, 'X')
-  if expired.world == world then size = size - 1 end
+  Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now, world_of = world_of }, { player }, 'X')
+  if expired.world == world then ctx.size = ctx.size - 1 end
+  if also then
+    for _, a in ipairs(also) do a.size = redis.call('ZCARD', a.k.queue) end
+  end
 end
--- Parties (tickets of several seats) and teams need the general matching.
-local seats, teams = cfg.seats, cfg.teams
-local general = teams > 1 or cfg.accept ~= nil or stats.parties > 0
-local attempt = cfg.instant and (general or size + 1 >= seats)
 local seq = redis.call('INCR', k.ticket_seq)
 local seq_text, deadline_text = Players.int_text(seq), Players.int_text(now + cfg.ticket_ttl)
-redis.call('ZADD', k.queue, seq_text, player)
-redis.call('ZADD', k.deadlines, deadline_text, player)
-redis.call('HSET', k.players, player, Players.ticket_of_texts(world, seq_text, Players.int_text(now), deadline_text))
-Players.set_ticket_data(ctx, player, data)
-if rules then redis.call('ZADD', k.ratings, shown_rating, Players.rating_member(seq, player)) end
-if cfg.regions then Regions.add_regional(ctx, player, seq, lat, rating) end
-if cfg.attributes then RuleIndex.add(ctx, player, attrs, seq) end
--- The matcher sleeps only with every queue empty, and every script that
--- files a ticket wakes it: a ticket waiting here means it is awake.
-if size == 0 then wake_matcher() end
--- An attempt that fails schedules the anchor itself (retry_later).
-if anchored and not attempt then
-  redis.call('ZADD', k.due, Rated.next_due(cfg, now), player)
-end
 
--- Open backfills take a joiner that fits before any new match forms.
-if cfg.instant and stats.backfills > 0 then
-  local joiner = {
-    ticket = player, size = 1, players = { player }, data = { data }, lat = lat,
-    ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
-    attrs_text = attrs, attrs = cfg.attributes and MatchRules.decode_stored(attrs, cfg.attributes.by_name),
-  }
-  local entry, match_id = Backfill.backfill_joiner(ctx, joiner)
-  if entry == '' then
-    -- A ready check: the seat is held by a proposal to the player.
-    local p = Proposals.proposal_of(k, Players.player_state(redis.call('HGET', k.players, player)))
-    if p then return { 'PROPOSED', Proposals.proposal_view(p) } end
-  elseif entry then
-    local reply = {
-      'BACKFILLED', redis.call('HGET', k.matches, match_id), Lifecycle.encode_lifecycle(Lifecycle.load_lifecycle(k, match_id)),
-    }
-    if args.claim == '1' then
-      Outbox.claim_entries(k, { entry }, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, 3)
-    end
-    return reply
+-- Files the ticket in world `c` (a context above) at `seq`, and tells
+-- whether its instant attempt is to be made: parties (tickets of several
+-- seats) and teams need the general matching.
+local function file(c)
+  local ck, ccfg = c.k, c.cfg
+  c.shown = c.shown or ''
+  c.general = ccfg.teams > 1 or ccfg.accept ~= nil or c.stats.parties > 0
+  c.attempt = ccfg.instant and (c.general or c.size + 1 >= ccfg.seats)
+  redis.call('ZADD', ck.queue, seq_text, player)
+  -- A shared ticket lives as long as the first world's tickets do.
+  redis.call('ZADD', ck.deadlines, deadline_text, player)
+  Players.set_ticket_data(c, player, data)
+  if ccfg.rules then redis.call('ZADD', ck.ratings, c.shown, Players.rating_member(seq, player)) end
+  if ccfg.regions then Regions.add_regional(c, player, seq, c.lat, c.rating) end
+  if ccfg.attributes then RuleIndex.add(c, player, c.attrs, seq) end
+  -- The matcher sleeps only with every queue empty, and every script that
+  -- files a ticket wakes it: a ticket waiting here means it is awake.
+  if c.size == 0 then wake_matcher() end
+  -- An attempt that fails schedules the anchor itself (retry_later).
+  if ccfg.anchored and not c.attempt then
+    redis.call('ZADD', ck.due, Rated.next_due(ccfg, now), player)
   end
 end
 
--- The new ticket has the highest sequence, so it is last: rank `size`. The
--- reply is computed rather than read back, to keep the hot path short.
--- Whether nothing but the join touched the queue (no sweep, no attempt).
-local unchanged = false
-if attempt then
+file(ctx)
+redis.call('HSET', k.players, player, Players.ticket_of_texts(field, seq_text, Players.int_text(now), deadline_text))
+if also then
+  for _, a in ipairs(also) do file(a) end
+end
+
+-- The reply of a join that took the player out of the queue in world `c`
+-- (a match, a proposal or a backfill seat), or nil while it still waits;
+-- and whether the world's queue changed otherwise (a sweep or others
+-- matched ahead).
+local function try(c)
+  local ck, ccfg, stats, rating = c.k, c.cfg, c.stats, c.rating
+  local seats, teams, rules = ccfg.seats, ccfg.teams, ccfg.rules
+  -- Open backfills take a joiner that fits before any new match forms.
+  if ccfg.instant and stats.backfills > 0 then
+    local joiner = {
+      ticket = player, size = 1, players = { player }, data = { data }, lat = c.lat,
+      ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
+      attrs_text = c.attrs, attrs = ccfg.attributes and MatchRules.decode_stored(c.attrs, ccfg.attributes.by_name),
+    }
+    local entry, match_id = Backfill.backfill_joiner(c, joiner)
+    if entry == '' then
+      -- A ready check: the seat is held by a proposal to the player.
+      local p = Proposals.proposal_of(ck, Players.player_state(redis.call('HGET', ck.players, player)))
+      if p then return { 'PROPOSED', Proposals.proposal_view(p) } end
+    elseif entry then
+      local reply = {
+        'BACKFILLED', redis.call('HGET', ck.matches, match_id), Lifecycle.encode_lifecycle(Lifecycle.load_lifecycle(ck, match_id)),
+      }
+      if args.claim == '1' then
+        Outbox.claim_entries(ck, { entry }, { now = now, lease = ccfg.claim.lease, young = ccfg.claim.young }, reply, 3)
+      end
+      return reply
+    end
+  end
+  if not c.attempt then return nil, false end
   local records, ids, still_queued = {}, {}, true
-  if anchored then
+  local unchanged = false
+  if ccfg.anchored then
     -- One attempt with the joiner as the anchor (window: the base), unless
     -- too few tickets lie in its window to fill the match at all.
     local items = nil
     local more_expired = false
-    local fits = cfg.regions or not rules
-      or Rated.rated_may_match(ctx, rating, 0, seats - 1, stats.parties > 0 and seats / teams or 1)
+    local fits = ccfg.regions or not rules
+      or Rated.rated_may_match(c, rating, 0, seats - 1, stats.parties > 0 and seats / teams or 1)
     if fits then
-      local _
-      _, more_expired = Tickets.sweep_expired(ctx, Matching.MATCH_SWEEP_LIMIT)
+      _, more_expired = Tickets.sweep_expired(c, Matching.MATCH_SWEEP_LIMIT)
     end
     if not fits or more_expired then
-      Rated.retry_later(ctx, player)
+      Rated.retry_later(c, player)
       unchanged = not fits and stats.backfills == 0
     else
-      items = Rated.anchored_attempt(ctx, player, {
-        seq = seq, rating = rating, joined = now, data = data, lat = lat, attrs = attrs,
+      items = Rated.anchored_attempt(c, player, {
+        seq = seq, rating = rating, joined = now, data = data, lat = c.lat, attrs = c.attrs,
       })
       if items then
-        records, ids = Rated.record_rated(ctx, { items })
+        records, ids = Rated.record_rated(c, { items })
       end
     end
-    if items and (teams > 1 or cfg.accept) then
+    if items and (teams > 1 or ccfg.accept) then
       -- Packed teams and proposals are recorded by the general path.
-      still_queued = Players.waiting_ticket(k, player) ~= nil
+      still_queued = Players.waiting_ticket(ck, player) ~= nil
     else
       -- The joiner passed the presence check: only a match takes its ticket.
       still_queued = items == nil
     end
   else
-    records, ids = Fifo.form_matches(ctx, {
+    records, ids = Fifo.form_matches(c, {
       max_groups = 0, scan = Fifo.INSTANT_SCAN * seats, only = player, parties_queued = stats.parties,
     })
-    still_queued = Players.waiting_ticket(k, player) ~= nil
+    still_queued = Players.waiting_ticket(ck, player) ~= nil
   end
-  if not still_queued and cfg.accept then
-    local p = Proposals.proposal_of(k, Players.player_state(redis.call('HGET', k.players, player)))
+  if not still_queued and ccfg.accept then
+    local p = Proposals.proposal_of(ck, Players.player_state(redis.call('HGET', ck.players, player)))
     if p then return { 'PROPOSED', Proposals.proposal_view(p) } end
   end
   if not still_queued then
-    local reply = { 'MATCHED', world, redis.call('ZCARD', k.queue), shown_rating, #records }
+    local reply = { 'MATCHED', c.world, redis.call('ZCARD', ck.queue), c.shown, #records }
     local n = 5
     for _, r in ipairs(records) do
       n = n + 1
       reply[n] = r
     end
     if args.claim == '1' then
-      Outbox.claim_entries(k, ids, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, n)
+      Outbox.claim_entries(ck, ids, { now = now, lease = ccfg.claim.lease, young = ccfg.claim.young }, reply, n)
     end
     return reply
   end
-  if not unchanged and (#records > 0 or size + 1 ~= redis.call('ZCARD', k.queue)) then
-    -- Others were matched (or removed) ahead of the player: read back.
-    local wp, ws = wait_stats(k.stats, now, cfg.window)
-    return {
-      'QUEUED', world, redis.call('ZRANK', k.queue, player) + 1, redis.call('ZCARD', k.queue), wp, ws,
-      shown_rating, redis.call('HGET', k.player_conns, player) or '',
-    }
-  end
+  return nil, not unchanged and (#records > 0 or c.size + 1 ~= redis.call('ZCARD', ck.queue))
 end
-local wp, ws = wait_estimate(stats, now, cfg.window)
-return {
-  'QUEUED', world, size + 1, size + 1, wp, ws, shown_rating, redis.call('HGET', k.player_conns, player) or '',
-}
+
+local reply, changed = try(ctx)
+if reply then return reply end
+if also then
+  -- The shared ticket is tried in each world in turn; whichever forms a
+  -- match first takes it from all. Position and size are read back in the
+  -- first world (matches elsewhere may have taken tickets from it).
+  for _, a in ipairs(also) do
+    reply = try(a)
+    if reply then return reply end
+  end
+  changed = true
+end
+-- The new ticket has the highest sequence, so it is last: rank `size`. The
+-- reply is computed rather than read back, to keep the hot path short.
+local conns = redis.call('HGET', k.player_conns, player) or ''
+local others = also and string.sub(field, #world + 2) or ''
+if changed then
+  local wp, ws = wait_stats(k.stats, now, cfg.window)
+  return {
+    'QUEUED', world, redis.call('ZRANK', k.queue, player) + 1, redis.call('ZCARD', k.queue), wp, ws,
+    ctx.shown, conns, others,
+  }
+end
+local wp, ws = wait_estimate(ctx.stats, now, cfg.window)
+return { 'QUEUED', world, ctx.size + 1, ctx.size + 1, wp, ws, ctx.shown, conns, others }

@@ -20,7 +20,7 @@ local player = args.player
 if player == '' then return fail('player id is empty') end
 local world = worlds[1]
 local now = now_ms()
-local ctx = { k = k, world = world, now = now }
+local ctx = { k = k, world = world, now = now, world_of = world_of }
 local kind, value = Players.player_state(redis.call('HGET', k.players, player))
 local proposal = Proposals.proposal_of(k, kind, value)
 if proposal then
@@ -37,9 +37,11 @@ if kind == 'party' then
   return { 'LEFT', rank and rank + 1 or 0, redis.call('ZCARD', k.queue) }
 end
 if kind ~= 'ticket' then return { 'NOT_QUEUED', '' } end
-local ticket_world, _, _, deadline = Players.decode_ticket(value)
+local ticket_world, _, _, deadline, ticket_worlds = Players.decode_ticket(value)
 if deadline == nil or deadline <= now then return { 'NOT_QUEUED', '' } end
-if ticket_world ~= world then return { 'NOT_QUEUED', ticket_world or '' } end
+if not Players.waits_in(ticket_worlds, world) then return { 'NOT_QUEUED', ticket_world or '' } end
+-- A ticket shared by several worlds leaves them all.
+ctx.world_of = world_of
 local rank = redis.call('ZRANK', k.queue, player)
 Tickets.remove_tickets(ctx, { player }, nil)
 return { 'LEFT', (rank or 0) + 1, redis.call('ZCARD', k.queue) }

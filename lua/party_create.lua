@@ -60,7 +60,7 @@ local rating = r and num(r) or ''
 -- All checks passed: from here on the script only writes.
 if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
-  Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now }, { leader }, 'X')
+  Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now, world_of = world_of }, { leader }, 'X')
 end
 local seq = redis.call('HINCRBY', k.counters, 'party', 1)
 local id = string.format('%s.%x-%x', world, now, seq)

@@ -94,7 +94,7 @@ if rules then me.r = num(r) end
 -- All checks passed: from here on the script only writes.
 if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
-  Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now }, { player }, 'X')
+  Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now, world_of = world_of }, { player }, 'X')
   if expired.world == world then size = size - 1 end
 end
 me.j = 1

@@ -10,7 +10,9 @@
 -- Reply: a status, then exactly that status's fields:
 --   QUEUED, world, position, queue_size, window_players, window_span_ms,
 --           rating ("" in FIFO worlds; a party's aggregate), wait_ms,
---           party_json ("" for a solo ticket)
+--           party_json ("" for a solo ticket), also (the other worlds a
+--           ticket shared by a queueGroup's worlds waits in, comma-separated;
+--           "" for none)
 --   PARTY, party_json          assembling (see _parties.lua party_view)
 --   PROPOSED, proposal_json    a ready check awaits answers (see
 --                              _proposals.lua proposal_view)
@@ -28,7 +30,7 @@ local now = now_ms()
 
 -- The ticket `id` if it waits in a configured world: its status reply.
 local function queued(id, party)
-  local world, seq, joined, deadline = Players.waiting_ticket(k, id)
+  local world, seq, joined, deadline, all = Players.waiting_ticket(k, id)
   if not world or deadline <= now then return nil end
   local wk = world_of(world)
   if not wk then return nil end
@@ -36,7 +38,8 @@ local function queued(id, party)
   if not rank then return nil end
   local wp, ws = wait_stats(wk.stats, now, window)
   local rating = redis.call('ZSCORE', wk.ratings, Players.rating_member(seq, id)) or ''
-  return { 'QUEUED', world, rank + 1, redis.call('ZCARD', wk.queue), wp, ws, rating, now - joined, party }
+  local also = all ~= world and string.sub(all, #world + 2) or ''
+  return { 'QUEUED', world, rank + 1, redis.call('ZCARD', wk.queue), wp, ws, rating, now - joined, party, also }
 end
 
 local kind, value = Players.player_state(redis.call('HGET', k.players, player))

@@ -36,7 +36,7 @@ if player == '' then return fail('player id is empty') end
 if id == '' then return fail('match id is empty') end
 if answer ~= '0' and answer ~= '1' then return fail('answer must be 1 (accept) or 0 (decline)') end
 if not cfg then return fail(bad_config) end
-local ctx = { k = k, world = worlds[1], now = now_ms(), cfg = cfg }
+local ctx = { k = k, world = worlds[1], now = now_ms(), cfg = cfg, world_of = world_of }
 local p = Proposals.load_proposal(k, id)
 if not p or p.world ~= ctx.world then return { 'NOT_FOUND' } end
 local member = false

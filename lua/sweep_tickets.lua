@@ -13,5 +13,5 @@
 
 local limit = int_arg(args.limit)
 if limit == nil or limit == 0 then return fail('limit must be an integer > 0') end
-local expired = Tickets.sweep_expired({ k = k, world = worlds[1], now = now_ms() }, limit)
+local expired = Tickets.sweep_expired({ k = k, world = worlds[1], now = now_ms(), world_of = world_of }, limit)
 return expired

@@ -23,7 +23,7 @@ pub use config::{
     AdminScopes, AttributeCatalog, AttributeDecl, AttributeSource, AttributeType, BackfillBalance,
     BalanceRules, CompareOp, ListAggregate, MatchMode, MatchRule, Missing, NumberAggregate,
     PartyRating, RatingRules, RatingSettings, ReadyCheck, RegionRules, Relax, RuleKind, RuleValue,
-    Settings, World, WorldCatalog,
+    Settings, World, WorldCatalog, MAX_QUEUE_GROUP_WORLDS,
 };
 pub use delivery::{DeliveryReport, EventError, EventSink, NoEvents, PushError, Pusher};
 pub use domain::{

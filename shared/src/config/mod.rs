@@ -16,6 +16,7 @@ pub use match_rules::{
 pub use world::{
     BackfillBalance, BalanceRules, MatchMode, PartyRating, RatingRules, RatingSettings, ReadyCheck,
     RegionRules, World, WorldCatalog, DEFAULT_CANDIDATE_WINDOW, MAX_CANDIDATE_WINDOW,
+    MAX_QUEUE_GROUP_WORLDS,
 };
 
 use std::time::Duration;

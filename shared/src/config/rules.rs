@@ -152,6 +152,8 @@ struct WorldRules {
     rules: Option<Vec<Value>>,
     #[serde(default)]
     candidate_window: Option<u32>,
+    #[serde(default)]
+    queue_group: Option<String>,
 }
 
 #[derive(Deserialize, Default, PartialEq, Eq)]
@@ -336,6 +338,17 @@ pub fn parse(
             }
             Some(n) => n,
         };
+        let queue_group = match rules.queue_group {
+            None => None,
+            Some(g) => match crate::domain::WorldName::parse(&g) {
+                Ok(_) => Some(g),
+                Err(_) => {
+                    return Err(at(format!(
+                        "queueGroup: a name of 1-32 characters a-z, 0-9, '_' or '-', got {g:?}"
+                    )))
+                }
+            },
+        };
         worlds.push(World {
             name,
             team_size: rules.team_size,
@@ -350,6 +363,7 @@ pub fn parse(
             attributes: world_attributes,
             match_rules,
             candidate_window,
+            queue_group,
         });
     }
     let catalog = WorldCatalog::new(worlds).map_err(|e| err(e.reason))?;

@@ -40,7 +40,15 @@ pub struct World {
     /// Most candidates one attempt of a world with match rules reads
     /// (`candidateWindow`, docs/rules.md).
     pub candidate_window: u32,
+    /// The worlds this one shares tickets with (`queueGroup`): a ticket may
+    /// wait in several of them at once, and the first match takes it from
+    /// all. `None`: the world shares tickets with none.
+    pub queue_group: Option<String>,
 }
+
+/// Most worlds one `queueGroup` holds: a ticket waits in at most this many
+/// worlds, and every script of a grouped world carries the group's keys.
+pub const MAX_QUEUE_GROUP_WORLDS: usize = 4;
 
 /// `candidateWindow` unless declared, and its bounds (the upper one bounds
 /// a matcher call's work).
@@ -99,6 +107,7 @@ impl World {
             attributes: Vec::new(),
             match_rules: Vec::new(),
             candidate_window: DEFAULT_CANDIDATE_WINDOW,
+            queue_group: None,
         }
     }
 
@@ -294,6 +303,24 @@ impl WorldCatalog {
                 });
             }
         }
+        let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for w in &worlds {
+            if let Some(g) = &w.queue_group {
+                groups.entry(g).or_default().push(w.name.as_str());
+            }
+        }
+        for (group, members) in groups {
+            if members.len() < 2 || members.len() > MAX_QUEUE_GROUP_WORLDS {
+                return Err(ConfigError {
+                    var: "MM_WORLDS",
+                    reason: format!(
+                        "queueGroup {group:?}: a group holds 2..={MAX_QUEUE_GROUP_WORLDS} worlds, got {} ({})",
+                        members.len(),
+                        members.join(", ")
+                    ),
+                });
+            }
+        }
         Ok(Self { worlds })
     }
 
@@ -343,6 +370,19 @@ impl WorldCatalog {
 
     pub fn iter(&self) -> impl Iterator<Item = &World> {
         self.worlds.iter()
+    }
+
+    /// The worlds that share tickets with `world` (its `queueGroup`), in
+    /// catalog order, `world` among them; `[world]` when it has no group.
+    pub fn group<'a>(&'a self, world: &'a World) -> Vec<&'a World> {
+        match &world.queue_group {
+            None => vec![world],
+            Some(g) => self
+                .worlds
+                .iter()
+                .filter(|w| w.queue_group.as_ref() == Some(g))
+                .collect(),
+        }
     }
 
     pub fn len(&self) -> usize {

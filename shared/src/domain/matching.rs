@@ -110,6 +110,11 @@ pub struct QueuePosition {
     /// The party the ticket belongs to, if it is a party's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub party: Option<PartyView>,
+    /// The other worlds of its queueGroup the ticket waits in too (the
+    /// first match in any of them takes it from all); empty for a ticket
+    /// of one world.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_queued_in: Vec<WorldName>,
 }
 
 /// A waiting ticket of a rated world: its rating, and the window its

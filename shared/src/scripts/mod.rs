@@ -315,23 +315,24 @@ operations! {
                Backfills, BackfillExpiry, BlockPairs, BlockCounts],
         worlds: First,
         args: [player, data, claimed, latencies, attributes, config, claim],
+        rest: also,
     }
     leave {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
                MatcherAsleep, Backfills, BackfillExpiry],
-        worlds: One,
+        worlds: First,
         args: [player],
     }
     drop_stale_ticket {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, MatcherAsleep],
-        worlds: One,
+        worlds: First,
         args: [player],
     }
     form_matches {
         keys: [Players, MatchSeq, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters,
                Parties, PartyExpiry, Proposals, ProposalExpiry, Presence, MatcherAsleep, Backfills,
                BackfillExpiry, BlockPairs, BlockCounts],
-        worlds: One,
+        worlds: First,
         args: [limit, config],
     }
     queue_status {
@@ -364,7 +365,7 @@ operations! {
     backfill_request {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
                PartyExpiry, Proposals, ProposalExpiry, MatcherAsleep, Backfills, BackfillExpiry],
-        worlds: One,
+        worlds: First,
         args: [match_id, teams, keepalive, config, seen],
     }
     backfill_keepalive {
@@ -375,7 +376,7 @@ operations! {
     backfill_cancel {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
                MatcherAsleep, Backfills, BackfillExpiry],
-        worlds: One,
+        worlds: First,
         args: [match_id],
     }
     rating_set {
@@ -395,7 +396,7 @@ operations! {
     }
     sweep_tickets {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, MatcherAsleep],
-        worlds: One,
+        worlds: First,
         args: [limit],
     }
     housekeeping {
@@ -467,13 +468,13 @@ operations! {
     party_cancel {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,
                MatcherAsleep, Backfills, BackfillExpiry],
-        worlds: One,
+        worlds: First,
         args: [player, party],
     }
     proposal_answer {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
                PartyExpiry, Proposals, ProposalExpiry, MatcherAsleep, Backfills, BackfillExpiry],
-        worlds: One,
+        worlds: First,
         args: [player, match_id, answer, config],
     }
     admin_tickets {
@@ -488,7 +489,7 @@ operations! {
     }
     admin_remove_ticket {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, MatcherAsleep],
-        worlds: One,
+        worlds: First,
         args: [player],
     }
     admin_cancel_proposal {

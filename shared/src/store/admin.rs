@@ -161,11 +161,12 @@ impl MatchStore {
         player: &PlayerId,
     ) -> Result<TicketRemoval, StoreError> {
         const SCRIPT: &str = "admin_remove_ticket.lua";
-        let mut inv = SCRIPTS.admin_remove_ticket.invocation_with(
-            self.keys(),
-            &[&world.name],
-            self.features(&[world]),
-        );
+        let group = self.group_of(world);
+        let names: Vec<&WorldName> = group.iter().map(|w| &w.name).collect();
+        let mut inv =
+            SCRIPTS
+                .admin_remove_ticket
+                .invocation_with(self.keys(), &names, self.features(&group));
         inv.arg(player.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {

@@ -114,19 +114,19 @@ impl MatchStore {
         }))
     }
 
-    /// Runs an admitting script for `world`, given the joined world's keys
-    /// only (its cost does not grow with the number of configured worlds);
-    /// when the player holds a ticket elsewhere the script answers STALE
-    /// with that world, and `call` runs again with that world's keys too
+    /// Runs an admitting script for `joined` (the world joined, then any
+    /// joined with it), given those worlds' keys and their queueGroups'
+    /// (its cost does not grow with the number of configured worlds); when
+    /// the player holds a ticket elsewhere the script answers STALE with
+    /// that world, and `call` runs again with that world's group's keys too
     /// (`call` gets the worlds and the features of the call, which decide
-    /// the keys it passes)
-    /// (or, for a world no longer configured, after dropping the ticket).
-    /// Another call of the same player can move the ticket in between,
-    /// hence a few rounds.
+    /// the keys it passes) (or, for a world no longer configured, after
+    /// dropping the ticket). Another call of the same player can move the
+    /// ticket in between, hence a few rounds.
     pub(super) async fn admitting<T, F, Fut>(
         &self,
         script: &str,
-        world: &World,
+        joined: &[&World],
         player: &PlayerId,
         mut call: F,
     ) -> Result<T, StoreError>
@@ -134,17 +134,17 @@ impl MatchStore {
         F: FnMut(Vec<WorldName>, Features) -> Fut,
         Fut: Future<Output = Result<Admitted<T>, StoreError>>,
     {
-        let mut also: Option<&World> = None;
-        for _ in 0..3 {
-            let mut worlds = vec![world.name.clone()];
-            worlds.extend(also.map(|w| w.name.clone()));
-            let mut configured = vec![world];
-            configured.extend(also);
-            match call(worlds, self.features(&configured)).await? {
+        let mut carried: Vec<&World> = joined.to_vec();
+        for w in joined {
+            add_group(self, &mut carried, w);
+        }
+        for _ in 0..4 {
+            let worlds = carried.iter().map(|w| w.name.clone()).collect();
+            match call(worlds, self.features(&carried)).await? {
                 Admitted::Reply(reply) => return Ok(reply),
                 Admitted::Stale(other) => match self.settings().worlds.get(&other) {
-                    Some(w) if also.is_none_or(|a| a.name != w.name) && w.name != world.name => {
-                        also = Some(w)
+                    Some(w) if !carried.iter().any(|c| c.name == w.name) => {
+                        add_group(self, &mut carried, w)
                     }
                     Some(_) => {
                         return Err(StoreError::UnexpectedReply(format!(
@@ -161,5 +161,14 @@ impl MatchStore {
         Err(StoreError::UnexpectedReply(format!(
             "{script}: the player's ticket kept moving between worlds"
         )))
+    }
+}
+
+/// Adds the worlds of `world`'s queueGroup that `carried` lacks.
+fn add_group<'a>(store: &'a MatchStore, carried: &mut Vec<&'a World>, world: &'a World) {
+    for w in store.group_of(world) {
+        if !carried.iter().any(|c| c.name == w.name) {
+            carried.push(w);
+        }
     }
 }

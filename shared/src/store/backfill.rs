@@ -46,7 +46,7 @@ impl MatchStore {
         let config = self.world_config(world)?;
         let mut inv = SCRIPTS
             .backfill_request
-            .invocation(self.keys(), &[&world.name]);
+            .invocation(self.keys(), &self.group_names(&world.name));
         inv.arg(id.as_str())
             .arg(serde_json::to_string(teams).unwrap_or_default())
             .arg(millis(self.settings().backfill_keepalive))
@@ -103,7 +103,7 @@ impl MatchStore {
         };
         let mut inv = SCRIPTS
             .backfill_cancel
-            .invocation(self.keys(), &[&world_name]);
+            .invocation(self.keys(), &self.group_names(&world_name));
         inv.arg(id.as_str());
         let mut reply = Reply::new("backfill_cancel.lua", self.invoke(&inv, true).await?)?;
         let outcome = match reply.text("status")?.as_str() {

@@ -89,6 +89,10 @@ struct ScriptConfig<'a> {
     /// Worlds with match rules and a `candidateWindow` of their own.
     #[serde(skip_serializing_if = "Option::is_none")]
     candidate_window: Option<u32>,
+    /// Worlds of a `queueGroup`: the group's worlds (this one among them),
+    /// whose keys every call of the world carries (a ticket leaves all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<Vec<&'a str>>,
 }
 
 #[derive(Serialize)]
@@ -213,6 +217,14 @@ fn encode(settings: &Settings, world: &World) -> String {
             .then(|| millis(crate::config::rules::ANCHOR_RETRY).max(1)),
         candidate_window: (world.candidate_window != crate::config::DEFAULT_CANDIDATE_WINDOW)
             .then_some(world.candidate_window),
+        group: world.queue_group.as_ref().map(|_| {
+            settings
+                .worlds
+                .group(world)
+                .iter()
+                .map(|w| w.name.as_str())
+                .collect()
+        }),
     };
     // Serializing plain numbers, strings and booleans cannot fail.
     serde_json::to_string(&config).unwrap_or_default()

@@ -42,11 +42,12 @@ impl MatchStore {
         max_groups: u64,
     ) -> Result<MatchBatch, StoreError> {
         let config = self.world_config(world)?;
-        let mut inv = SCRIPTS.form_matches.invocation_with(
-            self.keys(),
-            &[&world.name],
-            self.features(&[world]),
-        );
+        let group = self.group_of(world);
+        let names: Vec<&crate::domain::WorldName> = group.iter().map(|w| &w.name).collect();
+        let mut inv =
+            SCRIPTS
+                .form_matches
+                .invocation_with(self.keys(), &names, self.features(&group));
         // Rated worlds and worlds with regions or attributes are matched
         // around anchors, a bounded number per call (the script refuses a
         // limit of 0 for them: `max_groups` 0, the matcher tick's "no

@@ -28,6 +28,18 @@ pub struct JoinInput<'a> {
     /// them (`TicketAttributes::encode`; trusted ones are read by the
     /// script from the attribute store).
     pub attributes: Option<&'a str>,
+    /// The other worlds of the world's queueGroup the ticket waits in too,
+    /// each with the client's attributes there (validated by the caller:
+    /// grouped with the world, each once).
+    pub also: &'a [AlsoJoined<'a>],
+}
+
+/// Another world a ticket joins at the same time (see [`JoinInput::also`]).
+#[derive(Debug, Clone, Copy)]
+pub struct AlsoJoined<'a> {
+    pub world: &'a World,
+    /// The client's attributes there, as the scripts take them.
+    pub attributes: Option<&'a str>,
 }
 
 impl JoinInput<'_> {
@@ -87,12 +99,21 @@ impl MatchStore {
     ) -> Result<JoinReply, StoreError> {
         let config = self.world_config(world)?;
         let config = config.as_ref();
-        self.admitting(SCRIPT, world, player, |worlds, features| async move {
+        let mut joined = vec![world];
+        let mut also = Vec::with_capacity(2 * input.also.len());
+        for a in input.also {
+            joined.push(a.world);
+            also.push(self.world_config(a.world)?.into_owned());
+            also.push(a.attributes.unwrap_or_default().to_owned());
+        }
+        let also = &also;
+        self.admitting(SCRIPT, &joined, player, |worlds, features| async move {
             let names: Vec<&WorldName> = worlds.iter().collect();
             let mut inv = SCRIPTS.join.invocation_with(self.keys(), &names, features);
             inv.arg(player.as_str());
             input.add_args(&mut inv);
             inv.arg(config).arg(super::flag(claim));
+            inv.rest(also);
             self.decode_join(player, self.invoke(&inv, false).await?)
         })
         .await
@@ -114,15 +135,12 @@ impl MatchStore {
                 let stats = reply.wait_stats()?;
                 let rating = reply.optional_rating("rating")?;
                 connections = reply.connection_list("connections")?;
+                let also_in = reply.world_list("also")?;
                 // A new ticket has waited no time at all.
-                JoinOutcome::Queued(self.queue_position(
-                    world,
-                    position,
-                    queue_size,
-                    stats,
-                    rating,
-                    Duration::ZERO,
-                ))
+                let mut q =
+                    self.queue_position(world, position, queue_size, stats, rating, Duration::ZERO);
+                q.also_queued_in = also_in;
+                JoinOutcome::Queued(q)
             }
             "MATCHED" => {
                 reply.parsed("world", WorldName::parse)?;
@@ -197,6 +215,7 @@ impl MatchStore {
             queue_size,
             rated,
             party: None,
+            also_queued_in: Vec::new(),
         }
     }
 }

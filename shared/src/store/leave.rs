@@ -18,10 +18,11 @@ impl MatchStore {
         world: &World,
         player: &PlayerId,
     ) -> Result<LeaveOutcome, StoreError> {
-        let mut inv =
-            SCRIPTS
-                .leave
-                .invocation_with(self.keys(), &[&world.name], self.features(&[world]));
+        let group = self.group_of(world);
+        let names: Vec<&WorldName> = group.iter().map(|w| &w.name).collect();
+        let mut inv = SCRIPTS
+            .leave
+            .invocation_with(self.keys(), &names, self.features(&group));
         inv.arg(player.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {

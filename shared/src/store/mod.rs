@@ -60,7 +60,7 @@ pub use durability::Durability;
 pub use form_matches::MatchBatch;
 pub use housekeeping::Housekeeping;
 use invoke::{function_missing, is_read_only, MAX_RETRY_BACKOFF, RETRY_BACKOFF};
-pub use join::{JoinInput, JoinReply};
+pub use join::{AlsoJoined, JoinInput, JoinReply};
 pub use match_result::RatingWrite;
 // The outcomes live with the others in the domain; named here too, as the
 // store's answers.
@@ -428,6 +428,38 @@ impl MatchStore {
             }
         }
         features
+    }
+
+    /// The worlds a call acting on `world` carries: `world`, then the rest
+    /// of its `queueGroup` (a ticket waiting in several worlds leaves all
+    /// of them in the call that takes it from one).
+    pub(crate) fn group_of<'a>(
+        &'a self,
+        world: &'a crate::config::World,
+    ) -> Vec<&'a crate::config::World> {
+        let mut out = vec![world];
+        if world.queue_group.is_some() {
+            out.extend(
+                self.settings()
+                    .worlds
+                    .group(world)
+                    .into_iter()
+                    .filter(|w| w.name != world.name),
+            );
+        }
+        out
+    }
+
+    /// [`MatchStore::group_of`] by name, for a world that may no longer be
+    /// configured (then itself alone).
+    pub(crate) fn group_names<'a>(
+        &'a self,
+        world: &'a crate::domain::WorldName,
+    ) -> Vec<&'a crate::domain::WorldName> {
+        match self.settings().worlds.get(world.as_str()) {
+            Some(w) => self.group_of(w).into_iter().map(|w| &w.name).collect(),
+            None => vec![world],
+        }
     }
 
     /// The rate statistics window, in ms.

@@ -19,7 +19,9 @@ impl MatchStore {
         // The party's world from its id: its keys are known even if the
         // world has since left the configuration.
         let world = party.world();
-        let mut inv = SCRIPTS.party_cancel.invocation(self.keys(), &[&world]);
+        let mut inv = SCRIPTS
+            .party_cancel
+            .invocation(self.keys(), &self.group_names(&world));
         inv.arg(player.as_str()).arg(party.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {

@@ -41,7 +41,7 @@ impl MatchStore {
     ) -> Result<PartyCreateOutcome, StoreError> {
         let config = self.world_config(world)?;
         let config = config.as_ref();
-        self.admitting(SCRIPT, world, leader, |worlds, features| async move {
+        self.admitting(SCRIPT, &[world], leader, |worlds, features| async move {
             let names: Vec<&WorldName> = worlds.iter().collect();
             let mut inv = SCRIPTS
                 .party_create

@@ -49,7 +49,7 @@ impl MatchStore {
     ) -> Result<PartyJoinOutcome, StoreError> {
         let config = self.world_config(world)?;
         let config = config.as_ref();
-        self.admitting(SCRIPT, world, player, |worlds, features| async move {
+        self.admitting(SCRIPT, &[world], player, |worlds, features| async move {
             let names: Vec<&WorldName> = worlds.iter().collect();
             let mut inv = SCRIPTS
                 .party_join

@@ -40,6 +40,7 @@ impl MatchStore {
                 };
                 let mut q = self.queue_position(world, position, queue_size, stats, rating, waited);
                 q.party = party;
+                q.also_queued_in = reply.world_list("also")?;
                 PlayerStatus::Queued(q)
             }
             other => {

@@ -43,7 +43,9 @@ impl MatchStore {
             return Ok(AnswerOutcome::NotFound);
         };
         let config = self.world_config(configured)?;
-        let mut inv = SCRIPTS.proposal_answer.invocation(k, &[&world]);
+        let mut inv = SCRIPTS
+            .proposal_answer
+            .invocation(k, &self.group_names(&world));
         inv.arg(player.as_str())
             .arg(id.as_str())
             .arg(if accept { "1" } else { "0" })

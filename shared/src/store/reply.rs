@@ -170,6 +170,16 @@ impl Reply {
             .map_err(|e| self.error(what, e))
     }
 
+    /// World names, comma-separated ("" for none).
+    pub fn world_list(&mut self, what: &str) -> Result<Vec<crate::domain::WorldName>, StoreError> {
+        let text = self.text(what)?;
+        text.split(',')
+            .filter(|w| !w.is_empty())
+            .map(crate::domain::WorldName::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.error(what, e))
+    }
+
     /// Ends the reply: every value must have been read.
     pub fn finish(self) -> Result<(), StoreError> {
         let left = self.values.len();

@@ -139,6 +139,7 @@ async fn create_party_inner(store: &MatchStore, req: &Request) -> Result<Respons
         claimed,
         latencies: latencies.as_ref(),
         attributes: attributes.as_deref(),
+        also: &[],
     };
     let outcome = match use_cases::create_party(store, world, &leader, &members, &input).await? {
         Ok(outcome) => outcome,
@@ -210,6 +211,7 @@ async fn join_party_inner<P: Pusher>(
         claimed,
         latencies: latencies.as_ref(),
         attributes: attributes.as_deref(),
+        also: &[],
     };
     match use_cases::join_party(store, pusher, world, &id, &player, &input).await? {
         PartyJoinOutcome::Joined(party) | PartyJoinOutcome::AlreadyJoined(party) => Ok(ok(
