@@ -29,6 +29,9 @@
 --                    min?, max?, adds = [least, most] one player adds (total rules) } ]
 --                  (worlds with attributes; see _match_rules.lua)
 --   retry_ms? (> 0)  worlds with attributes: how long a failed anchor waits
+--   group? [names]  a queueGroup's worlds (2 to 4, this one among them):
+--                   tickets may wait in several, and every call of the
+--                   world carries their keys (_tickets.lua)
 --   candidate_window? (16..4096)  worlds with match rules: most candidates
 --                    an attempt reads (absent: 256; see _match_rules.lua)
 --   regions? = { names = [name...] (1..16, distinct), max_latency, widen_per_second,
@@ -248,6 +251,15 @@ local function parse_world_config(s)
     default_rating_text = r.default and num(r.default),
     claim = { lease = claim.lease_ms, young = claim.young_ms },
   }
+  if c.group ~= nil then
+    if type(c.group) ~= 'table' or #c.group < 2 or #c.group > 4 then
+      return nil, 'group must list the 2 to 4 worlds of a queueGroup'
+    end
+    for _, w in ipairs(c.group) do
+      if type(w) ~= 'string' or w == '' then return nil, 'group must list world names' end
+    end
+    parsed.group = c.group
+  end
   if c.rating ~= nil then
     parsed.rules = rated_rules(c.rating)
     if not parsed.rules then return nil, 'bad rating rules' end

@@ -786,6 +786,8 @@ pub async fn assert_consistent_on(
         .collect();
 
     let mut state = ConsistentState::default();
+    // Per waiting player, how many queues hold their ticket.
+    let mut shared_in: HashMap<String, usize> = HashMap::new();
     for (w, (queue, deadlines)) in worlds.iter().zip(&per_world) {
         // Deadlines of tickets that left stay until due (the sweep drops
         // them); every waiting ticket has its own.
@@ -802,16 +804,19 @@ pub async fn assert_consistent_on(
                     deadline_ms,
                     ..
                 }) => {
-                    assert_eq!(*world, w.name.as_str(), "{p}'s ticket names another world");
+                    // A ticket shared by a queueGroup's worlds names them all.
+                    assert!(
+                        world.split(',').any(|listed| listed == w.name.as_str()),
+                        "{p}'s ticket names other worlds ({world})"
+                    );
                     assert_eq!(*ticket_seq as f64, *seq, "{p}: ticket seq");
                     assert_eq!(*deadline_ms as f64, *deadline, "{p}: ticket deadline");
+                    *shared_in.entry(p.clone()).or_insert(0) += 1;
                 }
                 other => panic!("{p} queued in {} in state {other:?}", w.name),
             }
-            assert!(
-                state.queued.insert(p.clone(), w.name.to_string()).is_none(),
-                "{p} waits in two worlds"
-            );
+            let first = state.queued.insert(p.clone(), w.name.to_string()).is_none();
+            assert!(first || shared_in[p] > 1, "{p} waits in two worlds");
         }
         if settings.instant_match {
             assert!(
@@ -832,6 +837,16 @@ pub async fn assert_consistent_on(
         state.queued.len(),
         "one ticket per queued player (waiting states {waiting:?})"
     );
+    for (p, s) in &states {
+        if let shared::PlayerState::Waiting { world, .. } = s {
+            let listed = world.split(',').count();
+            assert_eq!(
+                shared_in.get(*p).copied().unwrap_or(0),
+                listed,
+                "{p}'s ticket names {world} but waits in other queues"
+            );
+        }
+    }
     let player_match: HashMap<String, String> = states
         .iter()
         .filter_map(|(p, s)| match s {
@@ -852,7 +867,7 @@ pub async fn assert_consistent_on(
         let team = settings
             .worlds
             .get(&record.world_type)
-            .map(|w| w.team_size as usize);
+            .map(|w| w.seats() as usize);
         assert_eq!(Some(record.participants.len()), team, "{record:?}");
         state.matches.insert(id.clone(), record);
     }

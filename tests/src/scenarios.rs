@@ -27,6 +27,7 @@ mod parties;
 mod ready_check;
 mod regions;
 mod roles;
+mod several_worlds;
 mod sleep;
 pub use admin::*;
 pub use attributes::*;
@@ -38,6 +39,7 @@ pub use parties::*;
 pub use ready_check::*;
 pub use regions::*;
 pub use roles::*;
+pub use several_worlds::*;
 pub use sleep::*;
 
 /// Every scenario, listed once. `$callback!(a, b, ...)` is called with all
@@ -141,6 +143,12 @@ macro_rules! for_each_scenario {
             a_backfill_seats_the_role_of_the_player_who_left,
             a_declined_backfill_seat_opens_its_role_again,
             racing_matchers_keep_every_team_within_its_quotas,
+            a_player_in_two_worlds_is_matched_in_the_first_that_completes,
+            leaving_one_world_leaves_every_world_of_the_ticket,
+            a_matcher_or_a_sweep_in_one_world_takes_the_ticket_from_all,
+            a_ready_check_holds_a_shared_ticket_out_of_every_world,
+            a_shared_ticket_carries_each_worlds_attributes,
+            racing_matchers_never_match_a_shared_ticket_twice,
             role_totals_of_number_attributes_bound_the_match,
             a_total_per_team_splits_the_teams_and_backfills_keep_it,
         );
