@@ -792,3 +792,121 @@ async fn party_creation_refusals_say_what_is_wrong() {
     .await;
     assert_eq!(body["data"]["partyId"], id);
 }
+
+/// A rule set of worlds `casual` and `ranked` (queueGroup "pvp"), `solo`
+/// (none) and `roles` (queueGroup "pvp", a role attribute).
+const GROUPED: &str = r#"{
+  "attributes": {"role": {"type": "string", "values": ["tank", "healer"], "missing": "refuse"}},
+  "worlds": [
+    {"name": "casual", "teamSize": 3, "queueGroup": "pvp"},
+    {"name": "ranked", "teamSize": 2, "queueGroup": "pvp"},
+    {"name": "roles", "teamSize": 2, "queueGroup": "pvp", "attributes": ["role"]},
+    {"name": "solo", "teamSize": 2}
+  ]
+}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_join_queues_a_ticket_in_several_worlds_of_a_group() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-several", &[("MM_RULES", GROUPED)]).await;
+    let (status, body) = call(
+        &fx,
+        with_body(
+            r#"{"worldType":"casual","alsoIn":[{"worldType":"ranked"},
+                {"worldType":"roles","attributes":{"role":"tank"}}]}"#,
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "QUEUED");
+    assert_eq!(body["data"]["worldType"], "casual");
+    assert_eq!(body["data"]["alsoQueuedIn"], json!(["ranked", "roles"]));
+    // A second player in ranked completes its match: the ticket leaves
+    // casual and roles with it.
+    let (status, body) = call(
+        &fx,
+        event(|v| {
+            v["body"] = json!(r#"{"worldType":"ranked"}"#);
+            v["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!("player-2");
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "MATCHED", "{body}");
+    assert_eq!(body["data"]["match"]["worldType"], "ranked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_lists_of_worlds_are_refused_and_change_nothing() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "join-several-bad", &[("MM_RULES", GROUPED)]).await;
+    for (body, status, code, says) in [
+        (
+            r#"{"worldType":"casual","alsoIn":[{"worldType":"casual"}]}"#,
+            400,
+            "INVALID_REQUEST",
+            "listed twice",
+        ),
+        (
+            r#"{"worldType":"casual","alsoIn":[{"worldType":"ranked"},{"worldType":"ranked"}]}"#,
+            400,
+            "INVALID_REQUEST",
+            "listed twice",
+        ),
+        (
+            r#"{"worldType":"casual","alsoIn":[{"worldType":"solo"}]}"#,
+            400,
+            "INVALID_REQUEST",
+            "not in the queueGroup",
+        ),
+        (
+            r#"{"worldType":"solo","alsoIn":[{"worldType":"casual"}]}"#,
+            400,
+            "INVALID_REQUEST",
+            "not in the queueGroup",
+        ),
+        (
+            r#"{"worldType":"casual","alsoIn":[{"worldType":"ranked"},{"worldType":"roles"},{"worldType":"solo"},{"worldType":"x"}]}"#,
+            400,
+            "INVALID_REQUEST",
+            "at most 4 worlds",
+        ),
+        (
+            r#"{"worldType":"casual","alsoIn":[{"worldType":"nowhere"}]}"#,
+            404,
+            "UNKNOWN_WORLD",
+            "not configured",
+        ),
+        (
+            r#"{"worldType":"casual","alsoIn":[{"worldType":"roles","attributes":{"role":"mage"}}]}"#,
+            400,
+            "INVALID_ATTRIBUTES",
+            "role",
+        ),
+        (
+            r#"{"worldType":"casual","alsoIn":[{"worldType":"roles"}]}"#,
+            400,
+            "INVALID_ATTRIBUTES",
+            "role",
+        ),
+        (
+            r#"{"worldType":"casual","alsoIn":[{"world":"ranked"}]}"#,
+            400,
+            "INVALID_REQUEST",
+            "unknown field",
+        ),
+        (
+            r#"{"worldType":"casual","alsoIn":{"worldType":"ranked"}}"#,
+            400,
+            "INVALID_REQUEST",
+            "invalid type",
+        ),
+    ] {
+        let resp = refused(&fx, with_body(body), status, code).await;
+        let msg = resp["msg"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains(says),
+            "{body}: {msg:?} should mention {says:?}"
+        );
+    }
+}

@@ -100,6 +100,7 @@ async fn push_queued<P: Pusher>(pusher: &P, connections: &[ConnectionId], q: &Qu
         position: q.position,
         queue_size: q.queue_size,
         estimated_wait_seconds: q.estimated_wait_seconds,
+        also_queued_in: q.also_queued_in.clone(),
     }
     .to_json();
     let results = join_all(connections.iter().map(|c| async {

@@ -220,6 +220,12 @@ export interface components {
             queueSize: number;
             /** @description `null` until the world has recent match history */
             estimatedWaitSeconds: number | null;
+            /**
+             * @description a ticket waiting in several worlds of a `queueGroup` (the
+             *     join's `alsoIn`): the other worlds; the position is the first
+             *     world's. Absent for one world
+             */
+            alsoQueuedIn?: components["schemas"]["WorldName"][];
         };
         MatchFoundMessage: {
             /** @constant */

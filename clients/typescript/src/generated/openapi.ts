@@ -42,9 +42,11 @@ export interface paths {
         put?: never;
         /**
          * Leave a world's queue
-         * @description Removes the caller's ticket from a world. A party member leaving the
-         *     party's world cancels the whole party; a player in a pending proposal
-         *     of that world cancels the proposal (`previousPosition` is then 0).
+         * @description Removes the caller's ticket from a world. A ticket waiting in
+         *     several worlds of a `queueGroup` leaves all of them. A party member
+         *     leaving the party's world cancels the whole party; a player in a
+         *     pending proposal of that world cancels the proposal
+         *     (`previousPosition` is then 0).
          */
         post: operations["leave"];
         delete?: never;
@@ -819,6 +821,26 @@ export interface components {
              *     `400 INVALID_ATTRIBUTES`
              */
             attributes?: components["schemas"]["Attributes"] | null;
+            /**
+             * @description more worlds of `worldType`'s `queueGroup` the same ticket waits
+             *     in (docs/rules.md, "Several worlds per ticket"): it is admitted
+             *     by every world (any refusal refuses the join and nothing is
+             *     written), keeps one place in each, and the first match in any
+             *     of them takes it from all. A world listed twice (or `worldType`
+             *     itself), one outside the group, or more than 4 worlds in all is
+             *     `400 INVALID_REQUEST`; one not configured is `404 UNKNOWN_WORLD`.
+             *     `latencies` apply to the joined worlds with regions
+             */
+            alsoIn?: components["schemas"]["AlsoIn"][];
+        };
+        AlsoIn: {
+            worldType: components["schemas"]["WorldName"];
+            /**
+             * @description the player's client attributes in this world (they may differ
+             *     per world, e.g. the role); absent: the join's `attributes` when
+             *     this world takes attributes, none otherwise
+             */
+            attributes?: components["schemas"]["Attributes"] | null;
         };
         LeaveRequest: {
             worldType: components["schemas"]["WorldName"];
@@ -995,6 +1017,12 @@ export interface components {
             ratingWindow?: number | null;
             relaxesInSeconds?: number;
             party?: components["schemas"]["PartyView"];
+            /**
+             * @description a ticket that waits in several worlds of a `queueGroup` (the
+             *     join's `alsoIn`): the other worlds; `worldType`, `position` and
+             *     `queueSize` are those of the first. Absent for one world
+             */
+            alsoQueuedIn?: components["schemas"]["WorldName"][];
         };
         /**
          * @description A formed match as stored and pushed. Absent fields are left out,

@@ -127,6 +127,9 @@ pub enum ServerMessage {
         position: u64,
         queue_size: u64,
         estimated_wait_seconds: Option<u64>,
+        /// A ticket waiting in several worlds of a queueGroup: the others.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        also_queued_in: Vec<WorldName>,
     },
     #[serde(rename_all = "camelCase")]
     MatchFound {
