@@ -7,11 +7,13 @@
 //! through the same code. With `MM_MATCHER_SLEEP` a loop whose tick found
 //! nothing to do goes to sleep and ends (see [`crate::wake`]).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
 use tokio::time::Instant;
 
+use crate::config::World;
 use crate::delivery::{drain_outbox, DeliveryReport, EventSink, NoEvents, Pusher};
 use crate::domain::{MatchRecord, WorldName};
 use crate::error::StoreError;
@@ -32,6 +34,9 @@ pub const SLEEP_PATIENCE: u32 = 3;
 /// How long one tick keeps calling a rated world's matcher step while
 /// anchors are due (each call is bounded; this bounds the tick).
 const RATED_BUDGET: Duration = Duration::from_millis(500);
+
+/// Which world the next tick starts with (see [`tick_with_events`]).
+static TICK_ROTATION: AtomicUsize = AtomicUsize::new(0);
 
 /// What one tick did in one world.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,9 +113,15 @@ pub async fn tick_with_events<P: Pusher, E: EventSink>(
     pusher: &P,
     events: &E,
 ) -> Result<TickReport, StoreError> {
-    let mut worlds = Vec::with_capacity(store.settings().worlds.len());
+    let all: Vec<&World> = store.settings().worlds.iter().collect();
+    let mut ticks: Vec<Option<WorldTick>> = vec![None; all.len()];
     let started = Instant::now();
-    for world in store.settings().worlds.iter() {
+    // Each tick starts one world further on: a ticket waiting in several
+    // worlds of a queueGroup goes to whichever completes a match first,
+    // and no world of the group always sees the shared tickets first.
+    let first = TICK_ROTATION.fetch_add(1, Ordering::Relaxed) % all.len().max(1);
+    for i in (first..all.len()).chain(0..first) {
+        let world = all[i];
         let mut batch = store.form_matches(world, 0).await?;
         // A rated world tries a bounded number of anchors per call: call
         // again while more are due, within the tick's budget.
@@ -123,7 +134,7 @@ pub async fn tick_with_events<P: Pusher, E: EventSink>(
             batch.more_due = next.more_due;
         }
         let expired = store.sweep_expired_tickets(world, SWEEP_LIMIT).await?;
-        worlds.push(WorldTick {
+        ticks[i] = Some(WorldTick {
             world: world.name.clone(),
             formed: batch.matches,
             expired_tickets: batch.expired + expired.len() as u64,
@@ -132,6 +143,7 @@ pub async fn tick_with_events<P: Pusher, E: EventSink>(
             oldest_wait_ms: 0,
         });
     }
+    let mut worlds: Vec<WorldTick> = ticks.into_iter().flatten().collect();
     let housekeeping = store.housekeeping(HOUSEKEEPING_LIMIT).await?;
     let delivery = drain_outbox(store, pusher, events).await?;
     for (world, report) in store.settings().worlds.iter().zip(worlds.iter_mut()) {

@@ -148,6 +148,7 @@ macro_rules! for_each_scenario {
             a_matcher_or_a_sweep_in_one_world_takes_the_ticket_from_all,
             a_ready_check_holds_a_shared_ticket_out_of_every_world,
             a_shared_ticket_carries_each_worlds_attributes,
+            a_lost_connection_or_a_backfill_seat_takes_the_ticket_from_all,
             racing_matchers_never_match_a_shared_ticket_twice,
             role_totals_of_number_attributes_bound_the_match,
             a_total_per_team_splits_the_teams_and_backfills_keep_it,

@@ -317,14 +317,98 @@ pub async fn a_shared_ticket_carries_each_worlds_attributes(env: &Env) {
     assert_consistent(&store, false).await;
 }
 
+/// A player who loses their last connection leaves every world their
+/// ticket waits in; a backfill of one world seats a shared ticket and takes
+/// it from the others.
+pub async fn a_lost_connection_or_a_backfill_seat_takes_the_ticket_from_all(env: &Env) {
+    let rules = grouped(
+        json!([{"name": "live", "teamSize": 2, "requirePresence": true},
+               {"name": "any", "teamSize": 2, "teams": 2}]),
+        json!({}),
+    );
+    let store = env.store_with(
+        "several-presence",
+        "",
+        &[
+            ("MM_RULES", &rules.to_string()),
+            ("MM_REMOVE_TICKET_ON_DISCONNECT", "true"),
+        ],
+    );
+    let none = json!({});
+    let conn = shared::ConnectionId::parse("conn-a").expect("id");
+    store
+        .register_connection(&conn, &player("a"))
+        .await
+        .expect("register");
+    join_many(&store, "a", "live", &["any"], &none).await;
+    assert_eq!(queue_of(&store, "any").await, ["a"]);
+    store
+        .unregister_connection(&conn)
+        .await
+        .expect("unregister");
+    for w in ["live", "any"] {
+        assert!(queue_of(&store, w).await.is_empty(), "{w} still holds a");
+    }
+    assert!(matches!(
+        store.player_status(&player("a")).await.expect("status"),
+        PlayerStatus::Idle
+    ));
+    assert_consistent(&store, false).await;
+
+    // A running 2 v 2 in `any` asks for one player; a shared ticket takes
+    // the seat and leaves `live`.
+    for p in ["p1", "p2", "p3"] {
+        assert!(queued(&join(&store, "any", p).await));
+    }
+    let record = matched(&join(&store, "any", "p4").await).clone();
+    let a: shared::Assignment =
+        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
+    store
+        .assign_match(&record.match_id, &a)
+        .await
+        .expect("assign");
+    let teams: Vec<Vec<PlayerId>> = record
+        .teams
+        .as_ref()
+        .expect("teams")
+        .iter()
+        .map(|t| t.iter().filter(|p| p.as_str() != "p1").cloned().collect())
+        .collect();
+    let asked = store
+        .request_backfill(&record.match_id, &teams, None)
+        .await
+        .expect("backfill");
+    assert!(
+        matches!(asked, shared::store::BackfillOutcome::Open { .. }),
+        "{asked:?}"
+    );
+    let b = shared::ConnectionId::parse("conn-b").expect("id");
+    store
+        .register_connection(&b, &player("b"))
+        .await
+        .expect("register");
+    let seated = join_many(&store, "b", "live", &["any"], &none).await;
+    assert!(
+        matches!(seated, JoinOutcome::Backfilled { .. }),
+        "b fills the open seat in `any`: {seated:?}"
+    );
+    assert!(queue_of(&store, "live").await.is_empty(), "b left live");
+    assert!(matches!(
+        store.player_status(&player("b")).await.expect("status"),
+        PlayerStatus::Matched(_)
+    ));
+}
+
 /// Players in worlds of their own choosing while matchers of every world
 /// race: no player is matched twice, and everyone is matched, still
 /// waiting (in exactly the worlds their ticket names) or gone by leave.
 pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
     let rules = grouped(
-        json!([{"name": "w1", "teamSize": 2}, {"name": "w2", "teamSize": 3},
+        json!([{"name": "w1", "teamSize": 2}, {"name": "w2", "teamSize": 3, "mode": "rating",
+                "rating": {"baseWindow": 100, "widenPerSecond": 1000, "maxWindow": 3000,
+                           "relaxAfterSeconds": 1}},
                {"name": "w3", "teamSize": 2, "teams": 2}]),
-        json!({}),
+        json!({"ratings": {"default": 1500, "min": 0, "max": 3000}}),
     );
     let store = Arc::new(store_for(env, "several-race", &rules, true));
     let names = ["w1", "w2", "w3"];
