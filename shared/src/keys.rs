@@ -117,7 +117,7 @@ macro_rules! key_layout {
 key_layout! {
     namespace {
         players (Players) = "players", "HASH",
-            "player -> state: a waiting ticket `<world> <seq> <joined_ms> <deadline_ms>`, the latest match id (no space), `P <party id>`, `R <match id>` (in a ready check) or `C <until_ms>` (cooling down); a party's ticket id -> its waiting ticket";
+            "player -> state: a waiting ticket `<world> <seq> <joined_ms> <deadline_ms>` (`<world>,<world>...` for one waiting in several worlds of a queueGroup), the latest match id (no space), `P <party id>`, `R <match id>` (in a ready check) or `C <until_ms>` (cooling down); a party's ticket id -> its waiting ticket";
         ticket_seq (TicketSeq) = "ticket-seq", "STRING", "counter giving every ticket its FIFO order";
         match_seq (MatchSeq) = "match-seq", "STRING", "counter for match ids";
         matches (Matches) = "matches", "HASH", "match id -> match record JSON";
@@ -468,6 +468,19 @@ mod tests {
             Some(PlayerState::CoolingDown(5000))
         );
         assert_eq!(PlayerState::parse("world1 7 1000"), None);
+    }
+
+    #[test]
+    fn a_ticket_waiting_in_several_worlds_names_them_all() {
+        assert_eq!(
+            PlayerState::parse("casual,ranked 7 1000 61000"),
+            Some(PlayerState::Waiting {
+                world: "casual,ranked",
+                seq: 7,
+                joined_ms: 1000,
+                deadline_ms: 61000
+            })
+        );
     }
 
     #[test]

@@ -422,3 +422,47 @@ fn block_lists_are_off_unless_declared_and_bounded() {
     let typo = lists(r#""blockLists": {"maxEntires": 5}, "#).unwrap_err();
     assert!(typo.to_string().contains("maxEntires"), "{typo}");
 }
+
+#[test]
+fn worlds_of_a_queue_group_share_tickets_and_a_group_holds_two_to_four() {
+    let (catalog, _, _) = parse(
+        "MM_RULES",
+        r#"{"worlds": [
+            {"name": "casual", "teamSize": 3, "queueGroup": "pvp"},
+            {"name": "solo", "teamSize": 2},
+            {"name": "ranked", "teamSize": 2, "queueGroup": "pvp"}
+        ]}"#,
+        TTL,
+    )
+    .unwrap();
+    let names = |w: &str| -> Vec<String> {
+        let world = catalog.get(w).unwrap();
+        catalog
+            .group(world)
+            .iter()
+            .map(|w| w.name.to_string())
+            .collect()
+    };
+    assert_eq!(names("ranked"), ["casual", "ranked"]);
+    assert_eq!(names("solo"), ["solo"]);
+    for (worlds, says) in [
+        (
+            r#"{"name": "a", "teamSize": 2, "queueGroup": "pvp"}, {"name": "b", "teamSize": 2}"#,
+            "a group holds 2..=4 worlds, got 1",
+        ),
+        (
+            r#"{"name": "a", "teamSize": 2, "queueGroup": "g"}, {"name": "b", "teamSize": 2, "queueGroup": "g"},
+               {"name": "c", "teamSize": 2, "queueGroup": "g"}, {"name": "d", "teamSize": 2, "queueGroup": "g"},
+               {"name": "e", "teamSize": 2, "queueGroup": "g"}"#,
+            "got 5",
+        ),
+        (
+            r#"{"name": "a", "teamSize": 2, "queueGroup": "Big Group"}"#,
+            "queueGroup: a name",
+        ),
+    ] {
+        let doc = format!(r#"{{"worlds": [{worlds}]}}"#);
+        let err = parse("MM_RULES", &doc, TTL).err().expect("refused");
+        assert!(err.reason.contains(says), "{doc}: {}", err.reason);
+    }
+}
