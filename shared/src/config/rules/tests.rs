@@ -462,7 +462,7 @@ fn worlds_of_a_queue_group_share_tickets_and_a_group_holds_two_to_four() {
         ),
     ] {
         let doc = format!(r#"{{"worlds": [{worlds}]}}"#);
-        let err = parse("MM_RULES", &doc, TTL).err().expect("refused");
+        let err = parse("MM_RULES", &doc, TTL).expect_err(&doc);
         assert!(err.reason.contains(says), "{doc}: {}", err.reason);
     }
 }
