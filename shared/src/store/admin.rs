@@ -161,12 +161,7 @@ impl MatchStore {
         player: &PlayerId,
     ) -> Result<TicketRemoval, StoreError> {
         const SCRIPT: &str = "admin_remove_ticket.lua";
-        let group = self.group_of(world);
-        let names: Vec<&WorldName> = group.iter().map(|w| &w.name).collect();
-        let mut inv =
-            SCRIPTS
-                .admin_remove_ticket
-                .invocation_with(self.keys(), &names, self.features(&group));
+        let mut inv = self.group_invocation(&SCRIPTS.admin_remove_ticket, world);
         inv.arg(player.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {

@@ -42,12 +42,7 @@ impl MatchStore {
         max_groups: u64,
     ) -> Result<MatchBatch, StoreError> {
         let config = self.world_config(world)?;
-        let group = self.group_of(world);
-        let names: Vec<&crate::domain::WorldName> = group.iter().map(|w| &w.name).collect();
-        let mut inv =
-            SCRIPTS
-                .form_matches
-                .invocation_with(self.keys(), &names, self.features(&group));
+        let mut inv = self.group_invocation(&SCRIPTS.form_matches, world);
         // Rated worlds and worlds with regions or attributes are matched
         // around anchors, a bounded number per call (the script refuses a
         // limit of 0 for them: `max_groups` 0, the matcher tick's "no

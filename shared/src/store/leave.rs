@@ -18,11 +18,7 @@ impl MatchStore {
         world: &World,
         player: &PlayerId,
     ) -> Result<LeaveOutcome, StoreError> {
-        let group = self.group_of(world);
-        let names: Vec<&WorldName> = group.iter().map(|w| &w.name).collect();
-        let mut inv = SCRIPTS
-            .leave
-            .invocation_with(self.keys(), &names, self.features(&group));
+        let mut inv = self.group_invocation(&SCRIPTS.leave, world);
         inv.arg(player.as_str());
         let mut reply = Reply::new(SCRIPT, self.invoke(&inv, false).await?)?;
         let outcome = match reply.text("status")?.as_str() {

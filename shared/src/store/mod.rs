@@ -450,6 +450,18 @@ impl MatchStore {
         out
     }
 
+    /// A call of `operation` acting on `world`: the world blocks of its
+    /// group ([`MatchStore::group_of`]) and the keys their features reach.
+    pub(crate) fn group_invocation<'o>(
+        &self,
+        operation: &'o crate::scripts::Operation,
+        world: &crate::config::World,
+    ) -> crate::scripts::Invocation<'o> {
+        let group = self.group_of(world);
+        let names: Vec<&crate::domain::WorldName> = group.iter().map(|w| &w.name).collect();
+        operation.invocation_with(self.keys(), &names, self.features(&group))
+    }
+
     /// [`MatchStore::group_of`] by name, for a world that may no longer be
     /// configured (then itself alone).
     pub(crate) fn group_names<'a>(

@@ -16,12 +16,7 @@ impl MatchStore {
         world: &World,
         limit: u64,
     ) -> Result<Vec<TicketId>, StoreError> {
-        let group = self.group_of(world);
-        let names: Vec<&crate::domain::WorldName> = group.iter().map(|w| &w.name).collect();
-        let mut inv =
-            SCRIPTS
-                .sweep_tickets
-                .invocation_with(self.keys(), &names, self.features(&group));
+        let mut inv = self.group_invocation(&SCRIPTS.sweep_tickets, world);
         inv.arg(limit.max(1));
         let mut reply = Reply::new("sweep_tickets.lua", self.invoke(&inv, false).await?)?;
         let mut expired = Vec::with_capacity(reply.remaining());

@@ -33,7 +33,7 @@ fn team_roles(record: &MatchRecord) -> Vec<Vec<String>> {
 
 /// A server for `record`'s match: it is assigned, so it may ask for a
 /// backfill.
-async fn assign(store: &MatchStore, record: &MatchRecord) {
+pub(super) async fn assign(store: &MatchStore, record: &MatchRecord) {
     let a: shared::Assignment =
         serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
     store
@@ -43,7 +43,7 @@ async fn assign(store: &MatchStore, record: &MatchRecord) {
 }
 
 /// `record`'s teams without `left`: what a backfill request lists.
-fn staying(record: &MatchRecord, left: &str) -> Vec<Vec<PlayerId>> {
+pub(super) fn staying(record: &MatchRecord, left: &str) -> Vec<Vec<PlayerId>> {
     let teams = record.teams.as_ref().expect("teams");
     teams
         .iter()

@@ -361,19 +361,8 @@ pub async fn a_lost_connection_or_a_backfill_seat_takes_the_ticket_from_all(env:
         assert!(queued(&join(&store, "any", p).await));
     }
     let record = matched(&join(&store, "any", "p4").await).clone();
-    let a: shared::Assignment =
-        serde_json::from_value(json!({"connection": "10.0.0.1:7777"})).expect("assignment");
-    store
-        .assign_match(&record.match_id, &a)
-        .await
-        .expect("assign");
-    let teams: Vec<Vec<PlayerId>> = record
-        .teams
-        .as_ref()
-        .expect("teams")
-        .iter()
-        .map(|t| t.iter().filter(|p| p.as_str() != "p1").cloned().collect())
-        .collect();
+    super::roles::assign(&store, &record).await;
+    let teams = super::roles::staying(&record, "p1");
     let asked = store
         .request_backfill(&record.match_id, &teams, None)
         .await
