@@ -24,8 +24,9 @@
 -- Refusals, a status named like the API's error code, then exactly its
 -- fields (the same on every route; shared/src/domain/outcome.rs Rejection
 -- decodes them):
---   ALREADY_QUEUED, world, position, queue_size, window_players, window_span_ms
---                   the player holds a live ticket of `world`
+--   ALREADY_QUEUED, world, position, queue_size, window_players, window_span_ms,
+--                   also   the player holds a live ticket of `world` (and of
+--                   the worlds `also` names, comma-separated: "" for none)
 --   PROPOSAL_PENDING, proposal_json   the player (or their party) is in a
 --                   pending ready check (_proposals.lua proposal_view)
 --   IN_PARTY, party_id, world         the player belongs to a party
@@ -71,7 +72,8 @@ local function admit_state(ctx, state, player)
     if deadline > now then
       local rank = redis.call('ZRANK', wk.queue, player)
       local wp, ws = wait_stats(wk.stats, now, ctx.cfg.window)
-      return { 'ALREADY_QUEUED', other, (rank or -1) + 1, redis.call('ZCARD', wk.queue), wp, ws }
+      local also = all ~= other and string.sub(all, #other + 2) or ''
+      return { 'ALREADY_QUEUED', other, (rank or -1) + 1, redis.call('ZCARD', wk.queue), wp, ws, also }
     end
     return nil, { k = wk, world = other }
   elseif kind == 'party' or kind == 'proposal' then

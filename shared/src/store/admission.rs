@@ -62,14 +62,16 @@ impl MatchStore {
                 let position = reply.uint("position")?;
                 let queue_size = reply.uint("queue size")?;
                 let stats = reply.wait_stats()?;
-                Rejection::AlreadyQueued(self.queue_position(
+                let mut q = self.queue_position(
                     world_type,
                     position,
                     queue_size,
                     stats,
                     None,
                     Duration::ZERO,
-                ))
+                );
+                q.also_queued_in = reply.world_list("also")?;
+                Rejection::AlreadyQueued(q)
             }
             "PROPOSAL_PENDING" => {
                 Rejection::ProposalPending(reply.json::<ProposalView>("proposal")?)

@@ -136,11 +136,14 @@ pub async fn leaving_one_world_leaves_every_world_of_the_ticket(env: &Env) {
     let outcome = join_many(&store, "p", "red", &["blue", "green"], &none).await;
     assert_eq!(also_of(&outcome), ["blue", "green"]);
     assert_eq!(queue_of(&store, "blue").await, ["early", "p"]);
-    // Joining again, in any world of the ticket, is refused.
-    assert!(matches!(
-        join(&store, "green", "p").await,
-        JoinOutcome::Rejected(Rejection::AlreadyQueued(_))
-    ));
+    // Joining again, in any world of the ticket, is refused, naming them.
+    match join(&store, "green", "p").await {
+        JoinOutcome::Rejected(Rejection::AlreadyQueued(q)) => {
+            assert_eq!(q.world_type.as_str(), "red");
+            assert_eq!(q.also_queued_in, [world_name("blue"), world_name("green")]);
+        }
+        other => panic!("p holds a ticket: {other:?}"),
+    }
     assert_consistent(&store, false).await;
     let left = store.leave(world(&store, "green"), &player("p")).await;
     assert!(matches!(left, Ok(LeaveOutcome::Left { .. })), "{left:?}");
