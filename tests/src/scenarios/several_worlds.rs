@@ -392,18 +392,22 @@ pub async fn a_lost_connection_or_a_backfill_seat_takes_the_ticket_from_all(env:
 }
 
 /// Players in worlds of their own choosing while matchers of every world
-/// race: no player is matched twice, and everyone is matched, still
-/// waiting (in exactly the worlds their ticket names) or gone by leave.
+/// race (FIFO, rated, teams and a ready check), some leaving and some
+/// declining: no player is matched twice, no ticket is lost (everyone is
+/// matched, still waiting or in a proposal, or left or declined), and every
+/// ticket waits in exactly the worlds its state names.
 pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
     let rules = grouped(
         json!([{"name": "w1", "teamSize": 2}, {"name": "w2", "teamSize": 3, "mode": "rating",
                 "rating": {"baseWindow": 100, "widenPerSecond": 1000, "maxWindow": 3000,
                            "relaxAfterSeconds": 1}},
-               {"name": "w3", "teamSize": 2, "teams": 2}]),
+               {"name": "w3", "teamSize": 2, "teams": 2},
+               {"name": "w4", "teamSize": 2,
+                "readyCheck": {"acceptSeconds": 60, "declineCooldownSeconds": 0}}]),
         json!({"ratings": {"default": 1500, "min": 0, "max": 3000}}),
     );
     let store = Arc::new(store_for(env, "several-race", &rules, true));
-    let names = ["w1", "w2", "w3"];
+    let names = ["w1", "w2", "w3", "w4"];
     let stop = Arc::new(AtomicBool::new(false));
     let mut matchers = Vec::new();
     for w in names {
@@ -418,14 +422,15 @@ pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(38);
     let mut joined = Vec::new();
+    let (mut left, mut declined) = (BTreeSet::new(), BTreeSet::new());
     let mut records: Vec<MatchRecord> = Vec::new();
     let none = json!({});
     for i in 0..240 {
         let p = format!("p{i}");
         let k = rng.random_range(1..=3);
         let mut picked: Vec<&str> = names.to_vec();
-        for j in 0..3 {
-            picked.swap(j, rng.random_range(j..3));
+        for j in 0..names.len() {
+            picked.swap(j, rng.random_range(j..names.len()));
         }
         picked.truncate(k);
         let outcome = join_many(&store, &p, picked[0], &picked[1..], &none).await;
@@ -434,9 +439,16 @@ pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
         }
         if rng.random_bool(0.1) {
             let leave_in = world(&store, picked[k - 1]);
-            store.leave(leave_in, &player(&p)).await.expect("leave");
+            if let LeaveOutcome::Left { .. } =
+                store.leave(leave_in, &player(&p)).await.expect("leave")
+            {
+                left.insert(p.clone());
+            }
         }
         joined.push(p);
+        if i % 20 == 19 {
+            answer_proposals(&store, &joined, &mut rng, &mut declined, &mut records).await;
+        }
     }
     stop.store(true, Ordering::Relaxed);
     for m in matchers {
@@ -449,5 +461,45 @@ pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
         }
     }
     assert!(records.len() > 20, "matches formed: {}", records.len());
+    assert!(!declined.is_empty(), "someone declined a ready check");
+    for p in &joined {
+        if seen.contains(p) || left.contains(p) || declined.contains(p) {
+            continue;
+        }
+        let status = store.player_status(&player(p)).await.expect("status");
+        assert!(
+            matches!(status, PlayerStatus::Queued(_) | PlayerStatus::Proposed(_)),
+            "{p} was neither matched nor gone, yet {status:?}"
+        );
+    }
     assert_consistent(&store, false).await;
+}
+
+/// Answers the pending ready checks of `players`: one in five declines
+/// (and is out), the others accept; a match made final is recorded.
+async fn answer_proposals(
+    store: &MatchStore,
+    players: &[String],
+    rng: &mut rand::rngs::StdRng,
+    declined: &mut BTreeSet<String>,
+    records: &mut Vec<MatchRecord>,
+) {
+    for p in players {
+        let PlayerStatus::Proposed(view) = store.player_status(&player(p)).await.expect("status")
+        else {
+            continue;
+        };
+        let accept = !rng.random_bool(0.2);
+        match store
+            .answer_proposal(&view.match_id, &player(p), accept)
+            .await
+            .expect("answer")
+        {
+            AnswerOutcome::Matched { record, .. } => records.push(*record),
+            AnswerOutcome::Cancelled { .. } => {
+                declined.insert(p.clone());
+            }
+            _ => {}
+        }
+    }
 }
