@@ -57,6 +57,7 @@ pub const LIBRARY_FILES: &[(&str, &str)] = &[
         include_str!("../../../lua/_departures.lua"),
     ),
     ("_fifo.lua", include_str!("../../../lua/_fifo.lua")),
+    ("_joining.lua", include_str!("../../../lua/_joining.lua")),
     (
         "_lifecycle.lua",
         include_str!("../../../lua/_lifecycle.lua"),
