@@ -77,6 +77,12 @@ pub struct Options {
     pub roles: bool,
     /// The share of its players who offer two roles.
     pub two_roles: f64,
+    /// The several-queues scenario.
+    pub several_queues: bool,
+    /// Shares of its players queuing in 1, 2, … worlds.
+    pub queue_mix: Vec<f64>,
+    /// Its worlds' popularity (empty: alike).
+    pub world_weights: Vec<f64>,
 }
 
 impl Default for Options {
@@ -129,6 +135,9 @@ impl Default for Options {
             away: crate::blocks::AWAY,
             roles: false,
             two_roles: crate::roles::Mix::issue().two_roles,
+            several_queues: false,
+            queue_mix: crate::queues::MIX.to_vec(),
+            world_weights: Vec::new(),
         }
     }
 }
@@ -175,6 +184,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
     let mut generator_flags = Vec::new();
     let (mut modes, mut modes_listed) = (None::<String>, None::<String>);
     let (mut players_given, mut block_flags, mut role_flags) = (false, false, false);
+    let mut mix_given = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -196,6 +206,20 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--attributes" => o.attributes = true,
             "--blocks" => o.blocks = true,
             "--roles" => o.roles = true,
+            "--several-queues" => o.several_queues = true,
+            "--queue-mix" => {
+                o.queue_mix = crate::queues::arrivals::parse_mix(&value()?)
+                    .map_err(|e| format!("{flag}: {e}"))?;
+                mix_given = true;
+            }
+            "--world-weights" => {
+                let v = value()?;
+                o.world_weights = v
+                    .split(',')
+                    .map(|w| positive(flag, w.trim()))
+                    .collect::<Result<Vec<f64>, String>>()?;
+                mix_given = true;
+            }
             "--two-roles" => {
                 let p = at_least_zero(flag, &value()?)?;
                 if p > 1.0 {
@@ -389,6 +413,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         o.attributes,
         o.blocks,
         o.roles,
+        o.several_queues,
     ]
     .iter()
     .filter(|x| **x)
@@ -396,7 +421,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         > 1
     {
         return Err(
-            "--regions, --ratings, --backfill, --attributes, --blocks and --roles are separate scenarios: give one"
+            "--regions, --ratings, --backfill, --attributes, --blocks, --roles and --several-queues are separate scenarios: give one"
                 .into(),
         );
     }
@@ -423,7 +448,9 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             o.minutes = ATTRIBUTES_MINUTES;
         }
     }
-    if (o.ratings || o.backfill || o.blocks || o.roles) && !o.attr_spec.is_empty() {
+    if (o.ratings || o.backfill || o.blocks || o.roles || o.several_queues)
+        && !o.attr_spec.is_empty()
+    {
         return Err("--modes, --modes-listed and --levels shape the arrival trace of the main run or --attributes".into());
     }
     if (o.regions || o.backfill) && !generator_flags.contains(&"--rate") {
@@ -481,6 +508,20 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         }
         if !generator_flags.contains(&"--minutes") {
             o.minutes = crate::roles::MINUTES;
+        }
+    }
+    if mix_given && !o.several_queues {
+        return Err("--queue-mix and --world-weights shape the several-queues scenario: add --several-queues".into());
+    }
+    if o.several_queues {
+        if o.trace.is_some() || players_given {
+            return Err("--several-queues: every arrival is a new player; --trace and --players do not apply".into());
+        }
+        if !generator_flags.contains(&"--rate") {
+            o.rate = crate::queues::RATE;
+        }
+        if !generator_flags.contains(&"--minutes") {
+            o.minutes = crate::queues::MINUTES;
         }
     }
     if o.trace.is_some() && !generator_flags.is_empty() {

@@ -9,6 +9,7 @@ use crate::rules::RuleSet;
 use crate::scenario::{Generator, LatencyModel, Scenario};
 use crate::{cli, plot, regional, report, rules, simulate, Config};
 
+mod queues;
 mod studies;
 
 use studies::{
@@ -106,6 +107,9 @@ pub async fn run_cli(args: &[String]) -> Result<i32, String> {
     }
     if opts.roles {
         return run_roles(&opts, args, started).await;
+    }
+    if opts.several_queues {
+        return queues::run_queues(&opts, args, started).await;
     }
     let scenario = scenario_of(&opts)?;
     let scenario = if opts.regions && opts.trace.is_none() {

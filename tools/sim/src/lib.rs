@@ -19,6 +19,7 @@ pub mod oracle;
 pub mod outcome;
 pub mod play;
 pub mod plot;
+pub mod queues;
 pub mod ratings;
 pub mod regional;
 pub mod report;

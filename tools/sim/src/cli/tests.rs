@@ -213,3 +213,27 @@ fn the_regions_scenario_runs_at_20_per_second_unless_told() {
     let o = parse(&args("--regions --trace t.csv")).unwrap();
     assert!(o.regions && o.trace.is_some());
 }
+
+#[test]
+fn the_several_queues_scenario_has_its_defaults_and_mix() {
+    let o = parse(&args("--several-queues")).unwrap();
+    assert!(o.several_queues);
+    assert_eq!((o.rate, o.minutes), (2.0, 10.0));
+    assert_eq!(o.queue_mix, crate::queues::MIX.to_vec());
+    let o = parse(&args("--several-queues --rate 20 --queue-mix 2,1,1")).unwrap();
+    assert_eq!(o.rate, 20.0);
+    assert_eq!(o.queue_mix, [0.5, 0.25, 0.25]);
+    assert!(o.world_weights.is_empty());
+    let o = parse(&args("--several-queues --world-weights 5,3,2")).unwrap();
+    assert_eq!(o.world_weights, [5.0, 3.0, 2.0]);
+    for bad in [
+        "--queue-mix 1,1,1",
+        "--several-queues --roles",
+        "--several-queues --players 10",
+        "--several-queues --queue-mix 0,0",
+        "--world-weights 1,2,3",
+        "--several-queues --world-weights 1,0,2",
+    ] {
+        assert!(parse(&args(bad)).is_err(), "{bad}");
+    }
+}

@@ -107,6 +107,18 @@ Role queues (players offer roles, docs/sim/roles/analysis.md):
   --two-roles P         the share of players offering a second role,
                         uniformly one of the other two          [0.2]
 
+Several queues (one ticket in several worlds, docs/sim/queues/analysis.md):
+  --several-queues      every arrival is a new player queuing in 1, 2 or
+                        3 worlds of a queueGroup (--queue-mix); each rule
+                        set runs with those tickets in all their worlds,
+                        with every player in its first world only, and
+                        with the single-queue players only; rate 2/s,
+                        10 minutes and tools/sim/rules/queues/ unless given
+  --queue-mix A,B,C     weights of queuing in 1, 2, 3 worlds     [1,1,1]
+  --world-weights A,B,C the worlds' popularity, in the group's order:
+                        each player's worlds are drawn by it, one after
+                        the other                               [alike]
+
 Matchers:
   --rules PATH          a rule set file (MM_RULES JSON) or a directory of
                         *.json files; repeatable     [tools/sim/rules/]

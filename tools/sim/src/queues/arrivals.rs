@@ -1,12 +1,13 @@
 //! The several-queues study's arrivals: a Poisson trace in which every
 //! arrival is a new player who queues in 1, 2 or 3 (up to the group's
 //! size) of the group's worlds. How many is drawn by the mix's shares (a
-//! third each unless `--queue-mix`); which ones uniformly, in a random
-//! order whose first world is the one the player queues in alone in the
-//! comparison lanes (so each world gets the same share of players there).
+//! third each unless `--queue-mix`); which ones by the worlds' popularity
+//! (uniformly unless `--world-weights`), one after the other without
+//! replacement: the first is the one the player queues in alone in the
+//! comparison lanes (so each world gets its popularity's share of the
+//! players there).
 //! Everything is seeded: the same seed, the same trace.
 
-use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
 use shared::PlayerId;
@@ -44,6 +45,8 @@ pub struct Trace {
     pub mix: Vec<f64>,
     /// The group's worlds.
     pub worlds: usize,
+    /// Each world's popularity (shares summing to 1).
+    pub popularity: Vec<f64>,
 }
 
 /// Parses `--queue-mix A,B,C`: the weights of queuing in 1, 2, 3 worlds,
@@ -62,6 +65,19 @@ pub fn parse_mix(v: &str) -> Result<Vec<f64>, String> {
     normalise(&weights)
 }
 
+/// The index `draw` (uniform in 0..1) falls on among `shares` (summing to
+/// 1; the last one if rounding leaves it past them).
+fn pick(shares: &[f64], draw: f64) -> usize {
+    let mut acc = 0.0;
+    for (i, share) in shares.iter().enumerate() {
+        acc += share;
+        if draw < acc {
+            return i;
+        }
+    }
+    shares.len() - 1
+}
+
 /// `weights` as shares summing to 1 (at least one positive).
 pub fn normalise(weights: &[f64]) -> Result<Vec<f64>, String> {
     let total: f64 = weights.iter().sum();
@@ -76,15 +92,22 @@ pub fn normalise(weights: &[f64]) -> Result<Vec<f64>, String> {
 
 impl Trace {
     /// Poisson arrivals at `rate` per second for `seconds`, players
-    /// `q000001`, `q000002`, …; each queues in `k` of `worlds` worlds with
-    /// probability `mix[k - 1]`, the `k` drawn uniformly in a random order.
+    /// `q000001`, `q000002`, …; each queues in `k` of the worlds with
+    /// probability `mix[k - 1]`, the `k` drawn one after the other by
+    /// `popularity` (one weight per world) among those not drawn yet.
     pub fn generate(
         rate: f64,
         seconds: f64,
         mix: &[f64],
-        worlds: usize,
+        popularity: &[f64],
         seed: u64,
     ) -> Result<Self, String> {
+        let worlds = popularity.len();
+        if popularity.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
+            return Err(format!(
+                "every world's weight must be > 0, got {popularity:?}"
+            ));
+        }
         if mix.len() > worlds {
             return Err(format!(
                 "players queue in up to {} worlds, but the group has {worlds}",
@@ -92,6 +115,7 @@ impl Trace {
             ));
         }
         let mix = normalise(mix)?;
+        let popularity = normalise(popularity)?;
         let gaps = Exp::new(rate).map_err(|e| format!("rate {rate}: {e}"))?;
         let mut times = stream(seed, ARRIVALS, 0);
         let mut choices = stream(seed, CHOICES, 0);
@@ -102,19 +126,14 @@ impl Trace {
             if t >= seconds {
                 break;
             }
-            let draw: f64 = choices.random();
-            let mut k = mix.len();
-            let mut acc = 0.0;
-            for (i, share) in mix.iter().enumerate() {
-                acc += share;
-                if draw < acc {
-                    k = i + 1;
-                    break;
-                }
+            let k = pick(&mix, choices.random()) + 1;
+            let mut left: Vec<usize> = (0..worlds).collect();
+            let mut order = Vec::with_capacity(k);
+            for _ in 0..k {
+                let total: f64 = left.iter().map(|&w| popularity[w]).sum();
+                let shares: Vec<f64> = left.iter().map(|&w| popularity[w] / total).collect();
+                order.push(left.remove(pick(&shares, choices.random())));
             }
-            let mut order: Vec<usize> = (0..worlds).collect();
-            order.shuffle(&mut choices);
-            order.truncate(k);
             let player = PlayerId::parse(&format!("q{:06}", arrivals.len() + 1))
                 .map_err(|e| e.to_string())?;
             arrivals.push(Arrival {
@@ -129,6 +148,7 @@ impl Trace {
             seconds,
             mix,
             worlds,
+            popularity,
         })
     }
 

@@ -186,7 +186,9 @@ pub(super) async fn drive(lane: Lane, meta: Meta, trace: Arc<Trace>, config: Con
         }));
     }
     let lags: Vec<f64> = joins.iter().map(|j| j.lag.max(0.0)).collect();
-    let ledger = assemble(&trace, joins, formed, &waiting, |ms| clock.sim_of_fake_ms(ms));
+    let ledger = assemble(&trace, joins, formed, &waiting, |ms| {
+        clock.sim_of_fake_ms(ms)
+    });
     failures += ledger.failures;
     let first_error = first_error.or(ledger.first_error);
     let mut notes = meta.notes;

@@ -27,6 +27,7 @@ pub mod plot;
 pub mod report;
 #[cfg(test)]
 mod tests;
+pub mod waits;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -54,6 +55,9 @@ pub struct Config {
     pub seconds: f64,
     /// Shares of players queuing in 1, 2, … worlds.
     pub mix: Vec<f64>,
+    /// Each world's popularity (weights, in the group's order); empty:
+    /// every world alike.
+    pub popularity: Vec<f64>,
     pub seed: u64,
     pub drain: f64,
     pub speed: f64,
@@ -232,11 +236,21 @@ pub async fn simulate(config: &Config) -> Result<Outcome, String> {
             config.rule_sets[0].file
         ));
     }
+    let popularity = if config.popularity.is_empty() {
+        vec![1.0; size]
+    } else if config.popularity.len() == size {
+        config.popularity.clone()
+    } else {
+        return Err(format!(
+            "--world-weights: {} weights for a group of {size} worlds",
+            config.popularity.len()
+        ));
+    };
     let trace = Arc::new(Trace::generate(
         config.rate,
         config.seconds,
         &config.mix,
-        size,
+        &popularity,
         config.seed,
     )?);
     let mut specs = Vec::new();
