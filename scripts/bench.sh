@@ -9,7 +9,9 @@
 #   scripts/bench.sh                 full run (several minutes)
 #   BENCH_QUICK=1 scripts/bench.sh   smoke run: smaller sizes, shorter runs (< 1 min after the build)
 #
-# Other knobs: BENCH_ROWS=1,3 (run some rows), BENCH_REPS (default 5),
+# Other knobs: BENCH_ROWS=1,3 (run some rows, 1-14; by default all but 12
+# and 13, which fill a million players: they run only when named;
+# 14 is one ticket in several worlds), BENCH_REPS (default 5),
 # BENCH_E2E_SECS (default 30, quick 5), BENCH_OUT (Markdown path).
 set -euo pipefail
 cd "$(dirname "$0")/.."

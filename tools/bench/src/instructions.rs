@@ -34,13 +34,14 @@ use crate::stats::summarize;
 const WARM: u64 = 600;
 
 /// A redis-server under callgrind (the test fixture's server, run by
-/// valgrind), with callgrind_control to zero and dump its counters.
-struct Counted {
+/// valgrind), with callgrind_control to zero and dump its counters (rows 10
+/// and 14).
+pub struct Counted {
     server: RedisServer,
 }
 
 impl Counted {
-    fn start() -> Self {
+    pub fn start() -> Self {
         // Valgrind's own messages stay quiet (-q); its dumps go to the
         // server's directory (`cg.out.<n>`).
         let server = RedisServer::start_under(
@@ -55,7 +56,11 @@ impl Counted {
         Self { server }
     }
 
-    fn control(&self, args: &[&str]) -> Res<()> {
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    pub fn control(&self, args: &[&str]) -> Res<()> {
         let out = Command::new("callgrind_control")
             .args(args)
             .arg(self.server.pid().to_string())
@@ -71,7 +76,7 @@ impl Counted {
     }
 
     /// Instructions executed between `zero` and this dump, every thread.
-    fn dump(&self, label: &str) -> Res<u64> {
+    pub fn dump(&self, label: &str) -> Res<u64> {
         let dir = self.server.dir();
         let before = dumps(dir)?;
         self.control(&["-d", label])?;

@@ -12,6 +12,7 @@ mod durability;
 mod e2e;
 mod floor;
 mod footprint;
+mod groups;
 mod instructions;
 mod matcher;
 mod rated;
@@ -74,7 +75,7 @@ async fn run(cfg: Config) -> Res<bool> {
         ..Default::default()
     };
     type Row = (u8, &'static str);
-    let rows: [Row; 13] = [
+    let rows: [Row; 14] = [
         (1, "scaling"),
         (2, "throughput"),
         (3, "matcher"),
@@ -88,6 +89,7 @@ async fn run(cfg: Config) -> Res<bool> {
         (11, "attributes"),
         (12, "block lists"),
         (13, "role queues"),
+        (14, "several worlds"),
     ];
     for (n, name) in rows {
         if !cfg.runs(n) {
@@ -108,6 +110,7 @@ async fn run(cfg: Config) -> Res<bool> {
             11 => attributes::run(&cfg, &mut report).await,
             12 => blocks::run(&cfg, &mut report).await,
             13 => roles::run(&cfg, &mut report).await,
+            14 => groups::run(&cfg, &mut report).await,
             _ => instructions::run(&cfg, &mut report).await,
         };
         match result {
