@@ -74,7 +74,15 @@ if args.attributes ~= '' then
 end
 local world = worlds[1]
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes, lat = lat }
+-- The first world's context, which carries the ticket's fields too (see
+-- _joining.lua): every field is named here, so the table is sized once
+-- (growing it field by field would rehash it twice on every join).
+local ctx = {
+  k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes, lat = lat,
+  stats = false, size = 0, rating = false, shown = '', attrs = '', general = false, attempt = false,
+  has_data = nil, player = player, data = data, seq = 0, seq_text = '', deadline_text = '',
+  claim = args.claim == '1',
+}
 -- The other worlds joined with the first (nil for none): their contexts.
 local also = nil
 if #rest > 0 then
@@ -132,10 +140,7 @@ end
 local seq = redis.call('INCR', k.ticket_seq)
 local seq_text, deadline_text = Players.int_text(seq), Players.int_text(now + cfg.ticket_ttl)
 
--- The ticket's fields, for Joining (see _joining.lua) on the first
--- world's context.
-ctx.player, ctx.data, ctx.seq, ctx.seq_text, ctx.deadline_text = player, data, seq, seq_text, deadline_text
-ctx.claim = args.claim == '1'
+ctx.seq, ctx.seq_text, ctx.deadline_text = seq, seq_text, deadline_text
 Joining.file_ticket(ctx, ctx)
 redis.call('HSET', k.players, player, Players.ticket_of_texts(field, seq_text, Players.int_text(now), deadline_text))
 if also then
