@@ -132,7 +132,8 @@ end
 if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
   Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now, world_of = world_of }, { player }, 'X')
-  if expired.world == world then ctx.size = ctx.size - 1 end
+  -- A shared ticket left every world it waited in: count the queues again.
+  ctx.size = redis.call('ZCARD', k.queue)
   if also then
     for _, a in ipairs(also) do a.size = redis.call('ZCARD', a.k.queue) end
   end

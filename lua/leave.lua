@@ -20,11 +20,13 @@ local player = args.player
 if player == '' then return fail('player id is empty') end
 local world = worlds[1]
 local now = now_ms()
-local ctx = { k = k, world = world, now = now, world_of = world_of }
+local ctx = { k = k, world = world, now = now }
 local kind, value = Players.player_state(redis.call('HGET', k.players, player))
 local proposal = Proposals.proposal_of(k, kind, value)
 if proposal then
   if proposal.world ~= world then return { 'NOT_QUEUED', proposal.world } end
+  -- Tickets shared with other worlds go back to all of them.
+  ctx.world_of = world_of
   Proposals.cancel_proposal(ctx, k, proposal, 'LEFT', { [player] = true })
   return { 'LEFT', 0, redis.call('ZCARD', k.queue) }
 end
@@ -40,8 +42,9 @@ if kind ~= 'ticket' then return { 'NOT_QUEUED', '' } end
 local ticket_world, _, _, deadline, ticket_worlds = Players.decode_ticket(value)
 if deadline == nil or deadline <= now then return { 'NOT_QUEUED', '' } end
 if not Players.waits_in(ticket_worlds, world) then return { 'NOT_QUEUED', ticket_world or '' } end
--- A ticket shared by several worlds leaves them all.
-ctx.world_of = world_of
+-- A ticket shared by several worlds leaves them all (only such a ticket
+-- needs the other worlds' keys: a leave of one world reads nothing more).
+if ticket_worlds ~= ticket_world then ctx.world_of = world_of end
 local rank = redis.call('ZRANK', k.queue, player)
 Tickets.remove_tickets(ctx, { player }, nil)
 return { 'LEFT', (rank or 0) + 1, redis.call('ZCARD', k.queue) }

@@ -203,6 +203,23 @@ pub async fn a_matcher_or_a_sweep_in_one_world_takes_the_ticket_from_all(env: &E
     assert!(queue_of(&store, "east").await.is_empty());
     assert!(store.queue_status(east).await.expect("status").waiting == 0);
     assert_consistent(&store, false).await;
+
+    // An expired shared ticket not swept yet gives way to a join into its
+    // second world: it leaves both, and the new place is counted without it.
+    join_many(&store, "d", "east", &["west"], &none).await;
+    eventually("d's ticket to expire", Duration::from_secs(5), || async {
+        let idle = matches!(
+            store.player_status(&player("d")).await.expect("status"),
+            PlayerStatus::Idle
+        );
+        idle.then_some(())
+    })
+    .await;
+    assert_eq!(queue_of(&store, "west").await, ["d"], "not swept yet");
+    let again = join(&store, "west", "d").await;
+    assert_eq!(super::queued_at(&again), (1, 1), "{again:?}");
+    assert!(queue_of(&store, "east").await.is_empty());
+    assert_consistent(&store, false).await;
 }
 
 async fn tick(store: &MatchStore, w: &str) -> Vec<MatchRecord> {
