@@ -1,31 +1,32 @@
 -- _joining.lua: what a join does in each world it files a ticket in (one,
 -- or several of a queueGroup): file the ticket, then try to match it at
 -- once. join.lua runs these once per world joined; they live here, not in
--- the operation, so a join makes no closures.
+-- the operation, so a join makes no closures, and the ticket's fields are
+-- arguments, not table fields (a join's tables stay small: docs/benchmark.md).
 --
 -- c: the world's context { k, world, now, cfg, world_of, stats, size (the
--- queue's size before the join), rating, shown (its text), lat, attrs };
--- t: the ticket, { player, data, seq, seq_text, deadline_text, now, claim
--- (claim the outbox entries of matches formed) } (join.lua passes its
--- first world's context, which carries these too).
+-- queue's size before the join), rating, shown (its text), lat, attrs,
+-- attempt (set by file_ticket) }.
 -- @include _lib _backfill _fifo _lifecycle _match_rules _matching _outbox _players _proposals _rated _regions _rule_index _tickets
 
 local Joining = {}
 do
 
--- Files the ticket in world `c` at its sequence, and tells whether its
--- instant attempt is to be made (c.attempt): parties (tickets of several
--- seats) and teams need the general matching.
-local function file_ticket(c, t)
-  local player, seq, now = t.player, t.seq, t.now
-  local ck, ccfg = c.k, c.cfg
+-- Files `player`'s ticket in world `c` at sequence `seq_text` with the
+-- deadline `deadline_text`, and tells whether its instant attempt is to be
+-- made (c.attempt): parties (tickets of several seats) and teams need the
+-- general matching.
+local function file_ticket(c, player, data, seq_text, deadline_text)
+  local ck, ccfg, now = c.k, c.cfg, c.now
+  local seq = nil
+  if ccfg.rules or ccfg.regions or ccfg.attributes then seq = tonumber(seq_text) end
   c.shown = c.shown or ''
-  c.general = ccfg.teams > 1 or ccfg.accept ~= nil or c.stats.parties > 0
-  c.attempt = ccfg.instant and (c.general or c.size + 1 >= ccfg.seats)
-  redis.call('ZADD', ck.queue, t.seq_text, player)
+  local general = ccfg.teams > 1 or ccfg.accept ~= nil or c.stats.parties > 0
+  c.attempt = ccfg.instant and (general or c.size + 1 >= ccfg.seats)
+  redis.call('ZADD', ck.queue, seq_text, player)
   -- A shared ticket lives as long as the first world's tickets do.
-  redis.call('ZADD', ck.deadlines, t.deadline_text, player)
-  Players.set_ticket_data(c, player, t.data)
+  redis.call('ZADD', ck.deadlines, deadline_text, player)
+  Players.set_ticket_data(c, player, data)
   if ccfg.rules then redis.call('ZADD', ck.ratings, c.shown, Players.rating_member(seq, player)) end
   if ccfg.regions then Regions.add_regional(c, player, seq, c.lat, c.rating) end
   if ccfg.attributes then RuleIndex.add(c, player, c.attrs, seq) end
@@ -42,8 +43,8 @@ end
 -- (a match, a proposal or a backfill seat), or nil while it still waits;
 -- and whether the world's queue changed otherwise (a sweep or others
 -- matched ahead).
-local function try_world(c, t)
-  local player, data, seq, now = t.player, t.data, t.seq, t.now
+local function try_world(c, player, data, seq, claim)
+  local now = c.now
   local ck, ccfg, stats, rating = c.k, c.cfg, c.stats, c.rating
   local seats, teams, rules = ccfg.seats, ccfg.teams, ccfg.rules
   -- Open backfills take a joiner that fits before any new match forms.
@@ -62,7 +63,7 @@ local function try_world(c, t)
       local reply = {
         'BACKFILLED', redis.call('HGET', ck.matches, match_id), Lifecycle.encode_lifecycle(Lifecycle.load_lifecycle(ck, match_id)),
       }
-      if t.claim then
+      if claim then
         Outbox.claim_entries(ck, { entry }, { now = now, lease = ccfg.claim.lease, young = ccfg.claim.young }, reply, 3)
       end
       return reply
@@ -117,7 +118,7 @@ local function try_world(c, t)
       n = n + 1
       reply[n] = r
     end
-    if t.claim then
+    if claim then
       Outbox.claim_entries(ck, ids, { now = now, lease = ccfg.claim.lease, young = ccfg.claim.young }, reply, n)
     end
     return reply

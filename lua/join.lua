@@ -74,14 +74,12 @@ if args.attributes ~= '' then
 end
 local world = worlds[1]
 local now = now_ms()
--- The first world's context, which carries the ticket's fields too (see
--- _joining.lua): every field is named here, so the table is sized once
--- (growing it field by field would rehash it twice on every join).
+-- The first world's context (see _joining.lua): every field is named here,
+-- so the table is sized once (growing it field by field would rehash it on
+-- every join).
 local ctx = {
   k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes, lat = lat,
-  stats = false, size = 0, rating = false, shown = '', attrs = '', general = false, attempt = false,
-  has_data = nil, player = player, data = data, seq = 0, seq_text = '', deadline_text = '',
-  claim = args.claim == '1',
+  stats = false, size = 0, rating = false, shown = '', attrs = '', attempt = false,
 }
 -- The other worlds joined with the first (nil for none): their contexts.
 local also = nil
@@ -141,21 +139,21 @@ end
 local seq = redis.call('INCR', k.ticket_seq)
 local seq_text, deadline_text = Players.int_text(seq), Players.int_text(now + cfg.ticket_ttl)
 
-ctx.seq, ctx.seq_text, ctx.deadline_text = seq, seq_text, deadline_text
-Joining.file_ticket(ctx, ctx)
+Joining.file_ticket(ctx, player, data, seq_text, deadline_text)
 redis.call('HSET', k.players, player, Players.ticket_of_texts(field, seq_text, Players.int_text(now), deadline_text))
 if also then
-  for _, a in ipairs(also) do Joining.file_ticket(a, ctx) end
+  for _, a in ipairs(also) do Joining.file_ticket(a, player, data, seq_text, deadline_text) end
 end
 
-local reply, changed = Joining.try_world(ctx, ctx)
+local claim = args.claim == '1'
+local reply, changed = Joining.try_world(ctx, player, data, seq, claim)
 if reply then return reply end
 if also then
   -- The shared ticket is tried in each world in turn; whichever forms a
   -- match first takes it from all. Position and size are read back in the
   -- first world (matches elsewhere may have taken tickets from it).
   for _, a in ipairs(also) do
-    reply = Joining.try_world(a, ctx)
+    reply = Joining.try_world(a, player, data, seq, claim)
     if reply then return reply end
   end
   changed = true
