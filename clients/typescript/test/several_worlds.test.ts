@@ -50,7 +50,7 @@ test("a world outside the group is refused and nothing is queued", async () => {
   await assert.rejects(
     client("lone").join({ worldType: "casual", alsoIn: [{ worldType: "solo" }] }),
     (e: unknown) => {
-      assert.ok(isMatchmakingError(e, "INVALID_REQUEST"), String(e));
+      assert.ok(isMatchmakingError(e, "INVALID_WORLDS"), String(e));
       return true;
     },
   );

@@ -844,25 +844,25 @@ async fn bad_lists_of_worlds_are_refused_and_change_nothing() {
         (
             r#"{"worldType":"casual","alsoIn":[{"worldType":"casual"}]}"#,
             400,
-            "INVALID_REQUEST",
+            "INVALID_WORLDS",
             "listed twice",
         ),
         (
             r#"{"worldType":"casual","alsoIn":[{"worldType":"ranked"},{"worldType":"ranked"}]}"#,
             400,
-            "INVALID_REQUEST",
+            "INVALID_WORLDS",
             "listed twice",
         ),
         (
             r#"{"worldType":"casual","alsoIn":[{"worldType":"solo"}]}"#,
             400,
-            "INVALID_REQUEST",
+            "INVALID_WORLDS",
             "not in the queueGroup",
         ),
         (
             r#"{"worldType":"solo","alsoIn":[{"worldType":"casual"}]}"#,
             400,
-            "INVALID_REQUEST",
+            "INVALID_WORLDS",
             "not in the queueGroup",
         ),
         (

@@ -146,7 +146,7 @@ fn max_party_size(world: &str) -> usize {
 /// `data.error` codes of docs/http-api.md with their HTTP status: the
 /// table of its "Error codes" section, in its order (checked against the
 /// document by `the_error_code_table_is_the_documented_one`).
-const ERROR_CODES: [(&str, u16); 38] = [
+const ERROR_CODES: [(&str, u16); 39] = [
     ("UNAUTHORIZED", 401),
     ("INVALID_REQUEST", 400),
     ("UNKNOWN_WORLD", 404),
@@ -165,6 +165,7 @@ const ERROR_CODES: [(&str, u16); 38] = [
     ("LATENCY_REQUIRED", 409),
     ("MATCH_NOT_FOUND", 404),
     ("INVALID_PARTY", 400),
+    ("INVALID_WORLDS", 400),
     ("IN_PARTY", 409),
     ("MEMBER_BUSY", 409),
     ("PARTY_NOT_FOUND", 404),

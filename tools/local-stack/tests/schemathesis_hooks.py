@@ -7,9 +7,10 @@ Which 400 answers a schema-valid request may get. docs/openapi.yaml is the spec 
 deployment, so it cannot state what a deployment's rule set decides: the
 largest party of a world (its maxPartySize), the rating range
 ([ratings.min, ratings.max]), which worlds have which regions and which
-attributes it declares. A schema-valid request may therefore be refused with
-400 INVALID_PARTY, INVALID_RATING, INVALID_LATENCIES or INVALID_ATTRIBUTES,
-all four documented in the spec, and
+attributes it declares, which worlds share tickets (their queueGroup). A
+schema-valid request may therefore be refused with 400 INVALID_PARTY,
+INVALID_RATING, INVALID_LATENCIES, INVALID_ATTRIBUTES or INVALID_WORLDS,
+all five documented in the spec, and
 schemathesis.toml lets positive_data_acceptance take a 400 on the operations
 that read those fields. This check keeps that narrow: a schema-valid request
 refused with a 400 of any other code (INVALID_REQUEST, say) fails the run.
@@ -18,7 +19,7 @@ refused with a 400 of any other code (INVALID_REQUEST, say) fails the run.
 import schemathesis
 
 CONFIGURATION_REFUSALS = frozenset(
-    {"INVALID_PARTY", "INVALID_RATING", "INVALID_LATENCIES", "INVALID_ATTRIBUTES"}
+    {"INVALID_PARTY", "INVALID_RATING", "INVALID_LATENCIES", "INVALID_ATTRIBUTES", "INVALID_WORLDS"}
 )
 
 

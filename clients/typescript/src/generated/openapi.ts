@@ -827,7 +827,8 @@ export interface components {
              *     by every world (any refusal refuses the join and nothing is
              *     written), keeps one place in each, and the first match in any
              *     of them takes it from all. A world listed twice (or `worldType`
-             *     itself), one outside the group, or more than 4 worlds in all is
+             *     itself) or one outside the group is `400 INVALID_WORLDS` (the rule
+             *     set decides the groups); more than 4 worlds in all is
              *     `400 INVALID_REQUEST`; one not configured is `404 UNKNOWN_WORLD`.
              *     `latencies` apply to the joined worlds with regions
              */
@@ -1480,7 +1481,7 @@ export interface components {
          * @description `data.error` of every error answer. The HTTP status is decided by the
          *     code: 400 `INVALID_REQUEST`, `INVALID_RATING`, `INVALID_PARTY`,
          *     `INVALID_LATENCIES`, `INVALID_ASSIGNMENT`, `INVALID_RESULT`,
-         *     `INVALID_BACKFILL`, `INVALID_ATTRIBUTES`;
+         *     `INVALID_BACKFILL`, `INVALID_ATTRIBUTES`, `INVALID_WORLDS`;
          *     401 `UNAUTHORIZED`; 403 `FORBIDDEN`; 404 `UNKNOWN_WORLD`,
          *     `NOT_QUEUED`, `NOT_FOUND`, `MATCH_NOT_FOUND`, `PARTY_NOT_FOUND`,
          *     `PROPOSAL_NOT_FOUND`, `BACKFILL_NOT_FOUND`; 405 `METHOD_NOT_ALLOWED`; 409 `ALREADY_QUEUED`,
@@ -1495,7 +1496,7 @@ export interface components {
          *     the API, API Gateway answers such requests itself (404 `Not Found`).
          * @enum {string}
          */
-        ErrorCode: "UNAUTHORIZED" | "INVALID_REQUEST" | "UNKNOWN_WORLD" | "ALREADY_QUEUED" | "NOT_QUEUED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "NOT_FOUND" | "QUEUE_FULL" | "REDIS_UNAVAILABLE" | "NOT_CONNECTED" | "MATCH_NOT_FOUND" | "FORBIDDEN" | "RATING_REQUIRED" | "INVALID_RATING" | "IN_PARTY" | "MEMBER_BUSY" | "PARTY_NOT_FOUND" | "INVALID_PARTY" | "PROPOSAL_PENDING" | "PROPOSAL_NOT_FOUND" | "PROPOSAL_EXPIRED" | "COOLING_DOWN" | "INVALID_LATENCIES" | "LATENCY_REQUIRED" | "IN_MATCH" | "INVALID_ASSIGNMENT" | "INVALID_RESULT" | "ASSIGNMENT_CONFLICT" | "RESULT_CONFLICT" | "MATCH_FINISHED" | "INVALID_BACKFILL" | "BACKFILL_NOT_FOUND" | "MATCH_NOT_ASSIGNED" | "INVALID_ATTRIBUTES" | "ATTRIBUTES_REQUIRED" | "ATTRIBUTES_CONFLICT";
+        ErrorCode: "UNAUTHORIZED" | "INVALID_REQUEST" | "UNKNOWN_WORLD" | "ALREADY_QUEUED" | "NOT_QUEUED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "NOT_FOUND" | "QUEUE_FULL" | "REDIS_UNAVAILABLE" | "NOT_CONNECTED" | "MATCH_NOT_FOUND" | "FORBIDDEN" | "RATING_REQUIRED" | "INVALID_RATING" | "IN_PARTY" | "MEMBER_BUSY" | "PARTY_NOT_FOUND" | "INVALID_PARTY" | "PROPOSAL_PENDING" | "PROPOSAL_NOT_FOUND" | "PROPOSAL_EXPIRED" | "COOLING_DOWN" | "INVALID_LATENCIES" | "LATENCY_REQUIRED" | "IN_MATCH" | "INVALID_ASSIGNMENT" | "INVALID_RESULT" | "ASSIGNMENT_CONFLICT" | "RESULT_CONFLICT" | "MATCH_FINISHED" | "INVALID_BACKFILL" | "BACKFILL_NOT_FOUND" | "MATCH_NOT_ASSIGNED" | "INVALID_ATTRIBUTES" | "ATTRIBUTES_REQUIRED" | "ATTRIBUTES_CONFLICT" | "INVALID_WORLDS";
         /** @description 401, a verified token whose `sub` is missing or not a usable player id */
         UnauthorizedError: {
             /** @constant */
@@ -1514,6 +1515,13 @@ export interface components {
             duplicateKey?: string;
             /** @description the JSON Pointer (RFC 6901) of the duplicate key's second occurrence, e.g. `/latencies/eu` */
             path?: string;
+        };
+        /** @description 400, `alsoIn` names a world twice (or the joined one), or one outside the joined world's `queueGroup` */
+        InvalidWorldsError: {
+            /** @constant */
+            error: "INVALID_WORLDS";
+            /** @constant */
+            field: "alsoIn";
         };
         /** @description 400, a rating outside `[min, max]`: from the token claim, the ratings store or the request */
         InvalidRatingError: {
@@ -2066,7 +2074,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description malformed request, bad ticket data, latencies or attributes, or an unusable rating */
+            /** @description malformed request, bad ticket data, latencies or attributes, an unusable rating, or worlds that share no ticket */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2076,7 +2084,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "400";
                         msg: string;
-                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"] | components["schemas"]["InvalidAttributesError"];
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"] | components["schemas"]["InvalidAttributesError"] | components["schemas"]["InvalidWorldsError"];
                     };
                 };
             };

@@ -72,13 +72,15 @@ error_codes! {
     InvalidAttributes = "INVALID_ATTRIBUTES",
     AttributesRequired = "ATTRIBUTES_REQUIRED",
     AttributesConflict = "ATTRIBUTES_CONFLICT",
+    InvalidWorlds = "INVALID_WORLDS",
 }
 
 impl ErrorCode {
     pub fn status(self) -> StatusCode {
         match self {
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
-            ErrorCode::InvalidRequest
+            ErrorCode::InvalidWorlds
+            | ErrorCode::InvalidRequest
             | ErrorCode::InvalidRating
             | ErrorCode::InvalidParty
             | ErrorCode::InvalidLatencies
@@ -423,6 +425,7 @@ mod tests {
             (ErrorCode::InvalidAttributes, 400, "INVALID_ATTRIBUTES"),
             (ErrorCode::AttributesRequired, 409, "ATTRIBUTES_REQUIRED"),
             (ErrorCode::AttributesConflict, 409, "ATTRIBUTES_CONFLICT"),
+            (ErrorCode::InvalidWorlds, 400, "INVALID_WORLDS"),
         ];
         for (code, status, name) in codes {
             assert_eq!(code.as_str(), name);

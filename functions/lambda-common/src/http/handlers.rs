@@ -213,15 +213,19 @@ async fn join_inner<P: Pusher>(
     }
 }
 
-/// The worlds of `alsoIn`, each with its entry: 404 UNKNOWN_WORLD for one
-/// not configured, 400 for one listed twice (or the joined world itself),
-/// outside the joined world's queueGroup, or more than the group holds.
+/// The worlds of `alsoIn`, each with its entry: 400 INVALID_REQUEST for
+/// more than the schema allows, 404 UNKNOWN_WORLD for one not configured,
+/// 400 INVALID_WORLDS for one listed twice (or the joined world itself) or
+/// outside the joined world's queueGroup (what the rule set decides).
 fn also_in<'a, 'b>(
     store: &'a MatchStore,
     world: &World,
     entries: &'b [AlsoInBody],
 ) -> Result<Vec<(&'a World, &'b AlsoInBody)>, ApiError> {
     let bad = |msg: String| invalid_field("alsoIn", msg);
+    let not_shared = |msg: String| {
+        ApiError::new(ErrorCode::InvalidWorlds, msg).with(ErrorDetails::Field { field: "alsoIn" })
+    };
     if entries.len() >= MAX_QUEUE_GROUP_WORLDS {
         return Err(bad(format!(
             "a ticket waits in at most {MAX_QUEUE_GROUP_WORLDS} worlds: alsoIn lists {}",
@@ -232,10 +236,10 @@ fn also_in<'a, 'b>(
     for entry in entries {
         let other = configured_world(store, &entry.world_type)?;
         if other.name == world.name || out.iter().any(|(w, _)| w.name == other.name) {
-            return Err(bad(format!("world {} is listed twice", other.name)));
+            return Err(not_shared(format!("world {} is listed twice", other.name)));
         }
         if world.queue_group.is_none() || other.queue_group != world.queue_group {
-            return Err(bad(format!(
+            return Err(not_shared(format!(
                 "{} is not in the queueGroup of {}: only worlds of one group share a ticket",
                 other.name, world.name
             )));
