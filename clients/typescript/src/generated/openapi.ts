@@ -1510,7 +1510,7 @@ export interface components {
              * @description the field at fault, when it is one
              * @enum {string}
              */
-            field?: "worldType" | "data" | "members" | "matchId" | "partyId" | "playerId" | "players" | "rating" | "limit" | "after" | "offset" | "note";
+            field?: "worldType" | "data" | "members" | "matchId" | "partyId" | "playerId" | "players" | "rating" | "limit" | "after" | "offset" | "note" | "alsoIn";
             /** @description a key found twice in one object of the body (the first such key, in document order) */
             duplicateKey?: string;
             /** @description the JSON Pointer (RFC 6901) of the duplicate key's second occurrence, e.g. `/latencies/eu` */
