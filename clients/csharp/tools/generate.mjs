@@ -9,6 +9,8 @@
 //   node tools/generate.mjs --check  exit 1 if a committed file differs from
 //                                    what today's specs give (the NUnit suite
 //                                    runs this: the types cannot drift)
+// MM_OPENAPI / MM_ASYNCAPI read another spec file (the suite's check that a
+// changed spec is caught).
 //
 // It reads YAML with the `yaml` package of the TypeScript SDK's node_modules
 // (clients/typescript: `scripts/install-deps.sh sdk`); the C# library itself
@@ -44,8 +46,8 @@ const RESERVED = new Set(["Raw", "Has", "As", "Wrap", "Parse", "Get", "Set", "To
 
 export function generate(texts = {}) {
   const specs = {
-    openapi: parse(texts.openapi ?? readFileSync(here("../../../docs/openapi.yaml"), "utf8")),
-    asyncapi: parse(texts.asyncapi ?? readFileSync(here("../../../docs/asyncapi.yaml"), "utf8")),
+    openapi: parse(texts.openapi ?? readFileSync(process.env.MM_OPENAPI || here("../../../docs/openapi.yaml"), "utf8")),
+    asyncapi: parse(texts.asyncapi ?? readFileSync(process.env.MM_ASYNCAPI || here("../../../docs/asyncapi.yaml"), "utf8")),
   };
   const classes = new Map(); // name -> { source, pointer, text, keys }
   const pending = [];
