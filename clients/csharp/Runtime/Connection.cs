@@ -92,6 +92,7 @@ namespace Matchmaking.Client
         ClientWebSocket socket;
         CancellationTokenSource session;
         CancellationTokenSource pongTimer;
+        CancellationTokenSource heartbeatWake;
         int? dropDelayMs;
         string dropReason;
         int dropCode;
@@ -330,16 +331,27 @@ namespace Matchmaking.Client
 
         async Task HeartbeatLoop(ClientWebSocket ws, CancellationToken token)
         {
-            try
+            while (!token.IsCancellationRequested)
             {
-                while (!token.IsCancellationRequested)
+                using (var wake = CancellationTokenSource.CreateLinkedTokenSource(token))
                 {
-                    int seconds = HeartbeatSeconds;
-                    await Task.Delay(TimeSpan.FromSeconds(seconds), token).ConfigureAwait(false);
-                    await SendPingAsync().ConfigureAwait(false);
+                    lock (gate) heartbeatWake = wake;
+                    try
+                    {
+                        await Task.Delay(TimeSpan.FromSeconds(HeartbeatSeconds), wake.Token).ConfigureAwait(false);
+                    }
+                    catch (OperationCanceledException)
+                    {
+                        // The socket is gone, or a PONG named another interval: wait anew from now.
+                        continue;
+                    }
+                    finally
+                    {
+                        lock (gate) if (heartbeatWake == wake) heartbeatWake = null;
+                    }
                 }
+                await SendPingAsync().ConfigureAwait(false);
             }
-            catch (OperationCanceledException) { }
         }
 
         async Task SendPingAsync()
@@ -426,7 +438,11 @@ namespace Matchmaking.Client
             lock (gate)
             {
                 if (pongTimer != null) { pongTimer.Cancel(); pongTimer = null; }
-                if (pong.HeartbeatSeconds > 0) HeartbeatSeconds = (int)pong.HeartbeatSeconds;
+                if (pong.HeartbeatSeconds > 0 && pong.HeartbeatSeconds != HeartbeatSeconds)
+                {
+                    HeartbeatSeconds = (int)pong.HeartbeatSeconds;
+                    if (heartbeatWake != null) heartbeatWake.Cancel();
+                }
             }
             // A lapsed registration: the server closes this socket; don't wait for it.
             if (!pong.Registered) Drop(4002, "registration lapsed", 0);

@@ -51,6 +51,7 @@ namespace Matchmaking.Client.Tests
         [TestFixtureSetUp]
         public void StartStack()
         {
+            Coverage.Fixtures.Add("ErrorTests");
             stack = Stack.Start(new Dictionary<string, string> { { "MM_RULES", Rules }, { "MM_DEMO_ALLOCATOR", "false" }, { "MM_QUEUE_CAPACITY", "2" } });
         }
 
@@ -232,6 +233,7 @@ namespace Matchmaking.Client.Tests
                 var e = Sync.Throws<MatchmakingException>(() => vic.AcceptAsync(new AcceptRequest { MatchId = late.MatchId, Accept = true }));
                 // The matcher may have timed the proposal out first (PROPOSAL_NOT_FOUND); the answer races it.
                 Assert.Contains(e.Code, new[] { ErrorCode.ProposalExpired, ErrorCode.ProposalNotFound });
+                System.Console.WriteLine("late accept answered " + e.Code);
                 if (e.Code == ErrorCode.ProposalExpired) Assert.AreEqual(late.MatchId, e.Details<ProposalExpiredError>().MatchId);
                 var timeout = toms.Next<MatchCancelledMessage>(m => m.MatchId == late.MatchId);
                 Assert.AreEqual("TIMEOUT", timeout.Reason);

@@ -36,6 +36,7 @@ namespace Matchmaking.Client.Tests
         [TestFixtureSetUp]
         public void StartStack()
         {
+            Coverage.Fixtures.Add("FlowTests");
             stack = Stack.Start(new Dictionary<string, string> { { "MM_RULES", Rules }, { "MM_DEMO_ALLOCATOR", "false" } });
             foreach (var name in Players)
             {

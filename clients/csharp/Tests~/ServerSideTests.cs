@@ -36,6 +36,7 @@ namespace Matchmaking.Client.Tests
         [TestFixtureSetUp]
         public void StartStack()
         {
+            Coverage.Fixtures.Add("ServerSideTests");
             stack = Stack.Start(new Dictionary<string, string> { { "MM_RULES", Rules }, { "MM_DEMO_ALLOCATOR", "false" } });
             server = stack.Client("allocator", ServerScope);
         }
