@@ -25,6 +25,11 @@
 #                                      (clients/typescript: npm ci from its
 #                                      package-lock.json; skipped while the
 #                                      installed tree is from that lock file)
+#   scripts/install-deps.sh csharp     Mono's C# compiler and runtime and NUnit
+#                                      2.6 (clients/csharp/test.sh): mono-mcs,
+#                                      libmono-system-net-http4.0-cil,
+#                                      nunit-console, libnunit-framework2.6.3-cil
+#                                      (the smallest set found to work)
 #
 # The module-cycle check (scripts/check-module-cycles.sh) needs nothing from
 # here: its tool, tools/module-cycles, is a workspace crate that cargo builds.
@@ -155,6 +160,15 @@ for what in "$@"; do
         echo "installing clients/typescript's npm packages (npm ci)..." >&2
         (cd "$sdk_dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
         echo "$lock_sum" >"$stamp"
+      fi
+      ;;
+    csharp)
+      if ! command -v mcs >/dev/null 2>&1 || ! command -v mono >/dev/null 2>&1 \
+         || ! command -v nunit-console >/dev/null 2>&1 \
+         || ! any_exists /usr/lib/mono/4.5/System.Net.Http.dll \
+         || ! compgen -G '/usr/lib/cli/nunit.framework-2.6*/nunit.framework.dll' >/dev/null; then
+        echo "installing mono-mcs, nunit-console and their libraries (apt-get)..." >&2
+        apt_install mono-mcs libmono-system-net-http4.0-cil nunit-console libnunit-framework2.6.3-cil
       fi
       ;;
     *)

