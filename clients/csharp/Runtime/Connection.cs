@@ -87,6 +87,9 @@ namespace Matchmaking.Client
         readonly SemaphoreSlim sendLock = new SemaphoreSlim(1, 1);
         readonly Random random = new Random();
         bool wanted;
+        // Each ConnectAsync that starts the loop starts a new generation; a loop of an older one
+        // (asleep in its backoff when Close and ConnectAsync came) ends instead of opening a second socket.
+        int generation;
         bool everOpened;
         int attempt;
         ClientWebSocket socket;
@@ -117,7 +120,8 @@ namespace Matchmaking.Client
         public int HeartbeatSeconds { get; private set; }
 
         /// <summary>How many heartbeats this connection sent (every socket).</summary>
-        public int PingsSent { get; private set; }
+        public int PingsSent { get { return pingsSent; } }
+        int pingsSent;
 
         /// <summary>The socket opened (true: again, after a reconnect).</summary>
         public event Action<bool> Opened;
@@ -146,7 +150,8 @@ namespace Matchmaking.Client
                 {
                     wanted = true;
                     attempt = 0;
-                    Forget(Task.Run(RunAsync));
+                    int gen = ++generation;
+                    Forget(Task.Run(() => RunAsync(gen)));
                 }
             }
             return tcs.Task;
@@ -165,21 +170,29 @@ namespace Matchmaking.Client
                 wasOpen = State == ConnectionState.Open;
                 State = ConnectionState.Closed;
                 if (session != null) session.Cancel();
+                if (pongTimer != null) { pongTimer.Cancel(); pongTimer = null; }
             }
-            if (ws != null)
-            {
-                try
-                {
-                    if (ws.State == WebSocketState.Open) ws.CloseAsync(WebSocketCloseStatus.NormalClosure, "client closed", CancellationToken.None).Wait(2000);
-                }
-                catch (Exception) { }
-                try { ws.Abort(); } catch (Exception) { }
-            }
+            // A close handshake in the background (never blocking the caller, e.g. Unity's main thread), then abort.
+            if (ws != null) Forget(CloseGracefully(ws));
             if (wasOpen) Emit(() => { var h = Closed; if (h != null) h(new CloseInfo(1000, "client closed", false)); });
             SettleOpen(new InvalidOperationException("connection closed before it opened"));
         }
 
         public void Dispose() { Close(); }
+
+        static async Task CloseGracefully(ClientWebSocket ws)
+        {
+            try
+            {
+                if (ws.State == WebSocketState.Open)
+                {
+                    var close = ws.CloseOutputAsync(WebSocketCloseStatus.NormalClosure, "client closed", CancellationToken.None);
+                    await Task.WhenAny(close, Task.Delay(2000)).ConfigureAwait(false);
+                }
+            }
+            catch (Exception) { }
+            try { ws.Abort(); } catch (Exception) { }
+        }
 
         /// <summary>Drops the socket and opens a new one at once (e.g. after the token changed).</summary>
         public void Reconnect() { Drop(4000, "client reconnect", 0); }
@@ -212,14 +225,14 @@ namespace Matchmaking.Client
             return tcs.Task;
         }
 
-        async Task RunAsync()
+        async Task RunAsync(int gen)
         {
             bool refreshToken = false;
             while (true)
             {
                 lock (gate)
                 {
-                    if (!wanted) return;
+                    if (!wanted || gen != generation) return;
                     State = everOpened || attempt > 0 ? ConnectionState.Reconnecting : ConnectionState.Connecting;
                 }
                 ClientWebSocket ws = null;
@@ -233,7 +246,7 @@ namespace Matchmaking.Client
                     ws = new ClientWebSocket();
                     lock (gate)
                     {
-                        if (!wanted) { ws.Dispose(); return; }
+                        if (!wanted || gen != generation) { ws.Dispose(); return; }
                         socket = ws;
                         session = new CancellationTokenSource();
                         dropDelayMs = null;
@@ -248,7 +261,7 @@ namespace Matchmaking.Client
                     bool reconnected;
                     lock (gate)
                     {
-                        if (!wanted) { ws.Abort(); return; }
+                        if (!wanted || gen != generation) { ws.Abort(); return; }
                         reconnected = everOpened;
                         everOpened = true;
                         attempt = 0;
@@ -270,7 +283,7 @@ namespace Matchmaking.Client
                 catch (Exception e)
                 {
                     bool deliberate;
-                    lock (gate) deliberate = !wanted || dropReason != null;
+                    lock (gate) deliberate = !wanted || gen != generation || dropReason != null;
                     if (!deliberate) EmitError(e);
                     if (!opened) refreshToken = true;
                 }
@@ -278,6 +291,8 @@ namespace Matchmaking.Client
                 bool wasOpen;
                 lock (gate)
                 {
+                    // A newer loop (Close, then ConnectAsync) owns the fields now: leave them alone.
+                    if (gen != generation) { if (ws != null) ws.Dispose(); return; }
                     if (session != null) session.Cancel();
                     if (pongTimer != null) { pongTimer.Cancel(); pongTimer = null; }
                     socket = null;
@@ -377,7 +392,7 @@ namespace Matchmaking.Client
             try
             {
                 await ws.SendAsync(new ArraySegment<byte>(Ping), WebSocketMessageType.Text, true, CancellationToken.None).ConfigureAwait(false);
-                PingsSent++;
+                Interlocked.Increment(ref pingsSent);
             }
             catch (Exception e)
             {
