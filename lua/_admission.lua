@@ -43,7 +43,15 @@
 -- and STALE, world: the player holds a ticket of `world`, whose keys the
 -- call was not given (the store calls again with them; see store/admission.rs).
 -- Nothing is written either way.
--- @include _lib _lifecycle _match_rules _parties _players _proposals
+--
+-- other_worlds(ctx, worlds, rest, n, latencies): the other worlds of ctx's
+-- queueGroup a ticket joins with it, worlds[2..n+1], each described in
+-- `rest` by its configuration and the player's client attributes there
+-- (rest[2i-1], rest[2i]): their contexts (as ctx, with lat and
+-- attributes; nil for none), or nil and why the arguments are wrong (a
+-- world outside the group, one twice, a bad configuration, latencies or
+-- attributes).
+-- @include _lib _config _lifecycle _match_rules _parties _players _proposals _regions
 
 local Admission = {}
 do
@@ -122,8 +130,37 @@ local function admit(ctx, player, lat, claimed, queue_size)
   return nil, rating, text, expired, attrs
 end
 
+local function other_worlds(ctx, worlds, rest, n, latencies)
+  local cfg, out = ctx.cfg, {}
+  if n == 0 then return nil end
+  if n >= #worlds then return nil, 'more worlds described than given' end
+  if not cfg.group then return nil, 'only worlds of a queueGroup are joined together' end
+  for i = 1, n do
+    local c, bad = Config.world_config(rest[2 * i - 1])
+    if not c then return nil, bad end
+    local name, text = worlds[i + 1], rest[2 * i]
+    local in_group = false
+    for _, w in ipairs(cfg.group) do
+      if w == name then in_group = true end
+    end
+    if not in_group then return nil, 'world ' .. name .. ' is not in the queueGroup of ' .. ctx.world end
+    for j = 1, i do
+      if worlds[j] == name then return nil, 'world ' .. name .. ' joined twice' end
+    end
+    local l, bad_l = Regions.joining_latencies(c, c.regions and latencies or '')
+    if bad_l then return nil, bad_l end
+    if text ~= '' then
+      bad = MatchRules.bad_argument(c, text)
+      if bad then return nil, bad end
+    end
+    out[i] = { k = ctx.world_of(name), world = name, now = ctx.now, cfg = c, world_of = ctx.world_of, attributes = text, lat = l }
+  end
+  return out
+end
+
 -- The module's face: what other files reach as Admission.<name>.
 Admission.admit_state = admit_state
 Admission.member_busy = member_busy
 Admission.admit = admit
+Admission.other_worlds = other_worlds
 end

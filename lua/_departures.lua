@@ -31,7 +31,7 @@ local function cancel_party(nctx, id, reason, by)
   elseif party.state == 'QUEUED' then
     local wk = world_of(party.world)
     if wk then
-      Tickets.remove_tickets({ k = wk, world = party.world, now = now }, { Players.PARTY_MARK .. id }, nil)
+      Tickets.remove_tickets({ k = wk, world = party.world, now = now, world_of = world_of }, { Players.PARTY_MARK .. id }, nil)
     else
       redis.call('HDEL', k.players, Players.PARTY_MARK .. id)
     end

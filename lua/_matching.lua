@@ -33,7 +33,8 @@ local function ticket_info(ctx, t, rating)
         info.member_lats = info.member_lats or {}
         info.member_lats[i] = Regions.decode_latencies(m.l)
       end
-      local r = tonumber(m.r)
+      -- A party queuing in several worlds has each member's rating there.
+      local r = tonumber(party.also and (Parties.member_in(party, m, ctx.world)) or m.r)
       if r then
         ratings[i] = r
         info.sum = info.sum + r

@@ -3,7 +3,9 @@
 --     expires (ms: the assembly deadline, then the ticket's deadline),
 --     proposal (the match id while PROPOSED),
 --     members = [ { p = player, j = 1 once joined else 0, r = rating ("" in
---     FIFO worlds), d = ticket data JSON ("" for none) } ] }
+--     FIFO worlds), d = ticket data JSON ("" for none), l = latencies, a =
+--     stored attributes, x = per world of `also`: { r, a, l } there } ],
+--     also = the other worlds of its queueGroup it queues in (absent: none) }
 --   (leader first, then in invitation order)
 -- party_expiry holds assembling parties by assembly deadline; every member
 -- who has joined is in state "P <party id>" (_players.lua). A queued party
@@ -44,8 +46,30 @@ local function party_view(party)
   end
   return {
     partyId = party.id, worldType = party.world, leader = party.leader,
-    state = party.state, expiresAt = party.expires, members = members,
+    state = party.state, expiresAt = party.expires, members = members, alsoQueuedIn = party.also,
   }
+end
+
+-- The position of `world` among the party's other worlds (party.also), or
+-- nil: its own world, or one it does not queue in.
+local function other_world_index(party, world)
+  for i, w in ipairs(party.also or {}) do
+    if w == world then return i end
+  end
+  return nil
+end
+
+-- Whether the party queues (or will queue) in `world`.
+local function queues_in(party, world)
+  return party.world == world or other_world_index(party, world) ~= nil
+end
+
+-- Member `m`'s rating, stored attributes and latencies in `world`, one of
+-- the party's.
+local function member_in(party, m, world)
+  local i = world ~= party.world and other_world_index(party, world)
+  if i and m.x and m.x[i] then return m.x[i].r, m.x[i].a, m.x[i].l end
+  return m.r, m.a, m.l
 end
 
 local function party_update(party)
@@ -89,6 +113,9 @@ Parties.save_party = save_party
 Parties.party_state = party_state
 Parties.party_players = party_players
 Parties.party_view = party_view
+Parties.other_world_index = other_world_index
+Parties.queues_in = queues_in
+Parties.member_in = member_in
 Parties.party_update = party_update
 Parties.queued_parties = queued_parties
 Parties.count_queued_party = count_queued_party

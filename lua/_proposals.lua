@@ -67,6 +67,7 @@ local function lift_elsewhere(ctx, t, seq, worlds)
         u = has(wk, 'due') and redis.call('ZSCORE', wk.due, t) ~= false or nil,
       }
       Tickets.unqueue(wctx, { t })
+      if Players.is_party_ticket(t) then Parties.count_queued_party(wk, -1) end
     end
   end
   return out
@@ -221,7 +222,7 @@ local function cancel_proposal(ctx, k, p, reason, out)
       if e.d and e.d ~= '' then ctx.has_data = true end
       -- A shared ticket goes back to every world of its group still
       -- configured, and its state names those.
-      local worlds = p.world
+      local worlds, back_keys = p.world, {}
       if e.o then
         local back = {}
         for _, o in ipairs(e.o) do
@@ -229,6 +230,7 @@ local function cancel_proposal(ctx, k, p, reason, out)
           if ok then
             file_back(ok, e.t, o, at)
             back[o.w] = true
+            back_keys[#back_keys + 1] = ok
           end
         end
         local named = {}
@@ -246,6 +248,7 @@ local function cancel_proposal(ctx, k, p, reason, out)
           party.proposal = nil
           Parties.save_party(k, party)
           Parties.count_queued_party(wk, 1)
+          for _, ok in ipairs(back_keys) do Parties.count_queued_party(ok, 1) end
         end
       end
       for _, player in ipairs(e.p) do requeued[#requeued + 1] = player end

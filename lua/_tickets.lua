@@ -6,8 +6,8 @@
 -- ticket that left stays until it is due, when the sweep drops it (a
 -- matcher taking thousands of tickets spares as many ZREMs).
 --
--- A solo ticket may wait in several worlds of a queueGroup at once (its
--- state names them: _players.lua). Whatever takes it out of one world
+-- A ticket, solo or a party's, may wait in several worlds of a queueGroup at
+-- once (its state names them: _players.lua). Whatever takes it out of one world
 -- takes it out of all (leave_other_worlds), in the same call: ctx.world_of
 -- (the operation's accessor) gives the other worlds' keys, which every call
 -- of a grouped world carries.
@@ -70,7 +70,7 @@ local function unqueue(ctx, tickets)
   if Players.world_has_data(ctx) then chunked('HDEL', k.data, tickets, 1) end
 end
 
--- The other worlds the solo `tickets` leaving ctx.world also wait in:
+-- The other worlds the `tickets` (solo or party) leaving ctx.world also wait in:
 -- world -> its tickets, or nil when none waits elsewhere. Reads the states
 -- only where tickets may be shared: ctx.world_of is given, and the world
 -- belongs to a group (a call without the world's configuration, such as a
@@ -97,15 +97,21 @@ local function shared_worlds(ctx, tickets)
   return out
 end
 
--- Takes the solo `tickets` leaving ctx.world out of the other worlds they
--- wait in (before their states are written over). A world whose keys the
--- call lacks (taken out of the group since) is skipped.
+-- Takes the `tickets` leaving ctx.world out of the other worlds they wait
+-- in (before their states are written over); a party's ticket is counted
+-- out of each. A world whose keys the call lacks (taken out of the group
+-- since) is skipped.
 local function leave_other_worlds(ctx, tickets)
   local others = shared_worlds(ctx, tickets)
   if not others then return end
   for w, list in pairs(others) do
     local wk = ctx.world_of(w)
-    if wk then unqueue({ k = wk, world = w, now = ctx.now }, list) end
+    if wk then
+      unqueue({ k = wk, world = w, now = ctx.now }, list)
+      for _, t in ipairs(list) do
+        if Players.is_party_ticket(t) then Parties.count_queued_party(wk, -1) end
+      end
+    end
   end
 end
 
@@ -128,6 +134,7 @@ local function remove_tickets(ctx, tickets, notify, keep_states)
   if n == 0 then return end
   local k = ctx.k
   unqueue(ctx, tickets)
+  leave_other_worlds(ctx, tickets)
   local solo, ids, m = {}, {}, 0
   for i = 1, n do
     local t = tickets[i]
@@ -145,7 +152,6 @@ local function remove_tickets(ctx, tickets, notify, keep_states)
       end
     end
   end
-  leave_other_worlds(ctx, solo)
   if not keep_states then forget_tickets(ctx, solo) end
   if m > 0 then outbox_add(k.outbox, ids, m, ctx.now) end
 end

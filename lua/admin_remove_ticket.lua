@@ -31,7 +31,7 @@ if kind == 'ticket' then
 elseif kind == 'party' and has(k, 'parties') then
   local party = Parties.load_party(k, value)
   if not party then return { 'NOT_QUEUED', 'idle', '' } end
-  if party.state ~= 'QUEUED' or party.world ~= world then return { 'NOT_QUEUED', kind, party.world } end
+  if party.state ~= 'QUEUED' or not Parties.queues_in(party, world) then return { 'NOT_QUEUED', kind, party.world } end
   ticket, told = Players.PARTY_MARK .. value, Parties.party_players(party)
 else
   return { 'NOT_QUEUED', kind or 'idle', '' }

@@ -33,7 +33,7 @@ end
 if kind == 'party' then
   local party = Parties.load_party(k, value)
   if not party then return { 'NOT_QUEUED', '' } end
-  if party.world ~= world then return { 'NOT_QUEUED', party.world } end
+  if not Parties.queues_in(party, world) then return { 'NOT_QUEUED', party.world } end
   local rank = redis.call('ZRANK', k.queue, Players.PARTY_MARK .. value)
   Departures.cancel_party({ k = k, now = now, world_of = world_of }, value, 'LEFT', player)
   return { 'LEFT', rank and rank + 1 or 0, redis.call('ZCARD', k.queue) }

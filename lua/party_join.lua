@@ -3,14 +3,18 @@
 -- position; in a rated world its rating is the members' average or
 -- maximum) and, with instant matching, is tried at once like a join. The
 -- other members are told (PARTY_UPDATE). Nothing is written unless every
--- check passes.
+-- check passes. A party queuing in several worlds of a queueGroup
+-- (party_create.lua) admits each member by every one of them, and its
+-- ticket is filed and tried in each, as a shared solo ticket is (join.lua).
 --
 -- KEYS   players ticket_seq match_seq matches match_expiry match_lifecycle outbox
 -- KEYS   outbox_meta notes counters parties party_expiry proposals proposal_expiry
 -- KEYS   player_ratings player_attributes conns player_conns presence matcher_asleep
 -- KEYS   block_pairs block_counts
--- WORLDS the party's world (the world part of the party id), then the world
---        of the player's ticket when it is another (see STALE)
+-- WORLDS the party's world (the world part of the party id), the other worlds
+--        it queues in (as many as `also` describes), then the worlds of the
+--        player's ticket when they are others (see STALE) and, in a grouped
+--        world, the rest of its group
 -- ARGV   player   the player id
 -- ARGV   party    the party id
 -- ARGV   data     the player's ticket data JSON, "" for none
@@ -21,6 +25,9 @@
 -- ARGV   config   the world's configuration (see _config.lua)
 -- ARGV   claim    "1": claim the outbox entries of matches formed, for the
 --                 caller to deliver at once; "0": leave them to the matcher
+-- REST   also     per other world the party queues in (world blocks 2, 3,
+--                 ..., in the party's order): its configuration, then the
+--                 player's client attributes there
 --
 -- Reply: a status, then exactly that status's fields:
 --   JOINED, party_json     joined; the party still waits for others
@@ -36,6 +43,9 @@
 --   PROPOSED, proposal_json   the party's match is a proposal (a ready
 --                          check; see _proposals.lua proposal_view)
 --   NOT_FOUND              no such party, or the player is not invited
+--   WORLDS, worlds         the party queues in other worlds than `also`
+--                          describes: these (comma-separated, "" for none);
+--                          nothing written (the store calls again)
 --   ATTRIBUTES_CONFLICT, world, name   the player's value of `name` differs
 --                          from a member's, and a rule of the world needs
 --                          it equal across the match
@@ -53,17 +63,25 @@ if not cfg then return fail(bad_config) end
 local bad_claimed = Lifecycle.bad_claim(claimed)
 if bad_claimed then return fail(bad_claimed) end
 if args.claim ~= '0' and args.claim ~= '1' then return fail('claim must be 0 or 1') end
-local lat, bad_latencies = Regions.joining_latencies(cfg, args.latencies)
+if #rest % 2 ~= 0 then return fail('also must be a configuration and attributes per world') end
+local n = #rest / 2
+local lat, bad_latencies = Regions.joining_latencies(cfg, (n == 0 or cfg.regions) and args.latencies or '')
 if bad_latencies then return fail(bad_latencies) end
 if args.attributes ~= '' then
   local bad_attributes = MatchRules.bad_argument(cfg, args.attributes)
   if bad_attributes then return fail(bad_attributes) end
 end
-local rules = cfg.rules
 local now = now_ms()
 local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
+local also, bad_also = Admission.other_worlds(ctx, worlds, rest, n, args.latencies)
+if bad_also then return fail(bad_also) end
 local party = Parties.load_party(k, party_id)
 if not party or party.world ~= world then return { 'NOT_FOUND' } end
+-- The store reads the party's worlds before it calls (they never change).
+if #(party.also or {}) ~= n then return { 'WORLDS', table.concat(party.also or {}, ',') } end
+for i = 1, n do
+  if party.also[i] ~= also[i].world then return { 'WORLDS', table.concat(party.also, ',') } end
+end
 local me, joined = nil, 0
 for _, m in ipairs(party.members) do
   if m.p == player then me = m end
@@ -75,31 +93,56 @@ if me.j == 1 then
   return { 'ALREADY', cjson.encode(Parties.party_view(party)), rank and rank + 1 or 0, redis.call('ZCARD', k.queue) }
 end
 local complete = joined + 1 == #party.members
-local size = redis.call('ZCARD', k.queue)
-local refusal, r, _, expired, attrs = Admission.admit(ctx, player, lat, claimed, complete and size or nil)
-if refusal then return refusal end
-local party_attrs = nil
-if cfg.attributes then
-  local joined_members = {}
-  for _, m in ipairs(party.members) do
-    if m.j == 1 then joined_members[#joined_members + 1] = m end
+
+-- Admitted by every world the party queues in; in each, the party's members
+-- must agree on the attributes a rule needs equal.
+local function admit_in(c, c_lat, size)
+  local refusal, r, _, expired, attrs = Admission.admit(c, player, c_lat, claimed, size)
+  if refusal then return refusal end
+  if c.cfg.attributes then
+    local joined_members = {}
+    for _, m in ipairs(party.members) do
+      if m.j == 1 then joined_members[#joined_members + 1] = { a = select(2, Parties.member_in(party, m, c.world)) } end
+    end
+    joined_members[#joined_members + 1] = { a = attrs }
+    local _, conflict = MatchRules.party_attributes(c.cfg, joined_members)
+    if conflict then return { 'ATTRIBUTES_CONFLICT', c.world, conflict } end
   end
-  joined_members[#joined_members + 1] = { a = attrs }
-  local _, conflict = MatchRules.party_attributes(cfg, joined_members)
-  if conflict then return { 'ATTRIBUTES_CONFLICT', world, conflict } end
-  me.a = attrs
+  return nil, r, attrs, expired
 end
-if rules then me.r = num(r) end
+local size = redis.call('ZCARD', k.queue)
+local refusal, r, attrs, expired = admit_in(ctx, lat, complete and size or nil)
+if refusal then return refusal end
+local x = nil
+if also then
+  x = {}
+  for i, a in ipairs(also) do
+    a.size = redis.call('ZCARD', a.k.queue)
+    local ar, aattrs
+    refusal, ar, aattrs = admit_in(a, a.lat, complete and a.size or nil)
+    if refusal then return refusal end
+    x[i] = {
+      r = a.cfg.rules and num(ar) or '', a = a.cfg.attributes and aattrs or nil,
+      l = a.lat and Regions.encode_latencies(a.lat) or nil,
+    }
+  end
+end
 
 -- All checks passed: from here on the script only writes.
 if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
   Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now, world_of = world_of }, { player }, 'X')
-  if expired.world == world then size = size - 1 end
+  size = redis.call('ZCARD', k.queue)
+  if also then
+    for _, a in ipairs(also) do a.size = redis.call('ZCARD', a.k.queue) end
+  end
 end
 me.j = 1
 me.d = data
 if lat then me.l = Regions.encode_latencies(lat) end
+if cfg.attributes then me.a = attrs end
+if cfg.rules then me.r = num(r) end
+me.x = x
 redis.call('HSET', k.players, player, Parties.party_state(party_id))
 if not complete then
   Parties.save_party(k, party)
@@ -107,7 +150,7 @@ if not complete then
   return { 'JOINED', cjson.encode(Parties.party_view(party)) }
 end
 
--- The last member: the party becomes one ticket.
+-- The last member: the party becomes one ticket, in every world it queues in.
 local ticket_id = Players.PARTY_MARK .. party_id
 local seq = redis.call('INCR', k.ticket_seq)
 local deadline = now + cfg.ticket_ttl
@@ -115,55 +158,86 @@ party.state = 'QUEUED'
 party.expires = deadline
 Parties.save_party(k, party)
 redis.call('ZREM', k.party_expiry, party_id)
-Parties.count_queued_party(k, 1)
-redis.call('ZADD', k.queue, seq, ticket_id)
-redis.call('ZADD', k.deadlines, deadline, ticket_id)
-redis.call('HSET', k.players, ticket_id, Players.encode_ticket(world, seq, now, deadline))
-local shown_rating = ''
-local rating = nil
-if rules then
-  local sum, top = 0, -math.huge
-  for _, m in ipairs(party.members) do
-    local r = tonumber(m.r)
-    sum = sum + r
-    if r > top then top = r end
-  end
-  rating = cfg.party_rating == 'max' and top or sum / #party.members
-  redis.call('ZADD', k.ratings, num(rating), Players.rating_member(seq, ticket_id))
-  shown_rating = num(rating)
-end
-if cfg.regions then Regions.add_regional(ctx, ticket_id, seq, Regions.party_latencies(party), rating) end
-if cfg.attributes then
-  party_attrs = MatchRules.party_attributes(cfg, party.members)
-  RuleIndex.add(ctx, ticket_id, party_attrs, seq)
-end
-if cfg.anchored then redis.call('ZADD', k.due, Rated.next_due(cfg, now), ticket_id) end
 
-local records, ids = {}, {}
-if cfg.instant then
-  if cfg.anchored then
-    local _, more_expired = Tickets.sweep_expired(ctx, Matching.MATCH_SWEEP_LIMIT)
-    if not more_expired then
-      local items = Rated.anchored_attempt(ctx, ticket_id)
-      if items then
-        records, ids = Rated.record_rated(ctx, { items })
+-- Files the party's ticket in world `c` (its rating there from its members'
+-- ratings there); returns the rating shown ("" unrated).
+local function file_party(c)
+  local ck, ccfg = c.k, c.cfg
+  Parties.count_queued_party(ck, 1)
+  redis.call('ZADD', ck.queue, seq, ticket_id)
+  -- A shared ticket lives as long as the first world's tickets do.
+  redis.call('ZADD', ck.deadlines, deadline, ticket_id)
+  local rating, lats, stored = nil, {}, {}
+  for i, m in ipairs(party.members) do
+    local mr, ma, ml = Parties.member_in(party, m, c.world)
+    lats[i], stored[i] = { l = ml }, { a = ma }
+    if ccfg.rules then
+      local v = tonumber(mr)
+      if not rating then
+        rating = { sum = 0, top = -math.huge }
       end
+      rating.sum = rating.sum + v
+      if v > rating.top then rating.top = v end
     end
-  else
-    records, ids = Fifo.form_matches(ctx, {
-      max_groups = 0, scan = Fifo.INSTANT_SCAN * cfg.seats, only = ticket_id, parties_queued = 1,
-    })
+  end
+  if rating then
+    rating = ccfg.party_rating == 'max' and rating.top or rating.sum / #party.members
+    redis.call('ZADD', ck.ratings, num(rating), Players.rating_member(seq, ticket_id))
+  end
+  c.rating = rating
+  if ccfg.regions then Regions.add_regional(c, ticket_id, seq, Regions.party_latencies({ members = lats }), rating) end
+  if ccfg.attributes then RuleIndex.add(c, ticket_id, MatchRules.party_attributes(ccfg, stored), seq) end
+  if ccfg.anchored then redis.call('ZADD', ck.due, Rated.next_due(ccfg, now), ticket_id) end
+  return rating and num(rating) or ''
+end
+
+-- Tries the party's ticket in world `c` at once (instant matching): the
+-- matches formed and their outbox ids.
+local function try_party(c)
+  local ccfg = c.cfg
+  if not ccfg.instant then return {}, {} end
+  if ccfg.anchored then
+    local _, more_expired = Tickets.sweep_expired(c, Matching.MATCH_SWEEP_LIMIT)
+    if more_expired then return {}, {} end
+    local items = Rated.anchored_attempt(c, ticket_id)
+    if not items then return {}, {} end
+    return Rated.record_rated(c, { items })
+  end
+  return Fifo.form_matches(c, {
+    max_groups = 0, scan = Fifo.INSTANT_SCAN * ccfg.seats, only = ticket_id, parties_queued = 1,
+  })
+end
+
+local shown_rating = file_party(ctx)
+local field = world
+if also then
+  for _, a in ipairs(also) do
+    file_party(a)
+    field = field .. ',' .. a.world
+  end
+end
+redis.call('HSET', k.players, ticket_id, Players.encode_ticket(field, seq, now, deadline))
+
+local records, ids = try_party(ctx)
+local waiting = Players.waiting_ticket(k, ticket_id) ~= nil
+if waiting and also then
+  -- Tried in each world in turn; whichever forms a match first takes it
+  -- from all.
+  for _, a in ipairs(also) do
+    records, ids = try_party(a)
+    waiting = Players.waiting_ticket(k, ticket_id) ~= nil
+    if not waiting then break end
   end
 end
 local view = cjson.encode(Parties.party_view(party))
-local waiting = Players.waiting_ticket(k, ticket_id) ~= nil
-if not waiting and cfg.accept then
+if not waiting then
+  -- A ready check in any of the party's worlds.
   local p = Proposals.proposal_of(k, 'party', party_id)
   if p then return { 'PROPOSED', Proposals.proposal_view(p) } end
 end
 if not waiting then
   local reply = { 'MATCHED', view, redis.call('ZCARD', k.queue), shown_rating, #records }
-  for _, r in ipairs(records) do reply[#reply + 1] = r end
+  for _, rec in ipairs(records) do reply[#reply + 1] = rec end
   if args.claim == '1' then
     Outbox.claim_entries(k, ids, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, #reply)
   end

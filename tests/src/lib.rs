@@ -782,6 +782,7 @@ pub async fn assert_consistent_on(
             .arg("WITHSCORES");
         pipe.cmd("ZCARD").arg(&wk.ratings);
         pipe.cmd("ZRANGE").arg(&wk.due).arg(0).arg(-1);
+        pipe.cmd("HGET").arg(&wk.stats).arg("parties");
     }
     pipe.cmd("HGETALL").arg(k.players());
     pipe.cmd("HGETALL").arg(k.matches());
@@ -800,6 +801,16 @@ pub async fn assert_consistent_on(
         let d: Scored = redis::from_redis_value(next()).expect("deadlines");
         let rated: usize = redis::from_redis_value(next()).expect("ratings");
         let mut due: Vec<String> = redis::from_redis_value(next()).expect("due");
+        let parties: Option<usize> = redis::from_redis_value(next()).expect("parties count");
+        // The matcher takes the solo fast path only with no party waiting:
+        // each world counts the party tickets in its queue.
+        let party_tickets = q.iter().filter(|(t, _)| t.starts_with('\u{1}')).count();
+        assert_eq!(
+            parties.unwrap_or(0),
+            party_tickets,
+            "{}: the parties count vs the party tickets queued",
+            w.name
+        );
         if w.rating().is_some() {
             // Every waiting rated ticket has one ratings entry and is due to
             // be tried as an anchor (else it could wait forever).

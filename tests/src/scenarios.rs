@@ -21,6 +21,7 @@ mod admin;
 mod attributes;
 mod backfill;
 mod blocks;
+mod grouped;
 mod invariants;
 mod lifecycle;
 mod parties;
@@ -28,6 +29,7 @@ mod ready_check;
 mod regions;
 mod roles;
 mod several_worlds;
+mod several_worlds_parties;
 mod sleep;
 pub use admin::*;
 pub use attributes::*;
@@ -40,6 +42,7 @@ pub use ready_check::*;
 pub use regions::*;
 pub use roles::*;
 pub use several_worlds::*;
+pub use several_worlds_parties::*;
 pub use sleep::*;
 
 /// Every scenario, listed once. `$callback!(a, b, ...)` is called with all
@@ -150,6 +153,10 @@ macro_rules! for_each_scenario {
             a_shared_ticket_carries_each_worlds_attributes,
             a_lost_connection_or_a_backfill_seat_takes_the_ticket_from_all,
             racing_matchers_never_match_a_shared_ticket_twice,
+            a_party_in_two_worlds_is_matched_in_the_first_that_completes,
+            leaving_a_party_in_one_of_its_worlds_ends_it_in_all,
+            a_partys_rating_and_attributes_are_each_worlds,
+            a_ready_check_holds_a_party_out_of_all_its_worlds,
             role_totals_of_number_attributes_bound_the_match,
             a_total_per_team_splits_the_teams_and_backfills_keep_it,
         );
@@ -1098,6 +1105,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         "",
         "",
         &config(&fifo_config, &[]),
+        "0",
         "world1",
         "friend",
     ]);
@@ -1360,8 +1368,11 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         (3, "eu=5"),
         (4, "mode=ranked"),
         (5, "{}"),
-        (6, ""),
-        (7, "leader"),
+        (6, "x"),
+        // One other world, but no configuration for it.
+        (6, "1"),
+        (7, ""),
+        (8, "leader"),
     ] {
         cases.push((
             "party_create.lua",
@@ -1378,7 +1389,7 @@ pub async fn scripts_validate_before_writing(env: &Env) {
     cases.push((
         "party_create.lua",
         party_create_keys.clone(),
-        good_party[..7].to_vec(),
+        good_party[..8].to_vec(),
     ));
     let party_join_keys = keys("party_join.lua", &["world1"]);
     let party_join_args = |config: String| {
@@ -1395,6 +1406,10 @@ pub async fn scripts_validate_before_writing(env: &Env) {
         ])
     };
     let good_party_join = party_join_args(config(&fifo_config, &[]));
+    // `also` is a configuration and attributes per other world: half of it.
+    let mut half_also = good_party_join.clone();
+    half_also.push(config(&fifo_config, &[]));
+    cases.push(("party_join.lua", party_join_keys.clone(), half_also));
     for (i, bad) in [
         (0, ""),
         (1, ""),

@@ -910,3 +910,86 @@ async fn bad_lists_of_worlds_are_refused_and_change_nothing() {
         );
     }
 }
+
+/// A party in several worlds of a group over HTTP: created with `alsoIn`,
+/// joined by a member admitted by each world (the role queue asks for a
+/// role), shown with `alsoQueuedIn`; worlds the party does not queue in, or
+/// outside the group, are refused and change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_party_queues_in_several_worlds_of_a_group() {
+    let server = RedisServer::start();
+    let fx = fixture(&server, "party-several", &[("MM_RULES", GROUPED)]).await;
+    refused(
+        &fx,
+        create_party_with(
+            r#"{"worldType":"casual","members":["player-2"],"alsoIn":[{"worldType":"solo"}]}"#,
+        ),
+        400,
+        "INVALID_WORLDS",
+    )
+    .await;
+    refused(
+        &fx,
+        create_party_with(
+            r#"{"worldType":"casual","members":["player-2"],"alsoIn":[{"worldType":"roles"}]}"#,
+        ),
+        400,
+        "INVALID_ATTRIBUTES",
+    )
+    .await;
+    let (status, body) = call(
+        &fx,
+        create_party_with(
+            r#"{"worldType":"casual","members":["player-2"],
+                "alsoIn":[{"worldType":"roles","attributes":{"role":"tank"}}]}"#,
+        ),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let party = body["data"]["party"].clone();
+    assert_eq!(party["alsoQueuedIn"], json!(["roles"]), "{body}");
+    let id = party["partyId"].as_str().expect("party id").to_owned();
+    let join_with_body = |body: &str| {
+        let body = body.to_owned();
+        http_event(JOIN_PARTY, |v| {
+            set_caller(v, "player-2");
+            set_party_id(v, &id);
+            v["body"] = json!(body);
+        })
+    };
+    refused(
+        &fx,
+        join_with_body(r#"{"alsoIn":[{"worldType":"ranked"}]}"#),
+        400,
+        "INVALID_WORLDS",
+    )
+    .await;
+    // No role: the role queue cannot admit player-2.
+    refused(&fx, join_with_body("{}"), 400, "INVALID_ATTRIBUTES").await;
+    // The join's attributes apply where the world takes attributes. The
+    // party fills the role queue (2 players) at once: it plays there, each
+    // member in their role there, and leaves casual.
+    let (status, body) = call(&fx, join_with_body(r#"{"attributes":{"role":"healer"}}"#)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "MATCHED", "{body}");
+    let record = &body["data"]["match"];
+    assert_eq!(record["worldType"], "roles");
+    assert_eq!(record["parties"], json!([["player-1", "player-2"]]));
+    assert_eq!(
+        record["attributes"],
+        json!({"player-1": {"role": "tank"}, "player-2": {"role": "healer"}})
+    );
+    let casual = fx
+        .app
+        .store
+        .keys()
+        .world(&shared::WorldName::parse("casual").expect("name"))
+        .queue;
+    let waiting: usize = fx
+        .app
+        .store
+        .command(redis::cmd("ZCARD").arg(casual))
+        .await
+        .expect("ZCARD");
+    assert_eq!(waiting, 0, "the party left casual");
+}

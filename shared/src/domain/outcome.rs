@@ -160,6 +160,10 @@ pub enum PartyJoinOutcome {
     },
     /// No such party, or the player is not invited to it.
     NotFound,
+    /// The party queues in other worlds of its queueGroup than the call
+    /// described (`JoinInput::also`): these, in the party's order. Nothing
+    /// changed; join again describing them (a party's worlds never change).
+    OtherWorlds(Vec<WorldName>),
     /// The player's value of `attribute` differs from a member's, and a
     /// rule of the world needs it equal across the match; nothing changed.
     AttributesConflict {

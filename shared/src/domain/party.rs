@@ -39,6 +39,10 @@ pub struct PartyView {
     pub expires_at: u64,
     /// The leader first, then the invited in invitation order.
     pub members: Vec<PartyMember>,
+    /// The other worlds of `world_type`'s queueGroup the party queues in
+    /// (one ticket in all: the first match takes it from every one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_queued_in: Vec<WorldName>,
 }
 
 /// Why a party was cancelled (PARTY_CANCELLED).

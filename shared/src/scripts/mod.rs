@@ -456,7 +456,7 @@ operations! {
         keys: [Players, Matches, MatchExpiry, MatchLifecycle, Outbox, Notes, Counters, Parties,
                PartyExpiry, Proposals, PlayerRatings, PlayerAttributes, Presence, MatcherAsleep],
         worlds: First,
-        args: [leader, data, claimed, latencies, attributes, config],
+        args: [leader, data, claimed, latencies, attributes, config, also],
         rest: invited,
     }
     party_join {
@@ -465,6 +465,7 @@ operations! {
                PlayerRatings, PlayerAttributes, Conns, PlayerConns, Presence, MatcherAsleep, BlockPairs, BlockCounts],
         worlds: First,
         args: [player, party, data, claimed, latencies, attributes, config, claim],
+        rest: also,
     }
     party_cancel {
         keys: [Players, Outbox, Notes, Counters, Parties, PartyExpiry, Proposals, ProposalExpiry,

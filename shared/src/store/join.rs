@@ -99,13 +99,7 @@ impl MatchStore {
     ) -> Result<JoinReply, StoreError> {
         let config = self.world_config(world)?;
         let config = config.as_ref();
-        let mut joined = vec![world];
-        let mut also = Vec::with_capacity(2 * input.also.len());
-        for a in input.also {
-            joined.push(a.world);
-            also.push(self.world_config(a.world)?.into_owned());
-            also.push(a.attributes.unwrap_or_default().to_owned());
-        }
+        let (joined, also) = self.also_arguments(world, input.also)?;
         let also = &also;
         self.admitting(SCRIPT, &joined, player, |worlds, features| async move {
             let names: Vec<&WorldName> = worlds.iter().collect();
@@ -117,6 +111,26 @@ impl MatchStore {
             self.decode_join(player, self.invoke(&inv, false).await?)
         })
         .await
+    }
+
+    /// The worlds a ticket joins (`world`, then those of `also`) and the
+    /// arguments describing the others: per world, its configuration and
+    /// the client's attributes there (join.lua's, party_create.lua's and
+    /// party_join.lua's `also`).
+    pub(super) fn also_arguments<'w>(
+        &self,
+        world: &'w World,
+        also: &[AlsoJoined<'w>],
+    ) -> Result<(Vec<&'w World>, Vec<String>), StoreError> {
+        let mut joined = Vec::with_capacity(1 + also.len());
+        joined.push(world);
+        let mut args = Vec::with_capacity(2 * also.len());
+        for a in also {
+            joined.push(a.world);
+            args.push(self.world_config(a.world)?.into_owned());
+            args.push(a.attributes.unwrap_or_default().to_owned());
+        }
+        Ok((joined, args))
     }
 
     fn decode_join(

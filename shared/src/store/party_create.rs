@@ -31,7 +31,9 @@ impl MatchStore {
         self.create_party_with(world, leader, invited, &input).await
     }
 
-    /// [`MatchStore::create_party`] with the leader's latencies too.
+    /// [`MatchStore::create_party`] with the leader's latencies, attributes
+    /// and the other worlds the party queues in (`input.also`: the caller
+    /// checks the party fits each) too.
     pub async fn create_party_with(
         &self,
         world: &World,
@@ -41,14 +43,17 @@ impl MatchStore {
     ) -> Result<PartyCreateOutcome, StoreError> {
         let config = self.world_config(world)?;
         let config = config.as_ref();
-        self.admitting(SCRIPT, &[world], leader, |worlds, features| async move {
+        let (joined, also) = self.also_arguments(world, input.also)?;
+        let also = &also;
+        self.admitting(SCRIPT, &joined, leader, |worlds, features| async move {
             let names: Vec<&WorldName> = worlds.iter().collect();
             let mut inv = SCRIPTS
                 .party_create
                 .invocation_with(self.keys(), &names, features);
             inv.arg(leader.as_str());
             input.add_args(&mut inv);
-            inv.arg(config);
+            inv.arg(config).arg(input.also.len().to_string());
+            inv.rest(also);
             for p in invited {
                 inv.rest(p.as_str());
             }

@@ -38,7 +38,9 @@ impl MatchStore {
     }
 
     /// [`MatchStore::join_party`]; with `claim`, the outbox entries of the
-    /// matches it formed are claimed for the caller to deliver at once.
+    /// matches it formed are claimed for the caller to deliver at once. A
+    /// party queuing in several worlds needs them all in `input.also`, in
+    /// its order ([`PartyJoinOutcome::OtherWorlds`] names them).
     pub async fn join_party_claiming(
         &self,
         world: &World,
@@ -49,7 +51,9 @@ impl MatchStore {
     ) -> Result<PartyJoinOutcome, StoreError> {
         let config = self.world_config(world)?;
         let config = config.as_ref();
-        self.admitting(SCRIPT, &[world], player, |worlds, features| async move {
+        let (joined, also) = self.also_arguments(world, input.also)?;
+        let also = &also;
+        self.admitting(SCRIPT, &joined, player, |worlds, features| async move {
             let names: Vec<&WorldName> = worlds.iter().collect();
             let mut inv = SCRIPTS
                 .party_join
@@ -57,9 +61,38 @@ impl MatchStore {
             inv.arg(player.as_str()).arg(party.as_str());
             input.add_args(&mut inv);
             inv.arg(config).arg(super::flag(claim));
+            inv.rest(also);
             self.decode_party_join(world, player, self.invoke(&inv, false).await?)
         })
         .await
+    }
+
+    /// The other worlds `party` queues in, in its order (`also` of the
+    /// party as `_parties.lua` stores it), or `None` when there is no such
+    /// party. A party's worlds never change, so a member's join in a
+    /// grouped world reads them first and describes them in one call.
+    pub async fn party_other_worlds(
+        &self,
+        party: &PartyId,
+    ) -> Result<Option<Vec<WorldName>>, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct Stored {
+            #[serde(default)]
+            also: Vec<WorldName>,
+        }
+        let raw: Option<String> = self
+            .command(
+                redis::cmd("HGET")
+                    .arg(self.keys().parties())
+                    .arg(party.as_str()),
+            )
+            .await?;
+        raw.map(|raw| {
+            serde_json::from_str::<Stored>(&raw)
+                .map(|stored| stored.also)
+                .map_err(|e| StoreError::UnexpectedReply(format!("party {party}: {e}")))
+        })
+        .transpose()
     }
 
     fn decode_party_join(
@@ -93,6 +126,7 @@ impl MatchStore {
                     rating,
                     Duration::ZERO,
                 );
+                q.also_queued_in = party.also_queued_in.clone();
                 q.party = Some(party);
                 PartyJoinOutcome::Queued(q)
             }
@@ -113,6 +147,7 @@ impl MatchStore {
                 }
             }
             "NOT_FOUND" => PartyJoinOutcome::NotFound,
+            "WORLDS" => PartyJoinOutcome::OtherWorlds(reply.world_list("worlds")?),
             "ATTRIBUTES_CONFLICT" => PartyJoinOutcome::AttributesConflict {
                 world_type: reply.parsed("world", WorldName::parse)?,
                 attribute: reply.text("attribute")?,

@@ -22,7 +22,8 @@ pub enum PartyRejection {
 }
 
 /// `leader` creates a party of `world` with `members` (the leader may be
-/// listed too; duplicates count once). Everyone listed gets a PARTY_UPDATE
+/// listed too; duplicates count once), queuing in the worlds of
+/// `input.also` too. Everyone listed gets a PARTY_UPDATE
 /// (through the outbox) and joins with [`join_party`].
 #[tracing::instrument(level = "debug", skip(store, world, members, input), fields(world = %world.name))]
 pub async fn create_party(
@@ -42,12 +43,16 @@ pub async fn create_party(
         return Ok(Err(PartyRejection::NoOtherMembers));
     }
     let size = invited.len() + 1;
-    if size > world.max_party_size as usize {
-        return Ok(Err(PartyRejection::TooLarge {
-            world: world.name.clone(),
-            size,
-            max: world.max_party_size,
-        }));
+    // A party queuing in several worlds fits each.
+    let worlds = std::iter::once(world).chain(input.also.iter().map(|a| a.world));
+    for w in worlds {
+        if size > w.max_party_size as usize {
+            return Ok(Err(PartyRejection::TooLarge {
+                world: w.name.clone(),
+                size,
+                max: w.max_party_size,
+            }));
+        }
     }
     store
         .create_party_with(world, leader, &invited, input)

@@ -7,66 +7,12 @@
 //! a ticket waits in exactly the worlds its state names.
 
 use serde_json::json;
-use shared::store::{AlsoJoined, JoinInput};
-use shared::AnswerOutcome;
+use shared::{AnswerOutcome, PartyJoinOutcome};
 
-use super::attributes::{encoded, store_for};
+use super::attributes::store_for;
+use super::grouped::{created, grouped, join_in, join_many, queue_of};
 use super::*;
 use crate::assert_consistent;
-
-/// A rule set whose worlds `specs` all share the queueGroup "any".
-fn grouped(specs: serde_json::Value, extra: serde_json::Value) -> serde_json::Value {
-    let mut worlds = specs;
-    for w in worlds.as_array_mut().into_iter().flatten() {
-        w["queueGroup"] = json!("any");
-    }
-    let mut doc = json!({ "worlds": worlds });
-    for (k, v) in extra.as_object().into_iter().flatten() {
-        doc[k] = v.clone();
-    }
-    doc
-}
-
-/// Joins `p` into `first` and `also`, the client attributes per world
-/// given in `attrs` (world -> attributes; none when absent).
-async fn join_many(
-    store: &MatchStore,
-    p: &str,
-    first: &str,
-    also: &[&str],
-    attrs: &serde_json::Value,
-) -> JoinOutcome {
-    let text = |w: &str| attrs.get(w).map(|a| encoded(store, w, a));
-    let first_text = text(first);
-    let also_texts: Vec<Option<String>> = also.iter().map(|w| text(w)).collect();
-    let also: Vec<AlsoJoined> = also
-        .iter()
-        .zip(&also_texts)
-        .map(|(w, a)| AlsoJoined {
-            world: world(store, w),
-            attributes: a.as_deref(),
-        })
-        .collect();
-    let input = JoinInput {
-        attributes: first_text.as_deref(),
-        also: &also,
-        ..JoinInput::default()
-    };
-    store
-        .join_reply(world(store, first), &player(p), &input, false)
-        .await
-        .expect("join")
-        .outcome
-}
-
-/// The players waiting in `w`, oldest first.
-async fn queue_of(store: &MatchStore, w: &str) -> Vec<String> {
-    let key = store.keys().world(&world_name(w)).queue;
-    store
-        .command(redis::cmd("ZRANGE").arg(key).arg(0).arg(-1))
-        .await
-        .expect("ZRANGE queue")
-}
 
 fn also_of(outcome: &JoinOutcome) -> Vec<&str> {
     match outcome {
@@ -441,6 +387,8 @@ pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
     let mut joined = Vec::new();
     let (mut left, mut declined) = (BTreeSet::new(), BTreeSet::new());
     let mut records: Vec<MatchRecord> = Vec::new();
+    // Party members, each to the other.
+    let mut mates: BTreeMap<String, String> = BTreeMap::new();
     let none = json!({});
     for i in 0..240 {
         let p = format!("p{i}");
@@ -450,9 +398,23 @@ pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
             picked.swap(j, rng.random_range(j..names.len()));
         }
         picked.truncate(k);
-        let outcome = join_many(&store, &p, picked[0], &picked[1..], &none).await;
-        if let JoinOutcome::Matched { formed, .. } = &outcome {
-            records.extend(formed.iter().cloned());
+        if rng.random_bool(0.15) {
+            // A party of two in the same worlds.
+            let mate = format!("{p}m");
+            let party = created(&store, (picked[0], &picked[1..]), &p, &[&mate]).await;
+            match join_in(&store, &party.party_id, &mate, &none).await {
+                PartyJoinOutcome::Matched { formed, .. } => records.extend(formed),
+                PartyJoinOutcome::Queued(_) | PartyJoinOutcome::Proposed(_) => {}
+                other => panic!("{mate} completes the party: {other:?}"),
+            }
+            mates.insert(mate.clone(), p.clone());
+            mates.insert(p.clone(), mate.clone());
+            joined.push(mate);
+        } else {
+            let outcome = join_many(&store, &p, picked[0], &picked[1..], &none).await;
+            if let JoinOutcome::Matched { formed, .. } = &outcome {
+                records.extend(formed.iter().cloned());
+            }
         }
         if rng.random_bool(0.1) {
             let leave_in = world(&store, picked[k - 1]);
@@ -479,8 +441,14 @@ pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
     }
     assert!(records.len() > 20, "matches formed: {}", records.len());
     assert!(!declined.is_empty(), "someone declined a ready check");
+    assert!(
+        mates.keys().any(|p| seen.contains(p)),
+        "a party was matched"
+    );
+    // A member who left or declined took the party with them.
+    let gone = |p: &String| left.contains(p) || declined.contains(p);
     for p in &joined {
-        if seen.contains(p) || left.contains(p) || declined.contains(p) {
+        if seen.contains(p) || gone(p) || mates.get(p).is_some_and(gone) {
             continue;
         }
         let status = store.player_status(&player(p)).await.expect("status");

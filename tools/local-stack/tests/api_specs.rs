@@ -149,6 +149,7 @@ fn every_server_message() -> Vec<ServerMessage> {
                 joined: false,
             },
         ],
+        also_queued_in: vec![world("casual")],
     };
     // Read from JSON, as the store does, so that a field added to the
     // record later is absent here rather than a compile error.

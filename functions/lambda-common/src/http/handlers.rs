@@ -4,21 +4,20 @@
 use lambda_http::{Body, Error, Request, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shared::store::{AlsoJoined, JoinInput};
+use shared::store::JoinInput;
 use shared::use_cases::RatingWrite;
 use shared::{
     use_cases, JoinOutcome, LeaveOutcome, MatchId, MatchRecord, MatchStore, PartyView, PlayerId,
-    PlayerStatus, ProposalView, Pusher, QueuePosition, Rating, TicketData, World, WorldName,
-    MAX_QUEUE_GROUP_WORLDS,
+    PlayerStatus, ProposalView, Pusher, QueuePosition, Rating, TicketData, WorldName,
 };
 use tracing::field::Empty;
 
-use super::attributes::attributes_for;
 use super::errors::{finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure};
+use super::joined::{joined_worlds, AlsoInBody};
 use super::rejection::{invalid_rating, rejected};
 use super::request::{
     authorize, caller, check_method, claim, configured_world, forbidden, has_scope, invalid_field,
-    json_body, latencies_for, scopes,
+    json_body, scopes,
 };
 use super::{path_parameter, ConfiguredScope, Route};
 
@@ -38,17 +37,6 @@ struct JoinBody {
     /// Other worlds of `worldType`'s queueGroup the same ticket waits in.
     #[serde(default)]
     also_in: Option<Vec<AlsoInBody>>,
-}
-
-/// One more world a join's ticket waits in.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct AlsoInBody {
-    world_type: String,
-    /// The player's client attributes there; absent: the join's
-    /// `attributes` when the world takes attributes, else none.
-    #[serde(default)]
-    attributes: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -149,38 +137,23 @@ async fn join_inner<P: Pusher>(
         .map(TicketData::from_value)
         .transpose()
         .map_err(|e| invalid_field("data", e))?;
-    let claimed = match (world.rating(), &store.settings().ratings.claim) {
-        (Some(_), Some(name)) => claimed_rating(store, world, claim(req, name))?,
+    let joined = joined_worlds(
+        store,
+        world,
+        body.latencies.as_ref(),
+        body.attributes.as_ref(),
+        body.also_in.as_deref().unwrap_or_default(),
+    )?;
+    let claimed = match (joined.rated(world), &store.settings().ratings.claim) {
+        (Some(rated), Some(name)) => claimed_rating(store, rated, claim(req, name))?,
         _ => None,
     };
-    let also_worlds = also_in(store, world, body.also_in.as_deref().unwrap_or_default())?;
-    let latencies = joined_latencies(world, &also_worlds, body.latencies.as_ref())?;
-    let attributes = match (&body.attributes, also_worlds.is_empty()) {
-        // Attributes for the worlds joined with one that takes none.
-        (Some(_), false) if world.attributes.is_empty() => None,
-        _ => attributes_for(store, world, body.attributes.as_ref())?,
-    };
-    let mut also_attributes = Vec::with_capacity(also_worlds.len());
-    for (w, entry) in &also_worlds {
-        let given = entry.attributes.as_ref().or(match w.attributes.is_empty() {
-            true => None,
-            false => body.attributes.as_ref(),
-        });
-        also_attributes.push(attributes_for(store, w, given)?);
-    }
-    let also: Vec<AlsoJoined> = also_worlds
-        .iter()
-        .zip(&also_attributes)
-        .map(|((w, _), a)| AlsoJoined {
-            world: w,
-            attributes: a.as_deref(),
-        })
-        .collect();
+    let also = joined.also_joined();
     let input = JoinInput {
         data: data.as_ref(),
         claimed,
-        latencies: latencies.as_ref(),
-        attributes: attributes.as_deref(),
+        latencies: joined.latencies.as_ref(),
+        attributes: joined.attributes.as_deref(),
         also: &also,
     };
 
@@ -211,63 +184,6 @@ async fn join_inner<P: Pusher>(
         }
         JoinOutcome::Rejected(rejection) => Err(rejected(store, rejection)),
     }
-}
-
-/// The worlds of `alsoIn`, each with its entry: 400 INVALID_REQUEST for
-/// more than the schema allows, 404 UNKNOWN_WORLD for one not configured,
-/// 400 INVALID_WORLDS for one listed twice (or the joined world itself) or
-/// outside the joined world's queueGroup (what the rule set decides).
-fn also_in<'a, 'b>(
-    store: &'a MatchStore,
-    world: &World,
-    entries: &'b [AlsoInBody],
-) -> Result<Vec<(&'a World, &'b AlsoInBody)>, ApiError> {
-    let bad = |msg: String| invalid_field("alsoIn", msg);
-    let not_shared = |msg: String| {
-        ApiError::new(ErrorCode::InvalidWorlds, msg).with(ErrorDetails::Field { field: "alsoIn" })
-    };
-    if entries.len() >= MAX_QUEUE_GROUP_WORLDS {
-        return Err(bad(format!(
-            "a ticket waits in at most {MAX_QUEUE_GROUP_WORLDS} worlds: alsoIn lists {}",
-            entries.len()
-        )));
-    }
-    let mut out: Vec<(&World, &AlsoInBody)> = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let other = configured_world(store, &entry.world_type)?;
-        if other.name == world.name || out.iter().any(|(w, _)| w.name == other.name) {
-            return Err(not_shared(format!("world {} is listed twice", other.name)));
-        }
-        if world.queue_group.is_none() || other.queue_group != world.queue_group {
-            return Err(not_shared(format!(
-                "{} is not in the queueGroup of {}: only worlds of one group share a ticket",
-                other.name, world.name
-            )));
-        }
-        out.push((other, entry));
-    }
-    Ok(out)
-}
-
-/// `latencies` of a join into `world` and the `also` worlds: checked
-/// against each joined world with regions (worlds without take none).
-fn joined_latencies(
-    world: &World,
-    also: &[(&World, &AlsoInBody)],
-    value: Option<&Value>,
-) -> Result<Option<shared::Latencies>, ApiError> {
-    let mut with_regions = std::iter::once(world)
-        .chain(also.iter().map(|(w, _)| *w))
-        .filter(|w| w.regions.is_some());
-    let Some(first) = with_regions.next() else {
-        // None has regions: the joined world's own answer.
-        return latencies_for(world, value);
-    };
-    let latencies = latencies_for(first, value)?;
-    for w in with_regions {
-        latencies_for(w, value)?;
-    }
-    Ok(latencies)
 }
 
 pub(super) fn proposed_message(p: &ProposalView) -> String {

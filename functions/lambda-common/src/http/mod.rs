@@ -16,6 +16,7 @@ mod avoid;
 mod duplicate_keys;
 mod errors;
 mod handlers;
+mod joined;
 mod lifecycle;
 mod parties;
 mod proposals;

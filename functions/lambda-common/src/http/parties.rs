@@ -14,15 +14,14 @@ use shared::{
 };
 use tracing::field::Empty;
 
-use super::attributes::attributes_for;
 use super::errors::{
     envelope, finish, not_found_error, ok, ApiError, ErrorCode, ErrorDetails, Failure,
 };
 use super::handlers::{claimed_rating, proposed_message, queued_message, CallerState};
+use super::joined::{joined_worlds, party_also_in, AlsoInBody};
 use super::rejection::rejected;
 use super::request::{
-    caller, check_method, claim, configured_world, invalid_field, json_body, latencies_for,
-    optional_json_body,
+    caller, check_method, claim, configured_world, invalid_field, json_body, optional_json_body,
 };
 use super::{path_parameter, Route};
 
@@ -41,6 +40,9 @@ struct CreatePartyBody {
     /// Worlds with attributes: the leader's client attributes.
     #[serde(default)]
     attributes: Option<Value>,
+    /// Other worlds of `worldType`'s queueGroup the party queues in too.
+    #[serde(default)]
+    also_in: Option<Vec<AlsoInBody>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -55,6 +57,10 @@ struct JoinPartyBody {
     /// Worlds with attributes: the player's client attributes.
     #[serde(default)]
     attributes: Option<Value>,
+    /// A party queuing in several worlds: the player's attributes in some
+    /// of the others.
+    #[serde(default)]
+    also_in: Option<Vec<AlsoInBody>>,
 }
 
 /// `data` of a cancelled party.
@@ -72,14 +78,15 @@ fn ticket_data(data: Option<&Value>) -> Result<Option<TicketData>, Failure> {
         .map_err(|e| invalid_field("data", e))?)
 }
 
-/// The caller's verified rating claim, for a rated world.
+/// The caller's verified rating claim, for `rated`, the first rated world
+/// joined (none: no claim is read).
 fn rating_claim(
     store: &MatchStore,
-    world: &World,
+    rated: Option<&World>,
     req: &Request,
 ) -> Result<Option<Rating>, Failure> {
-    match (world.rating(), &store.settings().ratings.claim) {
-        (Some(_), Some(name)) => claimed_rating(store, world, claim(req, name)),
+    match (rated, &store.settings().ratings.claim) {
+        (Some(world), Some(name)) => claimed_rating(store, world, claim(req, name)),
         _ => Ok(None),
     }
 }
@@ -131,15 +138,21 @@ async fn create_party_inner(store: &MatchStore, req: &Request) -> Result<Respons
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| invalid_field("members", e))?;
     let data = ticket_data(body.data.as_ref())?;
-    let claimed = rating_claim(store, world, req)?;
-    let latencies = latencies_for(world, body.latencies.as_ref())?;
-    let attributes = attributes_for(store, world, body.attributes.as_ref())?;
+    let joined = joined_worlds(
+        store,
+        world,
+        body.latencies.as_ref(),
+        body.attributes.as_ref(),
+        body.also_in.as_deref().unwrap_or_default(),
+    )?;
+    let claimed = rating_claim(store, joined.rated(world), req)?;
+    let also = joined.also_joined();
     let input = JoinInput {
         data: data.as_ref(),
         claimed,
-        latencies: latencies.as_ref(),
-        attributes: attributes.as_deref(),
-        also: &[],
+        latencies: joined.latencies.as_ref(),
+        attributes: joined.attributes.as_deref(),
+        also: &also,
     };
     let outcome = match use_cases::create_party(store, world, &leader, &members, &input).await? {
         Ok(outcome) => outcome,
@@ -200,20 +213,39 @@ async fn join_party_inner<P: Pusher>(
     tracing::Span::current().record("player", player.as_str());
     let id = party_id(req)?;
     tracing::Span::current().record("party", id.as_str());
-    let body: JoinPartyBody = optional_json_body(req)?;
+    let mut body: JoinPartyBody = optional_json_body(req)?;
     let world = party_world(store, &id)?;
     let data = ticket_data(body.data.as_ref())?;
-    let claimed = rating_claim(store, world, req)?;
-    let latencies = latencies_for(world, body.latencies.as_ref())?;
-    let attributes = attributes_for(store, world, body.attributes.as_ref())?;
+    let mut also_in = body.also_in.take().unwrap_or_default();
+    if world.queue_group.is_some() {
+        // The party may queue in other worlds of the group: the member is
+        // admitted by each, so the call describes them all, in its order.
+        let Some(worlds) = store.party_other_worlds(&id).await? else {
+            return Err(party_not_found(&id));
+        };
+        also_in = party_also_in(&worlds, also_in)?;
+    }
+    let joined = joined_worlds(
+        store,
+        world,
+        body.latencies.as_ref(),
+        body.attributes.as_ref(),
+        &also_in,
+    )?;
+    let claimed = rating_claim(store, joined.rated(world), req)?;
+    let also = joined.also_joined();
     let input = JoinInput {
         data: data.as_ref(),
         claimed,
-        latencies: latencies.as_ref(),
-        attributes: attributes.as_deref(),
-        also: &[],
+        latencies: joined.latencies.as_ref(),
+        attributes: joined.attributes.as_deref(),
+        also: &also,
     };
-    match use_cases::join_party(store, pusher, world, &id, &player, &input).await? {
+    let outcome = use_cases::join_party(store, pusher, world, &id, &player, &input).await?;
+    match outcome {
+        PartyJoinOutcome::OtherWorlds(worlds) => Err(Failure::Internal(
+            format!("party {id}: its worlds ({worlds:?}) are not those read before").into(),
+        )),
         PartyJoinOutcome::Joined(party) | PartyJoinOutcome::AlreadyJoined(party) => Ok(ok(
             &format!(
                 "in party {}; waiting for {} more",
