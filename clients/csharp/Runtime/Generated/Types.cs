@@ -706,6 +706,16 @@ namespace Matchmaking.Client
         /// </summary>
         [JsonField("attributes", "object", false)]
         public IDictionary<string, object> Attributes { get { return Get("attributes", Codecs.Map(Codecs.Any)); } set { Set("attributes", value, Codecs.Map(Codecs.Any)); } }
+        /// <summary>
+        /// more worlds of `worldType`'s `queueGroup` the party queues in
+        /// (docs/rules.md, "Several worlds per ticket"): the leader, and
+        /// every member who joins, is admitted by each, the party fits
+        /// each world's `maxPartySize`, and its one ticket keeps one place
+        /// in each; the first match in any of them takes it from all.
+        /// Errors as for the join's `alsoIn`
+        /// </summary>
+        [JsonField("alsoIn", "array", false)]
+        public IList<AlsoIn> AlsoIn { get { return Get("alsoIn", Codecs.List(Codecs.Model<AlsoIn>())); } set { Set("alsoIn", value, Codecs.List(Codecs.Model<AlsoIn>())); } }
     }
 
     /// <summary>
@@ -984,7 +994,7 @@ namespace Matchmaking.Client
     }
 
     /// <summary>
-    /// 400, `alsoIn` names a world twice (or the joined one), or one outside the joined world's `queueGroup`
+    /// 400, `alsoIn` names a world twice (or the joined one), or one outside the joined world's `queueGroup`; in a party join, a world the party does not queue in
     /// </summary>
     [SpecSchema("openapi:#/components/schemas/InvalidWorldsError")]
     public partial class InvalidWorldsError : JsonModel
@@ -1030,6 +1040,15 @@ namespace Matchmaking.Client
         /// </summary>
         [JsonField("attributes", "object", false)]
         public IDictionary<string, object> Attributes { get { return Get("attributes", Codecs.Map(Codecs.Any)); } set { Set("attributes", value, Codecs.Map(Codecs.Any)); } }
+        /// <summary>
+        /// a party queuing in several worlds (its `alsoQueuedIn`): the
+        /// player's attributes in some of them (absent: `attributes`, where
+        /// the world takes attributes). A world the party does not queue
+        /// in is `400 INVALID_WORLDS`; one not configured
+        /// `404 UNKNOWN_WORLD`
+        /// </summary>
+        [JsonField("alsoIn", "array", false)]
+        public IList<AlsoIn> AlsoIn { get { return Get("alsoIn", Codecs.List(Codecs.Model<AlsoIn>())); } set { Set("alsoIn", value, Codecs.List(Codecs.Model<AlsoIn>())); } }
     }
 
     [SpecSchema("openapi:#/components/schemas/JoinRequest")]
@@ -1803,6 +1822,12 @@ namespace Matchmaking.Client
         /// </summary>
         [JsonField("members", "array", true)]
         public IList<PartyMember> Members { get { return Get("members", Codecs.List(Codecs.Model<PartyMember>())); } set { Set("members", value, Codecs.List(Codecs.Model<PartyMember>())); } }
+        /// <summary>
+        /// a party queuing in several worlds of a `queueGroup` (its
+        /// creation's `alsoIn`): the other worlds. Absent for one world
+        /// </summary>
+        [JsonField("alsoQueuedIn", "array", false)]
+        public IList<string> AlsoQueuedIn { get { return Get("alsoQueuedIn", Codecs.List(Codecs.String)); } set { Set("alsoQueuedIn", value, Codecs.List(Codecs.String)); } }
     }
 
     /// <summary>

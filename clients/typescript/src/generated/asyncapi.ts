@@ -194,6 +194,11 @@ export interface components {
             expiresAt: components["schemas"]["UnixMillis"];
             /** @description the leader first, then the invited in invitation order */
             members: components["schemas"]["PartyMember"][];
+            /**
+             * @description a party queuing in several worlds of a `queueGroup` (its
+             *     creation's `alsoIn`): the other worlds. Absent for one world
+             */
+            alsoQueuedIn?: components["schemas"]["WorldName"][];
         };
         PingMessage: {
             /** @constant */

@@ -896,6 +896,15 @@ export interface components {
              *     `400 INVALID_ATTRIBUTES`
              */
             attributes?: components["schemas"]["Attributes"] | null;
+            /**
+             * @description more worlds of `worldType`'s `queueGroup` the party queues in
+             *     (docs/rules.md, "Several worlds per ticket"): the leader, and
+             *     every member who joins, is admitted by each, the party fits
+             *     each world's `maxPartySize`, and its one ticket keeps one place
+             *     in each; the first match in any of them takes it from all.
+             *     Errors as for the join's `alsoIn`
+             */
+            alsoIn?: components["schemas"]["AlsoIn"][];
         };
         JoinPartyRequest: {
             /** @description the joining player's optional ticket data; `null` means none */
@@ -919,6 +928,14 @@ export interface components {
              *     `400 INVALID_ATTRIBUTES`
              */
             attributes?: components["schemas"]["Attributes"] | null;
+            /**
+             * @description a party queuing in several worlds (its `alsoQueuedIn`): the
+             *     player's attributes in some of them (absent: `attributes`, where
+             *     the world takes attributes). A world the party does not queue
+             *     in is `400 INVALID_WORLDS`; one not configured
+             *     `404 UNKNOWN_WORLD`
+             */
+            alsoIn?: components["schemas"]["AlsoIn"][];
         };
         AssignmentRequest: {
             connection: components["schemas"]["Connection"];
@@ -1222,6 +1239,11 @@ export interface components {
             expiresAt: components["schemas"]["UnixMillis"];
             /** @description the leader first, then the invited in invitation order */
             members: components["schemas"]["PartyMember"][];
+            /**
+             * @description a party queuing in several worlds of a `queueGroup` (its
+             *     creation's `alsoIn`): the other worlds. Absent for one world
+             */
+            alsoQueuedIn?: components["schemas"]["WorldName"][];
         };
         /** @description a pending match proposal (a ready check) */
         ProposalView: {
@@ -1516,7 +1538,7 @@ export interface components {
             /** @description the JSON Pointer (RFC 6901) of the duplicate key's second occurrence, e.g. `/latencies/eu` */
             path?: string;
         };
-        /** @description 400, `alsoIn` names a world twice (or the joined one), or one outside the joined world's `queueGroup` */
+        /** @description 400, `alsoIn` names a world twice (or the joined one), or one outside the joined world's `queueGroup`; in a party join, a world the party does not queue in */
         InvalidWorldsError: {
             /** @constant */
             error: "INVALID_WORLDS";
@@ -2969,7 +2991,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description malformed request, no other member or too many, bad latencies or attributes, or an unusable rating */
+            /** @description malformed request, no other member or too many, bad latencies or attributes, worlds of `alsoIn` that cannot share the party's ticket, or an unusable rating */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2979,7 +3001,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "400";
                         msg: string;
-                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidPartyError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"] | components["schemas"]["InvalidAttributesError"];
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidPartyError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"] | components["schemas"]["InvalidAttributesError"] | components["schemas"]["InvalidWorldsError"];
                     };
                 };
             };
@@ -3050,7 +3072,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description malformed request or party id, bad ticket data, latencies or attributes, or an unusable rating */
+            /** @description malformed request or party id, bad ticket data, latencies or attributes, a world in `alsoIn` the party does not queue in, or an unusable rating */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3060,12 +3082,12 @@ export interface operations {
                         /** @constant */
                         resultCode: "400";
                         msg: string;
-                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"] | components["schemas"]["InvalidAttributesError"];
+                        data: components["schemas"]["InvalidRequestError"] | components["schemas"]["InvalidRatingError"] | components["schemas"]["InvalidLatenciesError"] | components["schemas"]["InvalidAttributesError"] | components["schemas"]["InvalidWorldsError"];
                     };
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description no such party the caller is invited to; or (API Gateway) the path matches no route */
+            /** @description no such party the caller is invited to, or a world of `alsoIn` is not configured; or (API Gateway) the path matches no route */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3075,7 +3097,7 @@ export interface operations {
                         /** @constant */
                         resultCode: "404";
                         msg: string;
-                        data: components["schemas"]["PartyNotFoundError"];
+                        data: components["schemas"]["PartyNotFoundError"] | components["schemas"]["UnknownWorldError"];
                     };
                 };
             };
