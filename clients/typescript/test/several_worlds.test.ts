@@ -56,3 +56,37 @@ test("a world outside the group is refused and nothing is queued", async () => {
   );
   assert.deepEqual(await client("lone").myStatus(), { status: "IDLE" });
 });
+
+test("a party in two worlds shows them, and the first match takes it from both", async () => {
+  const casualBefore = (await client("c9").join({ worldType: "casual" })) as { queueSize: number };
+  await client("c9").leave({ worldType: "casual" });
+  const created = await client("lead").createParty({
+    worldType: "ranked",
+    members: ["mate"],
+    alsoIn: [{ worldType: "casual" }],
+  });
+  assert.equal(created.status, "PARTY", JSON.stringify(created));
+  const party = (created as { party: { partyId: string; alsoQueuedIn?: string[] } }).party;
+  assert.deepEqual(party.alsoQueuedIn, ["casual"]);
+  // The party fills ranked (2 players) at once, so it plays there.
+  const joined = await client("mate").joinParty(party.partyId);
+  assert.equal(joined.status, "MATCHED", JSON.stringify(joined));
+  const match = (joined as { match: MatchRecord }).match;
+  assert.equal(match.worldType, "ranked");
+  assert.deepEqual([...match.participants].sort(), ["lead", "mate"]);
+  // Not in casual any more: its queue is as it was.
+  const again = await client("c9").join({ worldType: "casual" });
+  assert.equal(again.status, "QUEUED", JSON.stringify(again));
+  assert.equal((again as { queueSize: number }).queueSize, casualBefore.queueSize, JSON.stringify(again));
+});
+
+test("a party join naming a world the party does not queue in is refused", async () => {
+  const created = await client("lead2").createParty({ worldType: "casual", members: ["mate2"] });
+  const partyId = (created as { party: { partyId: string } }).party.partyId;
+  await assert.rejects(client("mate2").joinParty(partyId, { alsoIn: [{ worldType: "ranked" }] }), (e: unknown) => {
+    assert.ok(isMatchmakingError(e, "INVALID_WORLDS"), String(e));
+    return true;
+  });
+  const status = await client("mate2").myStatus();
+  assert.equal(status.status, "IDLE", JSON.stringify(status));
+});
