@@ -3,7 +3,9 @@
 // past the presence timeout), reconnects with exponential backoff while the
 // server is gone and a fresh token once it is back, events delivered on
 // the caller's thread (a queue drained by the caller, a
-// SynchronizationContext), and a ticket's expiry (TICKET_EXPIRED).
+// SynchronizationContext), a ticket's expiry (TICKET_EXPIRED), and one
+// ticket in several worlds (alsoIn: QUEUED with alsoQueuedIn, matched in the
+// other world).
 using System;
 using System.Collections.Generic;
 using System.Linq;
@@ -173,6 +175,34 @@ namespace Matchmaking.Client.Tests
                     var expired = rec.Next<TicketExpiredMessage>(m => m.WorldType == "world1", TimeSpan.FromSeconds(20));
                     Assert.AreEqual("world1", expired.WorldType);
                     Assert.AreEqual("IDLE", Sync.Run(stack.Client("max").MyStatusAsync()).Status);
+                }
+                finally
+                {
+                    rec.Connection.Close();
+                }
+            }
+        }
+
+        [Test]
+        public void OneTicketInSeveralWorldsIsMatchedInTheFirst()
+        {
+            var rules = @"{ ""worlds"": [
+                { ""name"": ""casual"", ""teamSize"": 2, ""queueGroup"": ""g"" },
+                { ""name"": ""ranked"", ""teamSize"": 2, ""queueGroup"": ""g"" } ] }";
+            using (var stack = Stack.Start(new Dictionary<string, string> { { "MM_RULES", rules } }))
+            {
+                var rec = new Recorder(stack.Connection("nia"));
+                try
+                {
+                    Sync.Run(rec.Connection.ConnectAsync());
+                    var joined = Sync.Run(stack.Client("nia").JoinAsync(new JoinRequest { WorldType = "casual", AlsoIn = new[] { new AlsoIn { WorldType = "ranked" } } }));
+                    CollectionAssert.AreEqual(new[] { "ranked" }, joined.Queued.AlsoQueuedIn);
+                    CollectionAssert.AreEqual(new[] { "ranked" }, rec.Next<QueuedMessage>(m => m.WorldType == "casual").AlsoQueuedIn);
+                    // A player of the second world completes a match there: it takes nia's ticket from both.
+                    var matched = Sync.Run(stack.Client("oto").JoinAsync(new JoinRequest { WorldType = "ranked" }));
+                    Assert.AreEqual("MATCHED", matched.Status, matched.ToJson());
+                    Assert.AreEqual("ranked", rec.Next<MatchFoundMessage>().WorldType);
+                    Assert.AreEqual(0, Sync.Run(stack.Client("nia").QueueStatusAsync("casual")).Waiting);
                 }
                 finally
                 {
