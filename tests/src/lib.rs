@@ -792,6 +792,7 @@ pub async fn assert_consistent_on(
     pipe.cmd("HGETALL").arg(k.conns());
     pipe.cmd("ZRANGE").arg(k.conn_expiry()).arg(0).arg(-1);
     pipe.cmd("HGETALL").arg(k.player_conns());
+    pipe.cmd("HGETALL").arg(k.match_lifecycle());
     type Scored = Vec<(String, f64)>;
     let mut values: Vec<redis::Value> = pipe.query_async(&mut conn).await.expect("atomic snapshot");
     let mut next = || values.remove(0);
@@ -831,6 +832,8 @@ pub async fn assert_consistent_on(
     let conn_expiry: Vec<String> = redis::from_redis_value(next()).expect("conn-expiry");
     let player_conns: HashMap<String, String> =
         redis::from_redis_value(next()).expect("player-conns");
+    let lifecycles: HashMap<String, String> =
+        redis::from_redis_value(next()).expect("match-lifecycle");
     let states: HashMap<&String, shared::PlayerState> = players
         .iter()
         .map(|(p, v)| {
@@ -939,8 +942,16 @@ pub async fn assert_consistent_on(
             .matches
             .get(id)
             .unwrap_or_else(|| panic!("{p} points at match {id}, which is not stored"));
+        // A player a backfill seated is in the match's lifecycle additions.
+        let added = lifecycles.get(id).is_some_and(|raw| {
+            shared::MatchLifecycle::parse(raw)
+                .unwrap_or_else(|e| panic!("lifecycle of {id}: {e}"))
+                .additions
+                .iter()
+                .any(|a| a.players.iter().any(|x| x == p))
+        });
         assert!(
-            record.participants.iter().any(|x| x == p),
+            added || record.participants.iter().any(|x| x == p),
             "{p} points at {id} without being in it"
         );
     }

@@ -389,6 +389,8 @@ pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
     let mut records: Vec<MatchRecord> = Vec::new();
     // Party members, each to the other.
     let mut mates: BTreeMap<String, String> = BTreeMap::new();
+    // Running 2 v 2 matches of w3 that asked for a player: their players.
+    let mut backfills: BTreeMap<shared::MatchId, Vec<PlayerId>> = BTreeMap::new();
     let none = json!({});
     for i in 0..240 {
         let p = format!("p{i}");
@@ -428,6 +430,24 @@ pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
         if i % 20 == 19 {
             answer_proposals(&store, &joined, &mut rng, &mut declined, &mut records).await;
         }
+        if i % 30 == 29 {
+            // A player of a running w3 match leaves: its server asks for one
+            // more, whom a join or a matcher seats.
+            let running = records
+                .iter()
+                .find(|r| r.world_type.as_str() == "w3" && !backfills.contains_key(&r.match_id));
+            if let Some(r) = running {
+                super::roles::assign(&store, r).await;
+                let teams = super::roles::staying(r, r.participants[0].as_str());
+                let asked = store
+                    .request_backfill(&r.match_id, &teams, None)
+                    .await
+                    .expect("backfill");
+                if matches!(asked, shared::store::BackfillOutcome::Open { .. }) {
+                    backfills.insert(r.match_id.clone(), r.participants.clone());
+                }
+            }
+        }
     }
     stop.store(true, Ordering::Relaxed);
     for m in matchers {
@@ -447,8 +467,26 @@ pub async fn racing_matchers_never_match_a_shared_ticket_twice(env: &Env) {
     );
     // A member who left or declined took the party with them.
     let gone = |p: &String| left.contains(p) || declined.contains(p);
+    // Players a backfill seated: never also in a match formed from the
+    // queues (one unfinished match each).
+    let mut seated = BTreeSet::new();
     for p in &joined {
-        if seen.contains(p) || gone(p) || mates.get(p).is_some_and(gone) {
+        if let PlayerStatus::Matched(m) = store.player_status(&player(p)).await.expect("status") {
+            let Some(original) = backfills.get(&m.record.match_id) else {
+                continue;
+            };
+            if !original.iter().any(|o| o.as_str() == p) {
+                assert!(!seen.contains(p), "{p} seated by a backfill and matched");
+                seated.insert(p.clone());
+            }
+        }
+    }
+    assert!(
+        !seated.is_empty(),
+        "a backfill seated someone: {backfills:?}"
+    );
+    for p in &joined {
+        if seen.contains(p) || seated.contains(p) || gone(p) || mates.get(p).is_some_and(gone) {
             continue;
         }
         let status = store.player_status(&player(p)).await.expect("status");
