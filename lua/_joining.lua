@@ -1,8 +1,11 @@
--- _joining.lua: what a join does in each world it files a ticket in (one,
--- or several of a queueGroup): file the ticket, then try to match it at
--- once. join.lua runs these once per world joined; they live here, not in
--- the operation, so a join makes no closures, and the ticket's fields are
--- arguments, not table fields (a join's tables stay small: docs/benchmark.md).
+-- _joining.lua: what a join does in each world of a queueGroup it files a
+-- ticket in beside the first: file the ticket, then try to match it at
+-- once. join.lua runs these once per other world; it joins the first world
+-- itself, with the same writes in the same order, its state in locals (the
+-- join into one world is the hot path: docs/benchmark.md row 10), so a
+-- change here is a change there too. They live here, not in the
+-- operation, so a join makes no closures, and the ticket's fields are
+-- arguments, not table fields.
 --
 -- c: the world's context { k, world, now, cfg, world_of, stats, size (the
 -- queue's size before the join), rating, shown (its text), lat, attrs,

@@ -74,13 +74,13 @@ if args.attributes ~= '' then
 end
 local world = worlds[1]
 local now = now_ms()
--- The first world's context (see _joining.lua): every field is named here,
--- so the table is sized once (growing it field by field would rehash it on
--- every join).
-local ctx = {
-  k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes, lat = lat,
-  stats = false, size = 0, rating = false, shown = '', attrs = '', attempt = false,
-}
+-- The first world is joined here, its state in locals and its context
+-- holding only what the library reads (the hot path: a join into one
+-- world, which costs what it did before tickets could wait in several;
+-- docs/benchmark.md row 10). The other worlds go through _joining.lua,
+-- which does for each what this file does for the first (a change to one
+-- is a change to both).
+local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, attributes = args.attributes }
 -- The other worlds joined with the first (nil for none): their contexts.
 local also = nil
 if #rest > 0 then
@@ -110,11 +110,11 @@ if #rest > 0 then
   end
 end
 
-ctx.stats = world_stats(k.stats)
-ctx.size = redis.call('ZCARD', k.queue)
-local refusal, expired, _
-refusal, ctx.rating, ctx.shown, expired, ctx.attrs = Admission.admit(ctx, player, lat, claimed, ctx.size)
+local stats = world_stats(k.stats)
+local size = redis.call('ZCARD', k.queue)
+local refusal, rating, shown, expired, attrs = Admission.admit(ctx, player, lat, claimed, size)
 if refusal then return refusal end
+shown = shown or ''
 local field = world
 if also then
   for _, a in ipairs(also) do
@@ -131,7 +131,7 @@ if expired then
   -- Past its deadline but not swept yet: it expires now, as the sweep would.
   Tickets.remove_tickets({ k = expired.k, world = expired.world, now = now, world_of = world_of }, { player }, 'X')
   -- A shared ticket left every world it waited in: count the queues again.
-  ctx.size = redis.call('ZCARD', k.queue)
+  size = redis.call('ZCARD', k.queue)
   if also then
     for _, a in ipairs(also) do a.size = redis.call('ZCARD', a.k.queue) end
   end
@@ -139,21 +139,119 @@ end
 local seq = redis.call('INCR', k.ticket_seq)
 local seq_text, deadline_text = Players.int_text(seq), Players.int_text(now + cfg.ticket_ttl)
 
-Joining.file_ticket(ctx, player, data, seq_text, deadline_text)
+-- The ticket is filed in the first world as Joining.file_ticket files it
+-- in the others (the same writes, in the same order). Parties (tickets of
+-- several seats) and teams need the general matching.
+local rules, seats, teams = cfg.rules, cfg.seats, cfg.teams
+local general = teams > 1 or cfg.accept ~= nil or stats.parties > 0
+local attempt = cfg.instant and (general or size + 1 >= seats)
+redis.call('ZADD', k.queue, seq_text, player)
+-- A shared ticket lives as long as the first world's tickets do.
+redis.call('ZADD', k.deadlines, deadline_text, player)
+Players.set_ticket_data(ctx, player, data)
+if rules then redis.call('ZADD', k.ratings, shown, Players.rating_member(seq, player)) end
+if cfg.regions then Regions.add_regional(ctx, player, seq, lat, rating) end
+if cfg.attributes then RuleIndex.add(ctx, player, attrs, seq) end
+-- The matcher sleeps only with every queue empty, and every script that
+-- files a ticket wakes it: a ticket waiting here means it is awake.
+if size == 0 then wake_matcher() end
+-- An attempt that fails schedules the anchor itself (retry_later).
+if cfg.anchored and not attempt then
+  redis.call('ZADD', k.due, Rated.next_due(cfg, now), player)
+end
 redis.call('HSET', k.players, player, Players.ticket_of_texts(field, seq_text, Players.int_text(now), deadline_text))
 if also then
   for _, a in ipairs(also) do Joining.file_ticket(a, player, data, seq_text, deadline_text) end
 end
 
+-- The first world's attempt, as Joining.try_world makes it in the others.
 local claim = args.claim == '1'
-local reply, changed = Joining.try_world(ctx, player, data, seq, claim)
-if reply then return reply end
+-- Whether the queue changed but for the join (a sweep, others matched).
+local changed = false
+-- Open backfills take a joiner that fits before any new match forms.
+if cfg.instant and stats.backfills > 0 then
+  local joiner = {
+    ticket = player, size = 1, players = { player }, data = { data }, lat = lat,
+    ratings = rating and { rating } or nil, sum = rating or 0, rating = rating,
+    attrs_text = attrs, attrs = cfg.attributes and MatchRules.decode_stored(attrs, cfg.attributes.by_name),
+  }
+  local entry, match_id = Backfill.backfill_joiner(ctx, joiner)
+  if entry == '' then
+    -- A ready check: the seat is held by a proposal to the player.
+    local p = Proposals.proposal_of(k, Players.player_state(redis.call('HGET', k.players, player)))
+    if p then return { 'PROPOSED', Proposals.proposal_view(p) } end
+  elseif entry then
+    local reply = {
+      'BACKFILLED', redis.call('HGET', k.matches, match_id), Lifecycle.encode_lifecycle(Lifecycle.load_lifecycle(k, match_id)),
+    }
+    if claim then
+      Outbox.claim_entries(k, { entry }, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, 3)
+    end
+    return reply
+  end
+end
+if attempt then
+  local records, ids, still_queued = {}, {}, true
+  local unchanged = false
+  if cfg.anchored then
+    -- One attempt with the joiner as the anchor (window: the base), unless
+    -- too few tickets lie in its window to fill the match at all.
+    local items = nil
+    local more_expired = false
+    local fits = cfg.regions or not rules
+      or Rated.rated_may_match(ctx, rating, 0, seats - 1, stats.parties > 0 and seats / teams or 1)
+    if fits then
+      local _
+      _, more_expired = Tickets.sweep_expired(ctx, Matching.MATCH_SWEEP_LIMIT)
+    end
+    if not fits or more_expired then
+      Rated.retry_later(ctx, player)
+      unchanged = not fits and stats.backfills == 0
+    else
+      items = Rated.anchored_attempt(ctx, player, {
+        seq = seq, rating = rating, joined = now, data = data, lat = lat, attrs = attrs,
+      })
+      if items then
+        records, ids = Rated.record_rated(ctx, { items })
+      end
+    end
+    if items and (teams > 1 or cfg.accept) then
+      -- Packed teams and proposals are recorded by the general path.
+      still_queued = Players.waiting_ticket(k, player) ~= nil
+    else
+      -- The joiner passed the presence check: only a match takes its ticket.
+      still_queued = items == nil
+    end
+  else
+    records, ids = Fifo.form_matches(ctx, {
+      max_groups = 0, scan = Fifo.INSTANT_SCAN * seats, only = player, parties_queued = stats.parties,
+    })
+    still_queued = Players.waiting_ticket(k, player) ~= nil
+  end
+  if not still_queued and cfg.accept then
+    local p = Proposals.proposal_of(k, Players.player_state(redis.call('HGET', k.players, player)))
+    if p then return { 'PROPOSED', Proposals.proposal_view(p) } end
+  end
+  if not still_queued then
+    local reply = { 'MATCHED', world, redis.call('ZCARD', k.queue), shown, #records }
+    local n = 5
+    for _, r in ipairs(records) do
+      n = n + 1
+      reply[n] = r
+    end
+    if claim then
+      Outbox.claim_entries(k, ids, { now = now, lease = cfg.claim.lease, young = cfg.claim.young }, reply, n)
+    end
+    return reply
+  end
+  changed = not unchanged and (#records > 0 or size + 1 ~= redis.call('ZCARD', k.queue))
+end
 if also then
   -- The shared ticket is tried in each world in turn; whichever forms a
   -- match first takes it from all. Position and size are read back in the
   -- first world (matches elsewhere may have taken tickets from it).
   for _, a in ipairs(also) do
-    reply = Joining.try_world(a, player, data, seq, claim)
+    local reply = Joining.try_world(a, player, data, seq, claim)
     if reply then return reply end
   end
   changed = true
@@ -166,8 +264,8 @@ if changed then
   local wp, ws = wait_stats(k.stats, now, cfg.window)
   return {
     'QUEUED', world, redis.call('ZRANK', k.queue, player) + 1, redis.call('ZCARD', k.queue), wp, ws,
-    ctx.shown, conns, others,
+    shown, conns, others,
   }
 end
-local wp, ws = wait_estimate(ctx.stats, now, cfg.window)
-return { 'QUEUED', world, ctx.size + 1, ctx.size + 1, wp, ws, ctx.shown, conns, others }
+local wp, ws = wait_estimate(stats, now, cfg.window)
+return { 'QUEUED', world, size + 1, size + 1, wp, ws, shown, conns, others }
