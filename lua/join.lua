@@ -84,30 +84,10 @@ local ctx = { k = k, world = world, now = now, cfg = cfg, world_of = world_of, a
 -- The other worlds joined with the first (nil for none): their contexts.
 local also = nil
 if #rest > 0 then
-  local n = #rest / 2
-  if #rest % 2 ~= 0 or n >= #worlds then return fail('also must be a configuration and attributes per world') end
-  if not cfg.group then return fail('only worlds of a queueGroup are joined together') end
-  also = {}
-  for i = 1, n do
-    local c, bad = Config.world_config(rest[2 * i - 1])
-    if not c then return fail(bad) end
-    local name, text = worlds[i + 1], rest[2 * i]
-    local in_group = false
-    for _, w in ipairs(cfg.group) do
-      if w == name then in_group = true end
-    end
-    if not in_group then return fail('world ' .. name .. ' is not in the queueGroup of ' .. world) end
-    for j = 1, i do
-      if worlds[j] == name then return fail('world ' .. name .. ' joined twice') end
-    end
-    local l, bad_l = Regions.joining_latencies(c, c.regions and args.latencies or '')
-    if bad_l then return fail(bad_l) end
-    if text ~= '' then
-      bad = MatchRules.bad_argument(c, text)
-      if bad then return fail(bad) end
-    end
-    also[i] = { k = world_keys(i + 1), world = name, now = now, cfg = c, world_of = world_of, attributes = text, lat = l }
-  end
+  if #rest % 2 ~= 0 then return fail('also must be a configuration and attributes per world') end
+  local bad_also
+  also, bad_also = Admission.other_worlds(ctx, worlds, rest, #rest / 2, args.latencies)
+  if bad_also then return fail(bad_also) end
 end
 
 local stats = world_stats(k.stats)
