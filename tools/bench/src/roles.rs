@@ -222,8 +222,11 @@ async fn measure(url: &str, report: &mut Report, small: usize, big: usize, reps:
         }
         check_match(p, m)
     })
-    .await?;
-    let plain = matcher_calls(&mut conn, &q.store, &q.world, reps, |m| check_match(q, m)).await?;
+    .await
+    .map_err(|e| format!("13b: {e}"))?;
+    let plain = matcher_calls(&mut conn, &q.store, &q.world, reps, |m| check_match(q, m))
+        .await
+        .map_err(|e| format!("13c: {e}"))?;
     report.check(
         &format!(
             "13b. role-queue matcher with block lists: one call (50 anchors) with {} waiting, inside Redis \

@@ -161,6 +161,41 @@ pub async fn interleaved_join_cost(
     Ok((s, l, ratio))
 }
 
+/// Waits until the oldest of `world`'s anchors is due (a join that did not
+/// try its ticket makes it due `retryMs` x 0.8 later; a world matched
+/// around anchors tries none before): a small population filled faster
+/// than that would otherwise give the matcher nothing to do. Polls the
+/// server's clock, at most 10 s; a world without anchors returns at once.
+async fn until_anchors_due(
+    conn: &mut MultiplexedConnection,
+    store: &MatchStore,
+    world: &World,
+) -> Res<()> {
+    let due = store.keys().world(&world.name).due;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let first: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(&due)
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES")
+            .query_async(conn)
+            .await
+            .ctx("the first anchor")?;
+        let Some((_, at)) = first.first() else {
+            return Ok(());
+        };
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(conn).await.ctx("TIME")?;
+        if *at <= (secs * 1000 + micros / 1000) as f64 {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("no anchor of {} due within 10 s", world.name));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// `reps` matcher calls in a row (rows 7b and 11b): the time inside Redis,
 /// the matches formed and the client's time per call, and the first
 /// call's command breakdown.
@@ -182,6 +217,7 @@ pub async fn matcher_calls(
 ) -> Res<MatcherCalls> {
     let (mut inside, mut formed, mut client) = (Vec::new(), Vec::new(), Vec::new());
     let mut breakdown = String::new();
+    until_anchors_due(conn, store, world).await?;
     for rep in 0..reps {
         let before = commandstats(conn).await?;
         let t = std::time::Instant::now();
@@ -190,7 +226,10 @@ pub async fn matcher_calls(
         let after = commandstats(conn).await?;
         let (_, us) = calls_between(&before, &after, SCRIPT_CALLS);
         if batch.matches.is_empty() {
-            return Err("no match formed in a world of a million waiting".into());
+            return Err(format!(
+                "no match formed in a world of a million waiting (queue {}, expired {}, removed {}, more due {})",
+                batch.queue_size, batch.expired, batch.removed, batch.more_due
+            ));
         }
         for m in &batch.matches {
             check(m)?;
