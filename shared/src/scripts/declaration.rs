@@ -85,9 +85,12 @@ impl Declaration {
             );
         }
         if self.rest.is_some() {
+            // Refilled on every call, as WORLDS is: a join makes no table
+            // for its (usually empty) rest.
             out.push_str(
-                "local rest = {}\n\
-                 for i = FIXED_ARGS + world_count + 1, #ARGV do rest[#rest + 1] = ARGV[i] end\n",
+                "local rest, rest_n = REST, 0\n\
+                 for i = FIXED_ARGS + world_count + 1, #ARGV do\n  rest_n = rest_n + 1\n  rest[rest_n] = ARGV[i]\nend\n\
+                 for i = rest_n + 1, #rest do rest[i] = nil end\n",
             );
         } else {
             out.push_str(

@@ -209,7 +209,7 @@ fn operation_chunk(d: &Declaration) -> String {
         "local entry = run\n"
     };
     format!(
-        "{}local ARGS\nlocal function run(KEYS, ARGV)\n{}{}\nend\n{entry}",
+        "{}local ARGS, REST = nil, {{}}\nlocal function run(KEYS, ARGV)\n{}{}\nend\n{entry}",
         d.accessors(),
         d.prelude(),
         own_source(d.file)
