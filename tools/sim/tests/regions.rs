@@ -184,7 +184,7 @@ async fn the_regions_scenario_accounts_for_everyone_and_respects_the_cap() {
         );
     }
     // A world that ignores latency mixes the clusters.
-    let ignored = regional::overall(&scenario, &outcome.runs[2], CAP);
+    let ignored = regional::overall(&scenario, &outcome.runs[2]);
     assert!(ignored.mixed > 0, "{ignored:?}");
 
     // The comparisons: (R1), (R2) for both smallest clusters, (R3) per

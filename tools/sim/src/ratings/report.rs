@@ -24,6 +24,64 @@ pub fn mae_at(curve: &[(f64, f64)], games: f64) -> Option<f64> {
         .map(|(_, m)| *m)
 }
 
+/// (Q1) of one lane, the one definition: the MAE between the rating
+/// matching uses and the true skill over the whole population, at the
+/// first checkpoint at or after `games` per player on average, against its
+/// value at 0 games ([`mae_at`] of the lane's curve).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MaeRatio {
+    pub start: f64,
+    pub end: f64,
+    pub ratio: f64,
+    /// `ratio <= MAE_VS_START`.
+    pub pass: bool,
+}
+
+/// (Q1); `None` when the curve lacks either end or starts at 0.
+pub fn q1(lane: &LaneResult, games: f64) -> Option<MaeRatio> {
+    let (start, end) = (mae_at(&lane.curve, 0.0)?, mae_at(&lane.curve, games)?);
+    (start > 0.0).then(|| {
+        let ratio = end / start;
+        MaeRatio {
+            start,
+            end,
+            ratio,
+            pass: ratio <= MAE_VS_START,
+        }
+    })
+}
+
+/// (Q2)'s statistic of one lane: the true-skill spread (highest minus
+/// lowest true skill) of the matches formed in [`end_window`]`(games)`.
+pub fn end_spread(lane: &LaneResult, games: f64) -> Option<Dist> {
+    quality(&formed_within(&lane.matches, end_window(games))).spread
+}
+
+/// (Q2) of a rule set, the one definition: the mean [`end_spread`] with
+/// updates against the same world's with ratings known exactly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpreadRatio {
+    pub ours: Dist,
+    pub known: Dist,
+    pub ratio: f64,
+    /// `ratio <= SPREAD_VS_KNOWN`.
+    pub pass: bool,
+}
+
+/// (Q2); `None` without matches in the window or with a zero known spread.
+pub fn q2(updates: &LaneResult, known: &LaneResult, games: f64) -> Option<SpreadRatio> {
+    let (ours, known) = (end_spread(updates, games)?, end_spread(known, games)?);
+    (known.mean > 0.0).then(|| {
+        let ratio = ours.mean / known.mean;
+        SpreadRatio {
+            ours,
+            known,
+            ratio,
+            pass: ratio <= SPREAD_VS_KNOWN,
+        }
+    })
+}
+
 /// A number of games per player as the report prints it: one decimal at
 /// most (a sixth of 100 games is 16.7, not 16.666666666666668).
 fn games_label(v: f64) -> String {
@@ -104,66 +162,60 @@ pub fn criteria(lanes: &[LaneResult], games: f64) -> Vec<Check> {
             trim_float(games),
             MAE_VS_START * 100.0
         );
-        out.push(
-            match updates.map(|u| (mae_at(&u.curve, 0.0), mae_at(&u.curve, games))) {
-                Some((Some(start), Some(end))) if start > 0.0 => {
-                    let ratio = end / start;
-                    let none_end = none.and_then(|n| mae_at(&n.curve, games));
-                    check(
-                        "Q1",
-                        what,
-                        ratio <= MAE_VS_START,
-                        format!(
-                            "{:.1} → {:.1} ({:.1} %){}",
-                            start,
-                            end,
-                            ratio * 100.0,
-                            none_end
-                                .map_or_else(String::new, |n| format!("; without updates {n:.1}"))
-                        ),
-                    )
-                }
-                Some((Some(start), None)) => check(
+        let ends = updates.map(|u| {
+            let (start, end) = (mae_at(&u.curve, 0.0), mae_at(&u.curve, games));
+            (q1(u, games), start, end)
+        });
+        out.push(match ends {
+            Some((Some(q), _, _)) => {
+                let none_end = none.and_then(|n| mae_at(&n.curve, games));
+                check(
                     "Q1",
                     what,
-                    false,
+                    q.pass,
                     format!(
-                        "the run stopped before {} games per player (start {start:.1})",
-                        trim_float(games)
+                        "{:.1} → {:.1} ({:.1} %){}",
+                        q.start,
+                        q.end,
+                        q.ratio * 100.0,
+                        none_end.map_or_else(String::new, |n| format!("; without updates {n:.1}"))
                     ),
+                )
+            }
+            Some((None, Some(start), None)) => check(
+                "Q1",
+                what,
+                false,
+                format!(
+                    "the run stopped before {} games per player (start {start:.1})",
+                    trim_float(games)
                 ),
-                _ => check("Q1", what, false, "no run with updates".into()),
-            },
-        );
+            ),
+            _ => check("Q1", what, false, "no run with updates".into()),
+        });
         let what = format!(
             "mean spread of the last matches ≤ {} × with ratings known exactly",
             trim_float(SPREAD_VS_KNOWN)
         );
         let window = end_window(games);
-        let spread_of = |l: Option<&LaneResult>| {
-            l.and_then(|l| quality(&formed_within(&l.matches, window)).spread)
-        };
-        out.push(match (spread_of(updates), spread_of(known)) {
-            (Some(ours), Some(exact)) if exact.mean > 0.0 => {
-                let ratio = ours.mean / exact.mean;
-                check(
-                    "Q2",
-                    what,
-                    ratio <= SPREAD_VS_KNOWN,
-                    format!(
-                        "{:.1} vs {:.1} known: {:.2}× (matches formed at {}–{} games per player; {} and {}){}",
-                        ours.mean,
-                        exact.mean,
-                        ratio,
-                        games_label(window.0),
-                        games_label(window.1),
-                        ours.n,
-                        exact.n,
-                        spread_of(none)
-                            .map_or_else(String::new, |n| format!("; without updates {:.1}", n.mean))
-                    ),
-                )
-            }
+        out.push(match updates.zip(known).and_then(|(u, k)| q2(u, k, games)) {
+            Some(q) => check(
+                "Q2",
+                what,
+                q.pass,
+                format!(
+                    "{:.1} vs {:.1} known: {:.2}× (matches formed at {}–{} games per player; {} and {}){}",
+                    q.ours.mean,
+                    q.known.mean,
+                    q.ratio,
+                    games_label(window.0),
+                    games_label(window.1),
+                    q.ours.n,
+                    q.known.n,
+                    none.and_then(|n| end_spread(n, games))
+                        .map_or_else(String::new, |n| format!("; without updates {:.1}", n.mean))
+                ),
+            ),
             _ => check("Q2", what, false, "no matches in the window".into()),
         });
     }
@@ -307,6 +359,8 @@ pub fn render(ctx: &Context, outcome: &Outcome, checks: &[Check], images: bool) 
     for l in &outcome.lanes {
         let all = quality(&l.matches.iter().collect::<Vec<_>>());
         let end = quality(&formed_within(&l.matches, window));
+        // (Q2)'s statistic, from its one definition.
+        let spread_end = end_spread(l, ctx.games);
         let games: Vec<f64> = l.games.iter().map(|g| f64::from(*g)).collect();
         let wait = Dist::of(&l.waits);
         let _ = writeln!(
@@ -322,8 +376,8 @@ pub fn render(ctx: &Context, outcome: &Outcome, checks: &[Check], images: bool) 
             num(mae_at(&l.curve, 0.0), 1),
             num(mae_at(&l.curve, ctx.games), 1),
             num(all.spread.map(|d| d.mean), 1),
-            num(end.spread.map(|d| d.mean), 1),
-            num(end.spread.map(|d| d.p95), 1),
+            num(spread_end.map(|d| d.mean), 1),
+            num(spread_end.map(|d| d.p95), 1),
             num(end.team_difference.map(|d| d.mean), 1),
             num(end.rating_spread.map(|d| d.mean), 1),
         );

@@ -197,3 +197,73 @@ fn variants_switch_the_updates_off_and_the_shipped_rule_sets_qualify() {
         rated_world(&rs).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
     }
 }
+
+/// (Q1) and (Q2) have one definition each ([`q1`], [`q2`] over
+/// [`end_spread`]): the checks and the report's summary show what they
+/// compute, so a second computation of either fails here.
+#[test]
+fn the_report_shows_each_criterion_as_its_function_computes_it() {
+    let lanes = lanes(55.5, 133.3);
+    let checks = criteria(&lanes, 30.0);
+    let (updates, known) = (&lanes[0], &lanes[2]);
+    let q = q1(updates, 30.0).unwrap();
+    assert_eq!((q.start, q.end), (240.0, 55.5));
+    assert_eq!(q.pass, checks[0].pass);
+    assert!(checks[0].detail.starts_with(&format!(
+        "{:.1} → {:.1} ({:.1} %)",
+        q.start,
+        q.end,
+        q.ratio * 100.0
+    )));
+    let s = q2(updates, known, 30.0).unwrap();
+    assert_eq!((s.ours.mean, s.known.mean), (133.3, 100.0));
+    assert_eq!(s.pass, checks[1].pass);
+    assert!(checks[1].detail.starts_with(&format!(
+        "{:.1} vs {:.1} known: {:.2}×",
+        s.ours.mean, s.known.mean, s.ratio
+    )));
+    // The summary table's "MAE start", "MAE at target" and "spread mean
+    // (end)" columns of each lane.
+    let outcome = Outcome {
+        lanes: lanes.clone(),
+        population: Population::generate(10, 1500.0, 300.0, 1, (0.0, 3000.0)).unwrap(),
+        measured_speed: 10.0,
+        clock_error: None,
+        rule_sets: Vec::new(),
+    };
+    let ctx = Context {
+        title: "t".into(),
+        games: 30.0,
+        mean: 1500.0,
+        sd: 300.0,
+        seed: 1,
+        initial: 1500.0,
+        noise: 150.0,
+        game_seconds: (20.0, 40.0),
+        rest: (1.0, 5.0),
+        ramp: 10.0,
+        speed: 10.0,
+        wall_seconds: 1.0,
+        command: "test".into(),
+        core: None,
+    };
+    let text = render(&ctx, &outcome, &checks, false);
+    for lane in &lanes {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", lane.label)))
+            .unwrap();
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let mae = |g| format!("{:.1}", mae_at(&lane.curve, g).unwrap());
+        assert_eq!(
+            (cells[6], cells[7]),
+            (mae(0.0).as_str(), mae(30.0).as_str())
+        );
+        let spread = end_spread(lane, 30.0).unwrap();
+        assert_eq!(cells[9], format!("{:.1}", spread.mean), "{line}");
+        if lane.variant == Variant::Updates {
+            assert_eq!(cells[7], format!("{:.1}", q.end));
+            assert_eq!(cells[9], format!("{:.1}", s.ours.mean));
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::{by_file, cluster_rows, find, overall, variant_of, ClusterRow};
+use super::{by_file, cluster_rows, find, overall, ClusterRow};
 use crate::outcome::{Run, Variant};
 use crate::report::{checks_table, teams_table, ticking, write_header, Check, Context};
 use crate::scenario::Scenario;
@@ -42,8 +42,7 @@ pub fn overall_table(scenario: &Scenario, runs: &[&Run]) -> String {
     out.push_str("| matcher | matches | matched | unmatched | wait mean | wait p50 | wait p95 | worst-member latency mean | p95 | max | matches mixing home regions |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for run in runs {
-        let cap = variant_of(run).map_or(f64::INFINITY, |(_, _, c)| c);
-        let o = overall(scenario, run, cap);
+        let o = overall(scenario, run);
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({:.1} %) |",
@@ -73,15 +72,15 @@ pub fn cluster_table(scenario: &Scenario, runs: &[&Run]) -> String {
     let clusters = rows.first().map_or(0, |(_, r)| r.len());
     let total = scenario.arrivals.len().max(1) as f64;
     let mut out = String::new();
-    out.push_str("| home | players | matcher | unmatched | wait p50 | wait p95 | worst-member latency mean | p95 | played away from home |\n");
-    out.push_str("|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| home | players | matcher | unmatched | wait p50 | wait p95 (matched) | wait p95, unmatched counted: (R2)'s | worst-member latency mean | p95 | played away from home |\n");
+    out.push_str("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for c in 0..clusters {
         for (i, (run, rows)) in rows.iter().enumerate() {
             let r = &rows[c];
             let matched = r.wait.map_or(0, |d| d.n);
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % |",
                 if i == 0 { r.region.as_str() } else { "" },
                 if i == 0 {
                     format!("{} ({:.1} %)", r.players, r.players as f64 * 100.0 / total)
@@ -92,6 +91,14 @@ pub fn cluster_table(scenario: &Scenario, runs: &[&Run]) -> String {
                 r.unmatched,
                 opt(r.wait, |d| d.p50),
                 opt(r.wait, |d| d.p95),
+                r.wait_p95_all.map_or_else(
+                    || "–".into(),
+                    |x| if x.is_finite() {
+                        num(x)
+                    } else {
+                        "unmatched".into()
+                    }
+                ),
                 opt(r.latency, |d| d.mean),
                 opt(r.latency, |d| d.p95),
                 r.away as f64 * 100.0 / matched.max(1) as f64
@@ -128,7 +135,7 @@ pub fn render(
     }
 
     out.push_str("## How a match's latency is counted\n\n");
-    out.push_str("A match's latency is its **worst member's** latency where it plays, from the trace's latencies (the latencies each player's client sent). **regions**: the region the core chose (the record's `region`; its `latencies` and `worstLatency` are checked against the trace). **best region only**: the region of the world the match formed in. **latency ignored**: computed offline, the best region for that match, i.e. the minimum over regions of the worst member's latency (ties: the lower mean), whatever the cap. Waits are in simulated seconds, from each join (a party's create) to its match. Per home cluster, each matched player counts its own match's worst latency; *played away from home* is the share of its matched players whose match plays in another region.\n\n");
+    out.push_str("A match's latency is its **worst member's** latency where it plays, from the trace's latencies (the latencies each player's client sent). **regions**: the region the core chose (the record's `region`; its `latencies` and `worstLatency` are checked against the trace). **best region only**: the region of the world the match formed in. **latency ignored**: computed offline, the best region for that match, i.e. the minimum over regions of the worst member's latency (ties: the lower mean), whatever the cap. Waits are in simulated seconds, from each join (a party's create) to its match. Per home cluster, each matched player counts its own match's worst latency; *played away from home* is the share of its matched players whose match plays in another region; *wait p95 (matched)* is over its matched players only, while (R2) compares *wait p95, unmatched counted* (docs/simulator.md, \"Criteria: one definition each\").\n\n");
 
     for (file, list) in by_file(runs) {
         let _ = writeln!(out, "## {}\n", stem(&file));

@@ -86,9 +86,8 @@ fn matched(wait: f64, index: usize) -> Fate {
     Fate::Matched { wait, index }
 }
 
-#[test]
-fn clusters_and_criteria_come_from_the_matches() {
-    let s = trace();
+/// The regions world and best region only on [`trace`].
+fn regions_and_best() -> (Run, Run) {
     // Best region only: three home matches, the small clusters wait long.
     let best = run(
         Variant::BestRegionOnly,
@@ -124,6 +123,13 @@ fn clusters_and_criteria_come_from_the_matches() {
             formed(vec![3, 5], 1, 125),
         ],
     );
+    (regions, best)
+}
+
+#[test]
+fn clusters_and_criteria_come_from_the_matches() {
+    let s = trace();
+    let (regions, best) = regions_and_best();
     let rows = cluster_rows(&s, &regions);
     assert_eq!(rows.len(), 3);
     assert_eq!((rows[2].region.as_str(), rows[2].players), ("r2", 2));
@@ -131,11 +137,9 @@ fn clusters_and_criteria_come_from_the_matches() {
     assert_eq!(rows[1].away, 0);
     assert_eq!(rows[2].latency.unwrap().mean, 122.5);
     assert_eq!(rows[1].wait.unwrap().p95, 3.0);
-    let o = overall(&s, &regions, 150.0);
-    assert_eq!(
-        (o.matches, o.matched, o.unmatched, o.mixed, o.over_cap),
-        (3, 6, 0, 2, 0)
-    );
+    let o = overall(&s, &regions);
+    assert_eq!((o.matches, o.matched, o.unmatched, o.mixed), (3, 6, 0, 2));
+    assert_eq!(r3(&regions, 150.0).over_cap, 0);
     assert_eq!(smallest_clusters(&s), [1, 2]);
     let checks = criteria(&s, &[regions.clone(), best.clone()]);
     let ids: Vec<&str> = checks.iter().map(|c| c.id).collect();
@@ -183,4 +187,76 @@ fn unmatched_players_count_as_the_longest_waits_of_the_p95() {
     assert_eq!(p95_counting_unmatched(&waits, 6), Some(f64::INFINITY));
     assert_eq!(p95_counting_unmatched(&[], 0), None);
     assert_eq!(p95_counting_unmatched(&[], 1), Some(f64::INFINITY));
+}
+
+/// Each criterion has one definition ([`r1`], [`r2`], [`r3`]): the checks,
+/// the report's tables and the functions agree to the digit, so a second
+/// computation anywhere (a table's own mean or percentile) fails here.
+#[test]
+fn the_report_shows_each_criterion_as_its_function_computes_it() {
+    let s = trace();
+    let (mut regions, best) = regions_and_best();
+    // One oceania-like (r2) player left waiting: (R2) counts it.
+    regions.fates[5] = Fate::Waiting;
+    let runs = [regions.clone(), best.clone()];
+    let checks = criteria(&s, &runs);
+
+    let l = r1(&regions, &best).unwrap();
+    assert_eq!(l.ours, overall(&s, &regions).latency.unwrap().mean);
+    assert_eq!(l.ours, mean_worst_latency(&regions).unwrap());
+    assert_eq!(l.pass, checks[0].pass);
+    assert!(checks[0].detail.starts_with(&format!(
+        "{:.1} ms vs {:.1} ms: {:.2}x",
+        l.ours, l.theirs, l.ratio
+    )));
+
+    let waits = r2(&s, &regions, &best);
+    assert_eq!(waits.len(), 2);
+    let table = report::cluster_table(&s, &[&regions, &best]);
+    for ((c, w), check) in waits.iter().zip(&checks[1..3]) {
+        let w = w.as_ref().unwrap();
+        assert_eq!(*c, w.cluster);
+        assert_eq!(w.pass, check.pass, "{check:?}");
+        let rows = cluster_rows(&s, &regions);
+        assert_eq!(Some(w.ours), rows[*c].wait_p95_all);
+        // The definition itself: the cluster's matched waits and its
+        // unmatched players, through p95_counting_unmatched.
+        let matched: Vec<f64> = regions
+            .fates
+            .iter()
+            .enumerate()
+            .filter(|(p, _)| s.geo.as_ref().unwrap().home[*p] == *c)
+            .filter_map(|(_, f)| match f {
+                Fate::Matched { wait, .. } => Some(*wait),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            Some(w.ours),
+            p95_counting_unmatched(&matched, w.unmatched.0)
+        );
+        // The report's cluster table shows the same statistic.
+        let shown = if w.ours.is_finite() {
+            format!("{:.2}", w.ours)
+        } else {
+            "unmatched".into()
+        };
+        let line = table
+            .lines()
+            .find(|line| line.starts_with(&format!("| {} |", w.region)))
+            .unwrap();
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        assert_eq!(cells[7], shown, "{line}");
+    }
+    // r2's single waiting player out of 2 is over 5 %: unbounded, a miss.
+    let r2_small = waits[1].1.as_ref().unwrap();
+    assert_eq!((r2_small.ours, r2_small.ratio), (f64::INFINITY, None));
+    assert!(!checks[2].pass);
+
+    let v = r3(&regions, 150.0);
+    assert_eq!(v.pass(), checks[3].pass);
+    assert!(checks[3].detail.starts_with(&format!(
+        "{} of {} matches over the cap",
+        v.over_cap, v.matches
+    )));
 }
