@@ -157,6 +157,7 @@ macro_rules! for_each_scenario {
             leaving_a_party_in_one_of_its_worlds_ends_it_in_all,
             a_partys_rating_and_attributes_are_each_worlds,
             a_ready_check_holds_a_party_out_of_all_its_worlds,
+            a_sweep_or_an_operator_in_one_world_ends_a_party_in_all,
             role_totals_of_number_attributes_bound_the_match,
             a_total_per_team_splits_the_teams_and_backfills_keep_it,
         );

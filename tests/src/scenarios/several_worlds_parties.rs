@@ -279,3 +279,59 @@ pub async fn a_ready_check_holds_a_party_out_of_all_its_worlds(env: &Env) {
     }
     assert_consistent(&store, false).await;
 }
+
+/// An expired party ticket leaves every world when any of them sweeps it,
+/// and an operator's removal in one of its worlds removes it from all;
+/// each world's waiting-party count follows.
+pub async fn a_sweep_or_an_operator_in_one_world_ends_a_party_in_all(env: &Env) {
+    let rules = grouped(
+        json!([{"name": "east", "teamSize": 3, "ticketTtlSeconds": 1},
+               {"name": "west", "teamSize": 3, "ticketTtlSeconds": 1}]),
+        json!({}),
+    );
+    let store = store_for(env, "several-party-sweep", &rules, false);
+    let party = created(&store, ("east", &["west"]), "a", &["b"]).await;
+    queued(&join_in(&store, &party.party_id, "b", &json!({})).await);
+    assert_eq!(queue_of(&store, "east").await, [ticket(&party)]);
+    eventually(
+        "west sweeps the expired party",
+        Duration::from_secs(5),
+        || async {
+            let swept = store
+                .sweep_expired_tickets(world(&store, "west"), 100)
+                .await
+                .expect("sweep");
+            (!swept.is_empty()).then_some(())
+        },
+    )
+    .await;
+    for w in ["east", "west"] {
+        assert!(queue_of(&store, w).await.is_empty(), "{w} holds the party");
+    }
+    for p in ["a", "b"] {
+        let status = store.player_status(&player(p)).await.expect("status");
+        assert!(matches!(status, PlayerStatus::Idle), "{p}: {status:?}");
+    }
+    assert_consistent(&store, false).await;
+
+    let party = created(&store, ("west", &["east"]), "c", &["d"]).await;
+    queued(&join_in(&store, &party.party_id, "d", &json!({})).await);
+    let removed = store
+        .admin_remove_ticket(world(&store, "east"), &player("c"))
+        .await
+        .expect("remove");
+    assert!(
+        matches!(
+            removed,
+            shared::domain::TicketRemoval::Removed {
+                players_told: 2,
+                ..
+            }
+        ),
+        "{removed:?}"
+    );
+    for w in ["east", "west"] {
+        assert!(queue_of(&store, w).await.is_empty(), "{w} holds the party");
+    }
+    assert_consistent(&store, false).await;
+}
