@@ -7,8 +7,12 @@
 local Fifo = {}
 do
 
--- Tickets one call examines in the general FIFO path (parties or teams).
+-- Tickets one call examines in the general FIFO path (parties or teams);
+-- half as many where players avoid others (each placement checks its
+-- pairs): one call stays within ~50 ms at 1 M waiting (docs/benchmark.md
+-- row 12b), and the matcher calls again while more are due.
 local FIFO_SCAN = 2000
+local BLOCKED_FIFO_SCAN = 1000
 -- A join's instant match in the general FIFO path examines this many
 -- tickets per seat of a match (the matcher's next tick does the rest).
 local INSTANT_SCAN = 4
@@ -209,8 +213,9 @@ end
 -- form_matches' reply from the general FIFO path, after `expired` tickets
 -- were swept and `absent` removed.
 local function fifo_general_reply(ctx, opts, expired, absent)
+  local most = Blocks.any_blocks(ctx) and BLOCKED_FIFO_SCAN or FIFO_SCAN
   local records, ids, removed, more = form_fifo_general(ctx, {
-    max_groups = opts.max_groups, scan = math.min(opts.scan or FIFO_SCAN, FIFO_SCAN), only = opts.only,
+    max_groups = opts.max_groups, scan = math.min(opts.scan or most, most), only = opts.only,
   })
   return records, ids, expired, absent + removed, more
 end
