@@ -156,7 +156,12 @@ export function reduce(state: PlayerState, event: PlayerEvent): PlayerState {
 /** A late my-status answer: only what cannot be older than what the state has (a match's players, a later match state). */
 function mergeStale(state: PlayerState, data: MyStatusResult): PlayerState {
   if (data.status !== "MATCHED" || !matchOf(state, data.match.matchId)) return state;
-  return { ...state, matches: upsert(state.matches, cardOf(data.match, data.match.state, state.playerId)) };
+  const matches = upsert(state.matches, cardOf(data.match, data.match.state, state.playerId));
+  // The headline's match may be further on than the headline said: the
+  // headline follows it (forward only: the card's state never moves back).
+  const headline = data.match.matchId === state.matchId && MATCHED_PHASES.includes(state.phase);
+  const phase = headline ? PHASE_OF[matches.find((m) => m.matchId === state.matchId)!.state] : state.phase;
+  return { ...state, matches, phase };
 }
 
 function fromStatus(state: PlayerState, data: MyStatusResult): PlayerState {

@@ -55,6 +55,22 @@ test("a match moves forward only: a poll's MATCHED/FORMED never takes back ASSIG
   assert.deepEqual(controls(s, on), { join: true, leave: false, createParty: true, joinParty: false, leaveParty: false, accept: false, decline: false, changeWorld: true });
 });
 
+test("a late poll that knows the match is further on moves the headline with the card, never a new queue", () => {
+  let s = run([push({ type: "MATCH_FOUND", ...record })]);
+  assert.equal(s.phase, "MATCHED");
+  const sent = s.version - 1;
+  // Sent before MATCH_FOUND arrived, answered after the server assigned a
+  // seat: the card moves to ASSIGNED, and the headline with it (the demo
+  // page showed MATCHED above an ASSIGNED card with its leave-game button).
+  s = reduce(s, status({ status: "MATCHED", match: { ...record, state: "ASSIGNED", assignment: seat } }, sent));
+  assert.equal(s.matches[0]!.state, "ASSIGNED");
+  assert.equal(s.phase, "ASSIGNED");
+  // A new queue place: a late answer about the old match leaves it alone.
+  s = reduce(s, push({ type: "QUEUED", worldType: "ranked", position: 1, queueSize: 1, estimatedWaitSeconds: null }));
+  s = reduce(s, status({ status: "MATCHED", match: { ...record, state: "FINISHED" } }, sent));
+  assert.equal(s.phase, "QUEUED");
+});
+
 test("my-status restores a reload: MATCHED with state ASSIGNED is ASSIGNED, FINISHED with ratingChanges shows the rating", () => {
   let s = reduce(initialState("ann"), status({ status: "MATCHED", match: { ...record, state: "ASSIGNED", assignment: seat } }, 0));
   assert.equal(s.phase, "ASSIGNED");

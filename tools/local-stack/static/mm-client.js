@@ -686,7 +686,10 @@ function reduce(state, event) {
 }
 function mergeStale(state, data) {
   if (data.status !== "MATCHED" || !matchOf(state, data.match.matchId)) return state;
-  return { ...state, matches: upsert(state.matches, cardOf(data.match, data.match.state, state.playerId)) };
+  const matches = upsert(state.matches, cardOf(data.match, data.match.state, state.playerId));
+  const headline = data.match.matchId === state.matchId && MATCHED_PHASES.includes(state.phase);
+  const phase = headline ? PHASE_OF[matches.find((m) => m.matchId === state.matchId).state] : state.phase;
+  return { ...state, matches, phase };
 }
 function fromStatus(state, data) {
   switch (data.status) {
