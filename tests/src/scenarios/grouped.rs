@@ -166,3 +166,19 @@ pub(super) async fn queue_of(store: &MatchStore, w: &str) -> Vec<String> {
         .await
         .expect("ZRANGE queue")
 }
+
+/// Sweeps `w` until it has removed an expired ticket (deadline 5 s).
+pub(super) async fn swept_in(store: &MatchStore, w: &str) {
+    eventually(
+        &format!("{w} sweeps an expired ticket"),
+        Duration::from_secs(5),
+        || async {
+            let swept = store
+                .sweep_expired_tickets(world(store, w), 100)
+                .await
+                .expect("sweep");
+            (!swept.is_empty()).then_some(())
+        },
+    )
+    .await;
+}

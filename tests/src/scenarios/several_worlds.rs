@@ -10,7 +10,7 @@ use serde_json::json;
 use shared::{AnswerOutcome, PartyJoinOutcome};
 
 use super::attributes::store_for;
-use super::grouped::{created, grouped, join_in, join_many, queue_of};
+use super::grouped::{created, grouped, join_in, join_many, queue_of, swept_in};
 use super::*;
 use crate::assert_consistent;
 
@@ -134,18 +134,7 @@ pub async fn a_matcher_or_a_sweep_in_one_world_takes_the_ticket_from_all(env: &E
 
     join_many(&store, "c", "east", &["west"], &none).await;
     let east = world(&store, "east");
-    eventually(
-        "west sweeps the expired ticket",
-        Duration::from_secs(5),
-        || async {
-            let swept = store
-                .sweep_expired_tickets(world(&store, "west"), 100)
-                .await
-                .expect("sweep");
-            (!swept.is_empty()).then_some(())
-        },
-    )
-    .await;
+    swept_in(&store, "west").await;
     assert!(queue_of(&store, "east").await.is_empty());
     assert!(store.queue_status(east).await.expect("status").waiting == 0);
     assert_consistent(&store, false).await;

@@ -12,7 +12,7 @@ use shared::{
 };
 
 use super::attributes::store_for;
-use super::grouped::{create_in, created, grouped, join_in, queue_of};
+use super::grouped::{create_in, created, grouped, join_in, queue_of, swept_in};
 use super::*;
 use crate::assert_consistent;
 
@@ -293,18 +293,7 @@ pub async fn a_sweep_or_an_operator_in_one_world_ends_a_party_in_all(env: &Env) 
     let party = created(&store, ("east", &["west"]), "a", &["b"]).await;
     queued(&join_in(&store, &party.party_id, "b", &json!({})).await);
     assert_eq!(queue_of(&store, "east").await, [ticket(&party)]);
-    eventually(
-        "west sweeps the expired party",
-        Duration::from_secs(5),
-        || async {
-            let swept = store
-                .sweep_expired_tickets(world(&store, "west"), 100)
-                .await
-                .expect("sweep");
-            (!swept.is_empty()).then_some(())
-        },
-    )
-    .await;
+    swept_in(&store, "west").await;
     for w in ["east", "west"] {
         assert!(queue_of(&store, w).await.is_empty(), "{w} holds the party");
     }
